@@ -1,0 +1,35 @@
+# The README's two commands: `make demo` (a real query on real data) and `make test` (the suite).
+# Both create or reuse .venv and install what they need, including Java 17 for Spark tests.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+
+.PHONY: setup java demo test lint bench
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e ".[dev,spark]"
+	touch $@
+
+java:
+	@command -v java >/dev/null 2>&1 || { \
+	  echo "java not found: installing OpenJDK 17 (needed by the Spark tests)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null; }
+
+demo: setup
+	$(VENV)/bin/kleene run examples/flight_delay_propagation.kleene \
+	  --input examples/data/nycflights13_sample.csv.gz --time-col dep_time_utc --event-type Flight
+
+test: setup java
+	$(PY) -m pytest -q -p no:cacheprovider
+
+lint: setup
+	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
+
+bench: setup
+	$(PY) -m benchmarks

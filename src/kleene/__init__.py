@@ -1,0 +1,48 @@
+"""kleene: complex event processing for Python, embedded or on Spark.
+
+Example:
+    >>> import kleene
+    >>> q = kleene.compile("PATTERN SEQ(A a, B b) WHERE b.x > a.x WITHIN 10 seconds")
+    >>> events = kleene.EventBatch.from_records([
+    ...     {"type": "A", "ts": 1, "x": 1}, {"type": "B", "ts": 2, "x": 5}])
+    >>> [m.bindings for m in q.run(events)]
+    [{'a': 0, 'b': 1}]
+"""
+
+from __future__ import annotations
+
+from .api import CompiledQuery, analyze, compile, parse, to_text
+from .errors import (
+    CapacityError,
+    EngineError,
+    InputError,
+    KleeneError,
+    LateEventError,
+    MissingExtraError,
+    QueryError,
+    QuerySyntaxError,
+    QueryValidationError,
+)
+from .events import EventBatch, Match, TimeInfo
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CapacityError",
+    "CompiledQuery",
+    "EngineError",
+    "EventBatch",
+    "InputError",
+    "KleeneError",
+    "LateEventError",
+    "Match",
+    "MissingExtraError",
+    "QueryError",
+    "QuerySyntaxError",
+    "QueryValidationError",
+    "TimeInfo",
+    "analyze",
+    "compile",
+    "parse",
+    "to_text",
+]

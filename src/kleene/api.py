@@ -1,0 +1,78 @@
+"""The pipeline façade: text or builder AST -> parse -> analyze -> a compiled query -> matches.
+
+Each step is owned by one layer (docs/architecture.md): ``kleene.lang`` parses and prints,
+``kleene.semantic`` validates and resolves, ``kleene.backends`` picks the evaluator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import ast
+from .backends import DEFAULT_BACKEND, get_backend
+from .events import EventBatch, Match
+from .semantic.analyzed import AnalyzedQuery
+
+
+def parse(text: str, *, dialect: str | None = None) -> ast.Query:
+    """Parse query text (canonical or a seed dialect) into the AST."""
+    from .lang import parse as _parse
+
+    return _parse(text, dialect=dialect)
+
+
+def to_text(query: ast.Query) -> str:
+    """Print a query in the canonical language."""
+    from .lang import to_text as _to_text
+
+    return _to_text(query)
+
+
+def analyze(query: str | ast.Query, *, dialect: str | None = None,
+            udfs: Mapping[str, Callable[..., Any]] | None = None,
+            name: str | None = None) -> AnalyzedQuery:
+    """Parse (if text) and validate a query; fill defaults."""
+    from .semantic import analyze as _analyze
+
+    q = parse(query, dialect=dialect) if isinstance(query, str) else query
+    return _analyze(q, udfs=udfs or {}, default_name=name)
+
+
+@dataclass(frozen=True)
+class CompiledQuery:
+    """A validated query bound to an evaluation backend. Immutable; run it many times."""
+
+    analyzed: AnalyzedQuery
+    engine: str = DEFAULT_BACKEND
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        """The query's name (NAME clause, file name, or ``"query"``)."""
+        return self.analyzed.name
+
+    def run(self, events: EventBatch) -> list[Match]:
+        """Evaluate over a bounded, ordered batch; matches in the documented output order."""
+        return get_backend(self.engine)(self.analyzed, events)
+
+    def start(self, **options: Any) -> Any:
+        """Start a streaming runtime (``push``/``advance``/``close``) on the automaton engine."""
+        from .runtime.engine import start
+
+        return start(self.analyzed, **{**self.options, **options})
+
+
+def compile(query: str | ast.Query, *, dialect: str | None = None,
+            udfs: Mapping[str, Callable[..., Any]] | None = None,
+            engine: str = DEFAULT_BACKEND, name: str | None = None,
+            **options: Any) -> CompiledQuery:
+    """Parse, validate and bind a query to a backend.
+
+    ``udfs`` registers user functions by name (the only way a query can call Python code).
+    """
+    return CompiledQuery(analyze(query, dialect=dialect, udfs=udfs, name=name), engine, options)
+
+
+__all__ = ["CompiledQuery", "analyze", "compile", "parse", "to_text"]

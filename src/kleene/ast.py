@@ -1,0 +1,402 @@
+"""The query AST: one tree for query text (every dialect) and for the builder API.
+
+All nodes are frozen, slotted dataclasses. Every node has a ``span`` pointing into the source
+text; spans are excluded from equality, so ``parse(print(q)) == q`` compares structure only.
+Collections inside nodes are tuples.
+
+Patterns
+    ``EventPattern``  one event of a type bound to a variable (``Stock a``)
+    ``Kleene``        repetition of a sub-pattern: ``+`` (1, None), ``*`` (0, None), ``{n}``, ``{n,m}``
+    ``Seq`` / ``And`` / ``Or`` / ``AnyOf``  composition; ``AnyOf`` is ``ANY(k, ...)``
+    ``Not``           negation (only inside ``Seq`` and ``And``)
+    ``Within``        a window on a sub-pattern
+
+Expressions
+    ``Literal``, ``AttrRef`` (``v.x``, ``v[i].x``, ``v[i-1].x``, ``v[1].x``, ``v[last].x``),
+    ``VarRef`` (a bare variable, e.g. inside ``count(v)``), ``Unary``, ``Binary`` (arithmetic,
+    comparison, AND/OR), ``Between``, ``InList``, ``Like``, ``IsNull``, ``Call`` (built-ins,
+    aggregates and registered UDFs), ``Equivalence`` (SASE ``[attr]``).
+
+Chained comparisons (``20 < x.p < 50``) are desugared by the parser into ``AND`` of comparisons.
+``first(v).x`` and ``last(v).x`` are ``AttrRef`` with ``Index(kind=FIRST)`` / ``Index(kind=LAST)``.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Union
+
+from .diagnostics import Span
+
+
+def _span() -> Span | None:
+    return field(default=None, compare=False, repr=False, kw_only=True)  # type: ignore[return-value]
+
+
+# --------------------------------------------------------------------------------------------
+# Vocabulary
+# --------------------------------------------------------------------------------------------
+
+
+class Strategy(enum.Enum):
+    """Event selection strategy (SASE+ vocabulary)."""
+
+    STRICT_CONTIGUITY = "strict-contiguity"
+    """The positive events of a match occupy consecutive positions."""
+    PARTITION_CONTIGUITY = "partition-contiguity"
+    """Consecutive among the events that share the partition / equivalence value."""
+    SKIP_TILL_NEXT_MATCH = "skip-till-next-match"
+    """NFA^b rule: an event may be skipped only if it could not be taken at that point."""
+    SKIP_TILL_ANY_MATCH = "skip-till-any-match"
+    """Every combination of qualifying events is a match (the default)."""
+
+
+class Emit(enum.Enum):
+    """Which matches are output (SCEMon's output modes)."""
+
+    ALL = "all"
+    """Every match."""
+    RECENT = "recent"
+    """Per completing event, only the match with the most recent bindings."""
+
+
+class PickMode(enum.Enum):
+    """Extended SNOOP / TESLA selection of one event among candidates for a variable."""
+
+    FIRST = "first"
+    """Keep the match with the earliest event for the variable."""
+    LAST = "last"
+    """Keep the match with the latest event for the variable."""
+    EACH = "each"
+    """Keep all matches."""
+
+
+class TimeUnit(enum.Enum):
+    """Units of a window or interval. ``EVENTS`` makes a count window."""
+
+    MILLISECONDS = "milliseconds"
+    SECONDS = "seconds"
+    MINUTES = "minutes"
+    HOURS = "hours"
+    DAYS = "days"
+    EVENTS = "events"
+
+    @property
+    def microseconds(self) -> int:
+        """Length of one unit in microseconds (not defined for ``EVENTS``)."""
+        return _UNIT_US[self]
+
+
+_UNIT_US = {
+    TimeUnit.MILLISECONDS: 1_000,
+    TimeUnit.SECONDS: 1_000_000,
+    TimeUnit.MINUTES: 60_000_000,
+    TimeUnit.HOURS: 3_600_000_000,
+    TimeUnit.DAYS: 86_400_000_000,
+}
+
+
+class IndexKind(enum.Enum):
+    """How an element of a Kleene variable is addressed."""
+
+    CURRENT = "i"
+    """``v[i]`` (offset 0) and ``v[i-1]`` (offset -1): relative to the element being checked."""
+    ABSOLUTE = "n"
+    """``v[1]``, ``v[2]``: 1-based position in the list."""
+    FIRST = "first"
+    """``first(v)``: the first element (same as ``v[1]``, printed as ``first(v)``)."""
+    LAST = "last"
+    """``v[last]`` / ``last(v)`` (offset 0) and ``v[last-1]`` (offset -1)."""
+
+
+# --------------------------------------------------------------------------------------------
+# Windows
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """``WITHIN <amount> <unit>``; ``unit=EVENTS`` is a count window."""
+
+    amount: float
+    unit: TimeUnit
+    span: Span | None = _span()
+
+    @property
+    def is_count(self) -> bool:
+        """True for ``WITHIN n EVENTS``."""
+        return self.unit is TimeUnit.EVENTS
+
+    @property
+    def microseconds(self) -> int:
+        """Window length in microseconds (time windows only)."""
+        return round(self.amount * self.unit.microseconds)
+
+
+# --------------------------------------------------------------------------------------------
+# Expressions
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Literal:
+    """A constant. ``value`` is int, float, str, bool, None; timestamps are ``datetime``-free:
+    ``kind='timestamp'`` stores microseconds since the epoch (UTC) as int, ``kind='interval'``
+    stores microseconds as int."""
+
+    value: int | float | str | bool | None
+    kind: str = "auto"  # "auto" | "timestamp" | "interval"
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Index:
+    """An index into a Kleene variable: ``[i]``, ``[i-1]``, ``[3]``, ``[last]``, ``[last-1]``."""
+
+    kind: IndexKind
+    offset: int = 0  # for CURRENT/LAST: 0 or negative; for ABSOLUTE: the 1-based position
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class AttrRef:
+    """``var.attr`` or ``var[index].attr``. Without index on a Kleene variable: every element."""
+
+    var: str
+    attr: str
+    index: Index | None = None
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class VarRef:
+    """A bare variable, e.g. the argument of ``count(v)``."""
+
+    var: str
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Unary:
+    """``NOT x`` or ``-x``; ``op`` is ``"not"`` or ``"-"``."""
+
+    op: str
+    operand: Expr
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Binary:
+    """A binary operation. ``op`` is one of ``+ - * / %``, ``= != < <= > >=`` (``<>`` is
+    normalised to ``!=``), ``and``, ``or``."""
+
+    op: str
+    left: Expr
+    right: Expr
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Between:
+    """``x [NOT] BETWEEN lo AND hi`` (inclusive)."""
+
+    operand: Expr
+    low: Expr
+    high: Expr
+    negated: bool = False
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class InList:
+    """``x [NOT] IN (a, b, ...)``."""
+
+    operand: Expr
+    items: tuple[Expr, ...]
+    negated: bool = False
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Like:
+    """``x [NOT] LIKE 'pat%'`` (SQL: ``%`` any run, ``_`` one character)."""
+
+    operand: Expr
+    pattern: Expr
+    negated: bool = False
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class IsNull:
+    """``x IS [NOT] NULL``."""
+
+    operand: Expr
+    negated: bool = False
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """A function call: built-in (``abs``, ``sqrt``...), aggregate (``count``, ``sum``, ``avg``,
+    ``min``, ``max`` over a Kleene variable) or a registered UDF. ``name`` is lower-cased for
+    built-ins and aggregates and kept as written for UDFs."""
+
+    name: str
+    args: tuple[Expr, ...]
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Equivalence:
+    """SASE equivalence test ``[attr, ...]``: all bound events share each attribute."""
+
+    attrs: tuple[str, ...]
+    span: Span | None = _span()
+
+
+Expr = Union[Literal, AttrRef, VarRef, Unary, Binary, Between, InList, Like, IsNull, Call,
+             Equivalence]
+
+# --------------------------------------------------------------------------------------------
+# Patterns
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class EventPattern:
+    """One event of ``type`` bound to ``var``. ``type=None`` matches events of any type.
+
+    Inside a ``Kleene`` the variable names a list (``Stock+ b[]``)."""
+
+    type: str | None
+    var: str
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Kleene:
+    """Repetition: ``+`` is (1, None), ``*`` (0, None), ``{n}`` (n, n), ``{n,m}`` (n, m)."""
+
+    body: Pattern
+    min: int
+    max: int | None
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Seq:
+    """``SEQ(p1, ..., pn)``: every event of p_i precedes every event of p_{i+1}."""
+
+    items: tuple[Pattern, ...]
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class And:
+    """``AND(p1, ..., pn)``: all sub-patterns, in any order, on disjoint events."""
+
+    items: tuple[Pattern, ...]
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Or:
+    """``OR(p1, ..., pn)``: exactly one branch."""
+
+    items: tuple[Pattern, ...]
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class AnyOf:
+    """``ANY(k, p1, ..., pn)``: exactly ``k`` of the branches, in any order, disjoint."""
+
+    k: int
+    items: tuple[Pattern, ...]
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Not:
+    """``NOT(p)`` / ``!p``: no event matching ``p`` where the enclosing operator says."""
+
+    body: Pattern
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Within:
+    """A window on a sub-pattern: ``AND(B b, C c) WITHIN 5 seconds``."""
+
+    body: Pattern
+    window: Window
+    span: Span | None = _span()
+
+
+Pattern = Union[EventPattern, Kleene, Seq, And, Or, AnyOf, Not, Within]
+
+# --------------------------------------------------------------------------------------------
+# Clauses and the query
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Pick:
+    """``PICK FIRST|LAST|EACH var [WITHIN d FROM other]``."""
+
+    mode: PickMode
+    var: str
+    within: Window | None = None
+    from_var: str | None = None
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Consume:
+    """``CONSUME a, b`` or ``CONSUME ALL`` (``all_vars=True``, ``vars=()``)."""
+
+    vars: tuple[str, ...] = ()
+    all_vars: bool = False
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class ReturnItem:
+    """``expr [AS alias]`` in ``RETURN``."""
+
+    expr: Expr
+    alias: str | None = None
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """A whole query. Optional clauses are ``None`` / empty when absent in the text; the
+    semantic layer fills defaults (strategy skip-till-any-match, emit all)."""
+
+    pattern: Pattern
+    name: str | None = None
+    where: Expr | None = None
+    partition_by: tuple[str, ...] = ()
+    within: Window | None = None
+    strategy: Strategy | None = None
+    picks: tuple[Pick, ...] = ()
+    consume: Consume | None = None
+    emit: Emit | None = None
+    returns: tuple[ReturnItem, ...] = ()
+    return_type: str | None = None
+    span: Span | None = _span()
+    source: str = field(default="", compare=False, repr=False, kw_only=True)
+    """The text the query was parsed from (for error rendering); empty for builder queries."""
+
+
+Node = Union[Expr, Pattern, Window, Index, Pick, Consume, ReturnItem, Query]
+
+__all__ = [
+    "And", "AnyOf", "AttrRef", "Between", "Binary", "Call", "Consume", "Emit", "EventPattern",
+    "Equivalence", "Expr", "Index", "IndexKind", "InList", "IsNull", "Kleene", "Like", "Literal",
+    "Node", "Not", "Or", "Pattern", "Pick", "PickMode", "Query", "ReturnItem", "Seq", "Strategy",
+    "TimeUnit", "Unary", "VarRef", "Window", "Within",
+]

@@ -1,0 +1,1 @@
+"""Shared pytest configuration. Spark fixtures live in tests/spark/conftest.py."""
