@@ -8,9 +8,14 @@ PY := $(VENV)/bin/python
 
 setup: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+# The demo needs only the core package (pyarrow, numpy, click); the tests need every extra.
+$(VENV)/.core: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e .
+	touch $@
+
+$(VENV)/.installed: pyproject.toml $(VENV)/.core
 	$(PY) -m pip install -q -e ".[dev,spark]"
 	touch $@
 
@@ -19,7 +24,7 @@ java:
 	  echo "java not found: installing OpenJDK 17 (needed by the Spark tests)"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null; }
 
-demo: setup
+demo: $(VENV)/.core
 	$(VENV)/bin/kleene run examples/flight_delay_propagation.kleene \
 	  --input examples/data/nycflights13_sample.csv.gz --time-col dep_time_utc --event-type Flight
 

@@ -24,6 +24,8 @@ from .errors import (
     QueryValidationError,
 )
 from .events import EventBatch, Match, TimeInfo
+from .events.readers import ReadReport, iter_events, read_events
+from .events.writers import write_matches
 
 __version__ = "0.1.0"
 
@@ -40,9 +42,13 @@ __all__ = [
     "QueryError",
     "QuerySyntaxError",
     "QueryValidationError",
+    "ReadReport",
     "TimeInfo",
     "analyze",
     "compile",
+    "iter_events",
     "parse",
+    "read_events",
     "to_text",
+    "write_matches",
 ]

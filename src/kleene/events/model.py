@@ -57,7 +57,7 @@ class TimeInfo:
         if self.kind == "datetime":
             t = _dt.datetime(1970, 1, 1) + _dt.timedelta(microseconds=int(ts_us))
             if self.tz is not None:
-                return t.replace(tzinfo=_dt.timezone.utc).isoformat()
+                return t.replace(tzinfo=_dt.UTC).isoformat()
             return t.isoformat()
         q, r = divmod(int(ts_us), self.unit_us)
         return q if r == 0 else ts_us / self.unit_us
@@ -89,7 +89,7 @@ class EventBatch:
             raise InputError(f"internal event table lacks columns {missing}")
 
     def __len__(self) -> int:
-        return self.table.num_rows
+        return int(self.table.num_rows)
 
     # -- columns as numpy (zero-copy where Arrow allows) -------------------------------------
     @property
@@ -126,7 +126,8 @@ class EventBatch:
 
     def rows(self) -> list[dict[str, Any]]:
         """All events as dicts (tests and the oracle only)."""
-        return self.table.to_pylist()
+        rows: list[dict[str, Any]] = self.table.to_pylist()
+        return rows
 
     @staticmethod
     def concat(batches: Sequence[EventBatch]) -> EventBatch:

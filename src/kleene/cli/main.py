@@ -1,0 +1,479 @@
+"""The ``kleene`` command: a lens on the pipeline (``check`` the query, ``explain`` the plan,
+``run`` it over events).
+
+Exit codes: 0 ok, 1 query error, 2 input error (or a command-line usage error), 3 runtime error.
+User errors print one clear message on stderr, never a traceback; an unexpected exception is a
+bug and prints its traceback (exit 3).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import os
+import resource
+import sys
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from .. import __version__
+from ..errors import EngineError, InputError, KleeneError, MissingExtraError, QueryError
+
+EXIT_OK = 0
+EXIT_QUERY = 1
+EXIT_INPUT = 2
+EXIT_RUNTIME = 3
+
+QUERY_SUFFIXES = (".kleene", ".cep", ".sase", ".query", ".txt", ".sql")
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _fail(message: str, code: int) -> None:
+    click.echo(f"kleene: {message}", err=True)
+    sys.exit(code)
+
+
+def _guard(fn: F) -> F:
+    """Map kleene errors to exit codes with a one-message report (no traceback)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except QueryError as e:
+            _fail(f"query error: {e}", EXIT_QUERY)
+        except InputError as e:
+            _fail(f"input error: {e}", EXIT_INPUT)
+        except MissingExtraError as e:
+            _fail(str(e), EXIT_RUNTIME)
+        except (EngineError, KleeneError) as e:
+            _fail(f"runtime error: {e}", EXIT_RUNTIME)
+        except KeyboardInterrupt:
+            _fail("interrupted", 130)
+        except BrokenPipeError:
+            sys.stderr.close()  # e.g. `kleene run ... | head`: not an error
+            sys.exit(EXIT_OK)
+        except Exception:  # a bug: show where, but keep the documented exit code
+            traceback.print_exc()
+            _fail("internal error (the traceback above is a bug in kleene; please report it)",
+                  EXIT_RUNTIME)
+
+    return wrapper  # type: ignore[return-value]
+
+
+@dataclass(frozen=True, slots=True)
+class QuerySource:
+    """Query text and the name to use when the query has no NAME clause."""
+
+    text: str
+    default_name: str | None
+    path: str | None
+
+
+def load_query(arg: str) -> QuerySource:
+    """QUERY is a file path (read it; the file stem names the query) or the query text."""
+    if os.path.isfile(arg):
+        try:
+            text = Path(arg).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise QueryError(f"cannot read query file {arg}: {e}") from None
+        return QuerySource(text, Path(arg).stem, arg)
+    looks_like_path = (not any(ch.isspace() for ch in arg.strip())
+                       and (arg.endswith(QUERY_SUFFIXES) or os.sep in arg))
+    if looks_like_path:
+        raise QueryError(f"query file {arg} not found (QUERY is a file path or the query text)")
+    if not arg.strip():
+        raise QueryError("the query is empty")
+    return QuerySource(arg, None, None)
+
+
+def load_udfs(specs: Sequence[str]) -> dict[str, Callable[..., Any]]:
+    """``module:function`` or ``name=module:function`` -> {name: callable}."""
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # so a module next to the query can be named
+    udfs: dict[str, Callable[..., Any]] = {}
+    for spec in specs:
+        name, eq, target = spec.partition("=")
+        if not eq:
+            name, target = "", spec
+        module, colon, func = target.partition(":")
+        if not colon or not module or not func:
+            raise QueryError(f"--udf {spec!r}: expected module:function or name=module:function")
+        try:
+            mod = importlib.import_module(module)
+        except ImportError as e:
+            raise QueryError(f"--udf {spec!r}: cannot import module {module!r}: {e}") from None
+        fn = getattr(mod, func, None)
+        if not callable(fn):
+            raise QueryError(f"--udf {spec!r}: module {module!r} has no function {func!r}")
+        udfs[name or func] = fn
+    return udfs
+
+
+def _compile(query: str, dialect: str | None, udfs: Sequence[str], engine: str) -> Any:
+    from ..api import compile as compile_query
+    from ..backends import BACKENDS
+
+    if engine not in BACKENDS:
+        raise QueryError(f"unknown engine {engine!r}; available: {', '.join(sorted(BACKENDS))}")
+    src = load_query(query)
+    return compile_query(src.text, dialect=dialect, udfs=load_udfs(udfs), engine=engine,
+                         name=src.default_name)
+
+
+def _peak_memory_mb() -> float:
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return rss / (1024 * 1024) if sys.platform == "darwin" else rss / 1024
+
+
+def _format_from_output(output: str | None) -> str:
+    if output:
+        low = output.lower()
+        if low.endswith(".csv"):
+            return "csv"
+        if low.endswith((".parquet", ".pq")):
+            return "parquet"
+    return "jsonl"
+
+
+class _Progress:
+    """A one-line progress display on stderr, only when stderr is a terminal."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.start = time.perf_counter()
+        self._last = 0.0
+
+    def show(self, text: str, force: bool = False) -> None:
+        if not self.enabled:
+            return
+        now = time.perf_counter()
+        if force or now - self._last > 0.2:
+            self._last = now
+            click.echo(f"\r\x1b[2K{text}  [{now - self.start:.1f} s]", err=True, nl=False)
+
+    def clear(self) -> None:
+        if self.enabled:
+            click.echo("\r\x1b[2K", err=True, nl=False)
+
+
+# --------------------------------------------------------------------------------------------
+# Commands
+# --------------------------------------------------------------------------------------------
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="kleene")
+def cli() -> None:
+    """kleene: complex event processing. Check a query, explain its plan, or run it over events.
+
+    QUERY is a file (its name names the query unless it has a NAME clause) or the query text.
+    """
+
+
+_dialect = click.option("--dialect", default=None, metavar="D",
+                        help="Surface syntax of the query (default: the canonical language).")
+
+
+@cli.command()
+@click.argument("query")
+@_dialect
+@_guard
+def check(query: str, dialect: str | None) -> None:
+    """Parse and validate QUERY; print its canonical form."""
+    from ..api import analyze, to_text
+
+    src = load_query(query)
+    analyzed = analyze(src.text, dialect=dialect, name=src.default_name)
+    click.echo(to_text(analyzed.query))
+
+
+@cli.command()
+@click.argument("query")
+@_dialect
+@click.option("--dot", is_flag=True, help="Print the plan as a Graphviz dot graph.")
+@click.option("--udf", "udfs", multiple=True, metavar="module:function",
+              help="Register a Python function the query may call (repeatable).")
+@_guard
+def explain(query: str, dialect: str | None, dot: bool, udfs: tuple[str, ...]) -> None:
+    """Show how QUERY will be evaluated: the canonical query and its plan."""
+    from ..api import analyze, to_text
+
+    src = load_query(query)
+    analyzed = analyze(src.text, dialect=dialect, udfs=load_udfs(udfs), name=src.default_name)
+    try:
+        plan_explain = importlib.import_module("kleene.plan.explain").explain
+    except (ImportError, AttributeError):
+        plan_explain = None
+    if plan_explain is not None:
+        click.echo(plan_explain(analyzed, dot=dot))
+        return
+    if dot:
+        raise EngineError("--dot needs the plan explainer (kleene.plan.explain), "
+                          "which this build does not have yet")
+    click.echo(f"query {analyzed.name}")
+    click.echo(to_text(analyzed.query))
+    click.echo("")
+    click.echo(f"strategy   {analyzed.strategy.value}")
+    click.echo(f"emit       {analyzed.emit.value}")
+    if analyzed.partition_by:
+        click.echo(f"partition  {', '.join(analyzed.partition_by)}")
+    click.echo("variables")
+    for v in sorted(analyzed.variables.values(), key=lambda v: v.order):
+        extra = " (in an OR/ANY branch)" if v.in_or_branch else ""
+        click.echo(f"  {v.order:>2}  {v.name:<12} {v.kind.value:<8} type {v.type or '(any)'}"
+                   f"{extra}")
+
+
+@cli.command()
+@click.argument("query")
+@click.option("--input", "-i", "input_path", required=True, metavar="PATH",
+              help="Events: .csv, .csv.gz, .tsv, .jsonl, .ndjson, .parquet.")
+@click.option("--input-format", type=click.Choice(["csv", "jsonl", "parquet"]), default=None,
+              help="Input format when the file name does not tell.")
+@click.option("--time-col", default=None, metavar="COL",
+              help="Timestamp column (default: ts, timestamp, time or event_time).")
+@click.option("--type-col", default=None, metavar="COL", help="Event-type column (default: type).")
+@click.option("--event-type", default=None, metavar="NAME", help="Every row is an event of NAME.")
+@click.option("--id-col", default=None, metavar="COL",
+              help="Event id column (default: the 0-based input row).")
+@click.option("--time-unit", type=click.Choice(["s", "ms", "us"]), default="s",
+              help="Unit of epoch-number timestamps (default s).")
+@click.option("--column-type", "column_types", multiple=True, metavar="COL=TYPE",
+              help="Override a column's type: int, float, string, bool, timestamp (repeatable).")
+@click.option("--on-bad-row", default="fail", metavar="fail|skip|dead-letter=PATH",
+              help="What to do with a bad input row (default fail).")
+@click.option("--delimiter", default=None, metavar="CHAR", help="CSV delimiter (default ,).")
+@click.option("--batch-size", default=65_536, type=click.IntRange(min=1), show_default=True,
+              help="Rows per input chunk.")
+@click.option("--output", "-o", default=None, metavar="PATH", help="Write matches here (default stdout).")
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "csv", "parquet"]), default=None,
+              help="Output format (default from --output's extension, else jsonl).")
+@click.option("--engine", default=None, metavar="NAME",
+              help="Evaluation backend (default automaton; oracle for tiny inputs).")
+@click.option("--count", is_flag=True, help="Print only the number of matches.")
+@_dialect
+@click.option("--udf", "udfs", multiple=True, metavar="module:function",
+              help="Register a Python function the query may call (repeatable).")
+@click.option("--quiet", "-q", is_flag=True, help="No summary on stderr.")
+@click.option("--stream", "streaming", is_flag=True,
+              help="Push chunks through the streaming runtime as they are read (bounded "
+                   "memory; rows later than --allowed-lateness are counted as late, not matched).")
+@click.option("--allowed-lateness", default=0.0, type=click.FloatRange(min=0), metavar="SECONDS",
+              help="With --stream: how far behind the newest event a row may arrive.")
+@click.option("--spark", is_flag=True,
+              help="Read, match and write with PySpark (needs the spark extra and Java 17).")
+@click.option("--master", default=None, metavar="URL",
+              help="Spark master with --spark (default local[*]).")
+@click.option("--partitions", default=None, type=click.IntRange(min=1), metavar="N",
+              help="Spark partitions with --spark.")
+@_guard
+def run(query: str, input_path: str, input_format: str | None, time_col: str | None,
+        type_col: str | None, event_type: str | None, id_col: str | None, time_unit: str,
+        column_types: tuple[str, ...], on_bad_row: str, delimiter: str | None, batch_size: int,
+        output: str | None, fmt: str | None, engine: str | None, count: bool,
+        dialect: str | None, udfs: tuple[str, ...], quiet: bool, streaming: bool,
+        allowed_lateness: float, spark: bool, master: str | None,
+        partitions: int | None) -> None:
+    """Run QUERY over the events in --input; write matches (JSON Lines by default)."""
+    from ..backends import DEFAULT_BACKEND
+    from ..events.readers import BadRowPolicy, ReadOptions, collect, iter_events
+
+    started = time.perf_counter()
+    types: dict[str, str] = {}
+    for spec in column_types:
+        col, eq, typ = spec.partition("=")
+        if not eq or not col or not typ:
+            raise InputError(f"--column-type {spec!r}: expected COLUMN=TYPE, e.g. x=float")
+        types[col] = typ
+    out_fmt = fmt or _format_from_output(output)
+    if spark:
+        _run_spark(query, input_path, output=output, fmt=out_fmt, input_format=input_format,
+                   time_col=time_col, type_col=type_col, event_type=event_type, id_col=id_col,
+                   time_unit=time_unit, column_types=types, delimiter=delimiter,
+                   dialect=dialect, udfs=load_udfs(udfs), engine=engine or DEFAULT_BACKEND,
+                   count_only=count, master=master, partitions=partitions,
+                   on_bad_row=on_bad_row, quiet=quiet)
+        return
+    if master is not None or partitions is not None:
+        raise InputError("--master and --partitions need --spark")
+    if allowed_lateness and not streaming:
+        raise InputError("--allowed-lateness needs --stream (a bounded run sorts its input)")
+    compiled = _compile(query, dialect, udfs, engine or DEFAULT_BACKEND)
+    compiled_at = time.perf_counter()
+    options = ReadOptions(time_col=time_col, type_col=type_col, event_type=event_type,
+                          id_col=id_col, time_unit=time_unit,  # type: ignore[arg-type]
+                          column_types=types, on_bad_row=BadRowPolicy.parse(on_bad_row),
+                          format=input_format, delimiter=delimiter, batch_size=batch_size)
+    progress = _Progress(sys.stderr.isatty() and not quiet)
+
+    stream = iter_events(input_path, options, sort_chunks=streaming)
+    if streaming:
+        _run_streaming(compiled, stream, output=output, fmt=out_fmt, count=count,
+                       lateness_s=allowed_lateness, quiet=quiet, progress=progress,
+                       clock=(started, compiled_at))
+        return
+    batches = []
+    for b in stream:
+        batches.append(b)
+        progress.show(f"reading {input_path}: {stream.report.events:,} events")
+    events, report = collect(stream, batches)
+    read_done = time.perf_counter()
+    progress.show(f"matching {len(events):,} events with {compiled.engine}", force=True)
+    matches = _engine_call(compiled.engine, compiled.run, events) if len(events) else []
+    progress.clear()
+    match_done = time.perf_counter()
+    if count:
+        click.echo(len(matches))
+    else:
+        from ..events.writers import open_writer
+
+        with open_writer(output, out_fmt, events.time) as writer:
+            writer.write(matches)
+    finished = time.perf_counter()
+    if not quiet:
+        _summary(report, len(matches), compiled.engine,
+                 (started, compiled_at, read_done, match_done, finished))
+
+
+def _engine_call(engine: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Call into an engine; anything but a kleene error becomes an EngineError (exit 3)."""
+    try:
+        return fn(*args, **kwargs)
+    except KleeneError:
+        raise
+    except MemoryError:
+        raise EngineError("out of memory while matching; narrow the query (WITHIN, "
+                          "PARTITION BY, a stricter strategy) or split the input") from None
+    except Exception as e:
+        traceback.print_exc()
+        raise EngineError(f"engine {engine!r} failed: {type(e).__name__}: {e} "
+                          "(traceback above: if it ends in a --udf function, fix that "
+                          "function; otherwise it is a bug in kleene)") from None
+
+
+def _run_streaming(compiled: Any, stream: Any, *, output: str | None, fmt: str, count: bool,
+                   lateness_s: float, quiet: bool, progress: _Progress,
+                   clock: tuple[float, float]) -> None:
+    """``run --stream``: push each chunk through the engine's runtime as it is read and write
+    matches as they come (memory bounded by the chunk size and the engine's live state)."""
+    from ..events.writers import MatchWriter, open_writer
+
+    if compiled.engine != "automaton":
+        raise QueryError(f"--stream needs the automaton engine, not {compiled.engine!r}")
+    runtime = _engine_call(compiled.engine, compiled.start,
+                           allowed_lateness_us=round(lateness_s * 1_000_000))
+    writer: MatchWriter | None = None
+    n_matches = 0
+
+    def emit(matches: list[Any]) -> None:
+        nonlocal writer, n_matches
+        n_matches += len(matches)
+        if count:
+            return
+        if writer is None:
+            writer = open_writer(output, fmt, stream.time)
+        writer.write(matches)
+
+    try:
+        for batch in stream:
+            emit(_engine_call(compiled.engine, runtime.push, batch))
+            progress.show(f"streaming: {stream.report.events:,} events, {n_matches:,} matches")
+        emit(_engine_call(compiled.engine, runtime.close))
+        if count:
+            click.echo(n_matches)
+        elif writer is None:
+            writer = open_writer(output, fmt, stream.time)
+    finally:
+        if writer is not None:
+            writer.close()
+        progress.clear()
+    report = stream.report
+    if report.rows_read == 0:
+        raise InputError("no events: the input has no data rows", path=report.source)
+    finished = time.perf_counter()
+    if not quiet:
+        started, compiled_at = clock
+        _summary(report, n_matches, compiled.engine,
+                 (started, compiled_at, finished, finished, finished),
+                 late=int(runtime.counters.late_events), lateness_s=lateness_s)
+
+
+def _run_spark(query: str, input_path: str, *, on_bad_row: str, quiet: bool,
+               **options: Any) -> None:
+    """``run --spark``: the same query and options, evaluated by kleene.spark."""
+    if on_bad_row.strip() != "fail":
+        raise InputError("--on-bad-row skip/dead-letter is not supported with --spark; "
+                         "clean the input or run without --spark")
+    try:
+        from ..spark.cli import run_query
+    except ImportError as e:
+        raise MissingExtraError(f"--spark needs the spark extra: pip install 'kleene[spark]' "
+                                f"({e})") from None
+    result = run_query(query, input_path, **options)
+    if not quiet:
+        seconds = float(result.get("seconds", 0.0))
+        events = int(result.get("events", 0))
+        rate = events / seconds if seconds > 0 else 0.0
+        lines = [
+            "── kleene run summary (spark) " + "─" * 32,
+            f"events read     {events:>12,}   from {result.get('source')} "
+            f"({result.get('format')}, {result.get('files', 1)} file(s))",
+            f"matches         {int(result.get('matches', 0)):>12,}   (engine "
+            f"{result.get('engine')}, plan {result.get('plan')}, master {result.get('master')})",
+            f"time            {seconds:>12.2f} s",
+            f"throughput      {rate:>12,.0f}   events/s",
+            f"peak memory     {_peak_memory_mb():>12,.0f}   MB (driver)",
+        ]
+        click.echo("\n".join(lines), err=True)
+
+
+def _summary(report: Any, n_matches: int, engine: str,
+             clock: tuple[float, float, float, float, float], *, late: int | None = None,
+             lateness_s: float = 0.0) -> None:
+    started, compiled_at, read_done, match_done, finished = clock
+    seconds = finished - started
+    rate = report.events / seconds if seconds > 0 else 0.0
+    lines = [
+        "── kleene run summary " + "─" * 40,
+        f"events read     {report.events:>12,}   from {report.source} ({report.format})",
+    ]
+    bad = f"{report.skipped:,} skipped, {report.dead_lettered:,} dead-lettered"
+    lines.append(f"bad rows        {report.bad_rows:>12,}   ({bad})")
+    if late is None:
+        lines.append(f"out of order    {report.out_of_order:>12,}   (rows behind an earlier "
+                     "timestamp; sorted before matching)")
+    else:
+        lines.append(f"out of order    {report.out_of_order:>12,}   (rows behind an earlier "
+                     "timestamp)")
+        lines.append(f"late            {late:>12,}   (behind the watermark with "
+                     f"{lateness_s:g} s allowed lateness: counted, not matched)")
+    lines.append(f"matches         {n_matches:>12,}   (engine {engine})")
+    if late is None:
+        lines.append(f"time            {seconds:>12.2f} s  (compile {compiled_at - started:.2f} "
+                     f"s, read {read_done - compiled_at:.2f} s, match "
+                     f"{match_done - read_done:.2f} s, write {finished - match_done:.2f} s)")
+    else:
+        lines.append(f"time            {seconds:>12.2f} s  (compile {compiled_at - started:.2f} "
+                     f"s, read + match + write {finished - compiled_at:.2f} s, streamed)")
+    lines.append(f"throughput      {rate:>12,.0f}   events/s")
+    lines.append(f"peak memory     {_peak_memory_mb():>12,.0f}   MB")
+    for ex in report.bad_examples:
+        lines.append(f"  e.g. {ex}")
+    click.echo("\n".join(lines), err=True)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Console entry point (``kleene``, ``python -m kleene``)."""
+    cli.main(args=list(argv) if argv is not None else None, prog_name="kleene")
+
+
+__all__ = ["EXIT_INPUT", "EXIT_OK", "EXIT_QUERY", "EXIT_RUNTIME", "cli", "load_query",
+           "load_udfs", "main"]

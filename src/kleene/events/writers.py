@@ -1,0 +1,256 @@
+"""Writers: matches -> JSON Lines (the contract), CSV or Parquet, to a file or stdout.
+
+The JSON Lines record is :meth:`Match.to_record`, one line per match, in the order the engine
+produced them::
+
+    {"query": "q", "match": {"a": 3, "b": [4, 5]}, "start": ..., "end": ..., "values": {...}}
+
+CSV and Parquet flatten it: columns ``query``, ``start``, ``end``, ``match`` (the bindings as a
+JSON object string, since variables differ between queries) and one column per RETURN field.
+Parquet keeps ``start``/``end`` as ``timestamp[us]`` for datetime input.
+
+Writers are incremental (``write`` many times, then ``close``) so a streaming run can write
+matches as they come; JSON Lines and CSV hold no matches in memory, Parquet buffers up to
+``row_group_size`` matches per row group.
+
+Example:
+    >>> import io
+    >>> from kleene.events import Match, TimeInfo
+    >>> out = io.StringIO()
+    >>> with open_writer(out, "jsonl", TimeInfo()) as w:
+    ...     w.write([Match("q", {"a": 0, "b": (1, 2)}, 1_000_000, 3_000_000, {"n": 2})])
+    >>> out.getvalue()
+    '{"query": "q", "match": {"a": 0, "b": [1, 2]}, "start": 1, "end": 3, "values": {"n": 2}}\\n'
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as _dt
+import json
+import math
+import sys
+from collections.abc import Iterable
+from types import TracebackType
+from typing import IO, Any
+
+import numpy as np
+import pyarrow as pa
+
+from ..errors import InputError
+from .match import Match
+from .model import TimeInfo
+
+OUTPUT_FORMATS = ("jsonl", "csv", "parquet")
+
+
+def _json_default(value: Any) -> Any:
+    """JSON for values engines may return: numpy scalars, datetimes, tuples, Arrow scalars."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, (_dt.datetime, _dt.date, _dt.time)):
+        return value.isoformat()
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    if isinstance(value, pa.Scalar):
+        return value.as_py()
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return str(value)
+
+
+def _clean(value: Any) -> Any:
+    """NaN and infinities are not JSON: write null (SQL NULL is what they mean here)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    return value
+
+
+def match_line(match: Match, time: TimeInfo) -> str:
+    """One match as its JSON Lines line (without the newline)."""
+    return json.dumps(_clean(match.to_record(time)), default=_json_default, allow_nan=False)
+
+
+class MatchWriter:
+    """Base class: ``write(matches)`` any number of times, then ``close()``; counts matches."""
+
+    def __init__(self, time: TimeInfo) -> None:
+        self.time = time
+        self.count = 0
+
+    def write(self, matches: Iterable[Match]) -> None:
+        """Write matches in the given order."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Flush and release the destination (stdout is flushed, never closed)."""
+
+    def __enter__(self) -> MatchWriter:
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+
+class _TextWriter(MatchWriter):
+    def __init__(self, dest: str | IO[str] | None, time: TimeInfo) -> None:
+        super().__init__(time)
+        self._own = isinstance(dest, str)
+        if isinstance(dest, str):
+            try:
+                self.out: IO[str] = open(dest, "w", encoding="utf-8", newline="")  # noqa: SIM115
+            except OSError as e:
+                raise InputError(f"cannot write the output file: {e.strerror}",
+                                 path=dest) from None
+        else:
+            self.out = dest if dest is not None else sys.stdout
+
+    def close(self) -> None:
+        if self._own:
+            self.out.close()
+        else:
+            self.out.flush()
+
+
+class JsonLinesWriter(_TextWriter):
+    """The default: one JSON object per line (the contract)."""
+
+    def write(self, matches: Iterable[Match]) -> None:
+        lines = [match_line(m, self.time) for m in matches]
+        if lines:
+            self.out.write("\n".join(lines) + "\n")
+            self.count += len(lines)
+
+
+def _flat(match: Match, time: TimeInfo) -> dict[str, Any]:
+    rec = _clean(match.to_record(time))
+    row: dict[str, Any] = {
+        "query": rec["query"], "start": rec["start"], "end": rec["end"],
+        "match": json.dumps(rec["match"], default=_json_default),
+    }
+    for k, v in rec["values"].items():
+        row[k if k not in row else f"values.{k}"] = v
+    return row
+
+
+class CsvWriter(_TextWriter):
+    """CSV: query, start, end, match (JSON), then the RETURN fields of the first match."""
+
+    def __init__(self, dest: str | IO[str] | None, time: TimeInfo) -> None:
+        super().__init__(dest, time)
+        self._writer: Any = None
+
+    def write(self, matches: Iterable[Match]) -> None:
+        for m in matches:
+            row = _flat(m, self.time)
+            if self._writer is None:
+                self._writer = csv.DictWriter(self.out, fieldnames=list(row),
+                                              extrasaction="ignore", lineterminator="\n")
+                self._writer.writeheader()
+            self._writer.writerow({k: (json.dumps(v, default=_json_default)
+                                       if isinstance(v, (list, dict)) else v)
+                                   for k, v in row.items()})
+            self.count += 1
+
+    def close(self) -> None:
+        if self._writer is None:  # no matches: still write the fixed columns
+            csv.writer(self.out, lineterminator="\n").writerow(["query", "start", "end", "match"])
+        super().close()
+
+
+class ParquetWriter(MatchWriter):
+    """Parquet, one row per match; row groups of ``row_group_size`` matches."""
+
+    def __init__(self, path: str, time: TimeInfo, row_group_size: int = 65_536) -> None:
+        super().__init__(time)
+        self.path = path
+        self.row_group_size = row_group_size
+        self._rows: list[dict[str, Any]] = []
+        self._writer: Any = None
+
+    def _ts_type(self) -> pa.DataType:
+        if self.time.kind == "datetime":
+            return pa.timestamp("us", "UTC" if self.time.tz else None)
+        return pa.int64() if self.time.unit == "us" else pa.float64()
+
+    def write(self, matches: Iterable[Match]) -> None:
+        for m in matches:
+            row = _flat(m, self.time)
+            if self.time.kind == "datetime":
+                row["start"], row["end"] = m.start, m.end
+            self._rows.append(row)
+            self.count += 1
+            if len(self._rows) >= self.row_group_size:
+                self._flush()
+
+    def _flush(self) -> None:
+        import pyarrow.parquet as pq
+
+        if not self._rows and self._writer is not None:
+            return
+        names = list(self._rows[0]) if self._rows else ["query", "start", "end", "match"]
+        cols: dict[str, pa.Array] = {}
+        for name in names:
+            values = [r.get(name) for r in self._rows]
+            if name in ("start", "end"):
+                if self.time.kind == "datetime":
+                    cols[name] = pa.array(values, pa.int64()).cast(self._ts_type())
+                else:
+                    cols[name] = pa.array(values, self._ts_type())
+            elif name in ("query", "match"):
+                cols[name] = pa.array(values, pa.string())
+            else:
+                try:
+                    cols[name] = pa.array(values)
+                except (pa.ArrowException, TypeError, ValueError):
+                    cols[name] = pa.array([json.dumps(v, default=_json_default) for v in values])
+        table = pa.table(cols)
+        if self._writer is None:
+            try:
+                self._writer = pq.ParquetWriter(self.path, table.schema)
+            except OSError as e:
+                raise InputError(f"cannot write the output file: {e}", path=self.path) from None
+        else:
+            table = table.cast(self._writer.schema)
+        self._writer.write_table(table)
+        self._rows = []
+
+    def close(self) -> None:
+        if self._rows or self._writer is None:
+            self._flush()
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+
+def open_writer(dest: str | IO[str] | None, fmt: str, time: TimeInfo) -> MatchWriter:
+    """A writer for ``fmt`` (jsonl, csv, parquet) to a path, a text stream, or stdout (None)."""
+    fmt = fmt.lower()
+    if fmt == "jsonl":
+        return JsonLinesWriter(dest, time)
+    if fmt == "csv":
+        return CsvWriter(dest, time)
+    if fmt == "parquet":
+        if not isinstance(dest, str):
+            raise InputError("Parquet output needs a file: pass --output PATH")
+        return ParquetWriter(dest, time)
+    raise InputError(f"unknown output format {fmt!r}; use one of: {', '.join(OUTPUT_FORMATS)}")
+
+
+def write_matches(matches: Iterable[Match], dest: str | IO[str] | None = None,
+                  fmt: str = "jsonl", time: TimeInfo | None = None) -> int:
+    """Write all matches at once; returns how many were written."""
+    with open_writer(dest, fmt, time or TimeInfo()) as w:
+        w.write(matches)
+        return w.count
+
+
+__all__ = [
+    "CsvWriter", "JsonLinesWriter", "MatchWriter", "OUTPUT_FORMATS", "ParquetWriter",
+    "match_line", "open_writer", "write_matches",
+]

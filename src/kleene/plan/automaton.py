@@ -1,0 +1,401 @@
+"""The compiled automaton plan: an immutable NFA^b over the components of a pattern.
+
+``compile_plan(analyzed)`` turns a validated query into a :class:`Plan`:
+
+* the pattern is flattened into a sequence of **components** (SASE+ NFA^b states): a single
+  event, a Kleene closure on an event type, or a choice between single events (``OR`` inside
+  ``SEQ``). Each component has *take* edges (bind the event), the Kleene ones a *take* loop, and
+  *proceed* edges to the following components; *ignore* edges depend on the strategy;
+* ``NOT`` becomes a **negation guard** on the gap between two components (leading, inner or
+  trailing);
+* every WHERE conjunct is **placed** at the last variable it mentions (pattern order): on the
+  take edge of that variable (for single variables and per-element tests of a Kleene variable,
+  including iteration predicates ``v[i]`` vs ``v[i-1]``), or on the *proceed* edge that closes a
+  Kleene variable (``last``, aggregates); one-variable conjuncts are additionally vectorized
+  into per-batch candidate masks (:mod:`kleene.plan.vector`);
+* windows (query-level and on sub-patterns) become window guards over component ranges.
+
+Patterns outside this shape (AND, ANY, OR of sequences, Kleene on groups) compile to a
+:class:`GroupPlan`, evaluated by the run-set engine in :mod:`kleene.runtime.groups`.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .. import ast
+from ..errors import EngineError
+from ..semantic.analyzed import AnalyzedQuery, VarKind
+from .expr import CompiledExpr, Layout, RefInfo, compile_expr, refs
+from .vector import VectorPred, vectorize
+
+
+class CompKind(enum.Enum):
+    """Kind of an automaton component (NFA^b state)."""
+
+    SINGLE = "single"
+    """Binds exactly one event."""
+    KLEENE = "kleene"
+    """Binds ``min``..``max`` events of one type (a take loop)."""
+    CHOICE = "choice"
+    """Binds one event to exactly one of several variables (``OR`` of single events)."""
+
+
+class Timing(enum.Enum):
+    """When a placed predicate is evaluated."""
+
+    TAKE = "take"
+    """On the take edge of its variable (for a Kleene variable: per appended element)."""
+    CLOSE = "close"
+    """On the proceed edge that closes its Kleene variable (``last``, aggregates)."""
+    NEGATION = "negation"
+    """Restricts a negated variable; checked against the candidate negating events."""
+    MATCH = "match"
+    """Checked once on the complete match (variables in optional OR branches)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Predicate:
+    """A placed WHERE conjunct."""
+
+    expr: ast.Expr
+    var: str
+    """The variable it is placed at (the last one it mentions, in pattern order)."""
+    timing: Timing
+    compiled: CompiledExpr
+    iter_var: str | None
+    """The list variable it ranges over element by element, if any."""
+    prev: bool
+    """True if it uses ``v[i-1]`` (then it ranges over consecutive pairs)."""
+    abs_need: int
+    """Largest absolute index used on its own variable (0 if none)."""
+    vars: frozenset[str]
+    opt_slots: tuple[int, ...] = ()
+    """Slots of OR-branch variables it mentions: if one is unbound the conjunct is skipped."""
+
+    def skipped(self, b: tuple[Any, ...]) -> bool:
+        """True when it mentions an unbound variable (docs/semantics.md 5: skipped)."""
+        for s in self.opt_slots:
+            if b[s] is None:
+                return True
+        return False
+
+    def check_all(self, b: tuple[Any, ...], slot: int | None) -> bool:
+        """Evaluate over every element (or pair) of the iterated variable; TRUE required."""
+        if self.opt_slots and self.skipped(b):
+            return True
+        fn = self.compiled.fn
+        if slot is None:
+            return fn(b, 0) is True
+        lst = b[slot]
+        for i in range(1 if self.prev else 0, len(lst)):
+            if fn(b, i) is not True:
+                return False
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class Component:
+    """One NFA^b state of the linear plan."""
+
+    kind: CompKind
+    vars: tuple[str, ...]
+    types: tuple[str | None, ...]
+    min: int = 1
+    max: int | None = 1
+
+    @property
+    def nullable(self) -> bool:
+        """May bind nothing (``*`` / ``{0,m}``)."""
+        return self.min == 0
+
+
+@dataclass(frozen=True, slots=True)
+class WindowGuard:
+    """A window over components ``first..last`` (inclusive); ``count`` for ``n EVENTS``."""
+
+    first: int
+    last: int
+    amount: int
+    count: bool
+
+
+@dataclass(frozen=True, slots=True)
+class NegGuard:
+    """A negated variable on gap ``gap`` (0 = leading, ``len(components)`` = trailing)."""
+
+    var: str
+    type: str | None
+    gap: int
+    preds: tuple[Predicate, ...]
+    mask: VectorPred | None
+
+
+@dataclass(frozen=True, slots=True)
+class VarPlan:
+    """Per positive variable: its slot, component, vectorized mask and placed predicates."""
+
+    name: str
+    slot: int
+    comp: int
+    type: str | None
+    is_list: bool
+    mask: VectorPred | None
+    take: tuple[Predicate, ...]
+    close: tuple[Predicate, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """The immutable linear automaton plan of one query."""
+
+    name: str
+    components: tuple[Component, ...]
+    vars: Mapping[str, VarPlan]
+    order: tuple[str, ...]
+    """Positive variables in pattern order (the bindings order of a match)."""
+    layout: Layout
+    negations: tuple[NegGuard, ...]
+    windows: tuple[WindowGuard, ...]
+    match_preds: tuple[Predicate, ...]
+    strategy: ast.Strategy
+    partition_by: tuple[str, ...]
+    equivalence: tuple[str, ...]
+    analyzed: AnalyzedQuery
+    return_fns: tuple[tuple[str, CompiledExpr, int | None, bool], ...]
+    """RETURN items: name, compiled expression over ``B + (start, end)``, the slot of the
+    list variable it ranges over elementwise (None if none) and whether it uses ``[i-1]``."""
+
+    @property
+    def window_us(self) -> int | None:
+        """The largest time window (for expiry and history pruning), if every run has one."""
+        full = [w for w in self.windows if w.first == 0 and w.last == len(self.components) - 1]
+        tw = [w.amount for w in full if not w.count]
+        return min(tw) if tw else None
+
+    @property
+    def window_events(self) -> int | None:
+        """The whole-pattern count window, if any."""
+        full = [w for w in self.windows if w.first == 0 and w.last == len(self.components) - 1]
+        cw = [w.amount for w in full if w.count]
+        return min(cw) if cw else None
+
+    @property
+    def key_attrs(self) -> tuple[str, ...]:
+        """Attributes that route events to per-key state (PARTITION BY + equivalence)."""
+        out = list(self.partition_by)
+        for a in self.equivalence:
+            if a not in out:
+                out.append(a)
+        return tuple(out)
+
+
+class Unsupported(EngineError):
+    """The linear plan does not cover this pattern (the group engine may)."""
+
+
+# --------------------------------------------------------------------------------------------
+# Flattening the pattern
+# --------------------------------------------------------------------------------------------
+
+@dataclass(slots=True)
+class _Flat:
+    comps: list[Component]
+    negs: list[tuple[str, str | None, int]]
+    windows: list[WindowGuard]
+
+
+def _flatten(p: ast.Pattern, out: _Flat) -> None:
+    if isinstance(p, ast.Seq):
+        for item in p.items:
+            _flatten(item, out)
+    elif isinstance(p, ast.EventPattern):
+        out.comps.append(Component(CompKind.SINGLE, (p.var,), (p.type,)))
+    elif isinstance(p, ast.Kleene):
+        if not isinstance(p.body, ast.EventPattern):
+            raise Unsupported("Kleene closure on a group")
+        out.comps.append(Component(CompKind.KLEENE, (p.body.var,), (p.body.type,), p.min, p.max))
+    elif isinstance(p, ast.Or):
+        if not all(isinstance(x, ast.EventPattern) for x in p.items):
+            raise Unsupported("OR of sub-patterns inside SEQ")
+        items = [x for x in p.items if isinstance(x, ast.EventPattern)]
+        out.comps.append(Component(CompKind.CHOICE, tuple(x.var for x in items),
+                                   tuple(x.type for x in items)))
+    elif isinstance(p, ast.Not):
+        if not isinstance(p.body, ast.EventPattern):
+            raise Unsupported("negation of a sub-pattern")
+        out.negs.append((p.body.var, p.body.type, len(out.comps)))
+    elif isinstance(p, ast.Within):
+        start = len(out.comps)
+        _flatten(p.body, out)
+        if len(out.comps) > start:
+            w = p.window
+            out.windows.append(WindowGuard(start, len(out.comps) - 1,
+                                           int(w.amount) if w.is_count else w.microseconds,
+                                           w.is_count))
+    else:
+        raise Unsupported(type(p).__name__)
+
+
+def compile_plan(analyzed: AnalyzedQuery) -> Plan:
+    """Compile a validated query into the linear automaton plan (or raise Unsupported)."""
+    flat = _Flat([], [], [])
+    _flatten(analyzed.pattern, flat)
+    if not flat.comps:
+        raise Unsupported("a pattern without positive events")
+    q = analyzed.query
+    if q.within is not None:
+        w = q.within
+        flat.windows.append(WindowGuard(0, len(flat.comps) - 1,
+                                        int(w.amount) if w.is_count else w.microseconds,
+                                        w.is_count))
+    variables = analyzed.variables
+    order = tuple(analyzed.positive_vars())
+    neg_names = [n for n, _t, _g in flat.negs]
+    all_vars = list(order) + neg_names
+    list_vars = frozenset(v for v in order if variables[v].kind is VarKind.LIST)
+    comp_of: dict[str, int] = {}
+    for ci, c in enumerate(flat.comps):
+        for v in c.vars:
+            comp_of[v] = ci
+    attrs: list[str] = []
+    exprs = list(analyzed.conjuncts) + [r.expr for r in q.returns]
+    for e in exprs:
+        for a in sorted(refs(e, list_vars).attrs):
+            if a not in attrs and a not in ("__ts", "__id"):
+                attrs.append(a)
+    layout = Layout({v: i for i, v in enumerate(all_vars)}, list_vars, tuple(attrs))
+    udfs = analyzed.udfs
+    rank = {v: i for i, v in enumerate(order)}
+
+    take: dict[str, list[Predicate]] = {v: [] for v in order}
+    close: dict[str, list[Predicate]] = {v: [] for v in order}
+    one_var: dict[str, list[ast.Expr]] = {v: [] for v in all_vars}
+    neg_preds: dict[str, list[Predicate]] = {v: [] for v in neg_names}
+    match_preds: list[Predicate] = []
+    for ci, e in enumerate(analyzed.conjuncts):
+        info = refs(e, list_vars)
+        if info.udfs - set(udfs):
+            raise EngineError(f"unknown function(s) {sorted(info.udfs - set(udfs))}")
+        negs_here = [v for v in info.vars if v in neg_names]
+        if len(info.iter_vars) > 1:
+            raise Unsupported("a predicate ranging over two Kleene variables at once")
+        iter_var = next(iter(info.iter_vars), None)
+        compiled = compile_expr(e, layout, udfs, f"p{ci}")
+        if negs_here:
+            if len(negs_here) > 1:
+                raise Unsupported("a predicate over two negated variables")
+            nv = negs_here[0]
+            if info.vars == {nv} and not info.udfs:
+                one_var[nv].append(e)
+            neg_preds[nv].append(Predicate(
+                e, nv, Timing.NEGATION, compiled, iter_var, bool(info.prev_vars), 0,
+                frozenset(info.vars), tuple(layout.var_slots[v] for v in sorted(info.vars)
+                                            if v in variables and variables[v].in_or_branch)))
+            continue
+        if not info.vars:
+            raise Unsupported("a predicate that mentions no variable")
+        last = max(info.vars, key=lambda v: rank[v])
+        opt = tuple(layout.var_slots[v] for v in sorted(info.vars)
+                    if variables[v].in_or_branch)
+        is_list = last in list_vars
+        abs_need = info.abs_index.get(last, 0)
+        pred_take = Predicate(e, last, Timing.TAKE, compiled, iter_var, bool(info.prev_vars),
+                              abs_need, frozenset(info.vars), opt)
+        if not is_list:
+            if iter_var is not None and iter_var == last:
+                raise Unsupported("element reference on a single variable")
+            take[last].append(pred_take)
+            if info.vars == {last} and not info.udfs:
+                one_var[last].append(e)
+            continue
+        closing = last in info.closing or abs_need >= 2 or (iter_var not in (None, last))
+        if closing:
+            close[last].append(Predicate(e, last, Timing.CLOSE, compiled, iter_var,
+                                         bool(info.prev_vars), 0, frozenset(info.vars), opt))
+        else:
+            take[last].append(pred_take)
+            if (info.vars == {last} and not info.prev_vars and not info.abs_index
+                    and not info.udfs):
+                one_var[last].append(e)
+
+    var_plans: dict[str, VarPlan] = {}
+    for v in order:
+        vi = variables[v]
+        mask = vectorize(one_var[v], layout, v, udfs) if one_var[v] else None
+        # predicates fully covered by the mask need not run again in the loop
+        covered = set(id(x) for x in (mask.exprs if mask else ()))
+        tk = tuple(p for p in take[v] if id(p.expr) not in covered)
+        var_plans[v] = VarPlan(v, layout.var_slots[v], comp_of[v], vi.type, v in list_vars, mask,
+                               tk, tuple(close[v]))
+    negations: list[NegGuard] = []
+    for nv, nt, gap in flat.negs:
+        mask = vectorize(one_var[nv], layout, nv, udfs) if one_var[nv] else None
+        covered = set(id(x) for x in (mask.exprs if mask else ()))
+        negations.append(NegGuard(nv, nt, gap, tuple(p for p in neg_preds[nv]
+                                                     if id(p.expr) not in covered), mask))
+    returns = []
+    for i, r in enumerate(q.returns):
+        info = refs(r.expr, list_vars)
+        if len(info.iter_vars) > 1:
+            raise EngineError(f"RETURN item {_return_name(r)!r} references several list "
+                              "variables elementwise; use an index or an aggregate")
+        it = next(iter(info.iter_vars), None)
+        returns.append((_return_name(r), compile_expr(r.expr, layout, udfs, f"r{i}"),
+                        None if it is None else layout.var_slots[it], bool(info.prev_vars)))
+    return Plan(analyzed.name, tuple(flat.comps), var_plans, order, layout, tuple(negations),
+                tuple(flat.windows), tuple(match_preds), analyzed.strategy, q.partition_by,
+                analyzed.equivalence, analyzed, tuple(returns))
+
+
+_ReturnNamer = Callable[[ast.ReturnItem], str]
+_return_namer: list[_ReturnNamer] = []
+
+
+def set_return_namer(fn: _ReturnNamer) -> None:
+    """Install how unaliased RETURN items are named (the printed expression)."""
+    _return_namer[:] = [fn]
+
+
+def _return_name(r: ast.ReturnItem) -> str:
+    if r.alias:
+        return r.alias
+    if _return_namer:
+        return _return_namer[0](r)
+    return _print_expr(r.expr)
+
+
+def _print_expr(e: ast.Expr) -> str:
+    """A compact canonical print of an expression (names unaliased RETURN fields)."""
+    if isinstance(e, ast.Literal):
+        return repr(e.value) if isinstance(e.value, str) else str(e.value)
+    if isinstance(e, ast.AttrRef):
+        idx = e.index
+        if idx is None:
+            return f"{e.var}.{e.attr}"
+        if idx.kind is ast.IndexKind.CURRENT:
+            s = "i" if idx.offset == 0 else f"i{idx.offset}"
+        elif idx.kind is ast.IndexKind.ABSOLUTE:
+            s = str(idx.offset)
+        elif idx.kind is ast.IndexKind.FIRST:
+            return f"first({e.var}).{e.attr}"
+        else:
+            s = "last" if idx.offset == 0 else f"last{idx.offset}"
+        return f"{e.var}[{s}].{e.attr}"
+    if isinstance(e, ast.VarRef):
+        return e.var
+    if isinstance(e, ast.Call):
+        return f"{e.name}({', '.join(_print_expr(a) for a in e.args)})"
+    if isinstance(e, ast.Binary):
+        return f"{_print_expr(e.left)} {e.op.upper() if e.op in ('and', 'or') else e.op} " \
+               f"{_print_expr(e.right)}"
+    if isinstance(e, ast.Unary):
+        return f"NOT {_print_expr(e.operand)}" if e.op == "not" else f"-{_print_expr(e.operand)}"
+    return type(e).__name__
+
+
+__all__ = ["CompKind", "Component", "NegGuard", "Plan", "Predicate", "RefInfo", "Timing",
+           "Unsupported", "VarPlan", "WindowGuard", "compile_plan", "set_return_namer"]

@@ -1,0 +1,570 @@
+"""The streaming automaton engine: ``evaluate`` for bounded input, ``start`` for streams.
+
+Data flow for one pushed batch (docs/architecture.md):
+
+1. *reorder*: events behind the frontier are late (counted, kept in ``late_events``); events
+   within ``allowed_lateness_us`` wait in a buffer until the frontier passes them;
+2. *vectorize*: per variable, the type test and the one-variable conjuncts become a boolean
+   mask over the whole batch (Arrow kernels); events in no mask are dropped here;
+3. *route*: partition keys (PARTITION BY + equivalence) are encoded and the surviving events are
+   grouped with one stable argsort; per-partition positions come from the same sort;
+4. *match*: each partition's events run through :class:`~kleene.runtime.linear.LinearMatcher`
+   (or the group matcher for AND/ANY/groups);
+5. *negation and output*: complete matches are checked against negation history, held while a
+   trailing negation or an earlier-sorting match is pending, put in the documented output order
+   and passed through PICK, EMIT RECENT, CONSUME and RETURN.
+
+Example:
+    >>> from kleene.events import EventBatch
+    >>> # evaluate(analyzed, EventBatch.from_records([...])) -> list[Match]
+"""
+
+from __future__ import annotations
+
+import gc
+import io
+import pickle
+from collections.abc import Iterator
+from contextlib import contextmanager
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .. import ast
+from ..errors import EngineError, InputError
+from ..events import EventBatch, Match
+from ..events.model import ID, TS, TYPE, TimeInfo
+from ..plan.automaton import Plan, Unsupported, compile_plan
+from ..semantic.analyzed import AnalyzedQuery
+from .kernel import build_kernel, kernel_supported
+from .linear import Candidate, LinearMatcher, PartState
+from .policies import Policies
+
+_FAR_PAST = -(2 ** 62)
+
+
+def _plan_for(analyzed: AnalyzedQuery) -> Plan:
+    try:
+        return compile_plan(analyzed)
+    except Unsupported as exc:
+        raise EngineError(f"automaton engine does not support {exc} yet "
+                          f"(query {analyzed.name!r}); use --engine oracle on small inputs"
+                          ) from None
+
+
+@contextmanager
+def _no_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a batch is matched: the engine allocates many
+    small acyclic tuples, and generational scans over them cost more than the matching."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+@dataclass(slots=True)
+class Counters:
+    """What the runtime counted (exposed as ``Runtime.counters``)."""
+
+    events_in: int = 0
+    events_processed: int = 0
+    candidate_events: int = 0
+    late_events: int = 0
+    matches: int = 0
+    truncated_runs: int = 0
+    truncated_matches: int = 0
+
+
+class Runtime:
+    """A running query: ``push`` batches, ``advance`` the watermark, ``close`` at the end.
+
+    Matches come back from each call in the documented output order; concatenating every
+    call's result equals ``evaluate`` over the whole (ordered) stream.
+    """
+
+    def __init__(self, analyzed: AnalyzedQuery, *, allowed_lateness_us: int = 0,
+                 max_runs_per_partition: int | None = 100_000,
+                 max_matches_per_event: int | None = 1_000_000,
+                 on_cap: str = "error", count_only: bool = False,
+                 use_kernel: bool = True) -> None:
+        if on_cap not in ("error", "truncate"):
+            raise EngineError(f"on_cap must be 'error' or 'truncate', not {on_cap!r}")
+        self.analyzed = analyzed
+        self.plan = _plan_for(analyzed)
+        self.matcher = LinearMatcher(self.plan, max_runs=max_runs_per_partition, on_cap=on_cap)
+        if use_kernel and kernel_supported(self.plan):
+            self.matcher.kernel = build_kernel(self.matcher)
+        self.allowed_lateness_us = int(allowed_lateness_us)
+        self.max_matches_per_event = max_matches_per_event
+        self.on_cap = on_cap
+        self.count_only = count_only
+        self.counters = Counters()
+        self.policies = Policies(self.plan)
+        self.states: dict[Any, PartState] = {}
+        self.pos_base: dict[Any, int] = {}  # per PARTITION BY key: next per-partition position
+        self.cpos_base: dict[Any, int] = {}  # per route key (partition-contiguity)
+        self.next_gpos = 0
+        self.frontier = _FAR_PAST  # timestamps below it are late
+        self.max_seen = _FAR_PAST
+        self.buffer: list[pa.Table] = []
+        self.time: TimeInfo | None = None
+        self.held: list[tuple[tuple[Any, ...], Candidate, Any]] = []
+        self.late_events: list[pa.Table] = []
+        self.closed = False
+        self.strategy = self.plan.strategy
+        self.match_count = 0
+
+    # ---------------------------------------------------------------------------------------
+    # public API
+    def push(self, batch: EventBatch) -> list[Match]:
+        """Add events (in order, or out of order within the allowed lateness)."""
+        with _no_gc():
+            return self._push(batch)
+
+    def _push(self, batch: EventBatch) -> list[Match]:
+        self._check_open()
+        if self.time is None:
+            self.time = batch.time
+        t = batch.table
+        if t.num_rows == 0:
+            return []
+        self.counters.events_in += t.num_rows
+        ts = t.column(TS).to_numpy()
+        late = ts < self.frontier
+        if late.any():
+            self.counters.late_events += int(late.sum())
+            self.late_events.append(t.filter(pa.array(late)))
+            t = t.filter(pa.array(~late))
+            ts = ts[~late]
+            if t.num_rows == 0:
+                return []
+        self.max_seen = max(self.max_seen, int(ts.max()))
+        if self.allowed_lateness_us <= 0 and not self.buffer:
+            if np.all(ts[1:] >= ts[:-1]):
+                self._process(t)
+                self.frontier = max(self.frontier, int(ts[-1]))
+                return self._release(None)
+        self.buffer.append(t)
+        return self._flush_buffer(self.max_seen - max(self.allowed_lateness_us, 0), inclusive=True)
+
+    def advance(self, watermark_us: int) -> list[Match]:
+        """Promise that no event with a timestamp below ``watermark_us`` will come; emits the
+        matches this settles (trailing negation, buffered out-of-order events)."""
+        self._check_open()
+        with _no_gc():
+            out = self._flush_buffer(int(watermark_us) - 1, inclusive=True)
+        self.frontier = max(self.frontier, int(watermark_us))
+        self._release_trailing(int(watermark_us))
+        return out + self._release(None)
+
+    def close(self) -> list[Match]:
+        """End of stream: flush every buffered event and every pending match."""
+        self._check_open()
+        with _no_gc():
+            out = self._flush_buffer(None, inclusive=True)
+        self._release_trailing(None)
+        out += self._release(None, final=True)
+        self.closed = True
+        return out
+
+    @property
+    def late(self) -> EventBatch | None:
+        """Events that arrived behind the frontier (never silently lost)."""
+        if not self.late_events:
+            return None
+        return EventBatch(pa.concat_tables(self.late_events, promote_options="default"),
+                          self.time or TimeInfo())
+
+    # ---------------------------------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self.closed:
+            raise EngineError(f"query {self.plan.name!r}: the runtime is closed")
+
+    def _flush_buffer(self, upto: int | None, inclusive: bool) -> list[Match]:
+        if not self.buffer:
+            return []
+        t = pa.concat_tables(self.buffer, promote_options="default").combine_chunks()
+        ts = t.column(TS).to_numpy()
+        order = np.argsort(ts, kind="stable")
+        t = t.take(pa.array(order))
+        ts = ts[order]
+        if upto is None:
+            n = len(ts)
+        else:
+            n = int(np.searchsorted(ts, upto, side="right" if inclusive else "left"))
+        ready, rest = t.slice(0, n), t.slice(n)
+        self.buffer = [rest] if rest.num_rows else []
+        if ready.num_rows:
+            self._process(ready)
+            self.frontier = max(self.frontier, int(ts[n - 1]))
+        return self._release(None)
+
+    # ---------------------------------------------------------------------------------------
+    def _key_codes(self, t: pa.Table, attrs: tuple[str, ...]) -> tuple[np.ndarray[Any, Any],
+                                                                     list[Any]]:
+        """Encode the key columns: per-row code and the key value of each code."""
+        n = t.num_rows
+        if not attrs:
+            return np.zeros(n, dtype=np.int64), [()]
+        codes = np.zeros(n, dtype=np.int64)
+        dicts: list[list[Any]] = []
+        for a in attrs:
+            if a in t.column_names:
+                col = t.column(a)
+                if pa.types.is_dictionary(col.type):
+                    col = col.cast(col.type.value_type)
+                enc = pc.dictionary_encode(col, null_encoding="encode").combine_chunks()
+                idx = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+                vals = enc.dictionary.to_pylist()
+            else:
+                idx = np.zeros(n, dtype=np.int64)
+                vals = [None]
+            codes = codes * len(vals) + idx
+            dicts.append(vals)
+        uniq, inv = np.unique(codes, return_inverse=True)
+        keys: list[Any] = []
+        for u in uniq.tolist():
+            parts = []
+            for vals in reversed(dicts):
+                u, r = divmod(u, len(vals))
+                parts.append(vals[r])
+            keys.append(tuple(reversed(parts)))
+        return inv.astype(np.int64), keys
+
+    def _positions(self, codes: np.ndarray[Any, Any], keys: list[Any],
+                   base: dict[Any, int]) -> np.ndarray[Any, Any]:
+        """Per-key running positions (0-based within each key's sub-stream)."""
+        n = len(codes)
+        if len(keys) == 1:
+            b = base.get(keys[0], 0)
+            base[keys[0]] = b + n
+            return np.arange(b, b + n, dtype=np.int64)
+        order = np.argsort(codes, kind="stable")
+        sc = codes[order]
+        starts = np.flatnonzero(np.r_[True, sc[1:] != sc[:-1]])
+        counts = np.diff(np.r_[starts, n])
+        rank = np.arange(n, dtype=np.int64) - np.repeat(starts, counts)
+        offs = np.zeros(len(keys), dtype=np.int64)
+        for ci, cnt in zip(sc[starts].tolist(), counts.tolist(), strict=True):
+            k = keys[ci]
+            b = base.get(k, 0)
+            offs[ci] = b
+            base[k] = b + cnt
+        pos = np.empty(n, dtype=np.int64)
+        pos[order] = rank + offs[sc]
+        return pos
+
+    def _process(self, t: pa.Table) -> None:
+        plan = self.plan
+        n = t.num_rows
+        self.counters.events_processed += n
+        gpos = np.arange(self.next_gpos, self.next_gpos + n, dtype=np.int64)
+        self.next_gpos += n
+        types = t.column(TYPE)
+        # 2. candidate masks
+        bits = np.zeros(n, dtype=np.int64)
+        nvar = len(plan.order)
+        type_masks: dict[str | None, np.ndarray[Any, Any]] = {}
+
+        def type_mask(tp: str | None) -> np.ndarray[Any, Any]:
+            m = type_masks.get(tp)
+            if m is None:
+                if tp is None:
+                    m = np.ones(n, dtype=bool)
+                else:
+                    m = pc.fill_null(pc.equal(types, tp), False).to_numpy(zero_copy_only=False)
+                type_masks[tp] = m
+            return m
+
+        masks: list[np.ndarray[Any, Any]] = []
+        for v in plan.order:
+            vp = plan.vars[v]
+            masks.append(type_mask(vp.type).copy())
+        for g in plan.negations:
+            masks.append(type_mask(g.type).copy())
+        vec = [plan.vars[v].mask for v in plan.order] + [g.mask for g in plan.negations]
+        left_rows: list[tuple[int, Any, tuple[int, ...]]] = []
+        for i, vp_mask in enumerate(vec):
+            if vp_mask is None or not masks[i].any():
+                continue
+            sub_idx = np.flatnonzero(masks[i])
+            sub = t.take(pa.array(sub_idx)) if len(sub_idx) < n else t
+            m, left = vp_mask.mask(sub)
+            if len(sub_idx) < n:
+                full = np.zeros(n, dtype=bool)
+                full[sub_idx[m]] = True
+                masks[i] = full
+            else:
+                masks[i] = m
+            if left:
+                left_rows.append((i, vp_mask, left))
+        anym = np.zeros(n, dtype=bool)
+        for m in masks:
+            anym |= m
+        sel = np.flatnonzero(anym)
+        self.counters.candidate_events += len(sel)
+        # 3. keys and positions (over every event: positions count all events)
+        key_attrs = plan.key_attrs
+        rcodes, rkeys = self._key_codes(t, key_attrs)
+        if plan.partition_by:
+            pcodes, pkeys = (rcodes, rkeys) if key_attrs == plan.partition_by else \
+                self._key_codes(t, plan.partition_by)
+            ppos = self._positions(pcodes, pkeys, self.pos_base)
+        else:
+            ppos = gpos
+        wpos = ppos
+        if self.strategy is ast.Strategy.PARTITION_CONTIGUITY and key_attrs:
+            cpos = ppos if key_attrs == plan.partition_by else \
+                self._positions(rcodes, rkeys, self.cpos_base)
+        else:
+            cpos = ppos
+        if len(sel) == 0:
+            self._bump_last_wpos(rcodes, rkeys, wpos, t)
+            return
+        for i in range(len(masks)):
+            bits |= masks[i].astype(np.int64) << i
+        del nvar
+        # 4. records of candidate events only
+        ts = t.column(TS).to_numpy()
+        sel_arr = pa.array(sel)
+        cols: list[list[Any]] = [gpos[sel].tolist(), ts[sel].tolist(),
+                                 t.column(ID).take(sel_arr).to_pylist(), cpos[sel].tolist(),
+                                 wpos[sel].tolist()]
+        names = t.column_names
+        for a in plan.layout.attrs:
+            if a in names:
+                col = t.column(a).take(sel_arr)
+            elif a in ("ts", "type", "id"):
+                col = t.column("__" + a).take(sel_arr)
+            else:
+                cols.append([None] * len(sel))
+                continue
+            if pa.types.is_timestamp(col.type):
+                col = col.cast(pa.timestamp("us", col.type.tz)).cast(pa.int64())
+            cols.append(col.to_pylist())
+        recs = list(zip(*cols, strict=True))
+        bl = bits[sel].tolist()
+        # row-wise fallback for conjuncts Arrow could not evaluate
+        if left_rows:
+            nslots = len(plan.layout.var_slots)
+            for i, vm, left in left_rows:
+                bit = 1 << i
+                for j, r in enumerate(recs):
+                    if not bl[j] & bit:
+                        continue
+                    B: list[Any] = [None] * nslots
+                    B[vm.slot] = (r,) if vm.is_list else r
+                    Bt = tuple(B)
+                    for k in left:
+                        if vm.row_fns[k].fn(Bt, 0) is not True:
+                            bl[j] &= ~bit
+                            break
+        # 5. route by key (one stable sort) and run the matcher per partition
+        rc = rcodes[sel]
+        out: list[tuple[PartState, Candidate]] = []
+        matcher = self.matcher
+        if len(rkeys) == 1:
+            groups: Iterable[tuple[int, int, int]] = [(0, 0, len(sel))]
+            order = None
+        else:
+            order = np.argsort(rc, kind="stable")
+            src = rc[order]
+            starts = np.flatnonzero(np.r_[True, src[1:] != src[:-1]])
+            ends = np.r_[starts[1:], len(src)]
+            groups = zip(src[starts].tolist(), starts.tolist(), ends.tolist(), strict=True)
+            order_l = order.tolist()
+            recs = [recs[j] for j in order_l]
+            bl = [bl[j] for j in order_l]
+        mm = self.max_matches_per_event
+        for code, s, e in groups:
+            key = rkeys[code]
+            st = self.states.get(key)
+            if st is None:
+                st = self.states[key] = matcher.new_state()
+            cands: list[Candidate] = []
+            matcher.process(st, recs[s:e], bl[s:e], cands, mm)
+            for c in cands:
+                out.append((st, c))
+        self.counters.truncated_runs = matcher.truncated_runs
+        self._bump_last_wpos(rcodes, rkeys, wpos, t)
+        for st, c in out:
+            self._admit(st, c)
+
+    def _bump_last_wpos(self, rcodes: np.ndarray[Any, Any], rkeys: list[Any],
+                        wpos: np.ndarray[Any, Any], t: pa.Table) -> None:
+        if self.plan.window_events is None or not self.matcher.has_trailing:
+            return
+        for ci, k in enumerate(rkeys):
+            st = self.states.get(k)
+            if st is not None and st.pending:
+                sel = wpos[rcodes == ci]
+                if len(sel):
+                    st.last_wpos = max(st.last_wpos, int(sel.max()))
+                for c in self.matcher.release_pending(st, _FAR_PAST):
+                    self._ready(c)
+
+    def _admit(self, st: PartState, c: Candidate) -> None:
+        if not self.plan.negations:
+            self.held.append((self.matcher.sort_key(c), c, None))
+            return
+        if not self.matcher.negation_ok(st, c):
+            return
+        if not self.matcher.match_preds_ok(c):
+            return
+        if self.matcher.needs_trailing(c):
+            st.pending.append(c)
+            return
+        self._ready(c)
+
+    def _ready(self, c: Candidate) -> None:
+        self.held.append((self.matcher.sort_key(c), c, None))
+
+    def _release_trailing(self, watermark: int | None) -> None:
+        for st in self.states.values():
+            for c in self.matcher.release_pending(st, watermark):
+                self._ready(c)
+
+    def _release(self, watermark: int | None, final: bool = False) -> list[Match]:
+        del watermark
+        if not self.held:
+            return []
+        limit: int | None = None
+        if not final:
+            pend = [c.last_gpos for st in self.states.values() for c in st.pending]
+            if pend:
+                limit = min(pend)
+        self.held.sort(key=lambda x: x[0])
+        if limit is None:
+            ready, self.held = self.held, []
+        else:
+            k = 0
+            while k < len(self.held) and self.held[k][0][0] < limit:
+                k += 1
+            ready, self.held = self.held[:k], self.held[k:]
+        if not final and self.policies.needs_all:
+            self.held = ready + self.held
+            return []
+        cands = [c for _k, c, _ in ready]
+        out = self.policies.apply(cands, self.matcher, self.count_only)
+        self.counters.matches += len(out)
+        return out
+
+    # ---------------------------------------------------------------------------------------
+    def snapshot(self) -> bytes:
+        """The whole runtime state as bytes (plain data only; see :meth:`restore`)."""
+        states = {}
+        for k, st in self.states.items():
+            states[k] = (list(st.runs), st.neg_hist,
+                         [_cand_state(c) for c in st.pending], st.last_wpos, st.last_ts)
+        buf = None
+        if self.buffer:
+            sink = io.BytesIO()
+            tb = pa.concat_tables(self.buffer, promote_options="default")
+            with pa.ipc.new_stream(sink, tb.schema) as w:
+                w.write_table(tb)
+            buf = sink.getvalue()
+        data = {
+            "version": 1, "query": self.plan.name, "states": states,
+            "pos_base": self.pos_base, "cpos_base": self.cpos_base,
+            "next_gpos": self.next_gpos, "frontier": self.frontier,
+            "max_seen": self.max_seen, "buffer": buf,
+            "held": [(k, _cand_state(c)) for k, c, _ in self.held],
+            "policies": self.policies.state(),
+            "counters": [self.counters.events_in, self.counters.events_processed,
+                         self.counters.candidate_events, self.counters.late_events,
+                         self.counters.matches, self.counters.truncated_runs,
+                         self.counters.truncated_matches],
+            "time": None if self.time is None else (self.time.kind, self.time.unit,
+                                                    self.time.tz),
+        }
+        return pickle.dumps(data, protocol=5)
+
+    def restore(self, blob: bytes) -> None:
+        """Replace this runtime's state with a snapshot taken from the same query."""
+        data = _safe_loads(blob)
+        if data.get("version") != 1 or data.get("query") != self.plan.name:
+            raise EngineError(f"snapshot is not of query {self.plan.name!r}")
+        self.states = {}
+        for k, (runs, hist, pending, lw, lt) in data["states"].items():
+            st = self.matcher.new_state()
+            st.runs = list(runs)
+            st.neg_hist = hist
+            st.pending = [Candidate(*c) for c in pending]
+            st.last_wpos, st.last_ts = lw, lt
+            self.states[k] = st
+        self.pos_base = data["pos_base"]
+        self.cpos_base = data["cpos_base"]
+        self.next_gpos = data["next_gpos"]
+        self.frontier = data["frontier"]
+        self.max_seen = data["max_seen"]
+        self.buffer = []
+        if data["buffer"] is not None:
+            with pa.ipc.open_stream(data["buffer"]) as r:
+                self.buffer = [r.read_all()]
+        self.held = [(k, Candidate(*c), None) for k, c in data["held"]]
+        self.policies.restore(data["policies"])
+        (self.counters.events_in, self.counters.events_processed,
+         self.counters.candidate_events, self.counters.late_events, self.counters.matches,
+         self.counters.truncated_runs, self.counters.truncated_matches) = data["counters"]
+        if data["time"] is not None:
+            self.time = TimeInfo(*data["time"])
+
+
+def _cand_state(c: Candidate) -> tuple[Any, ...]:
+    return (c.B, c.first_ts, c.first_wpos, c.last_gpos, c.last_ts, c.last_wpos, c.positions,
+            c.trailing)
+
+
+class _PlainUnpickler(pickle.Unpickler):
+    """Loads only plain data (no classes, no callables): snapshots cannot run code."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        raise EngineError(f"snapshot contains a non-data object {module}.{name}")
+
+
+def _safe_loads(blob: bytes) -> Any:
+    try:
+        return _PlainUnpickler(io.BytesIO(blob)).load()
+    except EngineError:
+        raise
+    except Exception as exc:
+        raise EngineError(f"not a kleene runtime snapshot: {exc}") from exc
+
+
+def start(analyzed: AnalyzedQuery, **options: Any) -> Runtime:
+    """Start a streaming runtime for a validated query.
+
+    Options: ``allowed_lateness_us`` (default 0), ``max_runs_per_partition`` (default
+    100000; ``None`` for no cap), ``max_matches_per_event`` (default 1000000),
+    ``on_cap`` (``"error"`` or ``"truncate"``), ``count_only``.
+    """
+    known = {"allowed_lateness_us", "max_runs_per_partition", "max_matches_per_event",
+             "on_cap", "count_only", "use_kernel"}
+    unknown = set(options) - known
+    if unknown:
+        raise EngineError(f"unknown runtime option(s) {sorted(unknown)}; known: "
+                          f"{', '.join(sorted(known))}")
+    return Runtime(analyzed, **options)
+
+
+def evaluate(analyzed: AnalyzedQuery, events: EventBatch, **options: Any) -> list[Match]:
+    """Evaluate over a bounded, ordered batch (the ``automaton`` backend)."""
+    rt = start(analyzed, **options)
+    if len(events) == 0:
+        return rt.close()
+    ts = events.ts
+    if len(ts) > 1 and not np.all(ts[1:] >= ts[:-1]):
+        raise InputError("events must be ordered by timestamp")
+    out = rt.push(events)
+    out += rt.close()
+    return out
+
+
+__all__ = ["Counters", "Runtime", "evaluate", "start"]

@@ -1,0 +1,312 @@
+"""A specialised transition function for the common linear plans, generated once per plan.
+
+For a SEQ of single and Kleene components (no ``*``, no OR component, windows only on the
+whole pattern), :func:`build_kernel` writes the run loop of
+:meth:`kleene.runtime.linear.LinearMatcher.process` as straight-line Python with the
+components unrolled: each state's take / proceed edges become an ``if`` block, bindings are
+rebuilt by explicit tuple displays, and the strategy's ignore rule is fixed at generation time.
+Runs are plain tuples ``(k, n, B, first_ts, first_wpos, first_gpos, last_cpos)``.
+
+The source is generated from the plan only (component indices, bit masks and integer window
+lengths); predicates are passed in as function objects, never as text. The interpreter in
+``linear.py`` stays the reference: the kernel must produce the same candidates in the same order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .. import ast
+from ..plan.automaton import CompKind, Plan
+from ..plan.expr import NotInlinable, inline_condition
+from .linear import Candidate, LinearMatcher
+
+
+def kernel_supported(plan: Plan) -> bool:
+    """Can :func:`build_kernel` specialise this plan?"""
+    n = len(plan.components)
+    for c in plan.components:
+        if c.kind is CompKind.CHOICE or c.min == 0:
+            return False
+    for w in plan.windows:
+        if not (w.first == 0 and w.last == n - 1):
+            return False
+    return True
+
+
+def _tuple(parts: list[str]) -> str:
+    return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+
+
+def build_kernel(m: LinearMatcher) -> Any:
+    """Generate and compile the ``process(st, recs, bits, out, max_matches)`` function."""
+    plan = m.plan
+    comps = plan.components
+    nc = len(comps)
+    nslots = len(plan.layout.var_slots)
+    env: dict[str, Any] = {"Candidate": Candidate, "m": m}
+    strict = plan.strategy in (ast.Strategy.STRICT_CONTIGUITY,
+                               ast.Strategy.PARTITION_CONTIGUITY)
+    stnm = plan.strategy is ast.Strategy.SKIP_TILL_NEXT_MATCH
+    W = plan.window_us
+    CW = plan.window_events
+    L: list[str] = []
+
+    def emit(depth: int, line: str) -> None:
+        L.append("    " * depth + line)
+
+    def const(prefix: str, value: Any) -> str:
+        name = f"{prefix}{len(env)}"
+        env[name] = value
+        return name
+
+    def b_with(slot: int, value: str, src: str = "B") -> str:
+        return _tuple([value if j == slot else f"{src}[{j}]" for j in range(nslots)])
+
+    def take_cond(k: int, B2: str, n_new: str, first: bool) -> str:
+        """The take-edge test as calls of the compiled predicates on ``B2``."""
+        v = comps[k].vars[0]
+        vp = plan.vars[v]
+        conds = []
+        for p in vp.take:
+            fn = const("T", p.compiled.fn)
+            if p.iter_var is None:
+                if vp.is_list:
+                    if not first:
+                        continue
+                conds.append(f"{fn}({B2}, 0) is True")
+            elif p.iter_var == v:
+                if first:
+                    if p.prev:
+                        continue
+                    conds.append(f"{fn}({B2}, 0) is True")
+                else:
+                    conds.append(f"{fn}({B2}, {n_new} - 1) is True")
+            else:
+                chk = const("A", p.check_all)
+                conds.append(f"{chk}({B2}, {plan.layout.var_slots[p.iter_var]})")
+        return " and ".join(conds) if conds else "True"
+
+    def inline_take(k: int, first: bool) -> str | None:
+        """The same test inline over ``e`` and the parent's ``B`` (no B2 needed), or None."""
+        v = comps[k].vars[0]
+        vp = plan.vars[v]
+        lay = plan.layout
+        conds = []
+
+        def access(r: ast.AttrRef) -> str | None:
+            a = lay.attr_slot(r.attr)
+            idx = r.index
+            if r.var == v:
+                if not vp.is_list:
+                    return f"e[{a}]" if idx is None else None
+                if idx is None or (idx.kind is ast.IndexKind.CURRENT and idx.offset == 0):
+                    return f"e[{a}]"
+                if idx.kind is ast.IndexKind.CURRENT and idx.offset == -1 and not first:
+                    return f"B[{vp.slot}][-1][{a}]"
+                if (idx.kind is ast.IndexKind.FIRST or (
+                        idx.kind is ast.IndexKind.ABSOLUTE and idx.offset == 1)):
+                    return f"e[{a}]" if first else f"B[{vp.slot}][0][{a}]"
+                return None
+            s_ = lay.var_slots[r.var]
+            if r.var not in lay.list_vars:
+                return f"B[{s_}][{a}]" if idx is None else None
+            if idx is None:
+                return None
+            if idx.kind is ast.IndexKind.LAST and idx.offset == 0:
+                return f"B[{s_}][-1][{a}]"
+            if idx.kind is ast.IndexKind.FIRST or (
+                    idx.kind is ast.IndexKind.ABSOLUTE and idx.offset == 1):
+                return f"B[{s_}][0][{a}]"
+            return None
+
+        for p in vp.take:
+            if p.iter_var is None:
+                if vp.is_list and not first:
+                    continue
+            elif p.iter_var == v:
+                if first and p.prev:
+                    continue
+            else:
+                return None
+            try:
+                conds.append(inline_condition(p.expr, lay, plan.analyzed.udfs, env, access,
+                                              f"_q{len(env)}_"))
+            except NotInlinable:
+                return None
+        return " and ".join(conds) if conds else "True"
+
+    def emit_take(depth: int, k: int, first: bool, B2: str, n_new: str,
+                  body: Callable[[int], None]) -> None:
+        """Test the take edge of component k; run ``body`` with ``B2`` bound when it holds."""
+        fast = inline_take(k, first)
+        slow = take_cond(k, "B2", n_new, first)
+        if fast is None:
+            emit(depth, f"B2 = {B2}")
+            emit(depth, f"if {slow}:")
+            body(depth + 1)
+            return
+        if fast == "True":
+            emit(depth, f"B2 = {B2}")
+            body(depth)
+            return
+        emit(depth, "try:")
+        emit(depth + 1, f"ok = {fast}")
+        emit(depth, "except TypeError:")
+        emit(depth + 1, f"B2 = {B2}")
+        emit(depth + 1, f"ok = {slow}")
+        emit(depth, "if ok:")
+        emit(depth + 1, f"B2 = {B2}")
+        body(depth + 1)
+
+    def close_cond(k: int, B: str, n: str) -> str:
+        c = comps[k]
+        conds = []
+        if c.kind is CompKind.KLEENE and c.min > 1:
+            conds.append(f"{n} >= {c.min}")
+        for p in plan.vars[c.vars[0]].close:
+            chk = const("A", p.check_all)
+            slot = "None" if p.iter_var is None else str(plan.layout.var_slots[p.iter_var])
+            conds.append(f"{chk}({B}, {slot})")
+        return " and ".join(conds) if conds else "True"
+
+    def positions_expr(B: str) -> str:
+        parts = []
+        for c in comps:
+            slot = plan.vars[c.vars[0]].slot
+            if c.kind is CompKind.KLEENE:
+                parts.append(f"tuple([_x[0] for _x in {B}[{slot}]])")
+            else:
+                parts.append(f"({B}[{slot}][0],)")
+        return " + ".join(parts)
+
+    def on_new(depth: int, k: int, nr_parts: str, n_new: str, B2: str) -> None:
+        """Code for a freshly created run at component k holding n_new events."""
+        c = comps[k]
+        last = k == nc - 1
+        emit(depth, f"nr = {nr_parts}")
+        if last:
+            cc = close_cond(k, B2, n_new)
+            emit(depth, f"if {cc}:")
+            emit(depth + 1, f"out.append(Candidate({B2}, nr[3], nr[4], e[0], ets, ewp, "
+                 f"{positions_expr(B2)}))")
+            emit(depth + 1, "nm += 1")
+            if c.kind is CompKind.KLEENE and (c.max is None or c.max > 1):
+                if c.max is None:
+                    emit(depth, "new.append(nr)")
+                else:
+                    emit(depth, f"if {n_new} < {c.max}:")
+                    emit(depth + 1, "new.append(nr)")
+        else:
+            if c.kind is CompKind.KLEENE and c.max is not None:
+                pass  # still alive: it can proceed
+            emit(depth, "new.append(nr)")
+
+    def proceed_into(depth: int, j: int, src_first: str) -> None:
+        """Take e as the first event of component j (from a run or from begin)."""
+        c = comps[j]
+        vp = plan.vars[c.vars[0]]
+        emit(depth, f"if b & {1 << plan.order.index(c.vars[0])}:")
+        val = "(e,)" if vp.is_list else "e"
+        if src_first == "begin":
+            B2 = _tuple([val if x == vp.slot else repr(m.empty_B[x]) for x in range(nslots)])
+            parts = f"({j}, 1, B2, ets, ewp, e[0], ecp)"
+        else:
+            B2 = b_with(vp.slot, val, "B")
+            parts = f"({j}, 1, B2, r[3], r[4], r[5], ecp)"
+
+        def body(d: int) -> None:
+            if stnm and src_first != "begin":
+                emit(d, "took = True")
+            on_new(d, j, parts, "1", "B2")
+
+        emit_take(depth + 1, j, True, B2, "1", body)
+
+    env["EMPTY"] = m.empty_B
+    emit(0, "def process(st, recs, bits, out, max_matches):")
+    emit(1, "runs = st.runs")
+    emit(1, "negs = m.plan.negations")
+    emit(1, f"POS = {(1 << len(plan.order)) - 1}")
+    emit(1, "for e, b in zip(recs, bits):")
+    emit(2, "ets = e[1]; ewp = e[4]; ecp = e[3]")
+    if plan.negations:
+        emit(2, "if b & ~POS:")
+        emit(3, "m.neg_event(st, e, b)")
+    emit(2, "if not b & POS:")
+    emit(3, "continue")
+    if W is not None or CW is not None:
+        conds = []
+        if W is not None:
+            conds.append(f"ets - runs[cut][3] > {W}")
+        if CW is not None:
+            conds.append(f"ewp - runs[cut][4] >= {CW}")
+        cond = " or ".join(conds)
+        emit(2, "if runs:")
+        emit(3, "cut = 0; nr_ = len(runs)")
+        emit(3, f"while cut < nr_ and ({cond}):")
+        emit(4, "cut += 1")
+        emit(3, "if cut:")
+        emit(4, "del runs[:cut]")
+    emit(2, "new = []")
+    emit(2, "nm = 0")
+    emit(2, "for r in runs:")
+    if strict:
+        emit(3, "if ecp != r[6] + 1:")
+        emit(4, "continue")
+    emit(3, "k = r[0]; B = r[2]")
+    if stnm:
+        emit(3, "took = False")
+    for k, c in enumerate(comps):
+        emit(3, ("if" if k == 0 else "elif") + f" k == {k}:")
+        d = 4
+        if c.kind is CompKind.KLEENE:
+            vp = plan.vars[c.vars[0]]
+            emit(d, "n = r[1]")
+            cmax = f" and n < {c.max}" if c.max is not None else ""
+            emit(d, f"if b & {1 << plan.order.index(c.vars[0])}{cmax}:")
+
+            def body(dd: int, k: int = k) -> None:
+                if stnm:
+                    emit(dd, "took = True")
+                on_new(dd, k, "(k, n + 1, B2, r[3], r[4], r[5], ecp)", "n + 1", "B2")
+
+            emit_take(d + 1, k, False, b_with(vp.slot, f"B[{vp.slot}] + (e,)"), "n + 1", body)
+            if k < nc - 1:
+                emit(d, f"if {close_cond(k, 'B', 'n')}:")
+                proceed_into(d + 1, k + 1, "run")
+        else:
+            if k < nc - 1:
+                proceed_into(d, k + 1, "run")
+            else:
+                emit(d, "pass")
+    if not strict:
+        if stnm:
+            emit(3, "if not took:")
+            emit(4, "new.append(r)")
+        else:
+            emit(3, "new.append(r)")
+    proceed_into(2, 0, "begin")
+    emit(2, "if max_matches is not None and nm > max_matches:")
+    emit(3, "m.too_many_matches(e, nm, max_matches)")
+    emit(2, "if m.max_runs is not None and len(new) > m.max_runs:")
+    emit(3, "m.too_many_runs(new)")
+    emit(2, "st.runs = runs = new")
+    emit(1, "if recs:")
+    emit(2, "st.last_ts = recs[-1][1]; st.last_wpos = recs[-1][4]")
+    emit(1, "m._prune_history(st)")
+    src = "\n".join(L) + "\n"
+    code = compile(src, f"<kleene kernel {plan.name}>", "exec")
+    ns: dict[str, Any] = dict(env)
+    _run_generated(code, ns)
+    fn = ns["process"]
+    fn.source = src
+    return fn
+
+
+def _run_generated(code: Any, ns: dict[str, Any]) -> None:
+    # Generated from the plan's integers and function objects only (no user text).
+    exec(code, ns)  # noqa: S102
+
+
+__all__ = ["build_kernel", "kernel_supported"]

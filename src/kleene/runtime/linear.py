@@ -1,0 +1,475 @@
+"""The NFA^b run loop over a linear plan (SEQ of single, Kleene and choice components).
+
+A *run* is one partial match: the component it is in (``k``), how many events that component
+holds (``n``) and its bindings ``B``. Bindings are shared, not copied: a new run created by a
+take edge builds a new ``B`` tuple whose entries are the *same* record objects as its parent's
+(the SASE+ shared buffer, with the tuple as the version pointer), so a partial-match prefix is
+stored once however many runs extend it.
+
+For each event, every live run tries its edges:
+
+* **take** (Kleene loop): append the event to the open Kleene component;
+* **proceed**: close the current component (count >= min, closing predicates) and take the
+  event as the first of the next component (or of a later one reachable through ``*``
+  components, which then bind nothing);
+* **ignore**: keep the run unchanged -- always under skip-till-any-match, only when no edge
+  could be taken under skip-till-next-match, never under the contiguity strategies.
+
+Runs are kept in creation order, which is also the order of their first timestamps, so expired
+runs are a prefix of the list and are dropped without scanning the rest.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import ast
+from ..errors import CapacityError
+from ..plan.automaton import CompKind, NegGuard, Plan, Predicate
+from ..plan.expr import CPOS, GPOS, TS, WPOS
+
+Rec = tuple[Any, ...]
+
+
+#: A run is a plain tuple ``(k, n, B, first_ts, first_wpos, first_gpos, last_cpos, subs)``:
+#: component, events in it, bindings, where it started, its last contiguity position and the
+#: first-event marks of its sub-pattern windows (the generated kernel omits ``subs``).
+Run = tuple[Any, ...]
+
+
+@dataclass(slots=True)
+class Candidate:
+    """A complete match before negation checks and policies."""
+
+    B: tuple[Any, ...]
+    first_ts: int
+    first_wpos: int
+    last_gpos: int
+    last_ts: int
+    last_wpos: int
+    positions: tuple[int, ...]
+    trailing: tuple[int, ...] = ()
+    """Negation guards still waiting for the tail of the window (trailing NOT)."""
+
+
+@dataclass(slots=True)
+class PartState:
+    """Per-key runtime state: live runs, negation history and matches waiting on a trailing
+    negation."""
+
+    runs: list[Run] = field(default_factory=list)
+    neg_hist: list[list[Rec]] = field(default_factory=list)
+    pending: list[Candidate] = field(default_factory=list)
+    last_wpos: int = -1
+    last_ts: int = -(2 ** 62)
+
+
+class LinearMatcher:
+    """Evaluates a :class:`Plan` one partition at a time."""
+
+    def __init__(self, plan: Plan, *, max_runs: int | None = None,
+                 on_cap: str = "error") -> None:
+        self.plan = plan
+        comps = plan.components
+        self.ncomp = len(comps)
+        self.max_runs = max_runs
+        self.on_cap = on_cap
+        self.truncated_runs = 0
+        self.simple_key = all(c.kind is not CompKind.CHOICE and c.min > 0
+                              for c in plan.components)
+        self.kernel: Any = None
+        """The generated transition function (kleene.runtime.kernel), when the plan allows."""
+        order = plan.order
+        self.bit = {v: 1 << i for i, v in enumerate(order)}
+        self.nvars = len(plan.layout.var_slots)
+        # per component: list of (var, bit, slot, is_list, take preds)
+        self.comp_vars: list[list[tuple[str, int, int, bool, tuple[Predicate, ...]]]] = []
+        for c in comps:
+            self.comp_vars.append([(v, self.bit[v], plan.vars[v].slot, plan.vars[v].is_list,
+                                    plan.vars[v].take) for v in c.vars])
+        self.slot = dict(plan.layout.var_slots)
+        self.kind = [c.kind for c in comps]
+        self.cmin = [c.min for c in comps]
+        self.cmax = [c.max if c.max is not None else 1 << 62 for c in comps]
+        # windows touching each component: (index in subs, amount, count)
+        self.win = plan.windows
+        self.comp_windows: list[list[int]] = [
+            [wi for wi, w in enumerate(plan.windows) if w.first <= ci <= w.last]
+            for ci in range(self.ncomp)]
+        # the proceed targets from component k (k = -1: begin): j in k+1.. while skipped ones
+        # are nullable
+        self.targets: list[list[int]] = []
+        for k in range(-1, self.ncomp):
+            t = []
+            for j in range(k + 1, self.ncomp):
+                t.append(j)
+                if not comps[j].nullable:
+                    break
+            self.targets.append(t)
+        # can the pattern accept after component k (all later components nullable)?
+        self.accept_after = [all(c.nullable for c in comps[k + 1:]) for k in range(self.ncomp)]
+        self.strategy = plan.strategy
+        self.strict = plan.strategy in (ast.Strategy.STRICT_CONTIGUITY,
+                                        ast.Strategy.PARTITION_CONTIGUITY)
+        self.stnm = plan.strategy is ast.Strategy.SKIP_TILL_NEXT_MATCH
+        self.expire_us = plan.window_us
+        self.expire_events = plan.window_events
+        self.empty_B = tuple(() if v in plan.layout.list_vars else None
+                             for v in plan.layout.var_slots)
+        self.has_trailing = any(g.gap == self.ncomp for g in plan.negations)
+        self.neg_bits = [1 << (len(order) + i) for i in range(len(plan.negations))]
+        self.iter_slot = {v: plan.layout.var_slots[v] for v in plan.layout.list_vars}
+        self.close_preds = [tuple(p for v in c.vars for p in plan.vars[v].close) for c in comps]
+
+    # ---------------------------------------------------------------------------------------
+    def new_state(self) -> PartState:
+        """Fresh per-key state."""
+        return PartState(neg_hist=[[] for _ in self.plan.negations])
+
+    def _check_take(self, preds: tuple[Predicate, ...], B: tuple[Any, ...], v: str, n: int,
+                    is_list: bool) -> bool:
+        for p in preds:
+            if p.opt_slots and p.skipped(B):
+                continue
+            it = p.iter_var
+            if it is None:
+                if is_list and p.abs_need != n:
+                    continue
+                if p.compiled.fn(B, 0) is not True:
+                    return False
+            elif it == v:
+                i = n - 1
+                if p.prev and i == 0:
+                    continue
+                if p.compiled.fn(B, i) is not True:
+                    return False
+            elif not p.check_all(B, self.iter_slot[it]):
+                return False
+        return True
+
+    def _close_ok(self, k: int, B: tuple[Any, ...], n: int) -> bool:
+        """Can component k close holding n events (count and closing predicates)?"""
+        if n < self.cmin[k]:
+            return False
+        for p in self.close_preds[k]:
+            if not p.check_all(B, self.iter_slot.get(p.iter_var) if p.iter_var else None):
+                return False
+        return True
+
+    def _window_ok(self, comp: int, subs: tuple[Any, ...], e: Rec) -> tuple[Any, ...] | None:
+        """Check the windows covering ``comp`` when ``e`` is taken; returns the updated
+        per-window first-event marks, or None when a window is exceeded."""
+        wl = self.comp_windows[comp]
+        if not wl:
+            return subs
+        out = list(subs)
+        for wi in wl:
+            w = self.win[wi]
+            first = subs[wi]
+            if w.count:
+                if first is None:
+                    out[wi] = e[WPOS]
+                elif e[WPOS] - first >= w.amount:
+                    return None
+            else:
+                if first is None:
+                    out[wi] = e[TS]
+                elif e[TS] - first > w.amount:
+                    return None
+        return tuple(out)
+
+    def _options(self, r: Run | None, e: Rec, bits: int) -> list[Run]:
+        """Every run that results from taking ``e`` (take loop and proceed edges)."""
+        out: list[Run] = []
+        if r is None:
+            k, n, B, subs = -1, 0, self.empty_B, (None,) * len(self.win)
+        else:
+            k, n, B, subs = r[0], r[1], r[2], r[7]
+        # take loop on an open Kleene component
+        if k >= 0 and self.kind[k] is CompKind.KLEENE and n < self.cmax[k]:
+            v, bit, slot, _is_list, preds = self.comp_vars[k][0]
+            if bits & bit:
+                subs2 = self._window_ok(k, subs, e)
+                if subs2 is not None:
+                    B2 = B[:slot] + (B[slot] + (e,),) + B[slot + 1:]
+                    if self._check_take(preds, B2, v, n + 1, True):
+                        assert r is not None
+                        out.append((k, n + 1, B2, r[3], r[4], r[5], e[CPOS], subs2))
+        # proceed edges
+        if k >= 0 and not self._close_ok(k, B, n):
+            return out
+        Bp = B
+        for j in self.targets[k + 1]:
+            for v, bit, slot, is_list, preds in self.comp_vars[j]:
+                if not bits & bit:
+                    continue
+                subs2 = self._window_ok(j, subs, e)
+                if subs2 is None:
+                    continue
+                B2 = Bp[:slot] + (((e,) if is_list else e),) + Bp[slot + 1:]
+                if not self._check_take(preds, B2, v, 1, is_list):
+                    continue
+                if r is None:
+                    out.append((j, 1, B2, e[TS], e[WPOS], e[GPOS], e[CPOS], subs2))
+                else:
+                    out.append((j, 1, B2, r[3], r[4], r[5], e[CPOS], subs2))
+            # skipping component j (nullable): it binds nothing and closes empty
+            if self.cmin[j] == 0 and not self._close_ok(j, Bp, 0):
+                break
+        return out
+
+    def _accepts(self, r: Run) -> bool:
+        k = r[0]
+        if not self.accept_after[k]:
+            return False
+        if not self._close_ok(k, r[2], r[1]):
+            return False
+        for j in range(k + 1, self.ncomp):
+            if not self._close_ok(j, r[2], 0):
+                return False
+        return True
+
+    def _alive_after(self, r: Run) -> bool:
+        """Could the run still take an event later?"""
+        k = r[0]
+        return k < self.ncomp - 1 or (self.kind[k] is CompKind.KLEENE and r[1] < self.cmax[k])
+
+    def neg_event(self, st: PartState, e: Rec, b: int) -> None:
+        """Record a possible negating event; it may cancel matches waiting on a trailing NOT."""
+        for gi, g in enumerate(self.plan.negations):
+            if b & self.neg_bits[gi]:
+                st.neg_hist[gi].append(e)
+                if st.pending:
+                    self._trailing_kill(st, gi, g, e)
+
+    def too_many_matches(self, e: Rec, nm: int, cap: int) -> None:
+        """Raise the matches-per-event cap error."""
+        raise CapacityError(
+            f"query {self.plan.name!r}: event {e[2]!r} completed {nm} matches, more than "
+            f"max_matches_per_event={cap}")
+
+    def too_many_runs(self, new_runs: list[Run]) -> None:
+        """Apply the live-runs cap: raise, or drop the oldest runs when truncating."""
+        cap = self.max_runs
+        assert cap is not None
+        if self.on_cap == "truncate":
+            self.truncated_runs += len(new_runs) - cap
+            del new_runs[: len(new_runs) - cap]
+            return
+        raise CapacityError(
+            f"query {self.plan.name!r}: {len(new_runs)} live runs in one partition exceed "
+            f"max_runs_per_partition={cap}; narrow the pattern (a window, a stricter strategy) "
+            "or raise the cap, or pass on_cap='truncate'")
+
+    # ---------------------------------------------------------------------------------------
+    def process(self, st: PartState, recs: list[Rec], bits: list[int],
+                out: list[Candidate], max_matches: int | None) -> None:
+        """Feed one partition's events (in order) to its runs; complete matches go to ``out``."""
+        if self.kernel is not None:
+            self.kernel(st, recs, bits, out, max_matches)
+            return
+        runs = st.runs
+        negs = self.plan.negations
+        neg_bits = self.neg_bits
+        strict, stnm = self.strict, self.stnm
+        expire_us, expire_ev = self.expire_us, self.expire_events
+        pos_bits = (1 << len(self.plan.order)) - 1
+        for e, b in zip(recs, bits, strict=True):
+            st.last_wpos = e[WPOS]
+            st.last_ts = e[TS]
+            if negs and b & ~pos_bits:
+                self.neg_event(st, e, b)
+            if not b & pos_bits:
+                continue
+            # drop expired runs (a prefix: runs are in first-timestamp order)
+            if runs and (expire_us is not None or expire_ev is not None):
+                cut = 0
+                for r in runs:
+                    if (expire_us is not None and e[TS] - r[3] > expire_us) or (
+                            expire_ev is not None and e[WPOS] - r[4] >= expire_ev):
+                        cut += 1
+                    else:
+                        break
+                if cut:
+                    del runs[:cut]
+            new_runs: list[Run] = []
+            nm = 0
+            for r in runs:
+                if strict and e[CPOS] != r[6] + 1:
+                    continue
+                opts = self._options(r, e, b)
+                if not strict and not (stnm and opts):
+                    new_runs.append(r)
+                for o in opts:
+                    if self._accepts(o):
+                        nm += 1
+                        out.append(self._candidate(o, e))
+                    if self._alive_after(o):
+                        new_runs.append(o)
+            for o in self._options(None, e, b):
+                if self._accepts(o):
+                    nm += 1
+                    out.append(self._candidate(o, e))
+                if self._alive_after(o):
+                    new_runs.append(o)
+            if max_matches is not None and nm > max_matches:
+                self.too_many_matches(e, nm, max_matches)
+            if self.max_runs is not None and len(new_runs) > self.max_runs:
+                self.too_many_runs(new_runs)
+            st.runs = runs = new_runs
+        self._prune_history(st)
+
+    def _candidate(self, r: Run, e: Rec) -> Candidate:
+        positions: list[int] = []
+        for x in r[2][: len(self.plan.order)]:
+            if x is None:
+                continue
+            if isinstance(x, tuple) and (not x or isinstance(x[0], tuple)):
+                positions.extend(y[GPOS] for y in x)
+            else:
+                positions.append(x[GPOS])
+        positions.sort()
+        return Candidate(r[2], r[3], r[4], e[GPOS], e[TS], e[WPOS], tuple(positions))
+
+    # ---------------------------------------------------------------------------------------
+    # negation
+    def _bound_ranges(self, B: tuple[Any, ...], gap: int) -> tuple[Rec | None, Rec | None]:
+        """Last bound record before ``gap`` and first bound record after it."""
+        left: Rec | None = None
+        right: Rec | None = None
+        for ci, c in enumerate(self.plan.components):
+            for v in c.vars:
+                x = B[self.slot[v]]
+                if x is None or x == ():
+                    continue
+                if ci < gap:
+                    cand = x[-1] if isinstance(x[0], tuple) else x
+                    if left is None or cand[GPOS] > left[GPOS]:
+                        left = cand
+                elif right is None:
+                    right = x[0] if isinstance(x[0], tuple) else x
+        return left, right
+
+    def _neg_violates(self, g: NegGuard, B: tuple[Any, ...], n: Rec) -> bool:
+        slot = self.slot[g.var]
+        B2 = B[:slot] + (n,) + B[slot + 1:]
+        for p in g.preds:
+            if not p.check_all(B2, self.iter_slot.get(p.iter_var) if p.iter_var else None):
+                return False
+        return True
+
+    def negation_ok(self, st: PartState, c: Candidate) -> bool:
+        """Inner and leading negation (decisions 6); trailing ones are checked later."""
+        trailing = []
+        for gi, g in enumerate(self.plan.negations):
+            left, right = self._bound_ranges(c.B, g.gap)
+            if right is None:
+                trailing.append(gi)
+                continue
+            hist = st.neg_hist[gi]
+            if not hist:
+                continue
+            hi = right[GPOS]
+            if left is not None:
+                lo = left[GPOS] + 1
+                start = bisect.bisect_left(hist, lo, key=lambda r: r[GPOS])
+            else:
+                w = self.plan.window_events
+                tw = self.plan.window_us
+                start = 0
+                if tw is not None:
+                    start = bisect.bisect_left(hist, c.last_ts - tw, key=lambda r: r[TS])
+                elif w is not None:
+                    start = bisect.bisect_left(hist, c.last_wpos - w + 1, key=lambda r: r[WPOS])
+            for j in range(start, len(hist)):
+                n = hist[j]
+                if n[GPOS] >= hi:
+                    break
+                if self._neg_violates(g, c.B, n):
+                    return False
+        c.trailing = tuple(trailing)
+        return True
+
+    def needs_trailing(self, c: Candidate) -> bool:
+        """Must the match wait for the end of its trailing-negation window?"""
+        return bool(c.trailing)
+
+    def match_preds_ok(self, c: Candidate) -> bool:
+        """Conjuncts checked on the whole match (none in the linear plan today)."""
+        del c
+        return True
+
+    def sort_key(self, c: Candidate) -> tuple[Any, ...]:
+        """Output order (docs/semantics.md 10). When every component binds at least one event
+        and none is a choice, the per-variable part follows from the positions."""
+        if self.simple_key:
+            return (c.last_gpos, c.positions)
+        per_var: list[tuple[Any, ...]] = []
+        for v in self.plan.order:
+            x = c.B[self.slot[v]]
+            if x is None:
+                per_var.append((0,))
+            elif isinstance(x, tuple) and (not x or isinstance(x[0], tuple)):
+                per_var.append((1, tuple(r[GPOS] for r in x)))
+            else:
+                per_var.append((1, (x[GPOS],)))
+        return (c.last_gpos, c.positions, tuple(per_var))
+
+    def _trailing_kill(self, st: PartState, gi: int, g: NegGuard, n: Rec) -> None:
+        tw, cw = self.plan.window_us, self.plan.window_events
+        keep = []
+        for c in st.pending:
+            inside = gi in c.trailing and n[GPOS] > c.last_gpos and (
+                (tw is None or n[TS] <= c.first_ts + tw)
+                and (cw is None or n[WPOS] - c.first_wpos < cw))
+            if inside and self._neg_violates(g, c.B, n):
+                continue
+            keep.append(c)
+        st.pending = keep
+
+    def release_pending(self, st: PartState, watermark: int | None) -> list[Candidate]:
+        """Matches whose trailing-negation window is over (watermark None: end of stream)."""
+        if not st.pending:
+            return []
+        tw, cw = self.plan.window_us, self.plan.window_events
+        done, keep = [], []
+        for c in st.pending:
+            if watermark is None:
+                done.append(c)
+            elif tw is not None and watermark > c.first_ts + tw:
+                done.append(c)
+            elif cw is not None and st.last_wpos - c.first_wpos >= cw - 1:
+                done.append(c)
+            else:
+                keep.append(c)
+        st.pending = keep
+        return done
+
+    def _prune_history(self, st: PartState) -> None:
+        if not self.plan.negations:
+            return
+        tw, cw = self.plan.window_us, self.plan.window_events
+        oldest = min((r[5] for r in st.runs), default=None)
+        for gi, g in enumerate(self.plan.negations):
+            hist = st.neg_hist[gi]
+            if len(hist) < 64:
+                continue
+            if g.gap == 0:
+                if tw is not None:
+                    cut = bisect.bisect_left(hist, st.last_ts - tw, key=lambda r: r[TS])
+                elif cw is not None:
+                    cut = bisect.bisect_left(hist, st.last_wpos - cw, key=lambda r: r[WPOS])
+                else:
+                    continue
+            else:
+                if oldest is None:
+                    cut = len(hist)
+                else:
+                    cut = bisect.bisect_left(hist, oldest, key=lambda r: r[GPOS])
+            if cut:
+                del hist[:cut]
+
+
+__all__ = ["Candidate", "LinearMatcher", "PartState", "Run"]

@@ -1,0 +1,195 @@
+"""Output policies, applied after matching in this order (docs/semantics.md 9): PICK, EMIT
+RECENT, CONSUME, RETURN. Inputs are complete candidates already in output order.
+
+PICK groups matches that agree on every binding but one, which can span the whole stream, so a
+streaming runtime with PICK holds its matches until ``close`` (``needs_all``). EMIT RECENT
+works per completing event and CONSUME walks matches in output order, so both stream.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .. import ast
+from ..events import Match
+from ..plan.automaton import Plan
+from ..plan.expr import GPOS, ID, TS, WPOS
+
+if TYPE_CHECKING:
+    from .linear import Candidate, LinearMatcher
+
+
+def _is_list(x: Any) -> bool:
+    return isinstance(x, tuple) and (not x or isinstance(x[0], tuple))
+
+
+def _recs(x: Any) -> tuple[Any, ...]:
+    if x is None:
+        return ()
+    return x if _is_list(x) else (x,)
+
+
+class Policies:
+    """PICK / EMIT RECENT / CONSUME / RETURN for one plan, with CONSUME's state."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+        q = plan.analyzed.query
+        self.picks = q.picks
+        self.recent = plan.analyzed.emit is ast.Emit.RECENT
+        self.consume = q.consume
+        self.consumed: set[int] = set()
+        self.slot = dict(plan.layout.var_slots)
+        self.needs_all = bool(self.picks)
+        self._binds = self._bindings_builder()
+        if self.consume is not None:
+            self.consume_slots = [self.slot[v] for v in (
+                plan.order if self.consume.all_vars else self.consume.vars)]
+
+    def _bindings_builder(self) -> Any:
+        """A generated ``f(B) -> dict`` for plans where every variable is always bound: keys
+        are passed in as constants, slots are integers (no user text in the source)."""
+        plan = self.plan
+        from ..plan.automaton import CompKind
+
+        if not all(c.kind is not CompKind.CHOICE and c.min > 0 for c in plan.components):
+            return None
+        env: dict[str, Any] = {}
+        items = []
+        for i, v in enumerate(plan.order):
+            env[f"K{i}"] = v
+            slot = self.slot[v]
+            if v in plan.layout.list_vars:
+                items.append(f"K{i}: tuple([_r[{ID}] for _r in B[{slot}]])")
+            else:
+                items.append(f"K{i}: B[{slot}][{ID}]")
+        src = "def binds(B):\n    return {" + ", ".join(items) + "}\n"
+        code = compile(src, "<kleene bindings>", "exec")
+        _run_generated(code, env)
+        return env["binds"]
+
+    def state(self) -> Any:
+        """CONSUME's memory (plain data)."""
+        return sorted(self.consumed)
+
+    def restore(self, data: Any) -> None:
+        """Inverse of :meth:`state`."""
+        self.consumed = set(data)
+
+    # ---------------------------------------------------------------------------------------
+    def _pick(self, cands: list[Candidate], p: ast.Pick) -> list[Candidate]:
+        vs = self.slot[p.var]
+        if p.within is not None and p.from_var is not None:
+            us = self.slot[p.from_var]
+            w = p.within
+            keep = []
+            for c in cands:
+                a, b = _recs(c.B[vs]), _recs(c.B[us])
+                if c.B[vs] is None or c.B[us] is None:
+                    keep.append(c)
+                    continue
+                ok = True
+                for x in a:
+                    for y in b:
+                        if w.is_count:
+                            if abs(x[WPOS] - y[WPOS]) >= w.amount:
+                                ok = False
+                        elif abs(x[TS] - y[TS]) > w.microseconds:
+                            ok = False
+                if ok:
+                    keep.append(c)
+            cands = keep
+        if p.mode is ast.PickMode.EACH:
+            return cands
+        best: dict[Any, tuple[tuple[int, ...], Candidate]] = {}
+        for c in cands:
+            key = tuple(None if i == vs else (
+                None if x is None else tuple(r[GPOS] for r in _recs(x)))
+                for i, x in enumerate(c.B[: len(self.plan.order)]))
+            key = key + (c.B[vs] is None,)
+            pos = tuple(r[GPOS] for r in _recs(c.B[vs]))
+            cur = best.get(key)
+            if cur is None or (pos < cur[0] if p.mode is ast.PickMode.FIRST else pos > cur[0]):
+                best[key] = (pos, c)
+        chosen = {id(c) for _p, c in best.values()}
+        return [c for c in cands if id(c) in chosen]
+
+    def _recent(self, cands: list[Candidate]) -> list[Candidate]:
+        out: list[Candidate] = []
+        i = 0
+        order = self.plan.order
+        while i < len(cands):
+            j = i
+            while j < len(cands) and cands[j].last_gpos == cands[i].last_gpos:
+                j += 1
+            best = None
+            best_key: Any = None
+            for c in cands[i:j]:
+                k1 = tuple(sorted(c.positions, reverse=True))
+                k2 = tuple((0,) if c.B[self.slot[v]] is None else
+                           (1, tuple(sorted((r[GPOS] for r in _recs(c.B[self.slot[v]])),
+                                            reverse=True)))
+                           for v in reversed(order))
+                key = (k1, k2)
+                if best is None or key > best_key:
+                    best, best_key = c, key
+            assert best is not None
+            out.append(best)
+            i = j
+        return out
+
+    def _consume(self, cands: list[Candidate]) -> list[Candidate]:
+        out = []
+        for c in cands:
+            if any(p in self.consumed for p in c.positions):
+                continue
+            out.append(c)
+            for s in self.consume_slots:
+                for r in _recs(c.B[s]):
+                    self.consumed.add(r[GPOS])
+        return out
+
+    def apply(self, cands: list[Candidate], matcher: LinearMatcher,
+              count_only: bool) -> list[Match]:
+        """Policies over candidates in output order, then RETURN -> Match objects."""
+        for p in self.picks:
+            cands = self._pick(cands, p)
+        if self.recent:
+            cands = self._recent(cands)
+        if self.consume is not None:
+            cands = self._consume(cands)
+        if count_only:
+            return [_COUNT_MATCH] * len(cands)
+        return [self.to_match(c) for c in cands]
+
+    def to_match(self, c: Candidate) -> Match:
+        """Build the public Match (bindings in pattern order, RETURN values)."""
+        plan = self.plan
+        if self._binds is not None:
+            binds = self._binds(c.B)
+        else:
+            binds = {}
+            for v in plan.order:
+                x = c.B[self.slot[v]]
+                if x is None:
+                    continue
+                binds[v] = tuple(r[ID] for r in x) if _is_list(x) else x[ID]
+        values: dict[str, Any] = {}
+        if plan.return_fns:
+            B = c.B + (c.first_ts, c.last_ts)
+            for name, ce, iter_slot, _prev in plan.return_fns:
+                if iter_slot is None:
+                    values[name] = ce.fn(B, 0)
+                else:
+                    values[name] = [ce.fn(B, i) for i in range(len(B[iter_slot]))]
+        return Match(plan.name, binds, c.first_ts, c.last_ts, values)
+
+
+_COUNT_MATCH = Match("", {}, 0, 0)
+
+
+def _run_generated(code: Any, ns: dict[str, Any]) -> None:
+    # Generated from integer slots only; variable names are passed as constants.
+    exec(code, ns)  # noqa: S102
+
+__all__ = ["Policies"]

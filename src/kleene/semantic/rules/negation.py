@@ -1,0 +1,90 @@
+"""Negation rules: NOT sits inside SEQ or AND, and a NOT with no positive event on one side
+needs a window to bound it; a pattern must require at least one positive event."""
+
+from __future__ import annotations
+
+from ... import ast
+from ...lang.printer import pattern_text
+from .context import Context
+
+
+def positive(p: ast.Pattern) -> bool:
+    """True if every match of ``p`` binds at least one (non-negated) event."""
+    if isinstance(p, ast.EventPattern):
+        return True
+    if isinstance(p, ast.Kleene):
+        return p.min >= 1 and positive(p.body)
+    if isinstance(p, ast.Not):
+        return False
+    if isinstance(p, ast.Within):
+        return positive(p.body)
+    if isinstance(p, (ast.Seq, ast.And)):
+        return any(positive(i) for i in p.items)
+    if isinstance(p, ast.Or):
+        return all(positive(i) for i in p.items)
+    return sum(positive(i) for i in p.items) >= p.k and p.k >= 1
+
+
+def check_negation(ctx: Context) -> None:
+    """Placement of NOT and the window rule for leading/trailing negations."""
+
+    def go(p: ast.Pattern, left: bool, right: bool, windowed: bool, parent: str) -> None:
+        if isinstance(p, ast.Not):
+            text = pattern_text(p, nested=True)
+            if parent not in ("SEQ", "AND"):
+                where = "the whole pattern" if parent == "" else f"inside {parent}"
+                raise ctx.reporter.error(
+                    f"{text} is {where}; a negation is only allowed inside SEQ or AND, next to "
+                    "positive events (e.g. SEQ(A a, NOT(B b), C c))", p.span)
+            if not (left and right) and not windowed:
+                side = "before" if not left else "after"
+                raise ctx.reporter.error(
+                    f"{text} has no positive event {side} it and no window bounds it; add "
+                    "a WITHIN clause (e.g. WITHIN 10 seconds) or a positive event "
+                    f"{side} it", p.span)
+            go(p.body, True, True, True, "NOT")
+        elif isinstance(p, ast.Seq):
+            if not any(positive(i) for i in p.items):
+                raise ctx.reporter.error(
+                    f"{pattern_text(p, nested=True)} has no positive event; a sequence needs at "
+                    "least one event that must occur", p.span)
+            for j, item in enumerate(p.items):
+                lft = left or any(positive(i) for i in p.items[:j])
+                rgt = right or any(positive(i) for i in p.items[j + 1:])
+                go(item, lft, rgt, windowed, "SEQ")
+        elif isinstance(p, ast.And):
+            if not any(positive(i) for i in p.items):
+                raise ctx.reporter.error(
+                    f"{pattern_text(p, nested=True)} has no positive event; a conjunction "
+                    "needs at least one event that must occur", p.span)
+            for item in p.items:
+                go(item, True, True, windowed, "AND")
+        elif isinstance(p, ast.Kleene):
+            go(p.body, left, right, windowed, "a repetition")
+        elif isinstance(p, (ast.Or, ast.AnyOf)):
+            for item in p.items:
+                go(item, left, right, windowed, "OR" if isinstance(p, ast.Or) else "ANY")
+        elif isinstance(p, ast.Within):
+            go(p.body, left, right, True, parent)
+
+    go(ctx.query.pattern, False, False, ctx.query.within is not None, "")
+
+
+def check_not_only_optional(ctx: Context) -> None:
+    """A pattern whose every component may be empty (``A* a[]`` alone) matches nothing real."""
+    p = ctx.query.pattern
+    if positive(p):
+        return
+    inner = p.body if isinstance(p, ast.Within) else p
+    if isinstance(inner, ast.Kleene):
+        body = inner.body
+        suggestion = (f"'{pattern_text(ast.Kleene(body, max(inner.min, 1), inner.max))}'")
+        raise ctx.reporter.error(
+            f"'{pattern_text(inner, nested=True)}' is the only component and may match zero "
+            f"events; use {suggestion} or add a required event", inner.span)
+    raise ctx.reporter.error(
+        "the pattern can match without any event (every component is optional); make at least "
+        "one component required (use + instead of *)", p.span)
+
+
+__all__ = ["check_negation", "check_not_only_optional", "positive"]

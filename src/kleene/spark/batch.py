@@ -1,0 +1,439 @@
+"""Batch CEP on a Spark DataFrame: ``kleene.spark.match``.
+
+The pipeline, per :mod:`kleene.spark.plan`'s decision::
+
+    df -> prepare (``__ts`` µs, ``__type``, ``__id``, ``__ord``)
+       -> keyed:  repartition(key).sortWithinPartitions(key, __ts, __ord)
+          split:  explode each row into its own range and the ranges it is context for,
+                  repartitionByRange(__range).sortWithinPartitions(__range, __ts, __ord)
+          single: repartition(1).sortWithinPartitions(__ts, __ord)
+       -> mapInArrow(TaskRunner)  (kleene.spark.tasks: the engine, one fresh state per group)
+
+Event ids: ``id_col`` when given; otherwise the 0-based row index in the DataFrame's partition
+order (one extra cheap job counts the rows of each partition). Ties in time are broken by
+``order_col`` when given, else by that same row order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from .. import ast
+from ..errors import InputError, QueryValidationError
+from ..events import TimeInfo
+from ..events.model import ID, RESERVED, TS, TYPE
+from ..semantic.analyzed import AnalyzedQuery, VarKind
+from .plan import SparkPlan, plan_query
+from .session import require_pyspark
+from .tasks import (
+    END_US,
+    LAST_POS,
+    ORD,
+    RANGE,
+    SEQ,
+    OutputMode,
+    ReturnField,
+    TaskRunner,
+    TaskSpec,
+    TimeOut,
+    output_schema,
+)
+
+_UNIT_US = {"s": 1_000_000, "ms": 1_000, "us": 1}
+INTERNAL = (*RESERVED, ORD, RANGE, END_US, LAST_POS, SEQ)
+
+
+def analyzed_of(query: Any, *, udfs: Mapping[str, Callable[..., Any]] | None = None,
+                name: str | None = None) -> AnalyzedQuery:
+    """Accept query text, an AST, a CompiledQuery or an AnalyzedQuery."""
+    from ..api import CompiledQuery, analyze
+
+    if isinstance(query, AnalyzedQuery):
+        return query
+    if isinstance(query, CompiledQuery):
+        return query.analyzed
+    if isinstance(query, str | ast.Query):
+        return analyze(query, udfs=udfs, name=name)
+    raise QueryValidationError(f"expected query text, a kleene AST or a compiled query, got "
+                               f"{type(query).__name__}")
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """The input with kleene's reserved columns added, and what the output needs to know."""
+
+    df: Any
+    time: TimeInfo
+    time_out: TimeOut
+    id_type: pa.DataType
+    attr_cols: tuple[str, ...]
+
+
+def _check_columns(df: Any, **named: str | None) -> None:
+    cols = df.columns
+    for what, c in named.items():
+        if c is not None and c not in cols:
+            raise InputError(f"{what} {c!r} is not a column of the DataFrame; columns: "
+                             f"{', '.join(cols)}", column=c)
+    clash = [c for c in cols if c in INTERNAL]
+    if clash:
+        raise InputError(f"column names {clash} are reserved by kleene; rename them")
+
+
+def _ts_expr(df: Any, time_col: str, time_unit: str) -> tuple[Any, TimeInfo, TimeOut]:
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    dt = df.schema[time_col].dataType
+    c = F.col(f"`{time_col}`")
+    if isinstance(dt, T.StringType):
+        sample = df.select(c).where(c.isNotNull()).limit(1).collect()
+        zoned = bool(sample) and _has_zone(str(sample[0][0]))
+        dt = T.TimestampType() if zoned else T.TimestampNTZType()
+        c = F.to_timestamp(c) if zoned else F.to_timestamp_ntz(c)
+    if isinstance(dt, T.DateType):
+        dt, c = T.TimestampNTZType(), c.cast("timestamp_ntz")
+    if isinstance(dt, T.TimestampType):
+        return F.unix_micros(c), TimeInfo("datetime", _unit(time_unit), "UTC"), "timestamp"
+    if isinstance(dt, T.TimestampNTZType):
+        spark = df.sparkSession
+        tz = spark.conf.get("spark.sql.session.timeZone")
+        if tz not in ("UTC", "Etc/UTC", "GMT", "Z", "+00:00"):
+            raise InputError(f"time column {time_col!r} has no time zone and the session "
+                             f"time zone is {tz}; set spark.sql.session.timeZone=UTC",
+                             column=time_col)
+        return (F.unix_micros(c.cast("timestamp")), TimeInfo("datetime", _unit(time_unit), None),
+                "timestamp_ntz")
+    if time_unit not in _UNIT_US:
+        raise InputError(f"time unit {time_unit!r}: use one of s, ms, us")
+    unit: Any = time_unit
+    mult = _UNIT_US[time_unit]
+    if isinstance(dt, T.IntegralType):
+        return c.cast("long") * F.lit(mult), TimeInfo("numeric", unit), "long"
+    if isinstance(dt, T.FractionalType):
+        return (F.bround(c.cast("double") * F.lit(float(mult))).cast("long"),
+                TimeInfo("numeric", unit), "double")
+    raise InputError(f"time column {time_col!r} has type {dt.simpleString()}; use a timestamp, "
+                     "a date, an ISO-8601 string or a number", column=time_col)
+
+
+def _unit(u: str) -> Any:
+    return u if u in _UNIT_US else "s"
+
+
+def _has_zone(text: str) -> bool:
+    import re
+
+    from ..events.convert import ZONE_RE
+
+    return re.search(ZONE_RE, text.strip()) is not None
+
+
+def with_row_index(df: Any, name: str = ID) -> Any:
+    """Add ``name``: the 0-based row index in the DataFrame's partition order.
+
+    One small job counts the rows of each partition; the index is then the partition's offset
+    plus the row's place in it (from ``monotonically_increasing_id``). Deterministic for file
+    scans and in-memory data; after a shuffle, Spark's row order itself is not.
+    """
+    from pyspark.sql import functions as F
+
+    mid = "__mid"
+    with_mid = df.withColumn(mid, F.monotonically_increasing_id())
+    counts = dict(with_mid.groupBy(F.spark_partition_id().alias("p")).count()
+                  .select("p", "count").collect())
+    offsets = []
+    total = 0
+    for p in range(max(counts) + 1 if counts else 0):
+        offsets.append(total)
+        total += int(counts.get(p, 0))
+    if not offsets:
+        return df.withColumn(name, F.lit(0).cast("long"))
+    part = F.shiftright(F.col(mid), 33).cast("int")
+    offset = F.element_at(F.array(*[F.lit(o).cast("long") for o in offsets]), part + 1)
+    local = F.col(mid).bitwiseAND(F.lit((1 << 33) - 1))
+    return with_mid.withColumn(name, offset + local).drop(mid)
+
+
+def prepare(df: Any, *, time_col: str, type_col: str | None = None,
+            event_type: str | None = None, id_col: str | None = None,
+            order_col: str | None = None, time_unit: str = "s",
+            row_index_col: str | None = None) -> Prepared:
+    """Add ``__ts``, ``__type``, ``__id`` and ``__ord`` to ``df`` (all user columns stay).
+
+    ``row_index_col`` names a column that already holds the 0-based input row index (the CLI
+    computes it per file); it becomes the id (without ``id_col``) and the tie-break order, and
+    is not an attribute.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    _check_columns(df, time_col=time_col, type_col=type_col, id_col=id_col,
+                   order_col=order_col)
+    if type_col is None and event_type is None:
+        raise InputError("say which event type each row is: pass type_col (a column) or "
+                         "event_type (one type for every row)")
+    attr_cols = tuple(c for c in df.columns if c != row_index_col)
+    ts, time, time_out = _ts_expr(df, time_col, time_unit)
+    typ = (F.col(f"`{type_col}`").cast("string") if type_col is not None
+           else F.lit(event_type))
+    id_type: pa.DataType = pa.int64()
+    if row_index_col is not None and order_col is None:
+        order_col = row_index_col
+    if id_col is None:
+        base = (df.withColumn(ID, F.col(row_index_col)) if row_index_col is not None
+                else with_row_index(df))
+        ordc = F.col(ID) if order_col is None else F.col(f"`{order_col}`").cast("long")
+    else:
+        idt = df.schema[id_col].dataType
+        if isinstance(idt, T.IntegralType):
+            idc = F.col(f"`{id_col}`").cast("long")
+        elif isinstance(idt, T.StringType):
+            idc, id_type = F.col(f"`{id_col}`"), pa.string()
+        else:
+            raise InputError(f"id column {id_col!r} has type {idt.simpleString()}; ids must be "
+                             "integers or strings", column=id_col)
+        base = df.withColumn(ID, idc)
+        ordc = (F.col(f"`{order_col}`").cast("long") if order_col is not None
+                else F.monotonically_increasing_id())
+    out = base.withColumn(TS, ts).withColumn(TYPE, typ).withColumn(ORD, ordc)
+    if row_index_col is not None:
+        out = out.drop(row_index_col)
+    return Prepared(out, time, time_out, id_type, attr_cols)
+
+
+# ---------------------------------------------------------------------------------------------
+# RETURN field types
+# ---------------------------------------------------------------------------------------------
+
+_FLOAT_FUNCS = {"sqrt", "ln", "log", "exp", "power", "avg", "floor", "ceil", "round"}
+_STRING_FUNCS = {"lower", "upper", "trim", "substr", "concat"}
+
+
+def return_fields(q: AnalyzedQuery, attr_types: Mapping[str, pa.DataType]) -> tuple[
+        ReturnField, ...]:
+    """Name and Arrow type of each RETURN field (``None`` type: stored as JSON text)."""
+    from ..lang.printer import expr_text
+
+    out = []
+    for item in q.query.returns:
+        name = item.alias or expr_text(item.expr)
+        out.append(ReturnField(name, _expr_type(item.expr, q, attr_types)))
+    return tuple(out)
+
+
+def _expr_type(e: ast.Expr, q: AnalyzedQuery,
+               attrs: Mapping[str, pa.DataType]) -> pa.DataType | None:
+    if isinstance(e, ast.Literal):
+        v = e.value
+        if isinstance(v, bool):
+            return pa.bool_()
+        if isinstance(v, int):
+            return pa.int64()
+        if isinstance(v, float):
+            return pa.float64()
+        if isinstance(v, str):
+            return pa.string()
+        return None
+    if isinstance(e, ast.AttrRef):
+        t = attrs.get(e.attr)
+        if t is None:
+            return None
+        info = q.variables.get(e.var)
+        if info is not None and info.kind is VarKind.LIST and e.index is None:
+            return pa.list_(t)
+        return t
+    if isinstance(e, ast.Binary):
+        if e.op in ("and", "or", "=", "!=", "<", "<=", ">", ">="):
+            return pa.bool_()
+        lt = _expr_type(e.left, q, attrs)
+        rt = _expr_type(e.right, q, attrs)
+        if lt is None or rt is None:
+            return None
+        if e.op in ("+", "-", "*", "%") and pa.types.is_integer(lt) and pa.types.is_integer(rt):
+            return pa.int64()
+        if _numeric(lt) and _numeric(rt):
+            return pa.float64()
+        return None
+    if isinstance(e, ast.Unary):
+        if e.op == "not":
+            return pa.bool_()
+        t = _expr_type(e.operand, q, attrs)
+        return t if t is not None and _numeric(t) else None
+    if isinstance(e, ast.Between | ast.InList | ast.Like | ast.IsNull):
+        return pa.bool_()
+    if isinstance(e, ast.Call):
+        n = e.name
+        if n in ("count", "length"):
+            return pa.int64()
+        if n in _STRING_FUNCS:
+            return pa.string()
+        if n in _FLOAT_FUNCS:
+            return pa.float64()
+        if n in ("sum", "min", "max", "abs", "sign", "coalesce", "greatest", "least") and e.args:
+            t = _expr_type(e.args[0], q, attrs)
+            if t is not None and pa.types.is_list(t):
+                t = t.value_type
+            if t is None:
+                return None
+            if n == "sum":
+                return pa.int64() if pa.types.is_integer(t) else (
+                    pa.float64() if _numeric(t) else None)
+            if n in ("abs", "sign") and not _numeric(t):
+                return None
+            return pa.int64() if pa.types.is_integer(t) else (
+                pa.float64() if pa.types.is_floating(t) else t)
+        return None
+    return None
+
+
+def _numeric(t: pa.DataType) -> bool:
+    return bool(pa.types.is_integer(t) or pa.types.is_floating(t))
+
+
+# ---------------------------------------------------------------------------------------------
+# distribution and the public entry point
+# ---------------------------------------------------------------------------------------------
+
+
+def default_partitions(spark: Any) -> int:
+    """``spark.sql.shuffle.partitions`` (kleene's sessions set it small)."""
+    try:
+        return max(1, int(spark.conf.get("spark.sql.shuffle.partitions")))
+    except Exception:  # noqa: BLE001 - a conf lookup must never fail the job
+        return 4
+
+
+def _split_bounds(df: Any, plan: SparkPlan, ranges: int, *, exact: bool) -> tuple[int, ...]:
+    """Range boundaries at approximate quantiles of ``__ts``. Unless ``exact`` (the caller
+    asked for a number of ranges), ranges are kept at least 4x the context wide so the
+    duplicated context stays small."""
+    from pyspark.sql import functions as F
+
+    if ranges <= 1:
+        return ()
+    probs = [i / ranges for i in range(1, ranges)]
+    row = df.agg(F.min(TS), F.max(TS), F.percentile_approx(TS, probs, 10_000)).first()
+    lo, hi, qs = row[0], row[1], list(row[2] or [])
+    if lo is None or hi is None:
+        return ()
+    ctx = plan.lookback_us + plan.lookahead_us
+    n = ranges if exact else int(min(ranges, max(1, (hi - lo) // max(1, 4 * ctx))))
+    if n < ranges:
+        qs = [qs[min(len(qs) - 1, round(i * ranges / n) - 1)] for i in range(1, n)]
+    bounds: list[int] = []
+    for b in qs:
+        if lo < b <= hi and (not bounds or b > bounds[-1]):
+            bounds.append(int(b))
+    return tuple(bounds)
+
+
+def distribute(prepared: Any, plan: SparkPlan, *, partitions: int,
+               ranges: int | None = None) -> tuple[Any, tuple[str, ...],
+                                                   tuple[int, ...] | None]:
+    """Shuffle and sort the prepared rows for the plan; returns (df, group cols, bounds)."""
+    from pyspark.sql import functions as F
+
+    if plan.mode == "keyed":
+        keys = [f"`{k}`" for k in plan.keys]
+        missing = [k for k in plan.keys if k not in prepared.columns]
+        if missing:
+            raise InputError(f"PARTITION BY / equivalence attribute {missing[0]!r} is not a "
+                             f"column; columns: {', '.join(prepared.columns)}",
+                             column=missing[0])
+        out = prepared.repartition(partitions, *keys).sortWithinPartitions(*keys, TS, ORD)
+        return out, tuple(plan.keys), None
+    if plan.mode == "single":
+        return prepared.repartition(1).sortWithinPartitions(TS, ORD), (), None
+    bounds = _split_bounds(prepared, plan, ranges or 2 * partitions, exact=ranges is not None)
+    if not bounds:
+        df = prepared.withColumn(RANGE, F.lit(0))
+        return df.repartition(1).sortWithinPartitions(TS, ORD), (RANGE,), ()
+    arr = F.array(*[F.lit(b).cast("long") for b in bounds])
+
+    def bucket(x: Any) -> Any:
+        return F.size(F.filter(arr, lambda b: b <= x))
+
+    first = bucket(F.col(TS) - F.lit(plan.lookahead_us))
+    last = bucket(F.col(TS) + F.lit(plan.lookback_us))
+    df = prepared.withColumn(RANGE, F.explode(F.sequence(first, last)))
+    n = len(bounds) + 1
+    out = df.repartitionByRange(min(n, partitions * 2), RANGE) \
+        .sortWithinPartitions(RANGE, TS, ORD)
+    return out, (RANGE,), bounds
+
+
+def match(df: Any, query: Any, *, time_col: str, type_col: str | None = None,
+          event_type: str | None = None, id_col: str | None = None,
+          order_col: str | None = None, time_unit: str = "s", engine: str = "automaton",
+          output: OutputMode = "map", partitions: int | None = None,
+          ranges: int | None = None, order_columns: bool = True,
+          row_index_col: str | None = None,
+          udfs: Mapping[str, Callable[..., Any]] | None = None,
+          name: str | None = None) -> Any:
+    """Run a kleene query over a Spark DataFrame of events; returns a DataFrame of matches.
+
+    Columns: ``query``; ``match`` (map variable -> array of ids) or, with
+    ``output="columns"``, one column per variable (an id, or an array for Kleene variables);
+    ``start``, ``end`` (the input's time type); one column per RETURN field; and, unless
+    ``order_columns=False``, ``__end_us``, ``__last_pos``, ``__seq``: sort by them for
+    kleene's documented output order (:func:`kleene.spark.in_output_order`).
+
+    Example:
+        >>> m = match(df, "PATTERN SEQ(A a, B b) WITHIN 10 seconds", time_col="ts",
+        ...           type_col="type")  # doctest: +SKIP
+    """
+    require_pyspark()
+    from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_type
+
+    if output not in ("map", "columns", "json"):
+        raise InputError(f"output {output!r}: use 'map' or 'columns'")
+    from ..backends import BACKENDS
+
+    if engine not in BACKENDS and ":" not in engine:
+        raise QueryValidationError(f"unknown engine {engine!r}; available: "
+                                   f"{', '.join(sorted(BACKENDS))}")
+    q = analyzed_of(query, udfs=udfs, name=name)
+    plan = plan_query(q)
+    prep = prepare(df, time_col=time_col, type_col=type_col, event_type=event_type,
+                   id_col=id_col, order_col=order_col, time_unit=time_unit,
+                   row_index_col=row_index_col)
+    attr_types = {}
+    for f in df.schema.fields:
+        try:
+            attr_types[f.name] = to_arrow_type(f.dataType, timezone="UTC")
+        except Exception:  # noqa: BLE001 - unsupported types simply get JSON text
+            continue
+    spark = df.sparkSession
+    parts = partitions or default_partitions(spark)
+    sorted_df, group_cols, bounds = distribute(prep.df, plan, partitions=parts, ranges=ranges)
+    spec = TaskSpec(analyzed=q, engine=engine, time=prep.time, group_cols=group_cols,
+                    attr_cols=prep.attr_cols, id_type=prep.id_type, output=output,
+                    time_out=prep.time_out, returns=return_fields(q, attr_types),
+                    range_bounds=bounds if plan.mode == "split" else None,
+                    include_internal=order_columns or output == "json")
+    _check_output_names(spec)
+    schema = from_arrow_schema(output_schema(spec))
+    return sorted_df.mapInArrow(TaskRunner(spec), schema)
+
+
+def _check_output_names(spec: TaskSpec) -> None:
+    names = [f.name for f in output_schema(spec)]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise QueryValidationError(f"output column names clash: {', '.join(dup)}; give the "
+                                   "RETURN fields different aliases (AS name) or use "
+                                   "output='map'")
+
+
+def in_output_order(matches: Any) -> Any:
+    """Sort a match DataFrame into kleene's documented order and drop the order columns."""
+    return matches.orderBy(END_US, LAST_POS, SEQ).drop(END_US, LAST_POS, SEQ)
+
+
+__all__ = ["Prepared", "analyzed_of", "distribute", "in_output_order", "match", "prepare",
+           "return_fields", "with_row_index"]

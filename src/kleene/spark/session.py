@@ -1,0 +1,88 @@
+"""Getting a SparkSession the way kleene needs it, without overriding the user's deployment.
+
+Rules (each one a gotcha seen on the dev machine, see docs/spark.md):
+
+* never hard-code ``.master()``: ``spark-submit --master`` and ``SPARK_REMOTE`` (Spark Connect)
+  win; without either, PySpark's default is local mode with all cores;
+* ``PYSPARK_PYTHON`` defaults to the running interpreter, so workers import the same packages;
+* the session time zone is UTC (timestamps are microseconds since the epoch, in UTC);
+* few shuffle partitions for local runs (the default 200 makes tiny tasks);
+* the RocksDB state store, which ``transformWithStateInPandas`` requires.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+from ..errors import MissingExtraError
+
+ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+
+INSTALL_HINT = 'the Spark integration needs PySpark: pip install "kleene[spark]"'
+
+
+def require_pyspark() -> Any:
+    """Import pyspark or raise :class:`MissingExtraError` with the install command."""
+    try:
+        import pyspark
+        import pyspark.sql  # noqa: F401
+    except ImportError as e:  # pragma: no cover - exercised only without the extra
+        raise MissingExtraError(f"{INSTALL_HINT} ({e})") from None
+    try:
+        import pandas  # noqa: F401
+        import pyarrow  # noqa: F401
+    except ImportError as e:  # pragma: no cover
+        raise MissingExtraError(f"{INSTALL_HINT} (pandas and pyarrow are needed: {e})") from None
+    return pyspark
+
+
+def runtime_conf(shuffle_partitions: int | None = None) -> dict[str, str]:
+    """The SQL settings kleene applies to its sessions (runtime settings, safe on Connect)."""
+    conf = {
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.streaming.stateStore.providerClass": ROCKSDB,
+    }
+    if shuffle_partitions is not None:
+        conf["spark.sql.shuffle.partitions"] = str(shuffle_partitions)
+    return conf
+
+
+def get_session(master: str | None = None, *, app_name: str = "kleene",
+                conf: dict[str, str] | None = None) -> Any:
+    """Return a SparkSession configured for kleene.
+
+    ``master`` (``local[2]``, ``spark://host:7077``, ``yarn``, ``sc://host:15002``) is used only
+    when given; otherwise an active session, ``spark-submit``'s master or ``SPARK_REMOTE`` decide.
+
+    Example:
+        >>> spark = get_session("local[2]")  # doctest: +SKIP
+    """
+    require_pyspark()
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    local = master is None or master.startswith("local")
+    cores = os.cpu_count() or 2
+    settings = runtime_conf(max(2, 2 * cores) if local else None)
+    settings.update(conf or {})
+    if master is None:
+        active = SparkSession.getActiveSession()
+        if active is not None:
+            for k, v in settings.items():
+                if k != "spark.sql.shuffle.partitions":
+                    active.conf.set(k, v)
+            return active
+    builder = SparkSession.builder.appName(app_name)
+    if master is not None:
+        builder = builder.remote(master) if master.startswith("sc://") else builder.master(master)
+    for k, v in settings.items():
+        builder = builder.config(k, v)
+    if local and master is not None and not master.startswith("sc://"):
+        builder = builder.config("spark.ui.enabled", "false")
+    return builder.getOrCreate()
+
+
+__all__ = ["INSTALL_HINT", "ROCKSDB", "get_session", "require_pyspark", "runtime_conf"]

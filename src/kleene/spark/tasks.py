@@ -1,0 +1,308 @@
+"""Executor-side code: what runs inside ``mapInArrow`` (pyarrow and the engine only, no pyspark).
+
+A task receives Arrow record batches sorted by (group, ``__ts``, ``__ord``), where the group is
+the partition key (keyed mode), a time-range number (split mode) or nothing (single mode). It
+cuts the stream at group changes, runs the engine on each group with a fresh state, and turns
+the matches into output rows. It checks the order it relies on and fails loudly on a violation:
+Spark documents no order for ``sortWithinPartitions`` followed by ``mapInArrow``; a wrong order
+would silently give wrong matches.
+
+Every output row carries ``__end_us`` (the match's end in microseconds), ``__last_pos`` (the
+input position ``__ord`` of the last positive event) and ``__seq`` (the running number of the
+match in its task, which preserves the engine's documented order among matches ending on the
+same event). Sorting by these three gives kleene's documented total output order.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import EngineError, InputError
+from ..events import EventBatch, Match, TimeInfo
+from ..events.model import ID, TS, TYPE
+from ..semantic.analyzed import AnalyzedQuery, VarKind
+
+ORD = "__ord"
+"""Input position used to order events with equal timestamps (the row index by default)."""
+RANGE = "__range"
+"""Time-range number of a row in split mode."""
+END_US = "__end_us"
+LAST_POS = "__last_pos"
+SEQ = "__seq"
+
+OutputMode = Literal["map", "columns", "json"]
+TimeOut = Literal["timestamp", "timestamp_ntz", "long", "double"]
+
+
+@dataclass(frozen=True, slots=True)
+class ReturnField:
+    """One RETURN field of the output: its column name and Arrow type (``None``: JSON text)."""
+
+    name: str
+    arrow_type: pa.DataType | None
+
+
+@dataclass(frozen=True, slots=True)
+class TaskSpec:
+    """Everything a task needs; pickled once into the Spark closure."""
+
+    analyzed: AnalyzedQuery
+    engine: str
+    time: TimeInfo
+    group_cols: tuple[str, ...]
+    attr_cols: tuple[str, ...]
+    id_type: pa.DataType
+    output: OutputMode
+    time_out: TimeOut
+    returns: tuple[ReturnField, ...]
+    range_bounds: tuple[int, ...] | None = None
+    """Split mode: ``b_1 < ... < b_{N-1}``; range j is ``[b_j, b_{j+1})`` with b_0 = -inf."""
+    include_internal: bool = True
+
+
+def match_json(m: Match, time: TimeInfo) -> str:
+    """The JSON Lines text of one match: exactly the embedded CLI's line."""
+    from ..events.writers import match_line
+
+    return match_line(m, time)
+
+
+def output_schema(spec: TaskSpec) -> pa.Schema:
+    """The Arrow schema of the task's output batches."""
+    fields: list[pa.Field] = [pa.field("query", pa.string())]
+    if spec.output == "json":
+        fields = [pa.field("record", pa.string())]
+    else:
+        if spec.output == "map":
+            fields.append(pa.field("match", pa.map_(pa.string(), pa.list_(spec.id_type))))
+        else:
+            for v in spec.analyzed.variables.values():
+                if v.kind is VarKind.NEGATED:
+                    continue
+                t = pa.list_(spec.id_type) if v.kind is VarKind.LIST else spec.id_type
+                fields.append(pa.field(v.name, t))
+        tt = _time_type(spec.time_out)
+        fields += [pa.field("start", tt), pa.field("end", tt)]
+        for r in spec.returns:
+            fields.append(pa.field(r.name, r.arrow_type or pa.string()))
+    if spec.include_internal or spec.output == "json":
+        fields += [pa.field(END_US, pa.int64()), pa.field(LAST_POS, pa.int64()),
+                   pa.field(SEQ, pa.int64())]
+    return pa.schema(fields)
+
+
+def _time_type(t: TimeOut) -> pa.DataType:
+    return {"timestamp": pa.timestamp("us", "UTC"), "timestamp_ntz": pa.timestamp("us"),
+            "long": pa.int64(), "double": pa.float64()}[t]
+
+
+def _neq(a: pa.Array, b: pa.Array) -> pa.Array:
+    """Element-wise 'differs', with null equal to null (the key of a null group)."""
+    both_null = pc.and_(pc.is_null(a), pc.is_null(b))
+    ne = pc.fill_null(pc.not_equal(a, b), True)
+    return pc.and_(ne, pc.invert(both_null))
+
+
+class _Out:
+    """Accumulates output rows column-wise and emits record batches."""
+
+    def __init__(self, spec: TaskSpec) -> None:
+        self.spec = spec
+        self.schema = output_schema(spec)
+        self.cols: dict[str, list[Any]] = {f.name: [] for f in self.schema}
+        self.n = 0
+        self.seq = 0
+        self.positive = [v.name for v in spec.analyzed.variables.values()
+                         if v.kind is not VarKind.NEGATED]
+        self.list_vars = {v.name for v in spec.analyzed.variables.values()
+                          if v.kind is VarKind.LIST}
+
+    def add(self, m: Match, last_pos: int) -> None:
+        c = self.cols
+        spec = self.spec
+        if spec.output == "json":
+            c["record"].append(match_json(m, spec.time))
+        else:
+            c["query"].append(m.query)
+            if spec.output == "map":
+                c["match"].append([(k, list(v) if isinstance(v, tuple) else [v])
+                                   for k, v in m.bindings.items()])
+            else:
+                for name in self.positive:
+                    v = m.bindings.get(name)
+                    if name in self.list_vars:
+                        c[name].append(list(v) if isinstance(v, tuple) else
+                                       ([] if v is None else [v]))
+                    else:
+                        c[name].append(v[0] if isinstance(v, tuple) and len(v) == 1 else v)
+            c["start"].append(self._time(m.start))
+            c["end"].append(self._time(m.end))
+            for r in spec.returns:
+                val = m.values.get(r.name)
+                if r.arrow_type is None:
+                    val = None if val is None else json.dumps(val, default=str)
+                elif isinstance(val, float) and math.isnan(val) and not pa.types.is_floating(
+                        r.arrow_type):
+                    val = None
+                c[r.name].append(val)
+        if END_US in c:
+            c[END_US].append(m.end)
+            c[LAST_POS].append(last_pos)
+            c[SEQ].append(self.seq)
+        self.seq += 1
+        self.n += 1
+
+    def _time(self, us: int) -> Any:
+        if self.spec.time_out in ("timestamp", "timestamp_ntz"):
+            return us
+        out = self.spec.time.to_output(us)
+        return float(out) if self.spec.time_out == "double" else int(out)
+
+    def flush(self) -> pa.RecordBatch:
+        arrays = []
+        for f in self.schema:
+            vals = self.cols[f.name]
+            if pa.types.is_timestamp(f.type):
+                arrays.append(pa.array(vals, pa.int64()).cast(f.type))
+            else:
+                try:
+                    arrays.append(pa.array(vals, f.type))
+                except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as e:
+                    raise EngineError(f"RETURN/output column {f.name!r}: cannot store the "
+                                      f"engine's values as {f.type}: {e}") from None
+        batch = pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+        self.cols = {f.name: [] for f in self.schema}
+        self.n = 0
+        return batch
+
+
+class TaskRunner:
+    """The ``mapInArrow`` function: groups in, matches out (see the module docstring)."""
+
+    FLUSH_ROWS = 8192
+
+    def __init__(self, spec: TaskSpec) -> None:
+        self.spec = spec
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        spec = self.spec
+        backend = resolve_backend(spec.engine)
+        out = _Out(spec)
+        pending: list[pa.RecordBatch] = []
+        pending_key: tuple[Any, ...] | None = None
+        seen: set[tuple[Any, ...]] = set()
+        gcols = spec.group_cols
+
+        def finish() -> Iterator[pa.RecordBatch]:
+            nonlocal pending
+            if not pending:
+                return
+            table = pa.Table.from_batches(pending).combine_chunks()
+            pending = []
+            key = pending_key if pending_key is not None else ()
+            if key in seen:
+                raise EngineError(f"Spark delivered the rows of key {key!r} in two separate "
+                                  "runs inside one task; the (key, ts) sort was not kept")
+            seen.add(key)
+            self._run_group(table, key, backend, out)
+            if out.n >= self.FLUSH_ROWS:
+                yield out.flush()
+
+        for rb in batches:
+            if rb.num_rows == 0:
+                continue
+            if not gcols:
+                pending.append(rb)
+                continue
+            change = np.zeros(rb.num_rows, dtype=bool)
+            for c in gcols:
+                col = rb.column(c)
+                if rb.num_rows > 1:
+                    change[1:] |= _neq(col.slice(1), col.slice(0, rb.num_rows - 1)) \
+                        .to_numpy(zero_copy_only=False)
+            first_key = tuple(rb.column(c)[0].as_py() for c in gcols)
+            change[0] = pending_key is None or first_key != pending_key
+            starts = np.flatnonzero(change).tolist()
+            bounds = [*starts, rb.num_rows]
+            if not starts or starts[0] != 0:
+                # the batch continues the pending group up to the first change
+                end0 = starts[0] if starts else rb.num_rows
+                pending.append(rb.slice(0, end0))
+            for s, e in zip(starts, bounds[1:], strict=True):
+                yield from finish()
+                pending_key = tuple(rb.column(c)[s].as_py() for c in gcols)
+                pending.append(rb.slice(s, e - s))
+        yield from finish()
+        if out.n:
+            yield out.flush()
+
+    def _run_group(self, table: pa.Table, key: tuple[Any, ...], backend: Any,
+                   out: _Out) -> None:
+        spec = self.spec
+        ts = table.column(TS).to_numpy()
+        ordv = table.column(ORD).to_numpy()
+        if len(ts) > 1:
+            dts = np.diff(ts)
+            bad = np.flatnonzero((dts < 0) | ((dts == 0) & (np.diff(ordv) <= 0)))
+            if len(bad):
+                i = int(bad[0])
+                raise EngineError(
+                    f"events of key {key!r} reached the engine out of (ts, position) order "
+                    f"at rows {i} and {i + 1} (ts {int(ts[i])} -> {int(ts[i + 1])}, position "
+                    f"{int(ordv[i])} -> {int(ordv[i + 1])}); refusing to return wrong matches")
+        events = EventBatch(table.select([ID, TS, TYPE, *spec.attr_cols]), spec.time)
+        matches: Sequence[Match] = backend(spec.analyzed, events)
+        if not matches:
+            return
+        lo = hi = None
+        if spec.range_bounds is not None:
+            j = int(key[0])
+            lo = spec.range_bounds[j - 1] if j > 0 else None
+            hi = spec.range_bounds[j] if j < len(spec.range_bounds) else None
+        index: dict[Any, int] | None = None
+        ids = table.column(ID).to_pylist()
+        for m in matches:
+            if (lo is not None and m.end < lo) or (hi is not None and m.end >= hi):
+                continue
+            if index is None:
+                index = {v: i for i, v in enumerate(ids)}
+                if len(index) != len(ids):
+                    raise InputError(f"the id column has duplicate ids in key {key!r}; "
+                                     "ids must be unique (omit id_col to use row numbers)")
+            last = -1
+            for b in m.bindings.values():
+                for ev in (b if isinstance(b, tuple) else (b,)):
+                    last = max(last, index[ev])
+            out.add(m, int(ordv[last]) if last >= 0 else -1)
+
+
+def resolve_backend(engine: str) -> Any:
+    """A registered backend by name, or ``"module:function"`` (a custom evaluator with the
+    backend signature ``(AnalyzedQuery, EventBatch) -> list[Match]``)."""
+    from ..backends import get_backend
+
+    if ":" in engine:
+        import importlib
+
+        module, _, func = engine.partition(":")
+        return getattr(importlib.import_module(module), func)
+    return get_backend(engine)
+
+
+def range_of(ts_us: int, bounds: Sequence[int]) -> int:
+    """The range number of a timestamp: the count of bounds <= ts (for tests and docs)."""
+    return int(np.searchsorted(np.asarray(bounds, dtype=np.int64), ts_us, side="right"))
+
+
+__all__ = [
+    "END_US", "LAST_POS", "ORD", "RANGE", "SEQ", "OutputMode", "ReturnField", "TaskRunner",
+    "TaskSpec", "TimeOut", "match_json", "output_schema", "range_of", "resolve_backend",
+]

@@ -1,0 +1,1276 @@
+"""The reference semantics: a brute-force, literal transcription of docs/semantics.md.
+
+The oracle enumerates every candidate binding of the pattern over a (tiny) stream, keeps those the
+definitions accept, applies the policies and sorts the result in output order. It is written for
+clarity, not speed, and shares no code with the engines (an import-linter contract forbids
+``kleene.runtime`` and ``kleene.plan`` here): it has its own tree-walking expression evaluator.
+Section numbers (§) refer to docs/semantics.md.
+
+Example:
+    >>> from kleene.api import analyze
+    >>> from kleene.testing.timeline import events
+    >>> ms = evaluate(analyze("PATTERN SEQ(A a, B b)"), events("a1@1 b1@2 b2@3"))
+    >>> [dict(m.bindings) for m in ms]
+    [{'a': 'a1', 'b': 'b1'}, {'a': 'a1', 'b': 'b2'}]
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import itertools
+import math
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import ast
+from ..errors import CapacityError, EngineError, QueryValidationError
+from ..events import ID, TS, TYPE, EventBatch, Match
+from ..semantic.analyzed import AnalyzedQuery
+
+MAX_EVENTS = 200
+"""The oracle refuses larger inputs: brute force is exponential in the number of events."""
+MAX_CANDIDATES = 300_000
+"""The oracle stops once this many partial bindings have been enumerated."""
+
+AGGREGATES = frozenset({"count", "sum", "avg", "min", "max"})
+
+Value = Any
+"""A runtime value: None (NULL), bool, int, float, str."""
+Bound = int | tuple[int, ...]
+"""A binding inside the oracle: a partition-local position, or a tuple of them for lists."""
+
+
+class OracleLimitError(CapacityError):
+    """The input is too large for the brute-force oracle (use a real engine)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Events
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Event:
+    """One event as the oracle sees it (§1)."""
+
+    gpos: int
+    """Global position in (ts, input position) order."""
+    ts: int
+    type: str
+    id: Any
+    attrs: Mapping[str, Value]
+
+
+def _normalize(value: Any) -> Value:
+    """Arrow values to the semantic value domain: datetimes become int microseconds (§5)."""
+    if isinstance(value, _dt.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(_dt.timezone.utc).replace(tzinfo=None)
+        return (value - _dt.datetime(1970, 1, 1)) // _dt.timedelta(microseconds=1)
+    if isinstance(value, _dt.timedelta):
+        return value // _dt.timedelta(microseconds=1)
+    if isinstance(value, _dt.date):
+        return (value - _dt.date(1970, 1, 1)).days * 86_400_000_000
+    return value
+
+
+def _attr(ev: _Event, name: str) -> Value:
+    """``v.name``: a user column, else the reserved ``ts``/``type``/``id`` (§5), else NULL."""
+    if name in ev.attrs:
+        return ev.attrs[name]
+    if name in ("ts", TS):
+        return ev.ts
+    if name in ("type", TYPE):
+        return ev.type
+    if name in ("id", ID):
+        return ev.id
+    return None
+
+
+def _load(events: EventBatch) -> list[_Event]:
+    out = []
+    for i, row in enumerate(events.rows()):
+        attrs = {k: _normalize(v) for k, v in row.items() if k not in (ID, TS, TYPE)}
+        out.append(_Event(i, int(row[TS]), str(row[TYPE]), row[ID], attrs))
+    # EventBatch promises (ts, input) order; sort stably anyway so the oracle never relies on it.
+    out.sort(key=lambda e: e.ts)
+    return [_Event(i, e.ts, e.type, e.id, e.attrs) for i, e in enumerate(out)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Pattern helpers
+# ---------------------------------------------------------------------------------------------
+
+
+def _positive_vars(p: ast.Pattern) -> list[str]:
+    """Variables bound by ``p`` (not inside NOT), in pattern order."""
+    if isinstance(p, ast.EventPattern):
+        return [p.var]
+    if isinstance(p, ast.Not):
+        return []
+    if isinstance(p, ast.Kleene | ast.Within):
+        return _positive_vars(p.body)
+    return [v for item in p.items for v in _positive_vars(item)]
+
+
+def _all_vars(p: ast.Pattern) -> list[str]:
+    """Every variable of ``p``, negated ones included."""
+    if isinstance(p, ast.EventPattern):
+        return [p.var]
+    if isinstance(p, ast.Not | ast.Kleene | ast.Within):
+        return _all_vars(p.body)
+    return [v for item in p.items for v in _all_vars(item)]
+
+
+def _nots(p: ast.Pattern) -> list[ast.Not]:
+    if isinstance(p, ast.EventPattern):
+        return []
+    if isinstance(p, ast.Not):
+        return [p]
+    if isinstance(p, ast.Kleene | ast.Within):
+        return _nots(p.body)
+    return [n for item in p.items for n in _nots(item)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Expressions: references
+# ---------------------------------------------------------------------------------------------
+
+
+def _children(e: ast.Expr) -> tuple[ast.Expr, ...]:
+    if isinstance(e, ast.Unary):
+        return (e.operand,)
+    if isinstance(e, ast.Binary):
+        return (e.left, e.right)
+    if isinstance(e, ast.Between):
+        return (e.operand, e.low, e.high)
+    if isinstance(e, ast.InList):
+        return (e.operand, *e.items)
+    if isinstance(e, ast.Like):
+        return (e.operand, e.pattern)
+    if isinstance(e, ast.IsNull):
+        return (e.operand,)
+    if isinstance(e, ast.Call):
+        return e.args
+    return ()
+
+
+def _is_aggregate(e: ast.Expr) -> bool:
+    return isinstance(e, ast.Call) and e.name.lower() in AGGREGATES and len(e.args) == 1
+
+
+def _mentioned(e: ast.Expr) -> set[str]:
+    """Every variable name the expression mentions (inside aggregates too)."""
+    if isinstance(e, ast.AttrRef | ast.VarRef):
+        return {e.var}
+    out: set[str] = set()
+    for c in _children(e):
+        out |= _mentioned(c)
+    return out
+
+
+def _outer_refs(e: ast.Expr) -> list[ast.AttrRef]:
+    """Attribute references outside aggregate arguments."""
+    if isinstance(e, ast.AttrRef):
+        return [e]
+    if _is_aggregate(e):
+        return []
+    return [r for c in _children(e) for r in _outer_refs(c)]
+
+
+def _aggregated_vars(e: ast.Expr) -> set[str]:
+    """Variables that appear inside an aggregate's argument."""
+    if _is_aggregate(e):
+        return _mentioned(e)
+    out: set[str] = set()
+    for c in _children(e):
+        out |= _aggregated_vars(c)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Expressions: evaluation (§5)
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Env:
+    """What an expression sees: the partition's events and the bindings (positions)."""
+
+    events: Sequence[_Event]
+    bindings: Mapping[str, Bound]
+    udfs: Mapping[str, Callable[..., Any]]
+    current: dict[str, int] = field(default_factory=dict)
+    """0-based element chosen for unindexed references to a list variable."""
+    i: int | None = None
+    """The shared 1-based index of ``v[i]`` references."""
+    start: int | None = None
+    end: int | None = None
+
+    def with_(self, current: Mapping[str, int], i: int | None) -> _Env:
+        return _Env(self.events, self.bindings, self.udfs, dict(current), i, self.start, self.end)
+
+
+def _is_num(x: Value) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool)
+
+
+def _comparable(a: Value, b: Value) -> bool:
+    return ((_is_num(a) and _is_num(b)) or (isinstance(a, str) and isinstance(b, str))
+            or (isinstance(a, bool) and isinstance(b, bool)))
+
+
+_CMP: dict[str, Callable[[Any, Any], bool]] = {
+    "=": lambda a, b: bool(a == b), "!=": lambda a, b: bool(a != b),
+    "<": lambda a, b: bool(a < b), "<=": lambda a, b: bool(a <= b),
+    ">": lambda a, b: bool(a > b), ">=": lambda a, b: bool(a >= b),
+}
+
+
+def _compare(op: str, a: Value, b: Value) -> bool | None:
+    if a is None or b is None or not _comparable(a, b):
+        return None
+    return _CMP[op](a, b)
+
+
+def _arith(op: str, a: Value, b: Value) -> Value:
+    if not (_is_num(a) and _is_num(b)):
+        return None
+    if op == "+":
+        return a + b
+    if op == "-":
+        return a - b
+    if op == "*":
+        return a * b
+    if op == "/":
+        return None if b == 0 else a / b
+    if op == "%":
+        return None if b == 0 else a % b
+    raise EngineError(f"oracle: unknown arithmetic operator {op!r}")
+
+
+def _bool(x: Value) -> bool | None:
+    return x if isinstance(x, bool) else None
+
+
+def _and3(values: Iterable[bool | None]) -> bool | None:
+    result: bool | None = True
+    for v in values:
+        if v is False:
+            return False
+        if v is None:
+            result = None
+    return result
+
+
+def _or3(values: Iterable[bool | None]) -> bool | None:
+    result: bool | None = False
+    for v in values:
+        if v is True:
+            return True
+        if v is None:
+            result = None
+    return result
+
+
+def _not3(v: bool | None) -> bool | None:
+    return None if v is None else not v
+
+
+def _like(s: Value, pattern: Value) -> bool | None:
+    if not (isinstance(s, str) and isinstance(pattern, str)):
+        return None
+    rx = "".join(".*" if c == "%" else "." if c == "_" else re.escape(c) for c in pattern)
+    return re.fullmatch(rx, s, flags=re.DOTALL) is not None
+
+
+def _math1(fn: Callable[[float], Any]) -> Callable[[Value], Value]:
+    def f(x: Value) -> Value:
+        if not _is_num(x):
+            return None
+        try:
+            return fn(x)
+        except (ValueError, OverflowError, ZeroDivisionError):
+            return None
+    return f
+
+
+def _str1(fn: Callable[[str], Any]) -> Callable[[Value], Value]:
+    return lambda x: fn(x) if isinstance(x, str) else None
+
+
+def _round(x: Value, d: Value = 0) -> Value:
+    if not _is_num(x) or not (isinstance(d, int) and not isinstance(d, bool)):
+        return None
+    return round(x, d) if d else round(x)
+
+
+def _power(x: Value, y: Value) -> Value:
+    if not (_is_num(x) and _is_num(y)):
+        return None
+    try:
+        return math.pow(x, y)
+    except (ValueError, OverflowError, ZeroDivisionError):
+        return None
+
+
+def _extreme(pick: Callable[..., Any]) -> Callable[..., Value]:
+    def f(*xs: Value) -> Value:
+        if not xs or any(x is None for x in xs):
+            return None
+        if not all(_comparable(xs[0], x) for x in xs):
+            return None
+        return pick(xs)
+    return f
+
+
+def _log(x: Value, base: Value = None) -> Value:
+    if not _is_num(x) or (base is not None and not _is_num(base)):
+        return None
+    try:
+        return math.log(x) if base is None else math.log(x, base)
+    except (ValueError, OverflowError, ZeroDivisionError):
+        return None
+
+
+def _sign(x: Value) -> Value:
+    return None if not _is_num(x) else (x > 0) - (x < 0)
+
+
+def _substr(s: Value, start: Value, n: Value = None) -> Value:
+    if not isinstance(s, str) or not _is_int(start) or (n is not None and not _is_int(n)):
+        return None
+    if n is not None and n < 0:
+        return None
+    begin = max(start, 1) - 1
+    if n is None:
+        return s[begin:]
+    return s[begin:max(start - 1 + n, begin)]
+
+
+def _concat(*xs: Value) -> Value:
+    return "".join(xs) if xs and all(isinstance(x, str) for x in xs) else None
+
+
+def _is_int(x: Value) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+_BUILTINS: dict[str, Callable[..., Value]] = {
+    "abs": _math1(abs),
+    "sqrt": _math1(math.sqrt),
+    "exp": _math1(math.exp),
+    "ln": _math1(math.log),
+    "log": _log,
+    "floor": _math1(math.floor),
+    "ceil": _math1(math.ceil),
+    "round": _round,
+    "power": _power,
+    "sign": _sign,
+    "lower": _str1(str.lower),
+    "upper": _str1(str.upper),
+    "length": _str1(len),
+    "trim": _str1(str.strip),
+    "substr": _substr,
+    "concat": _concat,
+    "least": _extreme(min),
+    "greatest": _extreme(max),
+}
+
+
+def _elements(b: Bound) -> tuple[int, ...]:
+    return b if isinstance(b, tuple) else (b,)
+
+
+def _ref_event(r: ast.AttrRef, env: _Env) -> _Event | None:
+    """The event an attribute reference points to, or None (NULL)."""
+    b = env.bindings.get(r.var)
+    if b is None:
+        return None
+    elems = _elements(b)
+    idx = r.index
+    k: int | None  # 1-based
+    if idx is None:
+        if not isinstance(b, tuple):
+            return env.events[b]
+        k = env.current[r.var] + 1 if r.var in env.current else None
+    elif idx.kind is ast.IndexKind.CURRENT:
+        k = None if env.i is None else env.i + idx.offset
+    elif idx.kind is ast.IndexKind.ABSOLUTE:
+        k = idx.offset
+    elif idx.kind is ast.IndexKind.FIRST:
+        k = 1
+    else:  # LAST
+        k = len(elems) + idx.offset
+    if k is None or not 1 <= k <= len(elems):
+        return None
+    return env.events[elems[k - 1]]
+
+
+def _list_var_of(arg: ast.Expr, env: _Env) -> str | None:
+    """The list variable an aggregate ranges over: the one referenced elementwise in ``arg``."""
+    names = {r.var for r in _outer_refs(arg)
+             if r.index is None or r.index.kind is ast.IndexKind.CURRENT}
+    if isinstance(arg, ast.VarRef):
+        names.add(arg.var)
+    names = {n for n in names if n in env.bindings}
+    if len(names) > 1:
+        raise QueryValidationError(
+            f"an aggregate ranges over one list variable, got {', '.join(sorted(names))}")
+    return next(iter(names), None)
+
+
+def _aggregate(e: ast.Call, env: _Env) -> Value:
+    name = e.name.lower()
+    arg = e.args[0]
+    if any(v not in env.bindings for v in _mentioned(arg)) and not (
+            isinstance(arg, ast.VarRef) and arg.var in ("start", "end")):
+        return None
+    var = _list_var_of(arg, env)
+    if isinstance(arg, ast.VarRef) and name == "count":
+        return len(_elements(env.bindings[arg.var]))
+    values: list[Value]
+    if var is None:
+        values = [_eval(arg, env)]
+    else:
+        n = len(_elements(env.bindings[var]))
+        values = [_eval(arg, env.with_({**env.current, var: k}, k + 1)) for k in range(n)]
+    present = [v for v in values if v is not None]
+    if name == "count":
+        return len(present)
+    if name == "sum":
+        if not all(_is_num(v) for v in present):
+            return None
+        total: Value = 0
+        for v in present:
+            total = total + v
+        return total
+    if name == "avg":
+        if not present or not all(_is_num(v) for v in present):
+            return None
+        total = 0
+        for v in present:
+            total = total + v
+        return total / len(present)
+    if not present or not all(_comparable(present[0], v) for v in present):
+        return None
+    return min(present) if name == "min" else max(present)
+
+
+def _eval(e: ast.Expr, env: _Env) -> Value:
+    """Evaluate an expression to a value; None is NULL (§5)."""
+    if isinstance(e, ast.Literal):
+        return e.value
+    if isinstance(e, ast.AttrRef):
+        ev = _ref_event(e, env)
+        return None if ev is None else _attr(ev, e.attr)
+    if isinstance(e, ast.VarRef):
+        if e.var in env.bindings:
+            b = env.bindings[e.var]
+            return (tuple(env.events[x].id for x in b) if isinstance(b, tuple)
+                    else env.events[b].id)
+        if e.var == "start":
+            return env.start
+        if e.var == "end":
+            return env.end
+        return None
+    if isinstance(e, ast.Unary):
+        x = _eval(e.operand, env)
+        if e.op == "not":
+            return _not3(_bool(x))
+        if e.op == "-":
+            return -x if _is_num(x) else None
+        raise EngineError(f"oracle: unknown unary operator {e.op!r}")
+    if isinstance(e, ast.Binary):
+        op = e.op.lower()
+        if op in ("and", "or"):
+            lv, rv = _bool(_eval(e.left, env)), _bool(_eval(e.right, env))
+            return _and3((lv, rv)) if op == "and" else _or3((lv, rv))
+        a, b = _eval(e.left, env), _eval(e.right, env)
+        if op == "<>":
+            op = "!="
+        if op in _CMP:
+            return _compare(op, a, b)
+        return _arith(op, a, b)
+    if isinstance(e, ast.Between):
+        x, lo, hi = _eval(e.operand, env), _eval(e.low, env), _eval(e.high, env)
+        r = _and3((_compare("<=", lo, x), _compare("<=", x, hi)))
+        return _not3(r) if e.negated else r
+    if isinstance(e, ast.InList):
+        x = _eval(e.operand, env)
+        r = _or3(_compare("=", x, _eval(item, env)) for item in e.items)
+        return _not3(r) if e.negated else r
+    if isinstance(e, ast.Like):
+        r = _like(_eval(e.operand, env), _eval(e.pattern, env))
+        return _not3(r) if e.negated else r
+    if isinstance(e, ast.IsNull):
+        r2 = _eval(e.operand, env) is None
+        return not r2 if e.negated else r2
+    if isinstance(e, ast.Call):
+        name = e.name.lower()
+        if _is_aggregate(e):
+            return _aggregate(e, env)
+        if name in ("start", "end") and not e.args:
+            return env.start if name == "start" else env.end
+        args = [_eval(a, env) for a in e.args]
+        if e.name in env.udfs:
+            return env.udfs[e.name](*args)
+        if name == "coalesce":
+            return next((a for a in args if a is not None), None)
+        if name in _BUILTINS:
+            try:
+                return _BUILTINS[name](*args)
+            except TypeError:
+                raise QueryValidationError(
+                    f"wrong number of arguments for {e.name}()") from None
+        raise QueryValidationError(f"unknown function {e.name!r}")
+    if isinstance(e, ast.Equivalence):
+        evs = [env.events[x] for b in env.bindings.values() for x in _elements(b)]
+        return len({_equiv_value(ev, e.attrs) for ev in evs}) <= 1
+    raise EngineError(f"oracle: unknown expression node {type(e).__name__}")
+
+
+def _equiv_value(ev: _Event, attrs: Sequence[str]) -> tuple[Value, ...]:
+    """Grouping value (§6): NULL equals NULL because None == None in a tuple."""
+    return tuple(_attr(ev, a) for a in attrs)
+
+
+def _eval_conjunct(c: ast.Expr, env: _Env, *, fixed: tuple[str, int] | None = None) -> bool | None:
+    """A WHERE conjunct over a match, with the Kleene quantifiers of §5.
+
+    ``fixed=(v, k)`` evaluates it for the new element k (1-based) of list variable v only (the
+    incremental test of skip-till-next-match, §8).
+    """
+    if any(v not in env.bindings for v in _mentioned(c)):
+        return True  # a conjunct on an unbound variable does not apply (§5)
+    refs = _outer_refs(c)
+    lists = {v for v in {r.var for r in refs} if isinstance(env.bindings[v], tuple)}
+    indexed = {r.var for r in refs if r.index is not None and r.index.kind is ast.IndexKind.CURRENT}
+    has_prev = any(r.index is not None and r.index.kind is ast.IndexKind.CURRENT
+                   and r.index.offset < 0 for r in refs)
+    unindexed = {r.var for r in refs if r.index is None and r.var in lists} - indexed
+    i_range: list[int | None]
+    if fixed is not None and fixed[0] in indexed:
+        k = fixed[1]
+        i_range = [] if has_prev and k < 2 else [k]
+    elif indexed:
+        n = max(len(_elements(env.bindings[v])) for v in indexed)
+        i_range = list(range(2 if has_prev else 1, n + 1))
+    else:
+        i_range = [None]
+    free = sorted(unindexed - ({fixed[0]} if fixed else set()))
+    results: list[bool | None] = []
+    for i in i_range:
+        base = {v: i - 1 for v in indexed} if i is not None else {}
+        if fixed is not None and fixed[0] in unindexed:
+            base[fixed[0]] = fixed[1] - 1
+        for combo in itertools.product(*(range(len(_elements(env.bindings[v]))) for v in free)):
+            current = {**base, **dict(zip(free, combo, strict=True))}
+            results.append(_bool(_eval(c, env.with_(current, i))))
+    return _and3(results)
+
+
+# ---------------------------------------------------------------------------------------------
+# Enumeration of occurrences (§2, §3)
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Occ:
+    """An occurrence of a sub-pattern: its bindings and the (local) positions it binds."""
+
+    bindings: Mapping[str, Bound]
+    events: frozenset[int]
+
+
+class _Enumerator:
+    """Enumerates occurrences of pattern nodes over one partition's events."""
+
+    def __init__(self, events: Sequence[_Event], prune: Callable[[_Occ], bool]) -> None:
+        self.events = events
+        self.prune = prune
+        self.count = 0
+
+    def _emit(self, occs: list[_Occ]) -> list[_Occ]:
+        self.count += len(occs)
+        if self.count > MAX_CANDIDATES:
+            raise OracleLimitError(
+                f"the oracle enumerated more than {MAX_CANDIDATES} partial matches; it is a "
+                f"brute-force reference for tiny inputs — use another --engine")
+        return [o for o in occs if self.prune(o)]
+
+    def occ(self, p: ast.Pattern, subset: Sequence[int] | None = None) -> list[_Occ]:
+        """Occurrences of ``p``; ``subset`` restricts the events that may be bound."""
+        allowed = range(len(self.events)) if subset is None else subset
+        if isinstance(p, ast.EventPattern):
+            return self._emit([_Occ({p.var: i}, frozenset((i,))) for i in allowed
+                               if p.type is None or self.events[i].type == p.type])
+        if isinstance(p, ast.Within):
+            return [o for o in self.occ(p.body, subset) if _window_ok(p.window, o.events,
+                                                                       self.events)]
+        if isinstance(p, ast.Or):
+            return [o for item in p.items for o in self.occ(item, subset)]
+        if isinstance(p, ast.Seq):
+            return self._seq([i for i in p.items if not isinstance(i, ast.Not)], subset)
+        if isinstance(p, ast.And):
+            return self._and([i for i in p.items if not isinstance(i, ast.Not)], subset)
+        if isinstance(p, ast.AnyOf):
+            items = [i for i in p.items if not isinstance(i, ast.Not)]
+            return [o for chosen in itertools.combinations(items, p.k)
+                    for o in self._and(list(chosen), subset)]
+        if isinstance(p, ast.Kleene):
+            return self._kleene(p, subset)
+        if isinstance(p, ast.Not):
+            raise QueryValidationError("NOT is only allowed directly inside SEQ or AND")
+        raise EngineError(f"oracle: unknown pattern node {type(p).__name__}")
+
+    def _seq(self, items: Sequence[ast.Pattern], subset: Sequence[int] | None) -> list[_Occ]:
+        # every event of item i precedes every event of item j > i: compare with the max so far
+        partial = [_Occ({}, frozenset())]
+        for item in items:
+            occs = self.occ(item, subset)
+            partial = self._emit([
+                _Occ({**acc.bindings, **o.bindings}, acc.events | o.events)
+                for acc in partial for o in occs
+                if not (o.events and acc.events and min(o.events) <= max(acc.events))])
+        return partial
+
+    def _and(self, items: Sequence[ast.Pattern], subset: Sequence[int] | None) -> list[_Occ]:
+        partial = [_Occ({}, frozenset())]
+        for item in items:
+            occs = self.occ(item, subset)
+            partial = self._emit([_Occ({**a.bindings, **o.bindings}, a.events | o.events)
+                                  for a in partial for o in occs if not a.events & o.events])
+        return partial
+
+    def _kleene(self, p: ast.Kleene, subset: Sequence[int] | None) -> list[_Occ]:
+        body = [o for o in self.occ(p.body, subset) if o.events]  # a repetition binds >= 1 event
+        body.sort(key=lambda o: min(o.events))
+        names = _positive_vars(p.body)
+        out: list[_Occ] = []
+
+        def grow(reps: list[_Occ], top: int) -> None:
+            if len(reps) >= p.min:
+                binds: dict[str, Bound] = {}
+                for v in names:
+                    binds[v] = tuple(x for r in reps if v in r.bindings
+                                     for x in _elements(r.bindings[v]))
+                occ = _Occ(binds, frozenset().union(*(r.events for r in reps)))
+                if not self._emit([occ]):
+                    return  # pruned: every extension is pruned too (windows, equivalence)
+                out.append(occ)
+            if p.max is not None and len(reps) >= p.max:
+                return
+            for o in body:
+                if min(o.events) > top:
+                    grow([*reps, o], max(o.events))
+
+        grow([], -1)
+        return out
+
+
+def _span_ok(window: ast.Window, positions: Iterable[int], events: Sequence[_Event]) -> bool:
+    pos = list(positions)
+    if not pos:
+        return True
+    if window.is_count:
+        return max(pos) - min(pos) < window.amount
+    ts = [events[i].ts for i in pos]
+    return max(ts) - min(ts) <= window.microseconds
+
+
+def _window_ok(window: ast.Window, positions: Iterable[int], events: Sequence[_Event]) -> bool:
+    return _span_ok(window, positions, events)
+
+
+# ---------------------------------------------------------------------------------------------
+# The query, prepared
+# ---------------------------------------------------------------------------------------------
+
+
+def _split_and(e: ast.Expr) -> list[ast.Expr]:
+    if isinstance(e, ast.Binary) and e.op.lower() == "and":
+        return _split_and(e.left) + _split_and(e.right)
+    return [e]
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    aq: AnalyzedQuery
+    order: tuple[str, ...]
+    """Positive variables in pattern order."""
+    var_order: Mapping[str, int]
+    positive: tuple[ast.Expr, ...]
+    """Conjuncts that restrict matches."""
+    negation: Mapping[int, tuple[ast.Expr, ...]]
+    """id(Not node) -> conjuncts that restrict it."""
+    equivalence: tuple[str, ...]
+    types: Mapping[str, str | None]
+    list_vars: frozenset[str]
+
+
+def _prepare(aq: AnalyzedQuery) -> _Prepared:
+    q = aq.query
+    pattern = q.pattern
+    conjuncts = list(aq.conjuncts)
+    if not conjuncts and q.where is not None:
+        conjuncts = _split_and(q.where)
+    equivalence = list(aq.equivalence)
+    plain: list[ast.Expr] = []
+    for c in conjuncts:
+        if isinstance(c, ast.Equivalence):
+            equivalence.extend(a for a in c.attrs if a not in equivalence)
+        else:
+            plain.append(c)
+    order = tuple(_positive_vars(pattern))
+    if not order:
+        raise QueryValidationError("the pattern has no positive variable to match")
+    nots = _nots(pattern)
+    owner = {v: id(n) for n in nots for v in _all_vars(n.body)}
+    negation: dict[int, list[ast.Expr]] = {id(n): [] for n in nots}
+    positive: list[ast.Expr] = []
+    for c in plain:
+        owners = {owner[v] for v in _mentioned(c) if v in owner}
+        if len(owners) > 1:
+            raise QueryValidationError(
+                "a condition may not mention variables of two different NOTs")
+        if owners:
+            negation[owners.pop()].append(c)
+        else:
+            positive.append(c)
+    types: dict[str, str | None] = {}
+    list_vars: set[str] = set()
+
+    def walk(p: ast.Pattern, in_rep: bool) -> None:
+        if isinstance(p, ast.EventPattern):
+            types[p.var] = p.type
+            if in_rep:
+                list_vars.add(p.var)
+        elif isinstance(p, ast.Kleene):
+            walk(p.body, True)
+        elif isinstance(p, ast.Not | ast.Within):
+            walk(p.body, in_rep)
+        else:
+            for item in p.items:
+                walk(item, in_rep)
+
+    walk(pattern, False)
+    _validate(aq, pattern)
+    return _Prepared(aq, order, {v: i for i, v in enumerate(order)}, tuple(positive),
+                     {k: tuple(v) for k, v in negation.items()}, tuple(equivalence), types,
+                     frozenset(list_vars))
+
+
+def _validate(aq: AnalyzedQuery, pattern: ast.Pattern) -> None:
+    """The checks of §14 the oracle depends on (the semantic layer should reject these first)."""
+    window = aq.within
+
+    def walk(p: ast.Pattern, parent: ast.Pattern | None, win: ast.Window | None,
+             in_rep: bool) -> None:
+        if isinstance(p, ast.Not):
+            if not isinstance(parent, ast.Seq | ast.And):
+                raise QueryValidationError("NOT is only allowed directly inside SEQ or AND")
+            if in_rep:
+                raise QueryValidationError("NOT inside a repetition is not supported")
+            return
+        if isinstance(p, ast.Seq):
+            positives = [not isinstance(i, ast.Not) for i in p.items]
+            for k, item in enumerate(p.items):
+                if isinstance(item, ast.Not) and win is None and (
+                        not any(positives[:k]) or not any(positives[k + 1:])):
+                    raise QueryValidationError(
+                        "a leading or trailing NOT needs a window (WITHIN) to bound it")
+        if isinstance(p, ast.EventPattern):
+            return
+        if isinstance(p, ast.Within):
+            walk(p.body, p, p.window, in_rep)
+            return
+        if isinstance(p, ast.Kleene):
+            walk(p.body, p, win, True)
+            return
+        for item in p.items:
+            walk(item, p, win, in_rep)
+
+    walk(pattern, None, window, False)
+    if aq.strategy is ast.Strategy.SKIP_TILL_NEXT_MATCH:
+        branches = pattern.items if isinstance(pattern, ast.Or) else (pattern,)
+        for b in branches:
+            _stnm_components(b)
+
+
+# ---------------------------------------------------------------------------------------------
+# Negation (§4)
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Cand:
+    """A candidate match inside one partition."""
+
+    events: Sequence[_Event]
+    bindings: Mapping[str, Bound]
+    positions: frozenset[int]
+
+
+def _bound_positions(vars_: Iterable[str], bindings: Mapping[str, Bound]) -> list[int]:
+    return [x for v in vars_ if v in bindings for x in _elements(bindings[v])]
+
+
+def _negation_ok(prep: _Prepared, cand: _Cand, enum: _Enumerator) -> bool:
+    events = cand.events
+    all_pos = sorted(cand.positions)
+
+    def forbidden(n: ast.Not, lo: Callable[[int], bool]) -> bool:
+        """True if an occurrence of n.body inside the interval could bind it."""
+        subset = [q for q in range(len(events)) if lo(q)]
+        if prep.equivalence:
+            value = _equiv_value(events[all_pos[0]], prep.equivalence)
+            subset = [q for q in subset if _equiv_value(events[q], prep.equivalence) == value]
+        if not subset:
+            return False
+        for o in enum.occ(n.body, subset):
+            env = _Env(events, {**cand.bindings, **o.bindings}, prep.aq.udfs)
+            if all(_eval_conjunct(c, env) is True for c in prep.negation[id(n)]):
+                return True
+        return False
+
+    def walk(p: ast.Pattern, win: ast.Window | None, scope: list[int]) -> bool:
+        if isinstance(p, ast.EventPattern | ast.Kleene):
+            return True  # NOT inside a repetition is rejected by validation
+        if isinstance(p, ast.Within):
+            inner = sorted(_bound_positions(_positive_vars(p.body), cand.bindings))
+            return walk(p.body, p.window, inner)
+        if isinstance(p, ast.Or | ast.AnyOf):  # only the branches the match took
+            return all(walk(i, win, scope) for i in p.items
+                       if any(v in cand.bindings for v in _positive_vars(i)))
+        if isinstance(p, ast.Not):
+            return True
+        items = p.items
+        if isinstance(p, ast.And):
+            mine = _bound_positions(_positive_vars(p), cand.bindings)
+            for item in items:
+                if isinstance(item, ast.Not) and mine:
+                    a, b = min(mine), max(mine)
+                    if forbidden(item, lambda q, a=a, b=b: a < q < b):
+                        return False
+        else:
+            for k, item in enumerate(items):
+                if not isinstance(item, ast.Not):
+                    continue
+                left = _bound_positions([v for i in items[:k] for v in _positive_vars(i)],
+                                        cand.bindings)
+                right = _bound_positions([v for i in items[k + 1:] for v in _positive_vars(i)],
+                                         cand.bindings)
+                if not forbidden(item, _interval(left, right, win, scope, events)):
+                    continue
+                return False
+        return all(walk(i, win, scope) for i in items if not isinstance(i, ast.Not))
+
+    return walk(prep.aq.pattern, prep.aq.within, all_pos)
+
+
+def _interval(left: list[int], right: list[int], win: ast.Window | None, scope: list[int],
+              events: Sequence[_Event]) -> Callable[[int], bool]:
+    """The positions a NOT between ``left`` and ``right`` forbids (§4)."""
+    lo = max(left) if left else None
+    hi = min(right) if right else None
+    first, last = (min(scope), max(scope)) if scope else (None, None)
+
+    def inside(q: int) -> bool:
+        if lo is not None:
+            if q <= lo:
+                return False
+        elif win is not None and last is not None:  # leading NOT: the lead-in of the window
+            if win.is_count and not last - q < win.amount:
+                return False
+            if not win.is_count and events[q].ts < events[last].ts - win.microseconds:
+                return False
+        if hi is not None:
+            if q >= hi:
+                return False
+        elif win is not None and first is not None:  # trailing NOT: the tail of the window
+            if win.is_count and not q - first < win.amount:
+                return False
+            if not win.is_count and events[q].ts > events[first].ts + win.microseconds:
+                return False
+        return True
+
+    return inside
+
+
+# ---------------------------------------------------------------------------------------------
+# Strategies (§8)
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Comp:
+    """A component of a skip-till-next-match SEQ."""
+
+    vars: tuple[str, ...]
+    types: tuple[str | None, ...]
+    min: int
+    max: int | None
+    is_list: bool
+    windows: tuple[tuple[ast.Window, frozenset[str]], ...]
+
+
+def _stnm_components(p: ast.Pattern) -> list[_Comp]:
+    """Flatten a skip-till-next-match branch into components, or reject it (§8, §14)."""
+    out: list[_Comp] = []
+    hint = "; use USING skip-till-any-match"
+
+    def walk(p: ast.Pattern, wins: tuple[tuple[ast.Window, frozenset[str]], ...]) -> None:
+        if isinstance(p, ast.Seq):
+            for item in p.items:
+                walk(item, wins)
+        elif isinstance(p, ast.Within):
+            walk(p.body, (*wins, (p.window, frozenset(_positive_vars(p.body)))))
+        elif isinstance(p, ast.Not):
+            return
+        elif isinstance(p, ast.EventPattern):
+            out.append(_Comp((p.var,), (p.type,), 1, 1, False, wins))
+        elif isinstance(p, ast.Kleene):
+            if not isinstance(p.body, ast.EventPattern):
+                raise QueryValidationError(
+                    "skip-till-next-match supports Kleene only on an event type" + hint)
+            out.append(_Comp((p.body.var,), (p.body.type,), p.min, p.max, True, wins))
+        elif isinstance(p, ast.Or):
+            if not all(isinstance(i, ast.EventPattern) for i in p.items):
+                raise QueryValidationError(
+                    "skip-till-next-match supports OR inside SEQ only between single events"
+                    + hint)
+            evs = [i for i in p.items if isinstance(i, ast.EventPattern)]
+            out.append(_Comp(tuple(i.var for i in evs), tuple(i.type for i in evs), 1, 1, False,
+                             wins))
+        else:
+            raise QueryValidationError(
+                f"skip-till-next-match does not support {type(p).__name__.upper()}" + hint)
+
+    walk(p, ())
+    return out
+
+
+def _is_closing(c: ast.Expr, v: str) -> bool:
+    if v in _aggregated_vars(c):
+        return True
+    return any(r.var == v and r.index is not None and (
+        r.index.kind is ast.IndexKind.LAST
+        or (r.index.kind is ast.IndexKind.ABSOLUTE and r.index.offset >= 2))
+        for r in _outer_refs(c))
+
+
+def _skip_till_next_ok(prep: _Prepared, cand: _Cand) -> bool:
+    pattern = prep.aq.pattern
+    branch = pattern
+    if isinstance(pattern, ast.Or):
+        branch = next(b for b in pattern.items
+                      if any(v in cand.bindings for v in _positive_vars(b)))
+    comps = _stnm_components(branch)
+    comp_of = {v: k for k, c in enumerate(comps) for v in c.vars}
+    at: dict[str, list[ast.Expr]] = {}
+    for c in prep.positive:
+        ms = [v for v in _mentioned(c) if v in prep.var_order]
+        if ms:
+            at.setdefault(max(ms, key=prep.var_order.__getitem__), []).append(c)
+    events = cand.events
+    pos = sorted(cand.positions)
+    equiv = _equiv_value(events[pos[0]], prep.equivalence) if prep.equivalence else None
+    udfs = prep.aq.udfs
+
+    def fits(var: str, comp: _Comp, e: int, prefix: Mapping[str, Bound]) -> bool:
+        ev = events[e]
+        t = comp.types[comp.vars.index(var)]
+        if t is not None and ev.type != t:
+            return False
+        if equiv is not None and _equiv_value(ev, prep.equivalence) != equiv:
+            return False
+        for w, scope in comp.windows:
+            if not _span_ok(w, [*_bound_positions(scope, prefix), e], events):
+                return False
+        return True
+
+    def can_take(var: str, comp: _Comp, e: int, prefix: Mapping[str, Bound]) -> bool:
+        if not fits(var, comp, e, prefix):
+            return False
+        if comp.is_list:
+            new = (*_elements(prefix.get(var, ())), e)
+            env = _Env(events, {**prefix, var: new}, udfs)
+            return all(_eval_conjunct(c, env, fixed=(var, len(new))) is True
+                       for c in at.get(var, ()) if not _is_closing(c, var))
+        env = _Env(events, {**prefix, var: e}, udfs)
+        return all(_eval_conjunct(c, env) is True for c in at.get(var, ()))
+
+    def can_close(comp: _Comp, prefix: Mapping[str, Bound]) -> bool:
+        if not comp.is_list:
+            return True
+        var = comp.vars[0]
+        lst = _elements(prefix.get(var, ()))
+        if len(lst) < comp.min:
+            return False
+        env = _Env(events, {**prefix, var: tuple(lst)}, udfs)
+        return all(_eval_conjunct(c, env) is True for c in at.get(var, ()) if _is_closing(c, var))
+
+    for p in range(pos[0] + 1, pos[-1]):
+        if p in cand.positions:
+            continue
+        last_before = max(x for x in cand.positions if x < p)
+        j = next(comp_of[v] for v, b in cand.bindings.items() if last_before in _elements(b))
+        # the prefix: what the run bound before p; components after j are not reached yet
+        reached: dict[str, Bound] = {}
+        for v, b in cand.bindings.items():
+            if comp_of[v] > j:
+                continue
+            if isinstance(b, tuple):
+                reached[v] = tuple(x for x in b if x < p)
+            else:
+                reached[v] = b
+        cj = comps[j]
+        if cj.is_list:
+            v = cj.vars[0]
+            if (cj.max is None or len(_elements(reached[v])) < cj.max) and can_take(v, cj, p,
+                                                                                    reached):
+                return False
+        if not can_close(cj, reached):
+            continue
+        ext = dict(reached)
+        for k in range(j + 1, len(comps)):
+            ck = comps[k]
+            if any(can_take(v, ck, p, ext) for v in ck.vars):
+                return False
+            if ck.min > 0 or not ck.is_list:
+                break
+            ext[ck.vars[0]] = ()
+            if not can_close(ck, ext):
+                break
+    return True
+
+
+def _contiguous(positions: Sequence[int]) -> bool:
+    return all(b == a + 1 for a, b in itertools.pairwise(positions))
+
+
+def _strategy_ok(prep: _Prepared, cand: _Cand) -> bool:
+    s = prep.aq.strategy
+    pos = sorted(cand.positions)
+    if s is ast.Strategy.STRICT_CONTIGUITY:
+        return _contiguous(pos)
+    if s is ast.Strategy.PARTITION_CONTIGUITY:
+        if not prep.equivalence:
+            return _contiguous(pos)
+        value = _equiv_value(cand.events[pos[0]], prep.equivalence)
+        group = [i for i, ev in enumerate(cand.events)
+                 if _equiv_value(ev, prep.equivalence) == value]
+        rank = {p: r for r, p in enumerate(group)}
+        return _contiguous([rank[p] for p in pos])
+    if s is ast.Strategy.SKIP_TILL_NEXT_MATCH:
+        return _skip_till_next_ok(prep, cand)
+    return True
+
+
+# ---------------------------------------------------------------------------------------------
+# Policies (§9) and output order (§10)
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Found:
+    """An accepted match with global positions (what policies and ordering compare)."""
+
+    cand: _Cand
+    gbind: Mapping[str, tuple[int, ...]]
+    """Variable -> global positions (a tuple even for single variables)."""
+    gpos: tuple[int, ...]
+    """Sorted global positions of all positive events."""
+
+
+def _order_key(f: _Found, order: Sequence[str]) -> tuple[Any, ...]:
+    per_var = tuple((1, *f.gbind[v]) if v in f.gbind else (0,) for v in order)
+    return (f.gpos[-1], f.gpos, per_var)
+
+
+def _recency_key(f: _Found, order: Sequence[str]) -> tuple[Any, ...]:
+    per_var = tuple((1, *sorted(f.gbind[v], reverse=True)) if v in f.gbind else (0,)
+                    for v in reversed(order))
+    return (tuple(reversed(f.gpos)), per_var)
+
+
+def _ts_of(f: _Found, var: str) -> list[int]:
+    return [f.cand.events[x].ts for x in _elements(f.cand.bindings[var])]
+
+
+def _local_of(f: _Found, var: str) -> list[int]:
+    return list(_elements(f.cand.bindings[var]))
+
+
+def _apply_pick(found: list[_Found], pick: ast.Pick) -> list[_Found]:
+    v = pick.var
+    if pick.within is not None and pick.from_var is not None:
+        u, w = pick.from_var, pick.within
+        kept = []
+        for f in found:
+            if v in f.gbind and u in f.gbind:
+                if w.is_count:
+                    ok = all(abs(a - b) < w.amount
+                             for a in _local_of(f, v) for b in _local_of(f, u))
+                else:
+                    ok = all(abs(a - b) <= w.microseconds
+                             for a in _ts_of(f, v) for b in _ts_of(f, u))
+                if not ok:
+                    continue
+            kept.append(f)
+        found = kept
+    if pick.mode is ast.PickMode.EACH:
+        return found
+    groups: dict[tuple[Any, ...], list[_Found]] = {}
+    for f in found:
+        key = (tuple(sorted((k, b) for k, b in f.gbind.items() if k != v)), v in f.gbind)
+        groups.setdefault(key, []).append(f)
+    choose = min if pick.mode is ast.PickMode.FIRST else max
+    chosen = {id(choose(g, key=lambda f: f.gbind.get(v, ()))) for g in groups.values()}
+    return [f for f in found if id(f) in chosen]
+
+
+def _apply_recent(found: list[_Found], order: Sequence[str]) -> list[_Found]:
+    best: dict[int, _Found] = {}
+    for f in found:
+        k = f.gpos[-1]
+        if k not in best or _recency_key(f, order) > _recency_key(best[k], order):
+            best[k] = f
+    return list(best.values())
+
+
+def _apply_consume(found: list[_Found], consume: ast.Consume, order: Sequence[str]) -> list[_Found]:
+    consumed: set[int] = set()
+    out = []
+    for f in found:
+        if consumed & set(f.gpos):
+            continue
+        out.append(f)
+        names = order if consume.all_vars else consume.vars
+        for v in names:
+            consumed.update(f.gbind.get(v, ()))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# RETURN (§11)
+# ---------------------------------------------------------------------------------------------
+
+
+def _expr_text(e: ast.Expr) -> str:
+    """The canonical text of an expression: the default name of a RETURN item (§11)."""
+    from ..lang.printer import expr_text
+
+    return expr_text(e)
+
+
+def _return_values(prep: _Prepared, f: _Found, start: int, end: int) -> dict[str, Any]:
+    items = prep.aq.query.returns
+    if not items:
+        return {}
+    env = _Env(f.cand.events, f.cand.bindings, prep.aq.udfs, start=start, end=end)
+    out: dict[str, Any] = {}
+    for item in items:
+        name = item.alias or _expr_text(item.expr)
+        elementwise = {r.var for r in _outer_refs(item.expr)
+                       if r.var in env.bindings and isinstance(env.bindings[r.var], tuple)
+                       and (r.index is None or r.index.kind is ast.IndexKind.CURRENT)}
+        if len(elementwise) > 1:
+            raise QueryValidationError(
+                f"RETURN item {name!r} references several list variables elementwise "
+                f"({', '.join(sorted(elementwise))}); use an index or an aggregate")
+        if elementwise:
+            v = elementwise.pop()
+            n = len(_elements(env.bindings[v]))
+            out[name] = [_eval(item.expr, env.with_({v: k}, k + 1)) for k in range(n)]
+        else:
+            out[name] = _eval(item.expr, env)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The oracle
+# ---------------------------------------------------------------------------------------------
+
+
+def _partitions(events: list[_Event], keys: Sequence[str]) -> list[list[_Event]]:
+    if not keys:
+        return [events]
+    groups: dict[tuple[Value, ...], list[_Event]] = {}
+    for ev in events:
+        groups.setdefault(tuple(_attr(ev, k) for k in keys), []).append(ev)
+    return list(groups.values())
+
+
+def _candidates(prep: _Prepared, part: list[_Event]) -> Iterator[_Cand]:
+    aq = prep.aq
+
+    def prune(o: _Occ) -> bool:
+        # Sound pruning: windows and equivalence only get harder as events are added.
+        if aq.within is not None and not _span_ok(aq.within, o.events, part):
+            return False
+        if prep.equivalence:
+            return len({_equiv_value(part[i], prep.equivalence) for i in o.events}) <= 1
+        return True
+
+    enum = _Enumerator(part, prune)
+    for o in enum.occ(aq.pattern):
+        if not o.events:
+            continue  # a match binds at least one event (§2)
+        cand = _Cand(part, o.bindings, o.events)
+        env = _Env(part, o.bindings, aq.udfs)
+        if not all(_eval_conjunct(c, env) is True for c in prep.positive):
+            continue
+        if not _negation_ok(prep, cand, enum):
+            continue
+        if not _strategy_ok(prep, cand):
+            continue
+        yield cand
+
+
+def evaluate(analyzed: AnalyzedQuery, events: EventBatch) -> list[Match]:
+    """Every match of ``analyzed`` over ``events``, after policies, in output order.
+
+    Raises :class:`OracleLimitError` for inputs too large for brute force (more than
+    ``MAX_EVENTS`` events or ``MAX_CANDIDATES`` partial matches).
+    """
+    if len(events) > MAX_EVENTS:
+        raise OracleLimitError(
+            f"the oracle is a brute-force reference for tiny inputs: got {len(events)} events, "
+            f"the limit is {MAX_EVENTS}; use another --engine (e.g. automaton)")
+    prep = _prepare(analyzed)
+    found: list[_Found] = []
+    for part in _partitions(_load(events), analyzed.partition_by):
+        for cand in _candidates(prep, part):
+            gbind = {v: tuple(part[x].gpos for x in _elements(b))
+                     for v, b in cand.bindings.items()}
+            gpos = tuple(sorted(part[x].gpos for x in cand.positions))
+            found.append(_Found(cand, gbind, gpos))
+    order = prep.order
+    for pick in analyzed.query.picks:
+        found = _apply_pick(found, pick)
+    if analyzed.emit is ast.Emit.RECENT:
+        found = _apply_recent(found, order)
+    found.sort(key=lambda f: _order_key(f, order))
+    if analyzed.query.consume is not None:
+        found = _apply_consume(found, analyzed.query.consume, order)
+    out = []
+    for f in found:
+        part = f.cand.events
+        ts = [part[x].ts for x in f.cand.positions]
+        start, end = min(ts), max(ts)
+        bindings: dict[str, Any] = {}
+        for v in order:
+            if v in f.cand.bindings:
+                b = f.cand.bindings[v]
+                bindings[v] = (tuple(part[x].id for x in b) if isinstance(b, tuple)
+                               else part[b].id)
+        out.append(Match(analyzed.name, bindings, start, end,
+                         _return_values(prep, f, start, end)))
+    return out
+
+
+__all__ = ["MAX_CANDIDATES", "MAX_EVENTS", "OracleLimitError", "evaluate"]

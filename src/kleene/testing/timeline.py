@@ -1,0 +1,193 @@
+"""Feed-and-compare helpers for tests: named events on a drawn timeline, expected matches by name.
+
+An event's name is its id and its type is the name's letters in upper case (``a1`` is an ``A``,
+``xy2`` an ``XY``); attributes are given per event name. Two ways to write a stream:
+
+``events("a1@1 b1@2 b2@2 c1@5", b1={"x": 3})``
+    compact: ``name@ts`` tokens in input order.
+
+``timeline(diagram, b1={"x": 3})``
+    a drawing whose first line starts with ``ts`` and lists the timestamps; every event name below
+    sits under its timestamp (the header number its first character is closest to). Events are in
+    input order by timestamp, then top line first, then left to right::
+
+        ts   1    2    3
+             a1   b1   c1
+                  b2
+
+Expected matches are dicts ``{"a": "a1", "b": ["b1", "b2"]}`` or strings ``"a=a1 b=[b1 b2]"``.
+
+Example:
+    >>> from kleene.testing.oracle import evaluate
+    >>> s = timeline('''
+    ...     ts  1   2   3
+    ...         a1  b1  b2
+    ... ''')
+    >>> assert_matches(evaluate, "PATTERN SEQ(A a, B b)", s, ["a=a1 b=b1", "a=a1 b=b2"])
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from ..errors import InputError
+from ..events import EventBatch, Match, TimeInfo
+from ..semantic.analyzed import AnalyzedQuery
+
+Backend = Callable[[AnalyzedQuery, EventBatch], list[Match]]
+Expected = Mapping[str, "str | Sequence[str]"] | str
+
+_NAME = re.compile(r"[A-Za-z_]+\d*[A-Za-z_\d]*")
+
+
+def type_of(name: str) -> str:
+    """The type an event name stands for: its leading letters in upper case (``b12`` -> ``B``)."""
+    m = re.match(r"[A-Za-z_]+", name)
+    if m is None:
+        raise InputError(f"event name {name!r} must start with letters (its type)")
+    return m.group(0).upper()
+
+
+def _batch(items: Sequence[tuple[str, float]], attrs: Mapping[str, Mapping[str, Any]],
+           time: TimeInfo | None) -> EventBatch:
+    unknown = set(attrs) - {n for n, _ in items}
+    if unknown:
+        raise InputError(f"attributes given for events not in the timeline: {sorted(unknown)}")
+    seen: set[str] = set()
+    records = []
+    for name, ts in items:
+        if name in seen:
+            raise InputError(f"event {name!r} appears twice in the timeline")
+        seen.add(name)
+        extra = dict(attrs.get(name, {}))
+        rec: dict[str, Any] = {"id": name, "type": extra.pop("type", type_of(name)), "ts": ts}
+        rec.update(extra)
+        records.append(rec)
+    return EventBatch.from_records(records, time=time)
+
+
+def events(spec: str, *, time: TimeInfo | None = None, **attrs: Mapping[str, Any]) -> EventBatch:
+    """A batch from ``name@ts`` tokens in input order; ``attrs`` maps event names to attributes.
+
+    Example:
+        >>> b = events("a1@1 b1@1.5", b1={"x": 3})
+        >>> b.ids.to_pylist(), b.ts.tolist(), b.column("x").to_pylist()
+        (['a1', 'b1'], [1000000, 1500000], [None, 3])
+    """
+    items = []
+    for tok in spec.split():
+        name, sep, ts = tok.partition("@")
+        if not sep or not _NAME.fullmatch(name):
+            raise InputError(f"timeline token {tok!r} is not name@ts (e.g. a1@3)")
+        items.append((name, float(ts) if "." in ts else int(ts)))
+    return _batch(items, attrs, time)
+
+
+def timeline(diagram: str, *, time: TimeInfo | None = None,
+             **attrs: Mapping[str, Any]) -> EventBatch:
+    """A batch from a drawn timeline (see the module docstring)."""
+    lines = [ln for ln in diagram.splitlines() if ln.strip()]
+    if not lines or not lines[0].lstrip().startswith("ts"):
+        raise InputError("a timeline's first line must start with 'ts' and list timestamps")
+    header = lines[0]
+    start = header.index("ts") + 2
+    stamps = [(m.start() + start, m.group(0)) for m in re.finditer(r"\S+", header[start:])]
+    if not stamps:
+        raise InputError("the timeline header lists no timestamps")
+    cols = [(col, float(t) if "." in t else int(t)) for col, t in stamps]
+    placed: list[tuple[float, int, int, str]] = []
+    for row, line in enumerate(lines[1:]):
+        for m in re.finditer(r"\S+", line):
+            name = m.group(0)
+            if name in (".", "-", "|"):
+                continue
+            if not _NAME.fullmatch(name):
+                raise InputError(f"timeline row {row + 1}: {name!r} is not an event name")
+            ts = min(cols, key=lambda c: abs(c[0] - m.start()))[1]
+            placed.append((ts, row, m.start(), name))
+    placed.sort(key=lambda p: (p[0], p[1], p[2]))
+    return _batch([(n, ts) for ts, _, _, n in placed], attrs, time)
+
+
+def parse_expected(m: Expected) -> dict[str, str | tuple[str, ...]]:
+    """Normalise an expected match: ``"a=a1 b=[b1 b2] c=[]"`` or a dict -> bindings by name."""
+    if isinstance(m, str):
+        out: dict[str, str | tuple[str, ...]] = {}
+        for var, lst, single in re.findall(r"(\w+)\s*=\s*(?:\[([^\]]*)\]|(\S+))", m):
+            out[var] = tuple(lst.split()) if single == "" else single
+        if not out and m.strip():
+            raise ValueError(f"cannot read expected match {m!r}; write e.g. 'a=a1 b=[b1 b2]'")
+        return out
+    return {k: (v if isinstance(v, str) else tuple(v)) for k, v in m.items()}
+
+
+def bindings_of(matches: Sequence[Match]) -> list[dict[str, Any]]:
+    """The bindings of each match, as plain dicts (for comparison and readable diffs)."""
+    return [dict(m.bindings) for m in matches]
+
+
+def run(backend: Backend, query: str | AnalyzedQuery, stream: EventBatch) -> list[Match]:
+    """Analyze ``query`` (text in the canonical language) and evaluate it with ``backend``."""
+    from ..api import analyze
+
+    aq = analyze(query) if isinstance(query, str) else query
+    return backend(aq, stream)
+
+
+def assert_matches(backend: Backend, query: str | AnalyzedQuery, stream: EventBatch,
+                   expected: Sequence[Expected], *,
+                   values: Sequence[Mapping[str, Any]] | None = None) -> list[Match]:
+    """Assert that ``backend`` finds exactly ``expected`` (bindings by event name), in order.
+
+    ``values`` optionally gives the RETURN values of each match, in the same order.
+    """
+    got = run(backend, query, stream)
+    want = [parse_expected(e) for e in expected]
+    have = bindings_of(got)
+    assert have == want, (
+        "matches differ\n  expected: " + _show(want) + "\n  got:      " + _show(have))
+    if values is not None:
+        assert [dict(m.values) for m in got] == [dict(v) for v in values], (
+            f"RETURN values differ\n  expected: {list(values)}\n"
+            f"  got:      {[dict(m.values) for m in got]}")
+    return got
+
+
+@dataclass(frozen=True)
+class Case:
+    """One conformance case: a query, a drawn stream and the matches written by hand."""
+
+    name: str
+    query: str
+    stream: EventBatch
+    expected: tuple[Expected, ...]
+    values: tuple[Mapping[str, Any], ...] | None = None
+
+    def check(self, backend: Backend) -> list[Match]:
+        """Run the case on ``backend`` and assert the matches (and RETURN values)."""
+        return assert_matches(backend, self.query, self.stream, self.expected,
+                              values=self.values)
+
+
+def case(name: str, query: str, diagram: str, expected: Sequence[Expected], *,
+         values: Sequence[Mapping[str, Any]] | None = None,
+         **attrs: Mapping[str, Any]) -> Case:
+    """Build a :class:`Case`; ``diagram`` is a drawn timeline or ``name@ts`` tokens."""
+    stream = timeline(diagram, **attrs) if diagram.strip().startswith("ts") else events(
+        diagram, **attrs)
+    return Case(name, query, stream, tuple(expected),
+                None if values is None else tuple(values))
+
+
+def _show(ms: Sequence[Mapping[str, Any]]) -> str:
+    def one(m: Mapping[str, Any]) -> str:
+        return " ".join(f"{k}=[{' '.join(map(str, v))}]" if isinstance(v, tuple) else f"{k}={v}"
+                        for k, v in m.items())
+    return "[" + ", ".join(repr(one(m)) for m in ms) + "]" if ms else "{}"
+
+
+__all__ = ["Backend", "Case", "Expected", "assert_matches", "case", "bindings_of", "events", "parse_expected",
+           "run", "timeline", "type_of"]

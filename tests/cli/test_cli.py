@@ -1,0 +1,103 @@
+"""The command line: check, explain, run; exit codes and messages (no tracebacks)."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from kleene.cli.main import cli
+
+QUERY = "PATTERN SEQ(A a, B b) WHERE b.x > a.x WITHIN 10 seconds"
+
+
+def invoke(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def write(path: Path, text: str) -> str:
+    path.write_text(text)
+    return str(path)
+
+
+def test_check_prints_canonical_form() -> None:
+    code, out, err = invoke("check", "pattern seq(A a, B b)  where b.x>a.x within 10 seconds")
+    assert (code, err) == (0, "")
+    assert out == "PATTERN SEQ(A a, B b)\nWHERE b.x > a.x\nWITHIN 10 seconds\n"
+
+
+def test_explain(tmp_path: Path) -> None:
+    """explain prints the plan (kleene.plan.explain when built, else query and variables)."""
+    q = write(tmp_path / "my_query.kleene", QUERY)
+    code, out, err = invoke("explain", q)
+    assert code == 0, err
+    if importlib.util.find_spec("kleene.plan.explain") is None:
+        assert out.splitlines()[0] == "query my_query"
+        assert out.splitlines()[-2:] == ["   0  a            single   type A",
+                                         "   1  b            single   type B"]
+    else:
+        assert out.strip()
+
+
+def test_check_syntax_error_exits_1_with_caret() -> None:
+    code, out, err = invoke("check", "PATTERN SEQ(A a, B b WHERE a.x > 1")
+    assert code == 1 and out == ""
+    assert err.startswith("kleene: query error: Line 1, column 22: ")
+    assert "PATTERN SEQ(A a, B b WHERE a.x > 1" in err and "^" in err
+    assert "Traceback" not in err
+
+
+def test_query_file_not_found_exits_1(tmp_path: Path) -> None:
+    code, _, err = invoke("check", str(tmp_path / "missing.kleene"))
+    assert code == 1
+    assert err == (f"kleene: query error: query file {tmp_path / 'missing.kleene'} not found "
+                   "(QUERY is a file path or the query text)\n")
+
+
+def test_run_missing_input_exits_2(tmp_path: Path) -> None:
+    code, out, err = invoke("run", QUERY, "--input", str(tmp_path / "none.csv"))
+    assert (code, out) == (2, "")
+    assert err == f"kleene: input error: {tmp_path / 'none.csv'}: no such file\n"
+
+
+def test_run_bad_row_exits_2_naming_file_row_column(tmp_path: Path) -> None:
+    p = write(tmp_path / "e.csv", "ts,type,x\n1,A,1\n2,B,2\n3,B,oops\n")
+    code, _, err = invoke("run", QUERY, "--input", p)
+    assert code == 2
+    assert err == (f"kleene: input error: {p}, row 3, column 'x': 'oops' is not an integer (the "
+                   "column was read as int64 from its first rows; pass --column-type x=string "
+                   "to keep it as text)\n")
+
+
+def test_run_option_errors(tmp_path: Path) -> None:
+    p = write(tmp_path / "e.csv", "ts,type,x\n1,A,1\n")
+    code, _, err = invoke("run", QUERY, "--input", p, "--column-type", "x")
+    assert (code, err) == (2, "kleene: input error: --column-type 'x': expected COLUMN=TYPE, "
+                              "e.g. x=float\n")
+    code, _, err = invoke("run", QUERY, "--input", p, "--on-bad-row", "ignore")
+    assert (code, err) == (2, "kleene: input error: unknown bad-row policy 'ignore'; use fail, "
+                              "skip or dead-letter=PATH\n")
+    code, _, err = invoke("run", QUERY, "--input", p, "--engine", "quantum")
+    assert (code, err) == (1, "kleene: query error: unknown engine 'quantum'; available: "
+                              "automaton, oracle\n")
+    code, _, err = invoke("run", QUERY, "--input", p, "--udf", "nomodule")
+    assert (code, err) == (1, "kleene: query error: --udf 'nomodule': expected module:function "
+                              "or name=module:function\n")
+    code, _, err = invoke("run", QUERY, "--input", p, "--udf", "no_such_mod_xyz:f")
+    assert code == 1
+    assert err.startswith("kleene: query error: --udf 'no_such_mod_xyz:f': cannot import "
+                          "module 'no_such_mod_xyz'")
+
+
+def test_python_dash_m_kleene() -> None:
+    """``python -m kleene`` is the same command (a real subprocess)."""
+    proc = subprocess.run([sys.executable, "-m", "kleene", "check", "PATTERN A a"],
+                          capture_output=True, text=True, timeout=60)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "PATTERN A a\n", "")
+    proc = subprocess.run([sys.executable, "-m", "kleene", "check", "PATTERN"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr

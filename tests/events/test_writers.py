@@ -1,0 +1,102 @@
+"""Writers: the JSON Lines contract, CSV and Parquet, on hand-written matches."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from kleene.errors import InputError
+from kleene.events import Match, TimeInfo
+from kleene.events.writers import open_writer, write_matches
+
+US = 1_000_000
+T0 = 1_357_034_400 * US  # 2013-01-01T10:00:00Z
+
+MATCHES = [
+    Match("delays", {"a": 3, "b": (4, 5), "c": 7}, T0, T0 + 90 * US,
+          {"tail": "N1", "n": 2, "avg": 1.5}),
+    Match("delays", {"a": 8, "b": (), "c": 9}, T0 + 60 * US, T0 + 120 * US,
+          {"tail": "N2", "n": 0, "avg": float("nan")}),
+]
+ZONED = TimeInfo("datetime", "s", "UTC")
+
+
+def test_jsonl_contract_with_datetimes() -> None:
+    out = io.StringIO()
+    assert write_matches(MATCHES, out, "jsonl", ZONED) == 2
+    assert out.getvalue().splitlines() == [
+        '{"query": "delays", "match": {"a": 3, "b": [4, 5], "c": 7}, '
+        '"start": "2013-01-01T10:00:00+00:00", "end": "2013-01-01T10:01:30+00:00", '
+        '"values": {"tail": "N1", "n": 2, "avg": 1.5}}',
+        '{"query": "delays", "match": {"a": 8, "b": [], "c": 9}, '
+        '"start": "2013-01-01T10:01:00+00:00", "end": "2013-01-01T10:02:00+00:00", '
+        '"values": {"tail": "N2", "n": 0, "avg": null}}',
+    ]
+
+
+def test_jsonl_numeric_times_and_string_ids(tmp_path: Path) -> None:
+    """Numeric input prints numbers in the input unit; ids may be strings."""
+    m = Match("q", {"a": "e1", "b": ("e2",)}, 1_500_000, 2 * US, {})
+    p = tmp_path / "out.jsonl"
+    write_matches([m], str(p), "jsonl", TimeInfo("numeric", "s"))
+    assert json.loads(p.read_text()) == {"query": "q", "match": {"a": "e1", "b": ["e2"]},
+                                         "start": 1.5, "end": 2, "values": {}}
+
+
+def test_csv(tmp_path: Path) -> None:
+    p = tmp_path / "out.csv"
+    write_matches(MATCHES, str(p), "csv", ZONED)
+    assert p.read_text().splitlines() == [
+        "query,start,end,match,tail,n,avg",
+        'delays,2013-01-01T10:00:00+00:00,2013-01-01T10:01:30+00:00,'
+        '"{""a"": 3, ""b"": [4, 5], ""c"": 7}",N1,2,1.5',
+        'delays,2013-01-01T10:01:00+00:00,2013-01-01T10:02:00+00:00,'
+        '"{""a"": 8, ""b"": [], ""c"": 9}",N2,0,',
+    ]
+
+
+def test_csv_without_matches_has_a_header(tmp_path: Path) -> None:
+    p = tmp_path / "out.csv"
+    assert write_matches([], str(p), "csv", ZONED) == 0
+    assert p.read_text() == "query,start,end,match\n"
+
+
+def test_parquet(tmp_path: Path) -> None:
+    p = tmp_path / "out.parquet"
+    write_matches(MATCHES, str(p), "parquet", ZONED)
+    t = pq.read_table(p)
+    assert t.schema.field("start").type == pa.timestamp("us", "UTC")
+    assert t.column("start").cast(pa.int64()).to_pylist() == [T0, T0 + 60 * US]
+    assert t.column("match").to_pylist() == ['{"a": 3, "b": [4, 5], "c": 7}',
+                                             '{"a": 8, "b": [], "c": 9}']
+    assert t.column("tail").to_pylist() == ["N1", "N2"]
+    assert t.column("avg").to_pylist() == [1.5, None]
+
+
+def test_parquet_in_row_groups(tmp_path: Path) -> None:
+    p = tmp_path / "out.parquet"
+    with open_writer(str(p), "parquet", TimeInfo("numeric", "s")) as w:
+        w.row_group_size = 2  # type: ignore[attr-defined]
+        w.write([Match("q", {"a": i}, i * US, i * US, {"x": i}) for i in range(5)])
+    t = pq.read_table(p)
+    assert t.column("x").to_pylist() == [0, 1, 2, 3, 4]
+    assert t.column("start").to_pylist() == [0.0, 1.0, 2.0, 3.0, 4.0]
+    assert pq.ParquetFile(p).num_row_groups == 3
+
+
+def test_bad_output_requests(tmp_path: Path) -> None:
+    with pytest.raises(InputError) as info:
+        open_writer(None, "parquet", ZONED)
+    assert str(info.value) == "Parquet output needs a file: pass --output PATH"
+    with pytest.raises(InputError) as info:
+        open_writer(None, "xml", ZONED)
+    assert str(info.value) == "unknown output format 'xml'; use one of: jsonl, csv, parquet"
+    with pytest.raises(InputError) as info:
+        open_writer(str(tmp_path / "no" / "dir.jsonl"), "jsonl", ZONED)
+    assert str(info.value) == (f"{tmp_path / 'no' / 'dir.jsonl'}: cannot write the output "
+                               "file: No such file or directory")

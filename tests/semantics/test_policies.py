@@ -1,0 +1,170 @@
+"""PICK, EMIT RECENT and CONSUME, and the order they apply in (§9)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kleene.backends import BackendFn
+from kleene.testing.timeline import Case, case
+
+CASES = [
+    case("PICK FIRST keeps the earliest a",
+         "PATTERN SEQ(A a, B b, C c) PICK FIRST a",
+         """
+         ts  1   2   3   4
+             a1  a2  b1  c1
+         """,
+         ["a=a1 b=b1 c=c1"]),
+    case("PICK LAST keeps the latest a",
+         "PATTERN SEQ(A a, B b, C c) PICK LAST a",
+         """
+         ts  1   2   3   4
+             a1  a2  b1  c1
+         """,
+         ["a=a2 b=b1 c=c1"]),
+    case("PICK EACH keeps all",
+         "PATTERN SEQ(A a, B b, C c) PICK EACH a",
+         """
+         ts  1   2   3   4
+             a1  a2  b1  c1
+         """,
+         ["a=a1 b=b1 c=c1", "a=a2 b=b1 c=c1"]),
+    case("PICK groups matches equal in every other binding",
+         "PATTERN SEQ(A a, B b) PICK FIRST a",
+         """
+         ts  1   2   3   4
+             a1  a2  b1  b2
+         """,
+         ["a=a1 b=b1", "a=a1 b=b2"]),
+    case("PICK ... WITHIN d FROM u filters first",
+         "PATTERN SEQ(A a, B b) PICK LAST a WITHIN 2 seconds FROM b",
+         """
+         ts  1   2   4
+             a1  a2  b1
+         """,
+         ["a=a2 b=b1"]),
+    case("PICK FIRST ... WITHIN: the earliest inside the window",
+         "PATTERN SEQ(A a, B b) PICK FIRST a WITHIN 2 seconds FROM b",
+         """
+         ts  1   2   3   4
+             a1  a2  a3  b1
+         """,
+         ["a=a2 b=b1"]),
+    case("several PICKs apply in the order written",
+         "PATTERN SEQ(A a, B b, C c) PICK FIRST a, LAST b",
+         """
+         ts  1   2   3   4   5
+             a1  a2  b1  b2  c1
+         """,
+         ["a=a1 b=b2 c=c1"]),
+    case("PICK FIRST on a Kleene list: lexicographic on positions",
+         "PATTERN SEQ(A+ a[], B b) PICK FIRST a",
+         """
+         ts  1   2   3
+             a1  a2  b1
+         """,
+         ["a=[a1] b=b1"]),
+    case("FAEM's maximal group: skip-till-next-match with PICK FIRST",
+         "PATTERN SEQ(A+ a[], B b) USING skip-till-next-match PICK FIRST a",
+         """
+         ts  1   2   3
+             a1  a2  b1
+         """,
+         ["a=[a1 a2] b=b1"]),
+    case("EMIT RECENT: the most recent events for each completing event",
+         "PATTERN SEQ(A a, B b, C c) EMIT RECENT",
+         """
+         ts  1   2   3   4   5
+             a1  b1  a2  b2  c1
+         """,
+         ["a=a2 b=b2 c=c1"]),
+    case("EMIT RECENT: one match per completing event",
+         "PATTERN SEQ(A a, B b) EMIT RECENT",
+         """
+         ts  1   2   3   4
+             a1  a2  b1  b2
+         """,
+         ["a=a2 b=b1", "a=a2 b=b2"]),
+    case("EMIT RECENT on Kleene: the longer list agreeing on the latest elements",
+         "PATTERN SEQ(A a, B+ b[], C c) EMIT RECENT",
+         """
+         ts  1   2   3   4
+             a1  b1  b2  c1
+         """,
+         ["a=a1 b=[b1 b2] c=c1"]),
+    case("EMIT RECENT on Kleene: a later a beats an earlier b",
+         "PATTERN SEQ(A a, B+ b[], C c) EMIT RECENT",
+         """
+         ts  1   2   3   4   5
+             a1  b1  a2  b2  c1
+         """,
+         ["a=a2 b=[b2] c=c1"]),
+    case("EMIT RECENT tie on the same events: compare variables from last to first",
+         "PATTERN AND(A x, A y) EMIT RECENT",
+         """
+         ts  1   2
+             a1  a2
+         """,
+         ["x=a1 y=a2"]),
+    case("EMIT RECENT with OR: the more recent branch event",
+         "PATTERN SEQ(A a, OR(B b, C c), D d) EMIT RECENT",
+         """
+         ts  1   2   3   4
+             a1  c1  b1  d1
+         """,
+         ["a=a1 b=b1 d=d1"]),
+    case("CONSUME a: a consumed event is not reused",
+         "PATTERN SEQ(A a, B b) CONSUME a",
+         """
+         ts  1   2   3
+             a1  b1  b2
+         """,
+         ["a=a1 b=b1"]),
+    case("CONSUME b walks in output order",
+         "PATTERN SEQ(A a, B b) CONSUME b",
+         """
+         ts  1   2   3
+             a1  a2  b1
+         """,
+         ["a=a1 b=b1"]),
+    case("CONSUME ALL",
+         "PATTERN SEQ(A a, B b) CONSUME ALL",
+         """
+         ts  1   2   3   4
+             a1  a2  b1  b2
+         """,
+         ["a=a1 b=b1", "a=a2 b=b2"]),
+    case("CONSUME a Kleene list consumes every element",
+         "PATTERN SEQ(A a, B+ b[]) CONSUME b",
+         """
+         ts  1   2   3
+             a1  b1  b2
+         """,
+         ["a=a1 b=[b1]", "a=a1 b=[b2]"]),
+    case("EMIT RECENT before CONSUME",
+         "PATTERN SEQ(A a, B b) CONSUME a EMIT RECENT",
+         """
+         ts  1   2   3
+             a1  b1  b2
+         """,
+         ["a=a1 b=b1"]),
+    case("PICK before CONSUME",
+         "PATTERN SEQ(A a, B b) PICK LAST a CONSUME a",
+         """
+         ts  1   2   3   4
+             a1  a2  b1  b2
+         """,
+         ["a=a2 b=b1"]),
+    case("consumed events still negate",
+         "PATTERN SEQ(A a, NOT(B n), B b) CONSUME b",
+         """
+         ts  1   2   3
+             a1  b1  b2
+         """,
+         ["a=a1 b=b1"]),
+]
+
+
+@pytest.mark.parametrize("c", CASES, ids=lambda c: c.name)
+def test_policies(backend: BackendFn, c: Case) -> None:
+    c.check(backend)

@@ -1,0 +1,80 @@
+"""SEQ: order by position, several variables of one type, WHERE, output order (§3, §10)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kleene.backends import BackendFn
+from kleene.testing.timeline import Case, case
+
+CASES = [
+    case("every a before every b",
+         "PATTERN SEQ(A a, B b)",
+         """
+         ts  1   2   3   4
+             a1  b1  a2  b2
+         """,
+         ["a=a1 b=b1", "a=a1 b=b2", "a=a2 b=b2"]),
+    case("three components",
+         "PATTERN SEQ(A a, B b, C c)",
+         """
+         ts  1   2   3   4
+             a1  b1  c1  b2
+         """,
+         ["a=a1 b=b1 c=c1"]),
+    case("nested SEQ behaves as flattened",
+         "PATTERN SEQ(A a, SEQ(B b, C c))",
+         """
+         ts  1   2   3   4
+             a1  b1  c1  b2
+         """,
+         ["a=a1 b=b1 c=c1"]),
+    case("a single event pattern matches every event of its type",
+         "PATTERN A a",
+         """
+         ts  1   2   3
+             a1  b1  a2
+         """,
+         ["a=a1", "a=a2"]),
+    case("two variables of one type bind different events",
+         "PATTERN SEQ(A x, A y)",
+         """
+         ts  1   2   3
+             a1  a2  a3
+         """,
+         ["x=a1 y=a2", "x=a1 y=a3", "x=a2 y=a3"]),
+    case("WHERE compares two variables",
+         "PATTERN SEQ(A a, B b) WHERE b.x > a.x",
+         """
+         ts  1   2   3
+             a1  b1  b2
+         """,
+         ["a=a1 b=b2"],
+         a1={"x": 5}, b1={"x": 3}, b2={"x": 7}),
+    case("reversed order is no match",
+         "PATTERN SEQ(A a, B b)",
+         """
+         ts  1   2
+             b1  a1
+         """,
+         []),
+    case("output order: same last event, then the sorted positions",
+         "PATTERN SEQ(A a, B b)",
+         """
+         ts  1   2   3
+             a1  a2  b1
+         """,
+         ["a=a1 b=b1", "a=a2 b=b1"]),
+    case("events of other types in between are skipped (skip-till-any-match)",
+         "PATTERN SEQ(A a, B b)",
+         """
+         ts  1   2   3   4
+             a1  c1  d1  b1
+         """,
+         ["a=a1 b=b1"]),
+]
+
+
+@pytest.mark.parametrize("c", CASES, ids=lambda c: c.name)
+def test_sequence(backend: BackendFn, c: Case) -> None:
+    c.check(backend)

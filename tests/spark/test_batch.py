@@ -1,0 +1,165 @@
+"""kleene.spark.match on a real local Spark: hand-written timelines and the embedded engine."""
+
+from __future__ import annotations
+
+import zlib
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from kleene_spark_helpers import embedded_lines, random_rows, spark_lines
+
+import kleene
+from kleene.errors import EngineError, InputError
+from kleene.events import TimeInfo
+from kleene.spark import explain, in_output_order, match
+from kleene.spark.tasks import ORD, TaskRunner, TaskSpec
+
+pytestmark = pytest.mark.spark
+
+#   ts:  1    2    3    4    5    7    8    20
+#   k1:  a0        b2        b4   a5   b6   b7
+#   k2:       a1        b3
+#   x:   1    5    2    3    0    4    6    9
+TIMELINE = [
+    {"ts": 1, "type": "A", "k": "k1", "x": 1},
+    {"ts": 2, "type": "A", "k": "k2", "x": 5},
+    {"ts": 3, "type": "B", "k": "k1", "x": 2},
+    {"ts": 4, "type": "B", "k": "k2", "x": 3},
+    {"ts": 5, "type": "B", "k": "k1", "x": 0},
+    {"ts": 7, "type": "A", "k": "k1", "x": 4},
+    {"ts": 8, "type": "B", "k": "k1", "x": 6},
+    {"ts": 20, "type": "B", "k": "k1", "x": 9},
+]
+KEYED = ("PATTERN SEQ(A a, B b) WHERE b.x > a.x PARTITION BY k WITHIN 5 seconds "
+         "RETURN a.x AS ax, b.x - a.x AS d")
+
+
+def _df(spark: Any, rows: list[dict[str, Any]]) -> Any:
+    return spark.createDataFrame([(r["ts"], r["type"], r["k"], r["x"]) for r in rows],
+                                 "ts long, type string, k string, x long")
+
+
+def test_keyed_columns_output_by_hand(spark: Any) -> None:
+    out = match(_df(spark, TIMELINE), KEYED, time_col="ts", type_col="type",
+                output="columns")
+    rows = [r.asDict() for r in in_output_order(out).collect()]
+    assert rows == [
+        {"query": "query", "a": 0, "b": 2, "start": 1, "end": 3, "ax": 1, "d": 1},
+        {"query": "query", "a": 5, "b": 6, "start": 7, "end": 8, "ax": 4, "d": 2},
+    ]
+    types = {f.name: f.dataType.simpleString() for f in out.schema.fields}
+    assert types["a"] == "bigint" and types["ax"] == "bigint" and types["start"] == "bigint"
+
+
+def test_keyed_map_output_by_hand(spark: Any) -> None:
+    out = match(_df(spark, TIMELINE), KEYED, time_col="ts", type_col="type")
+    rows = in_output_order(out).collect()
+    assert [r["match"] for r in rows] == [{"a": [0], "b": [2]}, {"a": [5], "b": [6]}]
+
+
+def test_kleene_variable_is_an_array_column(spark: Any) -> None:
+    q = ("PATTERN SEQ(A a, B+ b[]) WHERE b[i].x > a.x PARTITION BY k WITHIN 5 seconds "
+         "RETURN count(b) AS n")
+    out = match(_df(spark, TIMELINE), q, time_col="ts", type_col="type", output="columns")
+    rows = [(r["a"], r["b"], r["n"]) for r in in_output_order(out).collect()]
+    # k1: a0 with b2 (x 2 > 1); b4 has x 0; a5 with b6
+    assert rows == [(0, [2], 1), (5, [6], 1)]
+
+
+QUERIES = [
+    KEYED,
+    "PATTERN SEQ(A a, B b, C c) WHERE c.x >= a.x PARTITION BY k WITHIN 6 seconds",
+    "PATTERN SEQ(A a, B+ b[], C c) WHERE b[i].x > b[i-1].x WITHIN 5 seconds",
+    "PATTERN SEQ(A a, !(C n), B b) WHERE n.x > a.x WITHIN 4 seconds",
+    "PATTERN SEQ(A a, B b, !(C n)) WITHIN 3 seconds",
+    "PATTERN SEQ(!(C n), A a, B b) WITHIN 3 seconds",
+    "PATTERN SEQ(A a, B b) WHERE [k] WITHIN 4 seconds",
+    "PATTERN SEQ(A a, B b) WITHIN 4 seconds EMIT RECENT",
+    "PATTERN SEQ(A a, B b) WHERE b.x > a.x WITHIN 3 seconds CONSUME a",
+    "PATTERN SEQ(A a, B b) WHERE b.x = a.x",
+]
+
+
+@pytest.mark.parametrize("query", QUERIES)
+def test_spark_equals_embedded_engine_and_oracle(spark: Any, query: str) -> None:
+    rows = random_rows(zlib.crc32(query.encode()) % 1000, n=36)
+    # ranges=4 forces the time split to cut this short stream (a no-op for keyed / single)
+    for engine in ("oracle", "automaton"):
+        assert spark_lines(spark, query, rows, ranges=4, engine=engine) == \
+            embedded_lines(query, rows, engine), engine
+
+
+def test_split_with_many_ranges_finds_each_match_once(spark: Any) -> None:
+    q = "PATTERN SEQ(A a, B b) WITHIN 6 seconds"
+    rows = random_rows(7, n=60, types="AB")
+    expected = embedded_lines(q, rows, "automaton")
+    assert len(expected) > 30
+    assert spark_lines(spark, q, rows, ranges=12) == expected
+    assert spark_lines(spark, q, rows, ranges=12, engine="kleene.testing.oracle:evaluate") \
+        == expected
+
+
+def test_explain_shows_the_three_shapes() -> None:
+    keyed = explain(KEYED)
+    assert "keyed" in keyed.splitlines()[0] and "repartition(k)" in keyed
+    split = explain("PATTERN SEQ(A a, B b, !(C n)) WITHIN 3 seconds")
+    assert split.splitlines()[0].endswith(": split")
+    assert "preceding 3 seconds and the following 3 seconds" in split
+    single = explain("PATTERN SEQ(A a, B b) WITHIN 3 seconds CONSUME a")
+    assert single.splitlines()[0].endswith(": single") and "CONSUME" in single
+    assert "count window" in explain("PATTERN SEQ(A a, B b) WITHIN 5 EVENTS")
+    eq_strict = explain("PATTERN SEQ(A a, B b) WHERE [k] WITHIN 4 seconds "
+                        "USING STRICT-CONTIGUITY")
+    assert "cannot key" in eq_strict
+
+
+def test_timestamp_input_gives_timestamp_columns_and_iso_records(spark: Any) -> None:
+    import datetime as dt
+
+    rows = [(dt.datetime(2024, 1, 1, 0, 0, s, tzinfo=dt.timezone.utc), t, "k", s)
+            for s, t in [(1, "A"), (2, "B"), (3, "B")]]
+    df = spark.createDataFrame(rows, "ts timestamp, type string, k string, x long")
+    q = "PATTERN SEQ(A a, B b) WITHIN 5 seconds"
+    out = in_output_order(match(df, q, time_col="ts", type_col="type")).collect()
+    assert [r["end"] for r in out] == [dt.datetime(2024, 1, 1, 0, 0, 2),
+                                       dt.datetime(2024, 1, 1, 0, 0, 3)]
+    recs = match(df, q, time_col="ts", type_col="type", output="json")
+    lines = sorted(r[0] for r in recs.select("record").collect())
+    assert lines[0] == ('{"query": "query", "match": {"a": 0, "b": 1}, '
+                        '"start": "2024-01-01T00:00:01+00:00", '
+                        '"end": "2024-01-01T00:00:02+00:00", "values": {}}')
+
+
+def test_id_col_and_event_type(spark: Any) -> None:
+    df = spark.createDataFrame([("e1", 1, 1), ("e2", 2, 5), ("e3", 3, 2)],
+                               "eid string, ts long, x long")
+    q = "PATTERN SEQ(T a, T b) WHERE b.x > a.x WITHIN 5 seconds"
+    out = in_output_order(match(df, q, time_col="ts", event_type="T", id_col="eid"))
+    assert [r["match"] for r in out.collect()] == [{"a": ["e1"], "b": ["e2"]},
+                                                   {"a": ["e1"], "b": ["e3"]}]
+
+
+def test_bad_arguments_are_named(spark: Any) -> None:
+    df = _df(spark, TIMELINE)
+    with pytest.raises(InputError, match="'tss' is not a column"):
+        match(df, KEYED, time_col="tss", type_col="type")
+    with pytest.raises(InputError, match="type_col"):
+        match(df, KEYED, time_col="ts")
+
+
+def test_task_refuses_rows_out_of_order() -> None:
+    """Spark documents no order after sortWithinPartitions: the task checks it itself."""
+    q = kleene.analyze(KEYED)
+    spec = TaskSpec(analyzed=q, engine="automaton", time=TimeInfo(), group_cols=("k",),
+                    attr_cols=("k", "x"), id_type=pa.int64(), output="map",
+                    time_out="long", returns=())
+    batch = pa.record_batch({"__id": [0, 1], "__ts": [2_000_000, 1_000_000],
+                             "__type": ["A", "B"], "k": ["k1", "k1"], "x": [1, 2],
+                             ORD: [0, 1]})
+    with pytest.raises(EngineError, match="out of \\(ts, position\\) order"):
+        list(TaskRunner(spec)(iter([batch])))
+    split = pa.record_batch({"__id": [0, 1, 2], "__ts": [1, 2, 3], "__type": ["A", "B", "A"],
+                             "k": ["k1", "k2", "k1"], "x": [1, 2, 3], ORD: [0, 1, 2]})
+    with pytest.raises(EngineError, match="two separate runs"):
+        list(TaskRunner(spec)(iter([split])))
