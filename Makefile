@@ -10,7 +10,10 @@ setup: $(VENV)/.installed
 
 # The demo needs only the core package (pyarrow, numpy, click); the tests need every extra.
 $(VENV)/.core: pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	test -x $(PY) || $(PYTHON) -m venv $(VENV) || { \
+	  echo "venv failed: installing python3-venv"; rm -rf $(VENV); \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null \
+	  && $(PYTHON) -m venv $(VENV); }
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e .
 	touch $@

@@ -16,10 +16,11 @@ from __future__ import annotations
 import json
 import os
 import platform
+import resource
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -93,14 +94,27 @@ class Measurement:
                 **({"stderr_tail": self.stderr_tail} if not self.ok else {})}
 
 
+def _limit_memory(mb: int) -> Callable[[], None]:
+    def apply() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (mb << 20, mb << 20))
+    return apply
+
+
 def run(cmd: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: Path | None = None,
-        timeout: float | None = None, sample_tree: bool = False) -> Measurement:
-    """Run ``cmd``; wall time from spawn to exit; peak RSS as described in the module doc."""
+        timeout: float | None = None, sample_tree: bool = False,
+        mem_limit_mb: int | None = None) -> Measurement:
+    """Run ``cmd``; wall time from spawn to exit; peak RSS as described in the module doc.
+
+    ``mem_limit_mb`` caps the child's address space (RLIMIT_AS), so a runaway workload fails
+    with MemoryError instead of starving the (shared) machine; not for JVMs, which reserve
+    far more address space than they use.
+    """
     full_env = {**os.environ, **(env or {})}
     load0 = loadavg()
     t0 = time.perf_counter()
     proc = subprocess.Popen(list(cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env=full_env, cwd=cwd)
+                            env=full_env, cwd=cwd,
+                            preexec_fn=_limit_memory(mem_limit_mb) if mem_limit_mb else None)
     peak_tree = 0
     stop = threading.Event()
 

@@ -22,8 +22,7 @@ from typing import Union
 
 from . import ast
 from .errors import QuerySyntaxError, QueryValidationError
-from .lang.lexer import Tok
-from .lang.parser import Parser
+from .lang import parser as _parser
 from .lang.printer import to_text
 from .lang.walk_ast import strip_spans
 
@@ -36,32 +35,24 @@ _EXPR_TYPES = (ast.Literal, ast.AttrRef, ast.VarRef, ast.Unary, ast.Binary, ast.
                ast.InList, ast.Like, ast.IsNull, ast.Call, ast.Equivalence)
 
 
-def _fragment(text: str, what: str) -> Parser:
-    if not isinstance(text, str):
-        raise TypeError(f"{what} must be text or an AST node, not {type(text).__name__}")
-    return Parser(text)
-
-
-def _finish(p: Parser) -> None:
-    if p.tok.kind is not Tok.EOF:
-        p.fail(expected=("end of text",))
-
-
 def parse_pattern(text: str) -> ast.Pattern:
-    """Parse a canonical pattern fragment such as ``"SEQ(A a, B+ b[])"``."""
-    p = _fragment(text, "a pattern")
-    p.depth = 1  # a trailing WITHIN windows the fragment, as inside brackets
-    node = p.parse_pattern()
-    _finish(p)
-    return strip_spans(node)
+    """Parse a canonical pattern fragment such as ``"SEQ(A a, B+ b[])"`` (without spans)."""
+    return strip_spans(_parser.parse_pattern(text))
 
 
 def parse_expr(text: str) -> ast.Expr:
     """Parse a canonical condition or expression fragment such as ``"a.price > 10"``."""
-    p = _fragment(text, "an expression")
-    node = p.parse_expr()
-    _finish(p)
-    return strip_spans(node)
+    return strip_spans(_parser.parse_expr(text))
+
+
+def _name(x: str, what: str) -> str:
+    if not isinstance(x, str):
+        raise TypeError(f"{what} must be text, not {type(x).__name__}")
+    p = _parser.Parser(x)
+    name = p.parse_var_name()
+    if not p.at_end():
+        p.fail(expected=("end of text",))
+    return name
 
 
 def _pattern(x: PatternLike) -> ast.Pattern:
@@ -82,13 +73,6 @@ def _expr(x: ExprLike) -> ast.Expr:
     raise TypeError(f"expected an expression (text or node), not {type(x).__name__}")
 
 
-def _name(x: str, what: str) -> str:
-    p = _fragment(x, what)
-    name = p.parse_var_name()
-    _finish(p)
-    return name
-
-
 def _window(amount: float | None, unit: str | ast.TimeUnit | None, *, ms: float | None,
             seconds: float | None, minutes: float | None, hours: float | None,
             days: float | None, events: int | None) -> ast.Window:
@@ -100,12 +84,10 @@ def _window(amount: float | None, unit: str | ast.TimeUnit | None, *, ms: float 
             raise QueryValidationError(
                 "give a window either as (amount, unit) or as one keyword, e.g. seconds=5")
         if isinstance(unit, str):
-            from .lang.parser import UNITS
-
-            if unit.lower() not in UNITS:
+            if unit.lower() not in _parser.UNITS:
                 raise QueryValidationError(f"unknown time unit {unit!r}; use ms, seconds, "
                                            "minutes, hours, days or events")
-            unit = UNITS[unit.lower()]
+            unit = _parser.UNITS[unit.lower()]
         return ast.Window(amount, unit)
     if len(given) != 1:
         raise QueryValidationError(

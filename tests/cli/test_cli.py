@@ -101,3 +101,15 @@ def test_python_dash_m_kleene() -> None:
     proc = subprocess.run([sys.executable, "-m", "kleene", "check", "PATTERN"],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
+
+
+def test_run_flag_combinations_are_checked_before_reading(tmp_path: Path) -> None:
+    p = write(tmp_path / "e.csv", "ts,type,x\n1,A,1\n")
+    code, _, err = invoke("run", QUERY, "--input", p, "--master", "local[2]")
+    assert (code, err) == (2, "kleene: input error: --master and --partitions need --spark\n")
+    code, _, err = invoke("run", QUERY, "--input", p, "--spark", "--stream")
+    assert (code, err) == (2, "kleene: input error: --stream and --allowed-lateness are for the "
+                              "embedded engine, not --spark\n")
+    code, _, err = invoke("run", QUERY, "--input", p, "--format", "parquet")
+    assert (code, err) == (2, "kleene: input error: Parquet output needs a file: pass --output "
+                              "PATH\n")

@@ -105,10 +105,10 @@ def test_run_with_skipped_rows_reports_them(files: tuple[str, str], engine: str,
 
 
 @pytest.mark.skipif(not _loadable("automaton"), reason="the automaton engine is not built yet")
-def test_demo_query_on_the_shipped_sample() -> None:
+def test_demo_query_on_the_shipped_sample(monkeypatch: pytest.MonkeyPatch) -> None:
     """The README's demo: delay propagation per aircraft on NYC flights 2013 (28 matches,
     counted independently with pandas when the sample was made)."""
-    os.chdir(ROOT)
+    monkeypatch.chdir(ROOT)
     code, out, err = invoke("run", "examples/flight_delay_propagation.kleene",
                             "--input", "examples/data/nycflights13_sample.csv.gz",
                             "--time-col", "dep_time_utc", "--event-type", "Flight")
@@ -197,3 +197,35 @@ def test_query_file_without_name_is_named_after_the_file(tmp_path: Path, engine:
     code, out, _ = invoke("run", str(q), "--input", str(e), "--engine", engine, "-q")
     assert (code, out) == (0, '{"query": "gaps", "match": {"a": 0, "b": 1}, "start": 1, '
                               '"end": 2, "values": {}}\n')
+
+
+@pytest.mark.skipif(not _loadable("automaton"), reason="the automaton engine is not built yet")
+def test_progress_only_on_a_terminal(files: tuple[str, str]) -> None:
+    """A progress line goes to stderr when it is a TTY (a real pseudo-terminal here), and
+    never into a redirected stderr."""
+    import pty
+    import subprocess
+    import sys
+
+    q, e = files
+    cmd = [sys.executable, "-m", "kleene", "run", q, "--input", e]
+    master, slave = pty.openpty()
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=slave, timeout=120)
+    os.close(slave)
+    tty_err = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        tty_err += chunk
+        if b"peak memory" in tty_err:
+            break
+    os.close(master)
+    assert proc.returncode == 0
+    assert b"reading " in tty_err and b"\x1b[2K" in tty_err
+    piped = subprocess.run(cmd, capture_output=True, timeout=120)
+    assert b"reading " not in piped.stderr and b"\x1b" not in piped.stderr
+    assert b"kleene run summary" in piped.stderr

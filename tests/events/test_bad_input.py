@@ -178,3 +178,46 @@ def test_dead_letter_file(tmp_path: Path) -> None:
                    "ISO-8601 text must be the whole column)",
          "record": {"ts": "x", "type": "A", "x": "3"}},
     ]
+
+
+def test_ragged_row_far_into_a_large_file(tmp_path: Path) -> None:
+    """A ragged row after many blocks: rows before it are read once, its line is exact."""
+    rows = [f"{i},A,{i}" for i in range(3000)]
+    rows[2500] = "2500,A"
+    p = write(tmp_path / "e.csv", "ts,type,x\n" + "\n".join(rows) + "\n")
+    assert error_of(p, block_bytes=4096) == (
+        f"{p}, row 2501: has 2 fields but the header has 3 (line 2502)")
+    batch, report = read_events(p, block_bytes=4096, on_bad_row="skip")
+    assert len(batch) == 2999 and report.rows_read == 3000
+    assert batch.ids.to_pylist() == [i for i in range(3000) if i != 2500]
+
+
+def test_corrupt_compressed_files(tmp_path: Path) -> None:
+    """A truncated or garbled .gz is an input error with the file's name, not a crash."""
+    import gzip
+
+    data = gzip.compress(("ts,type\n" + "".join(f"{i},A\n" for i in range(5000))).encode())
+    p = tmp_path / "e.csv.gz"
+    p.write_bytes(data[: len(data) // 2])
+    assert error_of(str(p)) == f"{p}: cannot read: Truncated compressed stream"
+    q = tmp_path / "g.csv.gz"
+    q.write_bytes(b"garbage")
+    assert error_of(str(q)) == f"{q}: cannot read: zlib inflate failed: incorrect header check"
+
+
+def test_repeated_id(tmp_path: Path) -> None:
+    p = write(tmp_path / "e.csv", "ts,type,key\n1,A,k1\n2,A,k2\n3,A,k1\n")
+    assert error_of(p, id_col="key") == (
+        f"{p}, column 'key': the id column repeats the value 'k1'; ids must be unique (omit "
+        "--id-col to use row numbers)")
+
+
+def test_time_format_mismatch(tmp_path: Path) -> None:
+    p = write(tmp_path / "e.csv", "ts,type\n01/01/2013 10:00,A\n2013-01-01 10:01,A\n")
+    assert error_of(p, time_format="%m/%d/%Y %H:%M") == (
+        f"{p}, row 2, column 'ts': timestamp '2013-01-01 10:01' does not match --time-format "
+        "'%m/%d/%Y %H:%M'")
+    df = pd.DataFrame({"ts": [1], "type": ["A"]})
+    assert error_of(df, time_format="%H:%M") == (
+        "<DataFrame>, column 'ts': --time-format applies to text timestamps, but the time "
+        "column has type int64")

@@ -210,3 +210,68 @@ def test_batch_size_splits_text_chunks_and_keeps_ids(tmp_path: Path) -> None:
     chunks = [c.ids.to_pylist() for c in stream]
     assert chunks == [[0, 2], [3, 4]]
     assert (stream.report.rows_read, stream.report.skipped) == (5, 1)
+
+
+def test_integer_column_widens_to_float_in_a_later_chunk(tmp_path: Path) -> None:
+    """Integers in the first chunk and fractions later: the column becomes float64 (no bad
+    rows), for CSV text and for JSON numbers; the epoch time column too."""
+    csv_rows = "".join(f"{i},A,{i}\n" for i in range(400)) + "400.5,A,2.5\n"
+    p = write(tmp_path / "e.csv", "ts,type,x\n" + csv_rows)
+    batch, report = read_events(p, block_bytes=1024)
+    assert report.bad_rows == 0
+    assert batch.table.schema.field("x").type == pa.float64()
+    assert batch.column("x").to_pylist()[-2:] == [399.0, 2.5]
+    assert batch.ts.tolist()[-1] == 400_500_000
+    lines = "".join(json.dumps({"ts": i, "type": "A", "x": i}) + "\n" for i in range(60))
+    lines += json.dumps({"ts": 60, "type": "A", "x": 0.25}) + "\n"
+    pj = write(tmp_path / "e.jsonl", lines)
+    batch, report = read_events(pj, block_bytes=256)
+    assert report.bad_rows == 0
+    assert batch.column("x").to_pylist()[-1] == 0.25
+
+
+def test_pandas_categorical_and_nullable_ints() -> None:
+    """Categorical type columns and pandas nullable integers (with a missing value)."""
+    df = pd.DataFrame({"ts": [1, 2, 3], "type": pd.Categorical(["A", "B", "A"]),
+                       "n": pd.array([1, None, 3], dtype="Int64")})
+    batch, _ = read_events(df)
+    assert batch.types.tolist() == ["A", "B", "A"]
+    assert batch.column("n").to_pylist() == [1, None, 3]
+    assert batch.table.schema.field("type").type == pa.string()
+
+
+def test_jsonl_keeps_the_time_zone(tmp_path: Path) -> None:
+    """JSON ISO strings with a zone print back as UTC; naive ones stay naive."""
+    p = write(tmp_path / "z.jsonl", '{"ts": "2013-01-01T10:00:00Z", "type": "A"}\n'
+              '{"ts": "2013-01-01T10:00:01+01:00", "type": "A"}\n')
+    batch, _ = read_events(p)
+    assert batch.time == TimeInfo("datetime", "s", "UTC")
+    assert batch.ts.tolist() == [T0 - 3600 * US + US, T0]
+    n = write(tmp_path / "n.jsonl", '{"ts": "2013-01-01T10:00:00", "type": "A"}\n')
+    batch, _ = read_events(n)
+    assert batch.time == TimeInfo("datetime", "s", None)
+    assert batch.time.to_output(int(batch.ts[0])) == "2013-01-01T10:00:00"
+
+
+def test_time_format(tmp_path: Path) -> None:
+    """--time-format parses non-ISO text; %z makes zoned times (printed in UTC)."""
+    p = write(tmp_path / "e.csv", "ts,type\n01/01/2013 10:00,A\n01/01/2013 10:01,A\n")
+    batch, _ = read_events(p, time_format="%m/%d/%Y %H:%M")
+    assert batch.ts.tolist() == [T0, T0 + 60 * US]
+    assert batch.time == TimeInfo("datetime", "s", None)
+    z = write(tmp_path / "z.csv", "ts,type\n2013-01-01 11:00 +0100,A\n")
+    batch, _ = read_events(z, time_format="%Y-%m-%d %H:%M %z")
+    assert batch.ts.tolist() == [T0]
+    assert batch.time.tz == "UTC"
+
+
+def test_csv_quotes_crlf_and_delimiter(tmp_path: Path) -> None:
+    """Quoted fields with commas and doubled quotes, CRLF line ends, a custom delimiter."""
+    p = tmp_path / "e.csv"
+    p.write_bytes(b'ts,type,name\r\n1,A,"x, y"\r\n2,B,"he said ""hi"""\r\n')
+    batch, _ = read_events(str(p))
+    assert batch.column("name").to_pylist() == ["x, y", 'he said "hi"']
+    assert batch.types.tolist() == ["A", "B"]
+    s = write(tmp_path / "s.csv", "ts;type;x\n1;A;1,5\n")
+    batch, _ = read_events(s, delimiter=";")
+    assert batch.column("x").to_pylist() == ["1,5"]

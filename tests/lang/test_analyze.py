@@ -28,9 +28,15 @@ def test_variables_in_pattern_order_with_kinds() -> None:
 
 
 def test_or_and_any_branches_are_marked() -> None:
-    aq = run("PATTERN SEQ(A a, OR(B b, C c), ANY(1, D d, E e))")
+    aq = run("PATTERN SEQ(A a, OR(B b, C c), ANY(1, D d, E e), ANY(2, F f, G g))")
     assert {n: v.in_or_branch for n, v in aq.variables.items()} == {
-        "a": False, "b": True, "c": True, "d": True, "e": True}
+        "a": False, "b": True, "c": True, "d": True, "e": True, "f": False, "g": False}
+
+
+def test_predicates_may_relate_branches_of_any_k_greater_than_one() -> None:
+    run("PATTERN ANY(2, A a, B b, C c) WHERE a.x = b.x")
+    with pytest.raises(QueryValidationError, match="different branches"):
+        run("PATTERN ANY(1, A a, B b) WHERE a.x = b.x")
 
 
 def test_defaults_are_filled() -> None:

@@ -18,7 +18,7 @@ from .fixtures import load
 DIALECT_NAMES = [None, *DIALECTS]
 SEEDS = [f.text for d in ("canonical", "sase", "faem", "logpp", "cem", "snoop")
          for f in load(f"{d}.txt")]
-FUZZ = settings(max_examples=150, deadline=None,
+FUZZ = settings(max_examples=100, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow])
 
 

@@ -2,7 +2,8 @@
 
 A new engine joins every case by being registered there — no case is edited. Backends whose
 module cannot be imported yet are left out of the parametrization, and
-``test_every_registered_backend_importable`` fails loudly for them instead.
+``test_every_registered_backend_importable`` (test_registry.py) fails loudly for them instead.
+Spark backends carry the ``spark`` marker.
 """
 
 from __future__ import annotations
@@ -12,24 +13,17 @@ from typing import Any
 import pytest
 
 from kleene.backends import BACKENDS, BackendFn
+from kleene.testing.timeline import importable_backends
 
 
-def _loadable() -> list[Any]:
-    params: list[Any] = []
-    for name, backend in BACKENDS.items():
-        try:
-            backend.load()
-        except (ImportError, AttributeError):
-            continue  # reported by test_every_registered_backend_importable
-        marks = [pytest.mark.spark] if backend.needs_spark else []
-        params.append(pytest.param(name, marks=marks, id=name))
-    return params
+def backend_params(*, include_oracle: bool = True) -> list[Any]:
+    """``pytest.param`` per importable backend, marked ``spark`` when it needs Spark."""
+    return [pytest.param(name, id=name,
+                         marks=[pytest.mark.spark] if BACKENDS[name].needs_spark else [])
+            for name in importable_backends() if include_oracle or name != "oracle"]
 
 
-LOADABLE = _loadable()
-
-
-@pytest.fixture(params=LOADABLE)
+@pytest.fixture(params=backend_params())
 def backend_name(request: pytest.FixtureRequest) -> str:
     """The name of a registered, importable backend."""
     name: str = request.param

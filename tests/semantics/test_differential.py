@@ -17,12 +17,14 @@ from kleene.backends import BACKENDS
 from kleene.events import EventBatch, Match
 from kleene.testing.oracle import evaluate as oracle
 from kleene.testing.strategies import FEATURES, describe, queries, streams
+from kleene.testing.timeline import importable_backends
 
-from .conftest import LOADABLE
-
-OTHERS = [p for p in LOADABLE if p.values[0] != "oracle"]
-EXAMPLES = 40
-"""Examples per feature group and backend (10 groups): a couple of minutes in total."""
+OTHERS = [pytest.param(n, id=n, marks=[pytest.mark.spark] if BACKENDS[n].needs_spark else [])
+          for n in importable_backends() if n != "oracle"]
+EXAMPLES = 100
+"""Examples per feature group and in-process backend (10 groups): well under a minute each."""
+SPARK_EXAMPLES = 4
+"""Spark backends start a job per example: a few per feature group."""
 
 
 def _key(ms: list[Match]) -> list[tuple[Any, ...]]:
@@ -35,7 +37,9 @@ def _key(ms: list[Match]) -> list[tuple[Any, ...]]:
 def test_backend_equals_oracle(name: str, feature: str) -> None:
     fn = BACKENDS[name].load()
 
-    @settings(max_examples=EXAMPLES, derandomize=True, deadline=None, database=None,
+    examples = SPARK_EXAMPLES if BACKENDS[name].needs_spark else EXAMPLES
+
+    @settings(max_examples=examples, derandomize=True, deadline=None, database=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(query=queries(feature=feature), stream=streams())
     def check(query: str, stream: EventBatch) -> None:

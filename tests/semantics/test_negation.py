@@ -31,6 +31,13 @@ CASES = [
              a1  c1  b1  a2  b2
          """,
          ["a=a2 b=b2"]),
+    case("a NOT at the edge of a nested SEQ is between its neighbours (SEQ is flattened)",
+         "PATTERN SEQ(A a, SEQ(NOT(C c), B b))",
+         """
+         ts  1   2   3   4   5
+             a1  c1  b1  a2  b2
+         """,
+         ["a=a2 b=b2"]),
     case("! is NOT",
          "PATTERN SEQ(A a, !C c, B b)",
          """
@@ -116,6 +123,14 @@ CASES = [
          """,
          ["a=a1 b=b2"],
          a1={"k": "u"}, c1={"k": "v"}, b1={"k": "v"}, b2={"k": "u"}),
+    case("a negation condition on a Kleene variable holds for every element",
+         "PATTERN SEQ(A+ a[], NOT(C c), B b) WHERE c.x > a.x",
+         """
+         ts  1   2   3   4
+             a1  a2  c1  b1
+         """,
+         ["a=[a1 a2] b=b1", "a=[a2] b=b1"],
+         a1={"x": 1}, a2={"x": 5}, c1={"x": 3}),
     case("the negated variable's condition may use several positive variables",
          "PATTERN SEQ(A a, NOT(C c), B b) WHERE c.x BETWEEN a.x AND b.x",
          """

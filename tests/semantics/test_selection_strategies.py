@@ -120,6 +120,30 @@ CASES = [
              a1  c1  b1
          """,
          ["a=a1 c=c1"]),
+    case("next match: events of other partitions are not candidates",
+         f"PATTERN SEQ(A a, B b) PARTITION BY k {STNM}",
+         """
+         ts  1   2   3
+             a1  b1  b2
+         """,
+         ["a=a1 b=b2"],
+         a1={"k": "u"}, b1={"k": "v"}, b2={"k": "u"}),
+    case("next match: neither are events with another equivalence value",
+         f"PATTERN SEQ(A a, B b) WHERE [k] {STNM}",
+         """
+         ts  1   2   3
+             a1  b1  b2
+         """,
+         ["a=a1 b=b2"],
+         a1={"k": "u"}, b1={"k": "v"}, b2={"k": "u"}),
+    case("next match: a run takes what fits now, even if a window later fails",
+         f"PATTERN SEQ(A a, SEQ(B b, C c) WITHIN 1 seconds) {STNM}",
+         "a1@1 b1@2 b2@4 c1@4.5",
+         []),
+    case("skip-till-any on the same stream",
+         "PATTERN SEQ(A a, SEQ(B b, C c) WITHIN 1 seconds)",
+         "a1@1 b1@2 b2@4 c1@4.5",
+         ["a=a1 b=b2 c=c1"]),
     case("next match: OR at the top level, each branch its own query",
          f"PATTERN OR(SEQ(A a, B b), SEQ(C c, D d)) {STNM}",
          """

@@ -143,6 +143,14 @@ def _format_from_output(output: str | None) -> str:
     return "jsonl"
 
 
+def _percent(stream: Any) -> str:
+    frac = stream.fraction_read
+    if frac is None:
+        return ""
+    filled = int(frac * 20)
+    return f"[{'#' * filled}{'.' * (20 - filled)}] {frac:4.0%}  "
+
+
 class _Progress:
     """A one-line progress display on stderr, only when stderr is a terminal."""
 
@@ -240,6 +248,9 @@ def explain(query: str, dialect: str | None, dot: bool, udfs: tuple[str, ...]) -
               help="Input format when the file name does not tell.")
 @click.option("--time-col", default=None, metavar="COL",
               help="Timestamp column (default: ts, timestamp, time or event_time).")
+@click.option("--time-format", default=None, metavar="FMT",
+              help="strptime format for text timestamps that are not ISO-8601, e.g. "
+                   "'%m/%d/%Y %H:%M' (%z in it: times with an offset, printed in UTC).")
 @click.option("--type-col", default=None, metavar="COL", help="Event-type column (default: type).")
 @click.option("--event-type", default=None, metavar="NAME", help="Every row is an event of NAME.")
 @click.option("--id-col", default=None, metavar="COL",
@@ -276,7 +287,7 @@ def explain(query: str, dialect: str | None, dot: bool, udfs: tuple[str, ...]) -
               help="Spark partitions with --spark.")
 @_guard
 def run(query: str, input_path: str, input_format: str | None, time_col: str | None,
-        type_col: str | None, event_type: str | None, id_col: str | None, time_unit: str,
+        time_format: str | None, type_col: str | None, event_type: str | None, id_col: str | None, time_unit: str,
         column_types: tuple[str, ...], on_bad_row: str, delimiter: str | None, batch_size: int,
         output: str | None, fmt: str | None, engine: str | None, count: bool,
         dialect: str | None, udfs: tuple[str, ...], quiet: bool, streaming: bool,
@@ -294,6 +305,13 @@ def run(query: str, input_path: str, input_format: str | None, time_col: str | N
             raise InputError(f"--column-type {spec!r}: expected COLUMN=TYPE, e.g. x=float")
         types[col] = typ
     out_fmt = fmt or _format_from_output(output)
+    if out_fmt == "parquet" and output is None and not count:
+        raise InputError("Parquet output needs a file: pass --output PATH")
+    if spark and time_format:
+        raise InputError("--time-format is not supported with --spark; write ISO-8601 times")
+    if spark and (streaming or allowed_lateness):
+        raise InputError("--stream and --allowed-lateness are for the embedded engine, not "
+                         "--spark")
     if spark:
         _run_spark(query, input_path, output=output, fmt=out_fmt, input_format=input_format,
                    time_col=time_col, type_col=type_col, event_type=event_type, id_col=id_col,
@@ -310,6 +328,7 @@ def run(query: str, input_path: str, input_format: str | None, time_col: str | N
     compiled_at = time.perf_counter()
     options = ReadOptions(time_col=time_col, type_col=type_col, event_type=event_type,
                           id_col=id_col, time_unit=time_unit,  # type: ignore[arg-type]
+                          time_format=time_format,
                           column_types=types, on_bad_row=BadRowPolicy.parse(on_bad_row),
                           format=input_format, delimiter=delimiter, batch_size=batch_size)
     progress = _Progress(sys.stderr.isatty() and not quiet)
@@ -323,7 +342,7 @@ def run(query: str, input_path: str, input_format: str | None, time_col: str | N
     batches = []
     for b in stream:
         batches.append(b)
-        progress.show(f"reading {input_path}: {stream.report.events:,} events")
+        progress.show(f"reading {input_path}: {_percent(stream)}{stream.report.events:,} events")
     events, report = collect(stream, batches)
     read_done = time.perf_counter()
     progress.show(f"matching {len(events):,} events with {compiled.engine}", force=True)
@@ -385,7 +404,8 @@ def _run_streaming(compiled: Any, stream: Any, *, output: str | None, fmt: str, 
     try:
         for batch in stream:
             emit(_engine_call(compiled.engine, runtime.push, batch))
-            progress.show(f"streaming: {stream.report.events:,} events, {n_matches:,} matches")
+            progress.show(f"streaming: {_percent(stream)}{stream.report.events:,} events, "
+                          f"{n_matches:,} matches")
         emit(_engine_call(compiled.engine, runtime.close))
         if count:
             click.echo(n_matches)

@@ -202,7 +202,23 @@ def parse_timestamps(arr: pa.Array, column: str, *,
     return convert_checked(arr, convert, column, reason)
 
 
+def parse_formatted(arr: pa.Array, column: str,
+                    fmt: str) -> tuple[pa.Array, list[CellError]]:
+    """Parse strings with a strptime ``fmt`` (``--time-format``); ``%z`` makes them UTC."""
+    zoned = "%z" in fmt
+
+    def convert(a: pa.Array) -> pa.Array:
+        ts = pc.strptime(pc.utf8_trim_whitespace(a), format=fmt, unit="us")
+        return ts if zoned else pc.cast(ts, pa.timestamp("us"))
+
+    def reason(i: int) -> str:
+        return f"timestamp {_value_text(arr, i)} does not match --time-format {fmt!r}"
+
+    return convert_checked(arr, convert, column, reason)
+
+
 __all__ = [
-    "CellError", "TYPE_NAMES", "cast_to", "convert_checked", "convert_column", "describe_type", "find_bad",
-    "has_zone", "infer_text_type", "parse_timestamps", "parse_type_name",
+    "CellError", "TYPE_NAMES", "cast_to", "convert_checked", "convert_column", "describe_type",
+    "find_bad", "has_zone", "infer_text_type", "parse_formatted", "parse_timestamps",
+    "parse_type_name",
 ]

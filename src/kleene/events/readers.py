@@ -16,6 +16,13 @@ Two forms:
   (timestamp, input row) with a stable sort over all events: this is the full sort a bounded
   input needs, so its memory is the size of the events.
 
+A row is *out of order* when some earlier row (in input order) has a later timestamp: it is
+the row a streaming engine with no allowed lateness would call late.
+
+Columns are typed as in :mod:`kleene.events.convert` (CSV text by inference on the first
+chunk; ``column_types`` overrides). A column of integers that later holds fractions is widened
+to float64 rather than rejected.
+
 Every event gets a stable id: its 0-based row index in the input (bad rows keep their index,
 so ids do not shift when rows are skipped), or the value of ``id_col``.
 
@@ -55,6 +62,7 @@ from .convert import (
     convert_column,
     has_zone,
     infer_text_type,
+    parse_formatted,
     parse_timestamps,
     parse_type_name,
 )
@@ -99,7 +107,8 @@ class ReadOptions:
 
     ``time_col`` (default: the first of ts, timestamp, time, event_time present), ``type_col``
     (default ``type``) or ``event_type`` (every row is this type), ``id_col`` (default: the row
-    index), ``time_unit`` for epoch numbers, ``column_types`` overrides (``{"x": "float"}``),
+    index), ``time_unit`` for epoch numbers, ``time_format`` (a strptime format such as
+    ``%m/%d/%Y %H:%M`` for text timestamps that are not ISO-8601), ``column_types`` overrides (``{"x": "float"}``),
     ``on_bad_row``, ``format`` (csv, jsonl, parquet; default from the file name),
     ``delimiter`` for CSV, ``batch_size`` rows per chunk, ``block_bytes`` of text per chunk.
     """
@@ -109,6 +118,7 @@ class ReadOptions:
     event_type: str | None = None
     id_col: str | None = None
     time_unit: TimeUnit = "s"
+    time_format: str | None = None
     column_types: Mapping[str, str] = field(default_factory=dict)
     on_bad_row: BadRowPolicy | str = "fail"
     format: str | None = None
@@ -192,15 +202,31 @@ def detect_format(path: str) -> str:
                      path=path)
 
 
-def _open_stream(path: str) -> Any:
+_CODECS = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd", ".lz4": "lz4"}
+
+
+def _open_stream(path: str, tracker: list[IO[bytes]] | None = None) -> Any:
+    """An Arrow input stream over the file, decompressing by extension. The raw file is
+    appended to ``tracker`` so progress can be read from its position (compressed bytes)."""
     if not os.path.exists(path):
         raise InputError("no such file", path=path)
     if os.path.isdir(path):
         raise InputError("is a directory, not a file", path=path)
     try:
-        return pa.input_stream(path, compression="detect")
+        raw = open(path, "rb")  # noqa: SIM115 (closed with the Arrow stream)
+    except OSError as e:
+        raise InputError(f"cannot open: {e.strerror}", path=path) from None
+    try:
+        stream = pa.PythonFile(raw, mode="r")
+        codec = _CODECS.get(os.path.splitext(path)[1].lower())
+        if codec is not None:
+            stream = pa.CompressedInputStream(stream, codec)
     except (pa.ArrowException, OSError) as e:
+        raw.close()
         raise InputError(f"cannot open: {e}", path=path) from None
+    if tracker is not None:
+        tracker.append(raw)
+    return stream
 
 
 def _csv_header(path: str, delimiter: str) -> list[str]:
@@ -222,7 +248,10 @@ def _csv_header(path: str, delimiter: str) -> list[str]:
     return names
 
 
-def _csv_chunks(path: str, opts: ReadOptions) -> Iterator[_Raw]:
+def _csv_chunks(path: str, opts: ReadOptions, tracker: list[IO[bytes]]) -> Iterator[_Raw]:
+    """CSV as text columns. Parsing is multi-threaded; Arrow reports the line of a ragged row
+    only when single-threaded, so at the first ragged row the rest of the file is re-read
+    single-threaded from the first row not yet yielded (the slow path, only with bad rows)."""
     import pyarrow.csv as pcsv
 
     delimiter = opts.delimiter or ("\t" if ".tsv" in path.lower() else ",")
@@ -233,52 +262,65 @@ def _csv_chunks(path: str, opts: ReadOptions) -> Iterator[_Raw]:
         ragged.append((row.number, row.text, row.expected_columns, row.actual_columns))
         return "skip"
 
-    reader_opts = pcsv.ReadOptions(use_threads=False, block_size=opts.block_bytes)
     parse_opts = pcsv.ParseOptions(delimiter=delimiter, invalid_row_handler=on_invalid)
     convert_opts = pcsv.ConvertOptions(column_types={n: pa.string() for n in names},
                                        strings_can_be_null=True)
-    stream = _open_stream(path)
-    try:
-        reader = pcsv.open_csv(stream, read_options=reader_opts, parse_options=parse_opts,
-                               convert_options=convert_opts)
-    except pa.ArrowInvalid as e:
-        stream.close()
-        if "Empty CSV" in str(e):
-            raise InputError("the file is empty (expected a header line and rows)",
-                             path=path) from None
-        raise InputError(f"cannot parse CSV: {e}", path=path) from None
     text_cols = frozenset(names)
     start = 0
-    try:
-        while True:
+    threaded = True
+    while True:
+        ragged.clear()
+        reader_opts = pcsv.ReadOptions(use_threads=threaded, block_size=opts.block_bytes,
+                                       skip_rows_after_names=start)
+        stream = _open_stream(path, tracker)
+        try:
             try:
-                batch = reader.read_next_batch()
-            except StopIteration:
-                batch = None
-            except pa.ArrowInvalid as e:
-                raise InputError(f"cannot parse CSV near row {start + 1}: {e}",
-                                 path=path) from None
-            if batch is None and not ragged:
-                return
-            n = 0 if batch is None else batch.num_rows
-            bad = [BadRow(row=(num - 2) if num is not None else start,
-                          reason=f"has {actual} fields but the header has {expected}",
-                          line=num, text=text)
-                   for num, text, expected, actual in ragged]
-            ragged.clear()
-            total = n + len(bad)
-            removed = [b.row - start for b in bad if 0 <= b.row - start < total]
-            all_ids = np.arange(start, start + total, dtype=np.int64)
-            ids = (np.delete(all_ids, removed) if len(removed) == len(bad)
-                   else all_ids[:n])
-            table = (pa.Table.from_batches([batch]) if batch is not None
-                     else pa.table({c: pa.array([], pa.string()) for c in names}))
-            yield _Raw(table, ids, text_cols, bad, total)
-            start += total
-            if batch is None:
-                return
-    finally:
-        stream.close()
+                reader = pcsv.open_csv(stream, read_options=reader_opts,
+                                       parse_options=parse_opts, convert_options=convert_opts)
+            except (pa.ArrowException, OSError) as e:
+                if "Empty CSV" in str(e):
+                    raise InputError("the file is empty (expected a header line and rows)",
+                                     path=path) from None
+                raise InputError(f"cannot parse CSV: {e}", path=path) from None
+            while True:
+                try:
+                    batch = reader.read_next_batch()
+                except StopIteration:
+                    batch = None
+                except (pa.ArrowException, OSError) as e:
+                    raise InputError(f"cannot read CSV near row {start + 1}: {e}",
+                                     path=path) from None
+                if ragged and threaded:
+                    break  # re-read from `start` single-threaded to learn the lines
+                if batch is None and not ragged:
+                    return
+                n = 0 if batch is None else batch.num_rows
+                # Arrow may parse ahead: a ragged row belongs to this batch only if its row
+                # index falls inside the rows this batch spans (its good rows + ragged ones)
+                ragged.sort(key=lambda r: r[0] or 0)
+                k = 0
+                while k < len(ragged) and (batch is None
+                                           or (ragged[k][0] or 0) - 2 < start + n + k):
+                    k += 1
+                bad = [BadRow(row=(num - 2) if num is not None else start,
+                              reason=f"has {actual} fields but the header has {expected}",
+                              line=num, text=text)
+                       for num, text, expected, actual in ragged[:k]]
+                del ragged[:k]
+                total = n + len(bad)
+                removed = [b.row - start for b in bad if 0 <= b.row - start < total]
+                all_ids = np.arange(start, start + total, dtype=np.int64)
+                ids = (np.delete(all_ids, removed) if len(removed) == len(bad)
+                       else all_ids[:n])
+                table = (pa.Table.from_batches([batch]) if batch is not None
+                         else pa.table({c: pa.array([], pa.string()) for c in names}))
+                yield _Raw(table, ids, text_cols, bad, total)
+                start += total
+                if batch is None:
+                    return
+        finally:
+            stream.close()
+        threaded = False
 
 
 def _json_fallback(chunk: bytes, first_line: int, start: int,
@@ -329,10 +371,17 @@ def _json_fallback(chunk: bytes, first_line: int, start: int,
     return table, np.array(ids, dtype=np.int64), frozenset(text_cols), bad, row - start
 
 
-def _jsonl_chunks(path: str, opts: ReadOptions) -> Iterator[_Raw]:
+def _read_json_block(pj: Any, chunk: bytes, schema: pa.Schema | None) -> pa.Table:
+    parse = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="infer")
+    return pj.read_json(pa.BufferReader(chunk),
+                        read_options=pj.ReadOptions(use_threads=False, block_size=len(chunk) + 1),
+                        parse_options=parse)
+
+
+def _jsonl_chunks(path: str, opts: ReadOptions, tracker: list[IO[bytes]]) -> Iterator[_Raw]:
     import pyarrow.json as pj
 
-    stream = _open_stream(path)
+    stream = _open_stream(path, tracker)
     schema: pa.Schema | None = None
     leftover = b""
     start = 0
@@ -355,13 +404,15 @@ def _jsonl_chunks(path: str, opts: ReadOptions) -> Iterator[_Raw]:
                 chunk, leftover = buf[: cut + 1], buf[cut + 1:]
             if chunk.strip():
                 seen_any = True
-                parse = pj.ParseOptions(explicit_schema=schema,
-                                        unexpected_field_behavior="infer")
                 try:
-                    table = pj.read_json(pa.BufferReader(chunk),
-                                         read_options=pj.ReadOptions(use_threads=False,
-                                                                     block_size=len(chunk) + 1),
-                                         parse_options=parse)
+                    table = _read_json_block(pj, chunk, schema)
+                    if schema is None and any(pa.types.is_timestamp(f.type)
+                                              for f in table.schema):
+                        # Arrow turns ISO strings into timestamps and forgets whether they had
+                        # a zone; keep them as text so the time column is read like CSV's
+                        as_text = pa.schema([(f.name, pa.string()) for f in table.schema
+                                             if pa.types.is_timestamp(f.type)])
+                        table = _read_json_block(pj, chunk, as_text)
                     n = table.num_rows
                     ids = np.arange(start, start + n, dtype=np.int64)
                     raw = _Raw(table, ids, frozenset(), [], n)
@@ -382,7 +433,7 @@ def _jsonl_chunks(path: str, opts: ReadOptions) -> Iterator[_Raw]:
         raise InputError("the file is empty (expected one JSON object per line)", path=path)
 
 
-def _parquet_chunks(path: str, opts: ReadOptions) -> Iterator[_Raw]:
+def _parquet_chunks(path: str, opts: ReadOptions, tracker: list[IO[bytes]]) -> Iterator[_Raw]:
     import pyarrow.parquet as pq
 
     if not os.path.exists(path):
@@ -398,7 +449,7 @@ def _parquet_chunks(path: str, opts: ReadOptions) -> Iterator[_Raw]:
             yield _Raw(pa.Table.from_batches([batch]), np.arange(start, start + n, dtype=np.int64),
                        frozenset(), [], n)
             start += n
-    except pa.ArrowException as e:
+    except (pa.ArrowException, OSError) as e:
         raise InputError(f"cannot read Parquet near row {start + 1}: {e}", path=path) from None
     finally:
         pf.close()
@@ -466,7 +517,8 @@ def _split(chunks: Iterator[_Raw], batch_size: int) -> Iterator[_Raw]:
                        m + extra)
 
 
-def _source_chunks(source: Any, opts: ReadOptions) -> tuple[str, str, Iterator[_Raw]]:
+def _source_chunks(source: Any, opts: ReadOptions,
+                   tracker: list[IO[bytes]]) -> tuple[str, str, Iterator[_Raw]]:
     """(display name, format, raw chunks) for any supported source."""
     if isinstance(source, (str, os.PathLike)):
         path = os.fspath(source)
@@ -477,7 +529,7 @@ def _source_chunks(source: Any, opts: ReadOptions) -> tuple[str, str, Iterator[_
             raise InputError(f"unknown input format {fmt!r}; use csv, jsonl or parquet",
                              path=path)
         reader = {"csv": _csv_chunks, "jsonl": _jsonl_chunks, "parquet": _parquet_chunks}[fmt]
-        return path, fmt, _split(reader(path, opts), opts.batch_size)
+        return path, fmt, _split(reader(path, opts, tracker), opts.batch_size)
     if isinstance(source, pa.Table | pa.RecordBatch):
         return "<arrow table>", "arrow", _table_chunks([source], opts.batch_size)
     if isinstance(source, pa.RecordBatchReader):
@@ -531,7 +583,7 @@ class _Decisions:
     types: dict[str, pa.DataType]
     inferred: set[str]
     time_col: str
-    time_mode: Literal["timestamp", "numeric", "iso-zoned", "iso-naive"]
+    time_mode: Literal["timestamp", "numeric", "iso-zoned", "iso-naive", "formatted"]
     time: TimeInfo
 
 
@@ -551,7 +603,10 @@ class EventStream(Iterator[EventBatch]):
         if options.time_unit not in _UNIT_US:
             raise InputError(f"unknown time unit {options.time_unit!r}; use s, ms or us")
         self.overrides = {c: parse_type_name(t, c) for c, t in options.column_types.items()}
-        self.name, self.format, self._chunks = _source_chunks(source, options)
+        self._files: list[IO[bytes]] = []
+        self._size = (os.path.getsize(source) if isinstance(source, (str, os.PathLike))
+                      and os.path.isfile(source) else None)
+        self.name, self.format, self._chunks = _source_chunks(source, options, self._files)
         self._decisions: _Decisions | None = None
         self._rows = 0
         self._events = 0
@@ -564,6 +619,12 @@ class EventStream(Iterator[EventBatch]):
         self._done = False
 
     # -- public ----------------------------------------------------------------------------
+    def __enter__(self) -> EventStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     @property
     def report(self) -> ReadReport:
         """What has been read so far (final once the stream is exhausted)."""
@@ -571,6 +632,20 @@ class EventStream(Iterator[EventBatch]):
             source=self.name, format=self.format, rows_read=self._rows, events=self._events,
             skipped=self._skipped, dead_lettered=self._dead, out_of_order=self._ooo,
             time=self.time, bad_examples=tuple(self._examples))
+
+    @property
+    def fraction_read(self) -> float | None:
+        """How far into the input file reading is (0..1, by file bytes; ``None`` when not
+        reading a CSV or JSON Lines file). Arrow reads ahead, so it can lead the events."""
+        if self._size is None or not self._files:
+            return None
+        if self._done:
+            return 1.0
+        try:
+            pos = self._files[-1].tell()
+        except (ValueError, OSError):
+            return 1.0
+        return min(1.0, pos / self._size) if self._size else 1.0
 
     @property
     def time(self) -> TimeInfo:
@@ -655,8 +730,17 @@ class EventStream(Iterator[EventBatch]):
                 types[c] = _normalise_type(arr.type)
         tarr = raw.table.column(time_col).combine_chunks()
         ttype = types[time_col]
-        mode: Literal["timestamp", "numeric", "iso-zoned", "iso-naive"]
-        if pa.types.is_timestamp(ttype) and not pa.types.is_string(tarr.type):
+        mode: Literal["timestamp", "numeric", "iso-zoned", "iso-naive", "formatted"]
+        if opts.time_format is not None:
+            if not (pa.types.is_string(tarr.type) or pa.types.is_large_string(tarr.type)):
+                raise InputError(f"--time-format applies to text timestamps, but the time "
+                                 f"column has type {tarr.type}", path=src, column=time_col)
+            mode = "formatted"
+            zoned = "%z" in opts.time_format
+            info = TimeInfo("datetime", opts.time_unit, "UTC" if zoned else None)
+            types[time_col] = pa.timestamp("us", "UTC" if zoned else None)
+            inferred.discard(time_col)
+        elif pa.types.is_timestamp(ttype) and not pa.types.is_string(tarr.type):
             mode = "timestamp"
             info = TimeInfo("datetime", opts.time_unit, "UTC" if ttype.tz else None)
         elif pa.types.is_integer(ttype) or pa.types.is_floating(ttype):
@@ -685,6 +769,10 @@ class EventStream(Iterator[EventBatch]):
     def _time_micros(self, arr: pa.Array, d: _Decisions) -> tuple[pa.Array, list[CellError]]:
         col = d.time_col
         unit_us = _UNIT_US[self.options.time_unit]
+        if d.time_mode == "formatted":
+            assert self.options.time_format is not None
+            ts, errs = parse_formatted(arr.cast(pa.string()), col, self.options.time_format)
+            return pc.cast(ts, pa.int64()), errs
         if d.time_mode in ("iso-zoned", "iso-naive") or (
                 d.time_mode == "timestamp" and pa.types.is_string(arr.type)):
             if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
@@ -706,6 +794,11 @@ class EventStream(Iterator[EventBatch]):
                         f"numbers in {self.options.time_unit}; ISO-8601 text must be "
                         "the whole column)")
             num, errs = convert_checked(arr, cast_to(target), col, not_epoch)
+            if errs and pa.types.is_integer(target) and col not in self.overrides:
+                wide, wide_errs = convert_checked(arr, cast_to(pa.float64()), col, not_epoch)
+                if len(wide_errs) < len(errs):
+                    d.types[col] = pa.float64()
+                    num, errs = wide, wide_errs
         if pa.types.is_integer(num.type):
             def scale(a: pa.Array) -> pa.Array:
                 return pc.multiply_checked(a, pa.scalar(unit_us, pa.int64()))
@@ -749,6 +842,13 @@ class EventStream(Iterator[EventBatch]):
                     infer_text_type(arr) if c in raw.text_cols else _normalise_type(arr.type))
                 d.types[c] = target
             conv, errs = convert_column(arr, target, c, c in d.inferred)
+            if errs and pa.types.is_integer(target) and c not in self.overrides:
+                # integers in the first chunk, fractions later: widen the column to float64
+                # (earlier chunks are promoted when concatenated) rather than reject rows
+                wide, wide_errs = convert_column(arr, pa.float64(), c, c in d.inferred)
+                if len(wide_errs) < len(errs):
+                    d.types[c] = pa.float64()
+                    conv, errs = wide, wide_errs
             out[c] = conv
             errors.extend(errs)
         errors = terrs + [e for e in errors if e.column != d.time_col]
@@ -896,10 +996,24 @@ def collect(stream: EventStream, batches: list[EventBatch]) -> tuple[EventBatch,
                           TYPE: pa.array([], pa.string())})
         return EventBatch(empty, stream.time), report
     table = batches[0].table if len(batches) == 1 else _concat([b.table for b in batches])
+    if stream.options.id_col is not None:
+        _check_unique_ids(table, stream.options.id_col, report.source)
     ts = table.column(TS).to_numpy()
     if np.any(ts[1:] < ts[:-1]):
         table = table.take(pa.array(np.argsort(ts, kind="stable")))
     return EventBatch(table, stream.time), report
+
+
+def _check_unique_ids(table: pa.Table, id_col: str, source: str) -> None:
+    """Ids name events in matches, so an id column must not repeat a value."""
+    ids = table.column(ID)
+    if pc.count_distinct(ids).as_py() == len(ids):
+        return
+    ordered = ids.take(pc.sort_indices(ids))
+    same = pc.equal(ordered.slice(1), ordered.slice(0, len(ordered) - 1))
+    k = int(np.flatnonzero(same.to_numpy(zero_copy_only=False))[0])
+    raise InputError(f"the id column repeats the value {ordered[k].as_py()!r}; ids must be "
+                     "unique (omit --id-col to use row numbers)", path=source, column=id_col)
 
 
 def _concat(tables: list[pa.Table]) -> pa.Table:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from .. import ast
 from .dialects import DIALECTS, detect_dialect, get_dialect, parse_auto
+from .parser import parse_expr, parse_pattern
 from .printer import to_text
 
 
@@ -32,4 +33,4 @@ def parse(text: str, *, dialect: str | None = None) -> ast.Query:
     return get_dialect(dialect)(text)
 
 
-__all__ = ["DIALECTS", "detect_dialect", "parse", "to_text"]
+__all__ = ["DIALECTS", "detect_dialect", "parse", "parse_expr", "parse_pattern", "to_text"]

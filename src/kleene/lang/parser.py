@@ -21,6 +21,7 @@ from ..diagnostics import Span
 from ..errors import QuerySyntaxError
 from .functions import BUILTINS
 from .lexer import Tok, Token, tokenize
+from .walk_ast import split_and
 
 # Units accepted after a number in WITHIN / INTERVAL / PICK ... WITHIN (lower-cased).
 UNITS: dict[str, ast.TimeUnit] = {}
@@ -271,6 +272,8 @@ class Parser:
     def clause_using(self, f: dict[str, object]) -> None:
         """``USING strategy``."""
         self.advance()
+        if self.lifted_strategy is not None:
+            self.fail("the selection strategy is given twice (in WHERE and in USING); keep one")
         f["strategy"] = self.parse_strategy()
 
     def clause_pick(self, f: dict[str, object]) -> None:
@@ -574,28 +577,33 @@ class Parser:
         return self.parse_expr()
 
     def parse_where_with_strategy(self) -> ast.Expr | None:
-        """SASE: ``WHERE skip-till-any-match AND [symbol] AND ...``."""
-        start = self.tok
-        parts: list[ast.Expr] = []
-        while True:
-            if self.tok.kind is Tok.STRATEGY:
-                t = self.tok
-                strategy = self.parse_strategy()
-                if self.lifted_strategy is not None:
-                    self.fail("the selection strategy is given twice", tok=t)
-                self.lifted_strategy = strategy
-            else:
-                parts.append(self.parse_not())
-            if not self.accept_kw("AND"):
-                break
-        if not parts:
+        """SASE: ``WHERE skip-till-any-match AND [symbol] AND ...``: a strategy name may be a
+        top-level conjunct; it is lifted into the query's strategy."""
+        expr = self.parse_expr()
+        if not any(_is_strategy_marker(e) for e in _sub_exprs(expr)):
+            return expr
+        kept = [c for c in split_and(expr) if not _is_strategy_marker(c)]
+        for e in _sub_exprs(expr):
+            if _is_strategy_marker(e) and not any(e is c for c in split_and(expr)):
+                self.fail("a selection strategy in WHERE must be a condition of its own, "
+                          "joined with AND (e.g. WHERE skip-till-next-match AND a.x > 1)",
+                          span=e.span)
+        if not kept:
             return None
-        expr = parts[0]
-        for p in parts[1:]:
-            expr = ast.Binary("and", expr, p, span=self.span_from(start))
-        if self.is_kw("OR"):
-            self.fail("OR cannot combine a strategy with conditions; put the OR in parentheses")
-        return expr
+        result = kept[0]
+        for c in kept[1:]:
+            result = ast.Binary("and", result, c, span=result.span.merge(c.span)
+                                if result.span is not None else None)
+        return result
+
+    def parse_strategy_operand(self) -> ast.Expr:
+        """A strategy name where an operand is expected (SASE WHERE); see above."""
+        t = self.tok
+        strategy = self.parse_strategy()
+        if self.lifted_strategy is not None:
+            self.fail("the selection strategy is given twice", tok=t)
+        self.lifted_strategy = strategy
+        return ast.Literal(strategy.value, _STRATEGY_KIND, span=t.span)
 
     def parse_expr(self) -> ast.Expr:
         """A full condition/expression."""
@@ -744,6 +752,8 @@ class Parser:
             return inner
         if self.is_op("["):
             return self.parse_equivalence()
+        if t.kind is Tok.STRATEGY and self.strategy_in_where:
+            return self.parse_strategy_operand()
         if t.kind is not Tok.IDENT:
             self.fail(expected=("an expression",))
         up = t.value.upper()
@@ -874,6 +884,28 @@ class Parser:
                            span=self.span_from(start))
 
 
+_STRATEGY_KIND = "strategy"
+
+
+def _is_strategy_marker(e: ast.Expr) -> bool:
+    return isinstance(e, ast.Literal) and e.kind == _STRATEGY_KIND
+
+
+def _sub_exprs(e: ast.Expr) -> list[ast.Expr]:
+    out: list[ast.Expr] = []
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        out.append(x)
+        for name in getattr(x, "__dataclass_fields__", {}):
+            v = getattr(x, name)
+            if isinstance(v, tuple):
+                stack.extend(i for i in v if hasattr(i, "__dataclass_fields__"))
+            elif hasattr(v, "__dataclass_fields__") and name != "span":
+                stack.append(v)
+    return out
+
+
 def check_depth(query: ast.Query, text: str = "") -> None:
     """Reject ASTs deeper than :data:`MAX_DEPTH` (measured without recursion)."""
     stack: list[tuple[object, int]] = [(query, 0)]
@@ -892,6 +924,40 @@ def check_depth(query: ast.Query, text: str = "") -> None:
                     stack.append((getattr(node, name), depth + 1))
 
 
+def parse_pattern(text: str) -> ast.Pattern:
+    """Parse a canonical pattern fragment (spans point into ``text``).
+
+    Example:
+        >>> parse_pattern("SEQ(A a, B+ b[])") == ast.Seq((ast.EventPattern("A", "a"),
+        ...     ast.Kleene(ast.EventPattern("B", "b"), 1, None)))
+        True
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"a pattern must be text, not {type(text).__name__}")
+    p = Parser(text)
+    p.depth = 1  # a trailing WITHIN windows the fragment, as inside brackets
+    node = p.parse_pattern()
+    if not p.at_end():
+        p.fail(expected=("end of text",))
+    return node
+
+
+def parse_expr(text: str) -> ast.Expr:
+    """Parse a canonical condition or expression fragment (spans point into ``text``).
+
+    Example:
+        >>> parse_expr("a.x > 1") == ast.Binary(">", ast.AttrRef("a", "x"), ast.Literal(1))
+        True
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"an expression must be text, not {type(text).__name__}")
+    p = Parser(text)
+    node = p.parse_expr()
+    if not p.at_end():
+        p.fail(expected=("end of text",))
+    return node
+
+
 def parse(text: str) -> ast.Query:
     """Parse canonical query text into a :class:`~kleene.ast.Query`.
 
@@ -902,4 +968,5 @@ def parse(text: str) -> ast.Query:
     return Parser(text).parse_query()
 
 
-__all__ = ["CLAUSE_ORDER", "RESERVED", "UNITS", "Parser", "parse", "parse_window_amount"]
+__all__ = ["CLAUSE_ORDER", "MAX_DEPTH", "MAX_NESTING", "RESERVED", "UNITS", "Parser", "check_depth",
+           "parse", "parse_expr", "parse_pattern", "parse_window_amount"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as _dt
 
 from .. import ast
+from ..errors import QueryValidationError
 from .lexer import is_identifier
 from .parser import RESERVED
 
@@ -65,7 +66,7 @@ def number_text(value: int | float) -> str:
         return str(value)
     text = repr(float(value))
     if text in ("inf", "-inf", "nan"):
-        raise ValueError(f"{text} cannot be written as a literal")
+        raise QueryValidationError(f"{text} cannot be written as a literal")
     return text
 
 
@@ -149,7 +150,7 @@ def _expr(e: ast.Expr) -> tuple[str, int]:
     if isinstance(e, ast.Call):
         name = e.name if is_identifier(e.name) and e.name.upper() not in RESERVED else None
         if name is None:
-            raise ValueError(f"function name {e.name!r} is not a plain identifier")
+            raise QueryValidationError(f"function name {e.name!r} is not a plain identifier")
         return f"{name}(" + ", ".join(expr_text(a) for a in e.args) + ")", _ATOM
     if isinstance(e, ast.Equivalence):
         return "[" + ", ".join(name_text(a) for a in e.attrs) + "]", _ATOM

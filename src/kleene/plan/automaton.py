@@ -22,7 +22,7 @@ Patterns outside this shape (AND, ANY, OR of sequences, Kleene on groups) compil
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +30,7 @@ from .. import ast
 from ..errors import EngineError
 from ..semantic.analyzed import AnalyzedQuery, VarKind
 from .expr import CompiledExpr, Layout, RefInfo, compile_expr, refs
+from .names import expr_text
 from .vector import VectorPred, vectorize
 
 
@@ -240,8 +241,11 @@ def _flatten(p: ast.Pattern, out: _Flat) -> None:
         raise Unsupported(type(p).__name__)
 
 
-def compile_plan(analyzed: AnalyzedQuery) -> Plan:
-    """Compile a validated query into the linear automaton plan (or raise Unsupported)."""
+def compile_plan(analyzed: AnalyzedQuery, *, attrs_from: AnalyzedQuery | None = None) -> Plan:
+    """Compile a validated query into the linear automaton plan (or raise Unsupported).
+
+    ``attrs_from`` fixes the record layout's attributes from another query (the union plan's
+    branches share one record layout)."""
     flat = _Flat([], [], [])
     _flatten(analyzed.pattern, flat)
     if not flat.comps:
@@ -261,13 +265,8 @@ def compile_plan(analyzed: AnalyzedQuery) -> Plan:
     for ci, c in enumerate(flat.comps):
         for v in c.vars:
             comp_of[v] = ci
-    attrs: list[str] = []
-    exprs = list(analyzed.conjuncts) + [r.expr for r in q.returns]
-    for e in exprs:
-        for a in sorted(refs(e, list_vars).attrs):
-            if a not in attrs and a not in ("__ts", "__id"):
-                attrs.append(a)
-    layout = Layout({v: i for i, v in enumerate(all_vars)}, list_vars, tuple(attrs))
+    layout = Layout({v: i for i, v in enumerate(all_vars)}, list_vars,
+                    query_attrs(attrs_from or analyzed))
     udfs = analyzed.udfs
     rank = {v: i for i, v in enumerate(order)}
 
@@ -351,51 +350,99 @@ def compile_plan(analyzed: AnalyzedQuery) -> Plan:
                 analyzed.equivalence, analyzed, tuple(returns))
 
 
-_ReturnNamer = Callable[[ast.ReturnItem], str]
-_return_namer: list[_ReturnNamer] = []
+def query_attrs(analyzed: AnalyzedQuery) -> tuple[str, ...]:
+    """The attributes a query reads (its record layout), in first-mention order."""
+    attrs: list[str] = []
+    lv = frozenset(v for v, i in analyzed.variables.items() if i.kind is VarKind.LIST)
+    for e in list(analyzed.conjuncts) + [r.expr for r in analyzed.query.returns]:
+        for a in sorted(refs(e, lv).attrs):
+            if a not in attrs and a not in ("__ts", "__id"):
+                attrs.append(a)
+    return tuple(attrs)
 
 
-def set_return_namer(fn: _ReturnNamer) -> None:
-    """Install how unaliased RETURN items are named (the printed expression)."""
-    _return_namer[:] = [fn]
+@dataclass(frozen=True, slots=True)
+class UnionPlan:
+    """A top-level OR evaluated as one linear plan per branch (docs/semantics.md 8: under
+    skip-till-next-match each branch is its own query), merged in output order."""
+
+    name: str
+    branches: tuple[Plan, ...]
+    order: tuple[str, ...]
+    layout: Layout
+    strategy: ast.Strategy
+    partition_by: tuple[str, ...]
+    equivalence: tuple[str, ...]
+    analyzed: AnalyzedQuery
+    return_fns: tuple[tuple[str, CompiledExpr, int | None, bool], ...]
+
+    @property
+    def negations(self) -> tuple[NegGuard, ...]:
+        """Every branch's negation guards."""
+        return tuple(g for b in self.branches for g in b.negations)
+
+    @property
+    def key_attrs(self) -> tuple[str, ...]:
+        """Attributes that route events to per-key state."""
+        out = list(self.partition_by)
+        for a in self.equivalence:
+            if a not in out:
+                out.append(a)
+        return tuple(out)
+
+
+def _pattern_vars(p: ast.Pattern) -> list[str]:
+    if isinstance(p, ast.EventPattern):
+        return [p.var]
+    if isinstance(p, ast.Kleene | ast.Within | ast.Not):
+        return _pattern_vars(p.body)
+    return [v for i in p.items for v in _pattern_vars(i)]
+
+
+def compile_union_plan(analyzed: AnalyzedQuery) -> UnionPlan:
+    """Compile ``OR(branch, ...)`` at the top level into one linear plan per branch."""
+    import dataclasses
+
+    pat = analyzed.pattern
+    window = None
+    if isinstance(pat, ast.Within):
+        window, pat = pat.window, pat.body
+    if not isinstance(pat, ast.Or):
+        raise Unsupported("a union plan needs OR at the top level")
+    order = tuple(analyzed.positive_vars())
+    branches = []
+    for item in pat.items:
+        names = set(_pattern_vars(item))
+        body: ast.Pattern = item if window is None else ast.Within(item, window)
+        sub_q = dataclasses.replace(analyzed.query, pattern=body, returns=(), picks=(),
+                                    consume=None)
+        conj = tuple(c for c in analyzed.conjuncts if refs(c, frozenset()).vars <= names)
+        variables = {v: dataclasses.replace(i, in_or_branch=False)
+                     for v, i in analyzed.variables.items() if v in names}
+        sub = dataclasses.replace(analyzed, query=sub_q, variables=variables, conjuncts=conj)
+        branches.append(compile_plan(sub, attrs_from=analyzed))
+    list_vars = frozenset(v for v in order if analyzed.variables[v].kind is VarKind.LIST)
+    negs = [v for v, i in analyzed.variables.items() if i.kind is VarKind.NEGATED]
+    layout = Layout({v: i for i, v in enumerate(list(order) + negs)}, list_vars,
+                    query_attrs(analyzed))
+    returns = []
+    for i, r in enumerate(analyzed.query.returns):
+        info = refs(r.expr, list_vars)
+        if len(info.iter_vars) > 1:
+            raise EngineError(f"RETURN item {_return_name(r)!r} references several list "
+                              "variables elementwise; use an index or an aggregate")
+        it = next(iter(info.iter_vars), None)
+        returns.append((_return_name(r), compile_expr(r.expr, layout, analyzed.udfs, f"r{i}"),
+                        None if it is None else layout.var_slots[it], bool(info.prev_vars)))
+    return UnionPlan(analyzed.name, tuple(branches), order, layout, analyzed.strategy,
+                     analyzed.query.partition_by, analyzed.equivalence, analyzed,
+                     tuple(returns))
 
 
 def _return_name(r: ast.ReturnItem) -> str:
-    if r.alias:
-        return r.alias
-    if _return_namer:
-        return _return_namer[0](r)
-    return _print_expr(r.expr)
-
-
-def _print_expr(e: ast.Expr) -> str:
-    """A compact canonical print of an expression (names unaliased RETURN fields)."""
-    if isinstance(e, ast.Literal):
-        return repr(e.value) if isinstance(e.value, str) else str(e.value)
-    if isinstance(e, ast.AttrRef):
-        idx = e.index
-        if idx is None:
-            return f"{e.var}.{e.attr}"
-        if idx.kind is ast.IndexKind.CURRENT:
-            s = "i" if idx.offset == 0 else f"i{idx.offset}"
-        elif idx.kind is ast.IndexKind.ABSOLUTE:
-            s = str(idx.offset)
-        elif idx.kind is ast.IndexKind.FIRST:
-            return f"first({e.var}).{e.attr}"
-        else:
-            s = "last" if idx.offset == 0 else f"last{idx.offset}"
-        return f"{e.var}[{s}].{e.attr}"
-    if isinstance(e, ast.VarRef):
-        return e.var
-    if isinstance(e, ast.Call):
-        return f"{e.name}({', '.join(_print_expr(a) for a in e.args)})"
-    if isinstance(e, ast.Binary):
-        return f"{_print_expr(e.left)} {e.op.upper() if e.op in ('and', 'or') else e.op} " \
-               f"{_print_expr(e.right)}"
-    if isinstance(e, ast.Unary):
-        return f"NOT {_print_expr(e.operand)}" if e.op == "not" else f"-{_print_expr(e.operand)}"
-    return type(e).__name__
+    return r.alias if r.alias else expr_text(r.expr)
 
 
 __all__ = ["CompKind", "Component", "NegGuard", "Plan", "Predicate", "RefInfo", "Timing",
-           "Unsupported", "VarPlan", "WindowGuard", "compile_plan", "set_return_namer"]
+           "UnionPlan", "Unsupported", "VarPlan", "WindowGuard", "compile_plan",
+           "compile_union_plan", "query_attrs"]

@@ -547,7 +547,7 @@ class _Gen:
             return f"_cmp({op!r}, {x}, {y})"
         if op in ("+", "-", "*") and self.fast:
             a, b = self.tmp(), self.tmp()
-            return (f"({a} {op} {b} if ((type({a} := {x}) is int or type({a}) is float) and "
+            return (f"({a} {op} {b} if ((type({a} := {x}) is int or type({a}) is float) & "
                     f"(type({b} := {y}) is int or type({b}) is float)) else _ar({op!r}, {a}, "
                     f"{b}))")
         if op in ("+", "-", "*", "/", "%"):

@@ -63,6 +63,8 @@ def _eval(e: ast.Expr, var: str, table: pa.Table, n: int) -> Any:  # noqa: C901
                 e.index.kind is ast.IndexKind.CURRENT and e.index.offset == 0)):
             raise _NotVectorizable
         name = e.attr
+        if name not in table.column_names and name in ("ts", "type", "id"):
+            name = "__" + name
         if name not in table.column_names:
             return pa.nulls(n, pa.null())
         col = table.column(name)

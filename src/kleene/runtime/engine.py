@@ -24,9 +24,8 @@ from __future__ import annotations
 import gc
 import io
 import pickle
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,22 +37,33 @@ from .. import ast
 from ..errors import EngineError, InputError
 from ..events import EventBatch, Match
 from ..events.model import ID, TS, TYPE, TimeInfo
-from ..plan.automaton import Plan, Unsupported, compile_plan
+from ..plan.automaton import Plan, UnionPlan, Unsupported, compile_plan, compile_union_plan
+from ..plan.groups import GroupPlan, compile_group_plan
 from ..semantic.analyzed import AnalyzedQuery
+from .groups import GroupMatcher
 from .kernel import build_kernel, kernel_supported
-from .linear import Candidate, LinearMatcher, PartState
+from .linear import Candidate, LinearMatcher, cand_state
 from .policies import Policies
+from .union import UnionMatcher
 
 _FAR_PAST = -(2 ** 62)
 
 
-def _plan_for(analyzed: AnalyzedQuery) -> Plan:
+def _plan_for(analyzed: AnalyzedQuery) -> Plan | GroupPlan | UnionPlan:
+    """The linear NFA^b plan when the pattern is a SEQ of events / Kleene on events, one such
+    plan per branch of a top-level OR under skip-till-next-match, else the logical-block
+    (pushdown) plan."""
     try:
         return compile_plan(analyzed)
-    except Unsupported as exc:
-        raise EngineError(f"automaton engine does not support {exc} yet "
-                          f"(query {analyzed.name!r}); use --engine oracle on small inputs"
-                          ) from None
+    except Unsupported as first:
+        try:
+            if analyzed.strategy is ast.Strategy.SKIP_TILL_NEXT_MATCH:
+                return compile_union_plan(analyzed)
+            return compile_group_plan(analyzed)
+        except Unsupported as exc:
+            raise EngineError(f"automaton engine does not support {exc} yet "
+                              f"(query {analyzed.name!r}; linear plan: {first}); use "
+                              "--engine oracle on small inputs") from None
 
 
 @contextmanager
@@ -98,16 +108,25 @@ class Runtime:
             raise EngineError(f"on_cap must be 'error' or 'truncate', not {on_cap!r}")
         self.analyzed = analyzed
         self.plan = _plan_for(analyzed)
-        self.matcher = LinearMatcher(self.plan, max_runs=max_runs_per_partition, on_cap=on_cap)
-        if use_kernel and kernel_supported(self.plan):
-            self.matcher.kernel = build_kernel(self.matcher)
+        self.matcher: Any
+        if isinstance(self.plan, Plan):
+            self.matcher = LinearMatcher(self.plan, max_runs=max_runs_per_partition,
+                                         on_cap=on_cap)
+            if use_kernel and kernel_supported(self.plan):
+                self.matcher.kernel = build_kernel(self.matcher)
+        elif isinstance(self.plan, UnionPlan):
+            self.matcher = UnionMatcher(self.plan, max_runs=max_runs_per_partition,
+                                        on_cap=on_cap)
+        else:
+            self.matcher = GroupMatcher(self.plan, max_runs=max_runs_per_partition,
+                                        on_cap=on_cap)
         self.allowed_lateness_us = int(allowed_lateness_us)
         self.max_matches_per_event = max_matches_per_event
         self.on_cap = on_cap
         self.count_only = count_only
         self.counters = Counters()
         self.policies = Policies(self.plan)
-        self.states: dict[Any, PartState] = {}
+        self.states: dict[Any, Any] = {}
         self.pos_base: dict[Any, int] = {}  # per PARTITION BY key: next per-partition position
         self.cpos_base: dict[Any, int] = {}  # per route key (partition-contiguity)
         self.next_gpos = 0
@@ -270,7 +289,6 @@ class Runtime:
         types = t.column(TYPE)
         # 2. candidate masks
         bits = np.zeros(n, dtype=np.int64)
-        nvar = len(plan.order)
         type_masks: dict[str | None, np.ndarray[Any, Any]] = {}
 
         def type_mask(tp: str | None) -> np.ndarray[Any, Any]:
@@ -283,13 +301,9 @@ class Runtime:
                 type_masks[tp] = m
             return m
 
-        masks: list[np.ndarray[Any, Any]] = []
-        for v in plan.order:
-            vp = plan.vars[v]
-            masks.append(type_mask(vp.type).copy())
-        for g in plan.negations:
-            masks.append(type_mask(g.type).copy())
-        vec = [plan.vars[v].mask for v in plan.order] + [g.mask for g in plan.negations]
+        specs = self.matcher.mask_specs()
+        masks: list[np.ndarray[Any, Any]] = [type_mask(tp).copy() for tp, _m in specs]
+        vec = [m for _tp, m in specs]
         left_rows: list[tuple[int, Any, tuple[int, ...]]] = []
         for i, vp_mask in enumerate(vec):
             if vp_mask is None or not masks[i].any():
@@ -330,7 +344,6 @@ class Runtime:
             return
         for i in range(len(masks)):
             bits |= masks[i].astype(np.int64) << i
-        del nvar
         # 4. records of candidate events only
         ts = t.column(TS).to_numpy()
         sel_arr = pa.array(sel)
@@ -368,7 +381,7 @@ class Runtime:
                             break
         # 5. route by key (one stable sort) and run the matcher per partition
         rc = rcodes[sel]
-        out: list[tuple[PartState, Candidate]] = []
+        out: list[tuple[Any, Candidate]] = []
         matcher = self.matcher
         if len(rkeys) == 1:
             groups: Iterable[tuple[int, int, int]] = [(0, 0, len(sel))]
@@ -383,7 +396,9 @@ class Runtime:
             recs = [recs[j] for j in order_l]
             bl = [bl[j] for j in order_l]
         mm = self.max_matches_per_event
+        groups_done = []
         for code, s, e in groups:
+            groups_done.append((code, s, e))
             key = rkeys[code]
             st = self.states.get(key)
             if st is None:
@@ -396,10 +411,13 @@ class Runtime:
         self._bump_last_wpos(rcodes, rkeys, wpos, t)
         for st, c in out:
             self._admit(st, c)
+        if self.plan.negations:
+            for code, _s, _e in groups_done:
+                self.matcher.prune(self.states[rkeys[code]])
 
     def _bump_last_wpos(self, rcodes: np.ndarray[Any, Any], rkeys: list[Any],
                         wpos: np.ndarray[Any, Any], t: pa.Table) -> None:
-        if self.plan.window_events is None or not self.matcher.has_trailing:
+        if not self.matcher.has_trailing:
             return
         for ci, k in enumerate(rkeys):
             st = self.states.get(k)
@@ -410,17 +428,19 @@ class Runtime:
                 for c in self.matcher.release_pending(st, _FAR_PAST):
                     self._ready(c)
 
-    def _admit(self, st: PartState, c: Candidate) -> None:
+    def _admit(self, st: Any, c: Candidate) -> None:
+        m = self.matcher
         if not self.plan.negations:
-            self.held.append((self.matcher.sort_key(c), c, None))
+            m.forget(c)
+            self.held.append((m.sort_key(c), c, None))
             return
-        if not self.matcher.negation_ok(st, c):
+        if not m.negation_ok(st, c) or not m.match_preds_ok(c):
+            m.forget(c)
             return
-        if not self.matcher.match_preds_ok(c):
+        if m.needs_trailing(c):
+            m.admit_pending(st, c)
             return
-        if self.matcher.needs_trailing(c):
-            st.pending.append(c)
-            return
+        m.forget(c)
         self._ready(c)
 
     def _ready(self, c: Candidate) -> None:
@@ -459,10 +479,7 @@ class Runtime:
     # ---------------------------------------------------------------------------------------
     def snapshot(self) -> bytes:
         """The whole runtime state as bytes (plain data only; see :meth:`restore`)."""
-        states = {}
-        for k, st in self.states.items():
-            states[k] = (list(st.runs), st.neg_hist,
-                         [_cand_state(c) for c in st.pending], st.last_wpos, st.last_ts)
+        states = {k: self.matcher.dump_state(st) for k, st in self.states.items()}
         buf = None
         if self.buffer:
             sink = io.BytesIO()
@@ -475,7 +492,7 @@ class Runtime:
             "pos_base": self.pos_base, "cpos_base": self.cpos_base,
             "next_gpos": self.next_gpos, "frontier": self.frontier,
             "max_seen": self.max_seen, "buffer": buf,
-            "held": [(k, _cand_state(c)) for k, c, _ in self.held],
+            "held": [(k, cand_state(c)) for k, c, _ in self.held],
             "policies": self.policies.state(),
             "counters": [self.counters.events_in, self.counters.events_processed,
                          self.counters.candidate_events, self.counters.late_events,
@@ -491,14 +508,7 @@ class Runtime:
         data = _safe_loads(blob)
         if data.get("version") != 1 or data.get("query") != self.plan.name:
             raise EngineError(f"snapshot is not of query {self.plan.name!r}")
-        self.states = {}
-        for k, (runs, hist, pending, lw, lt) in data["states"].items():
-            st = self.matcher.new_state()
-            st.runs = list(runs)
-            st.neg_hist = hist
-            st.pending = [Candidate(*c) for c in pending]
-            st.last_wpos, st.last_ts = lw, lt
-            self.states[k] = st
+        self.states = {k: self.matcher.load_state(d) for k, d in data["states"].items()}
         self.pos_base = data["pos_base"]
         self.cpos_base = data["cpos_base"]
         self.next_gpos = data["next_gpos"]
@@ -515,11 +525,6 @@ class Runtime:
          self.counters.truncated_runs, self.counters.truncated_matches) = data["counters"]
         if data["time"] is not None:
             self.time = TimeInfo(*data["time"])
-
-
-def _cand_state(c: Candidate) -> tuple[Any, ...]:
-    return (c.B, c.first_ts, c.first_wpos, c.last_gpos, c.last_ts, c.last_wpos, c.positions,
-            c.trailing)
 
 
 class _PlainUnpickler(pickle.Unpickler):

@@ -294,7 +294,6 @@ def build_kernel(m: LinearMatcher) -> Any:
     emit(2, "st.runs = runs = new")
     emit(1, "if recs:")
     emit(2, "st.last_ts = recs[-1][1]; st.last_wpos = recs[-1][4]")
-    emit(1, "m._prune_history(st)")
     src = "\n".join(L) + "\n"
     code = compile(src, f"<kleene kernel {plan.name}>", "exec")
     ns: dict[str, Any] = dict(env)

@@ -54,6 +54,12 @@ class Candidate:
     """Negation guards still waiting for the tail of the window (trailing NOT)."""
 
 
+def cand_state(c: Candidate) -> tuple[Any, ...]:
+    """A candidate as plain data (snapshots)."""
+    return (c.B, c.first_ts, c.first_wpos, c.last_gpos, c.last_ts, c.last_wpos, c.positions,
+            c.trailing)
+
+
 @dataclass(slots=True)
 class PartState:
     """Per-key runtime state: live runs, negation history and matches waiting on a trailing
@@ -116,7 +122,7 @@ class LinearMatcher:
         self.stnm = plan.strategy is ast.Strategy.SKIP_TILL_NEXT_MATCH
         self.expire_us = plan.window_us
         self.expire_events = plan.window_events
-        self.empty_B = tuple(() if v in plan.layout.list_vars else None
+        self.empty_B: tuple[Any, ...] = tuple(() if v in plan.layout.list_vars else None
                              for v in plan.layout.var_slots)
         self.has_trailing = any(g.gap == self.ncomp for g in plan.negations)
         self.neg_bits = [1 << (len(order) + i) for i in range(len(plan.negations))]
@@ -124,6 +130,31 @@ class LinearMatcher:
         self.close_preds = [tuple(p for v in c.vars for p in plan.vars[v].close) for c in comps]
 
     # ---------------------------------------------------------------------------------------
+    def mask_specs(self) -> list[tuple[str | None, Any]]:
+        """(type, vectorized predicate) per candidate bit: positive variables, then NOTs."""
+        p = self.plan
+        return ([(p.vars[v].type, p.vars[v].mask) for v in p.order]
+                + [(g.type, g.mask) for g in p.negations])
+
+    def admit_pending(self, st: PartState, c: Candidate) -> None:
+        """Park a match until its trailing-negation window has passed."""
+        st.pending.append(c)
+
+    def forget(self, c: Candidate) -> None:
+        """No bookkeeping to drop."""
+        del c
+
+    def dump_state(self, st: PartState) -> Any:
+        """Plain data for a snapshot."""
+        return (list(st.runs), st.neg_hist, [cand_state(c) for c in st.pending],
+                st.last_wpos, st.last_ts)
+
+    def load_state(self, data: Any) -> PartState:
+        """Inverse of :meth:`dump_state`."""
+        runs, hist, pending, lw, lt = data
+        return PartState(list(runs), [list(h) for h in hist],
+                         [Candidate(*c) for c in pending], lw, lt)
+
     def new_state(self) -> PartState:
         """Fresh per-key state."""
         return PartState(neg_hist=[[] for _ in self.plan.negations])
@@ -183,6 +214,7 @@ class LinearMatcher:
     def _options(self, r: Run | None, e: Rec, bits: int) -> list[Run]:
         """Every run that results from taking ``e`` (take loop and proceed edges)."""
         out: list[Run] = []
+        B: tuple[Any, ...]
         if r is None:
             k, n, B, subs = -1, 0, self.empty_B, (None,) * len(self.win)
         else:
@@ -272,7 +304,6 @@ class LinearMatcher:
             return
         runs = st.runs
         negs = self.plan.negations
-        neg_bits = self.neg_bits
         strict, stnm = self.strict, self.stnm
         expire_us, expire_ev = self.expire_us, self.expire_events
         pos_bits = (1 << len(self.plan.order)) - 1
@@ -319,7 +350,6 @@ class LinearMatcher:
             if self.max_runs is not None and len(new_runs) > self.max_runs:
                 self.too_many_runs(new_runs)
             st.runs = runs = new_runs
-        self._prune_history(st)
 
     def _candidate(self, r: Run, e: Rec) -> Candidate:
         positions: list[int] = []
@@ -363,9 +393,22 @@ class LinearMatcher:
     def negation_ok(self, st: PartState, c: Candidate) -> bool:
         """Inner and leading negation (decisions 6); trailing ones are checked later."""
         trailing = []
+        tw, cw = self.plan.window_us, self.plan.window_events
         for gi, g in enumerate(self.plan.negations):
             left, right = self._bound_ranges(c.B, g.gap)
             if right is None:
+                # the tail seen so far (later events of the same batch are already here)
+                lo_pos = c.last_gpos if left is None else left[GPOS]
+                hist = st.neg_hist[gi]
+                start = bisect.bisect_right(hist, lo_pos, key=lambda r: r[GPOS])
+                for j in range(start, len(hist)):
+                    n = hist[j]
+                    if tw is not None and n[TS] > c.first_ts + tw:
+                        break
+                    if cw is not None and n[WPOS] - c.first_wpos >= cw:
+                        break
+                    if self._neg_violates(g, c.B, n):
+                        return False
                 trailing.append(gi)
                 continue
             hist = st.neg_hist[gi]
@@ -447,11 +490,16 @@ class LinearMatcher:
         st.pending = keep
         return done
 
+    def prune(self, st: PartState) -> None:
+        """Drop negation history no live run or waiting match can need any more."""
+        self._prune_history(st)
+
     def _prune_history(self, st: PartState) -> None:
         if not self.plan.negations:
             return
         tw, cw = self.plan.window_us, self.plan.window_events
-        oldest = min((r[5] for r in st.runs), default=None)
+        oldest = min([r[5] for r in st.runs] + [c.positions[0] for c in st.pending],
+                     default=None)
         for gi, g in enumerate(self.plan.negations):
             hist = st.neg_hist[gi]
             if len(hist) < 64:
@@ -472,4 +520,4 @@ class LinearMatcher:
                 del hist[:cut]
 
 
-__all__ = ["Candidate", "LinearMatcher", "PartState", "Run"]
+__all__ = ["Candidate", "LinearMatcher", "PartState", "Run", "cand_state"]

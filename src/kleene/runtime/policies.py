@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 from .. import ast
 from ..events import Match
-from ..plan.automaton import Plan
+from ..plan.automaton import Plan, UnionPlan
 from ..plan.expr import GPOS, ID, TS, WPOS
+from ..plan.groups import GroupPlan
 
 if TYPE_CHECKING:
-    from .linear import Candidate, LinearMatcher
+    from .linear import Candidate
 
 
 def _is_list(x: Any) -> bool:
@@ -32,7 +33,7 @@ def _recs(x: Any) -> tuple[Any, ...]:
 class Policies:
     """PICK / EMIT RECENT / CONSUME / RETURN for one plan, with CONSUME's state."""
 
-    def __init__(self, plan: Plan) -> None:
+    def __init__(self, plan: Plan | GroupPlan | UnionPlan) -> None:
         self.plan = plan
         q = plan.analyzed.query
         self.picks = q.picks
@@ -52,7 +53,8 @@ class Policies:
         plan = self.plan
         from ..plan.automaton import CompKind
 
-        if not all(c.kind is not CompKind.CHOICE and c.min > 0 for c in plan.components):
+        comps = getattr(plan, "components", None)
+        if comps is None or not all(c.kind is not CompKind.CHOICE and c.min > 0 for c in comps):
             return None
         env: dict[str, Any] = {}
         items = []
@@ -103,7 +105,7 @@ class Policies:
             return cands
         best: dict[Any, tuple[tuple[int, ...], Candidate]] = {}
         for c in cands:
-            key = tuple(None if i == vs else (
+            key: tuple[Any, ...] = tuple(None if i == vs else (
                 None if x is None else tuple(r[GPOS] for r in _recs(x)))
                 for i, x in enumerate(c.B[: len(self.plan.order)]))
             key = key + (c.B[vs] is None,)
@@ -149,8 +151,7 @@ class Policies:
                     self.consumed.add(r[GPOS])
         return out
 
-    def apply(self, cands: list[Candidate], matcher: LinearMatcher,
-              count_only: bool) -> list[Match]:
+    def apply(self, cands: list[Candidate], matcher: Any, count_only: bool) -> list[Match]:
         """Policies over candidates in output order, then RETURN -> Match objects."""
         for p in self.picks:
             cands = self._pick(cands, p)

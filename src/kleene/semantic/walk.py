@@ -25,6 +25,8 @@ class Binding:
     or_path: tuple[tuple[int, int, bool], ...]
     """(id of the OR/ANY node, branch index, exclusive) for every enclosing OR/ANY;
     ``exclusive`` is true when at most one branch binds (OR, ANY(1, ...))."""
+    optional_branch: bool = False
+    """Under an OR, or an ANY(k, ...) with fewer than all branches: may be unbound."""
 
 
 def bindings(pattern: ast.Pattern) -> list[Binding]:
@@ -32,26 +34,28 @@ def bindings(pattern: ast.Pattern) -> list[Binding]:
     out: list[Binding] = []
 
     def go(p: ast.Pattern, repeated: bool, negated: bool,
-           or_path: tuple[tuple[int, int, bool], ...]) -> None:
+           or_path: tuple[tuple[int, int, bool], ...], optional_branch: bool) -> None:
         if isinstance(p, ast.EventPattern):
-            out.append(Binding(p, len(out), repeated, negated, or_path))
+            out.append(Binding(p, len(out), repeated, negated, or_path, optional_branch))
         elif isinstance(p, ast.Kleene):
-            go(p.body, True, negated, or_path)
+            go(p.body, True, negated, or_path, optional_branch)
         elif isinstance(p, (ast.Not,)):
-            go(p.body, repeated, True, or_path)
+            go(p.body, repeated, True, or_path, optional_branch)
         elif isinstance(p, ast.Within):
-            go(p.body, repeated, negated, or_path)
+            go(p.body, repeated, negated, or_path, optional_branch)
         elif isinstance(p, (ast.Or, ast.AnyOf)):
             exclusive = isinstance(p, ast.Or) or p.k == 1
+            optional = isinstance(p, ast.Or) or p.k < len(p.items)
             for i, item in enumerate(p.items):
-                go(item, repeated, negated, (*or_path, (id(p), i, exclusive)))
+                go(item, repeated, negated, (*or_path, (id(p), i, exclusive)),
+                   optional_branch or optional)
         elif isinstance(p, (ast.Seq, ast.And)):
             for item in p.items:
-                go(item, repeated, negated, or_path)
+                go(item, repeated, negated, or_path, optional_branch)
         else:  # pragma: no cover - the AST is closed
             raise TypeError(f"not a pattern node: {type(p).__name__}")
 
-    go(pattern, False, False, ())
+    go(pattern, False, False, (), False)
     return out
 
 

@@ -31,7 +31,7 @@ from ..semantic.analyzed import AnalyzedQuery
 
 MAX_EVENTS = 200
 """The oracle refuses larger inputs: brute force is exponential in the number of events."""
-MAX_CANDIDATES = 300_000
+MAX_CANDIDATES = 50_000
 """The oracle stops once this many partial bindings have been enumerated."""
 
 AGGREGATES = frozenset({"count", "sum", "avg", "min", "max"})
@@ -67,7 +67,7 @@ def _normalize(value: Any) -> Value:
     """Arrow values to the semantic value domain: datetimes become int microseconds (§5)."""
     if isinstance(value, _dt.datetime):
         if value.tzinfo is not None:
-            value = value.astimezone(_dt.timezone.utc).replace(tzinfo=None)
+            value = value.astimezone(_dt.UTC).replace(tzinfo=None)
         return (value - _dt.datetime(1970, 1, 1)) // _dt.timedelta(microseconds=1)
     if isinstance(value, _dt.timedelta):
         return value // _dt.timedelta(microseconds=1)
@@ -122,6 +122,14 @@ def _all_vars(p: ast.Pattern) -> list[str]:
     if isinstance(p, ast.Not | ast.Kleene | ast.Within):
         return _all_vars(p.body)
     return [v for item in p.items for v in _all_vars(item)]
+
+
+def _flat(items: Sequence[ast.Pattern]) -> list[ast.Pattern]:
+    """SEQ items with directly nested SEQs spliced in (SEQ is associative, §3)."""
+    out: list[ast.Pattern] = []
+    for item in items:
+        out.extend(_flat(item.items) if isinstance(item, ast.Seq) else [item])
+    return out
 
 
 def _nots(p: ast.Pattern) -> list[ast.Not]:
@@ -776,8 +784,9 @@ def _validate(aq: AnalyzedQuery, pattern: ast.Pattern) -> None:
                 raise QueryValidationError("NOT inside a repetition is not supported")
             return
         if isinstance(p, ast.Seq):
-            positives = [not isinstance(i, ast.Not) for i in p.items]
-            for k, item in enumerate(p.items):
+            flat = _flat(p.items)
+            positives = [not isinstance(i, ast.Not) for i in flat]
+            for k, item in enumerate(flat):
                 if isinstance(item, ast.Not) and win is None and (
                         not any(positives[:k]) or not any(positives[k + 1:])):
                     raise QueryValidationError(
@@ -790,7 +799,7 @@ def _validate(aq: AnalyzedQuery, pattern: ast.Pattern) -> None:
         if isinstance(p, ast.Kleene):
             walk(p.body, p, win, True)
             return
-        for item in p.items:
+        for item in (_flat(p.items) if isinstance(p, ast.Seq) else p.items):
             walk(item, p, win, in_rep)
 
     walk(pattern, None, window, False)
@@ -847,13 +856,17 @@ def _negation_ok(prep: _Prepared, cand: _Cand, enum: _Enumerator) -> bool:
                        if any(v in cand.bindings for v in _positive_vars(i)))
         if isinstance(p, ast.Not):
             return True
-        items = p.items
+        items = tuple(_flat(p.items)) if isinstance(p, ast.Seq) else p.items
         if isinstance(p, ast.And):
             mine = _bound_positions(_positive_vars(p), cand.bindings)
             for item in items:
                 if isinstance(item, ast.Not) and mine:
-                    a, b = min(mine), max(mine)
-                    if forbidden(item, lambda q, a=a, b=b: a < q < b):
+                    lo, hi = min(mine), max(mine)
+
+                    def between(q: int, lo: int = lo, hi: int = hi) -> bool:
+                        return lo < q < hi
+
+                    if forbidden(item, between):
                         return False
         else:
             for k, item in enumerate(items):
@@ -1259,15 +1272,15 @@ def evaluate(analyzed: AnalyzedQuery, events: EventBatch) -> list[Match]:
         found = _apply_consume(found, analyzed.query.consume, order)
     out = []
     for f in found:
-        part = f.cand.events
-        ts = [part[x].ts for x in f.cand.positions]
+        evs = f.cand.events
+        ts = [evs[x].ts for x in f.cand.positions]
         start, end = min(ts), max(ts)
         bindings: dict[str, Any] = {}
         for v in order:
             if v in f.cand.bindings:
                 b = f.cand.bindings[v]
-                bindings[v] = (tuple(part[x].id for x in b) if isinstance(b, tuple)
-                               else part[b].id)
+                bindings[v] = (tuple(evs[x].id for x in b) if isinstance(b, tuple)
+                               else evs[b].id)
         out.append(Match(analyzed.name, bindings, start, end,
                          _return_values(prep, f, start, end)))
     return out

@@ -23,14 +23,14 @@ Example:
     ...     ts  1   2   3
     ...         a1  b1  b2
     ... ''')
-    >>> assert_matches(evaluate, "PATTERN SEQ(A a, B b)", s, ["a=a1 b=b1", "a=a1 b=b2"])
+    >>> _ = assert_matches(evaluate, "PATTERN SEQ(A a, B b)", s, ["a=a1 b=b1", "a=a1 b=b2"])
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InputError
@@ -129,6 +129,24 @@ def bindings_of(matches: Sequence[Match]) -> list[dict[str, Any]]:
     return [dict(m.bindings) for m in matches]
 
 
+def importable_backends() -> list[str]:
+    """Names of the registered backends (kleene.backends.BACKENDS) whose module imports now.
+
+    The conformance suite runs every case on each of them; a registered backend that cannot be
+    imported is reported by its own failing test instead of silently skipping cases.
+    """
+    from ..backends import BACKENDS
+
+    names = []
+    for name, backend in BACKENDS.items():
+        try:
+            backend.load()
+        except (ImportError, AttributeError):
+            continue
+        names.append(name)
+    return names
+
+
 def run(backend: Backend, query: str | AnalyzedQuery, stream: EventBatch) -> list[Match]:
     """Analyze ``query`` (text in the canonical language) and evaluate it with ``backend``."""
     from ..api import analyze
@@ -176,8 +194,8 @@ def case(name: str, query: str, diagram: str, expected: Sequence[Expected], *,
          values: Sequence[Mapping[str, Any]] | None = None,
          **attrs: Mapping[str, Any]) -> Case:
     """Build a :class:`Case`; ``diagram`` is a drawn timeline or ``name@ts`` tokens."""
-    stream = timeline(diagram, **attrs) if diagram.strip().startswith("ts") else events(
-        diagram, **attrs)
+    stream = (timeline(diagram, **attrs) if diagram.strip().startswith("ts")  # type: ignore[arg-type]
+              else events(diagram, **attrs))  # type: ignore[arg-type]
     return Case(name, query, stream, tuple(expected),
                 None if values is None else tuple(values))
 
@@ -189,5 +207,5 @@ def _show(ms: Sequence[Mapping[str, Any]]) -> str:
     return "[" + ", ".join(repr(one(m)) for m in ms) + "]" if ms else "{}"
 
 
-__all__ = ["Backend", "Case", "Expected", "assert_matches", "case", "bindings_of", "events", "parse_expected",
-           "run", "timeline", "type_of"]
+__all__ = ["Backend", "Case", "Expected", "assert_matches", "bindings_of", "case", "events",
+           "importable_backends", "parse_expected", "run", "timeline", "type_of"]

@@ -16,20 +16,19 @@ paper's recent/all selection modes.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
 from ... import ast
 from ..lexer import Tok
 from ..parser import Parser
 from ..walk_ast import renumbered
+from ._text import mask_currency
 from .faem import variable_for
 
 _KINDS: dict[str, type[ast.Seq] | type[ast.And] | type[ast.Or]] = {
     "SEQUENCE": ast.Seq, "CONJUNCTION": ast.And, "DISJUNCTION": ast.Or}
 CLAUSES = ("NAME", "PATTERN", "WITH", "WHERE", "PARTITION", "WITHIN", "USING", "PICK",
            "CONSUME", "EMIT", "RETURN")
-_CURRENCY = re.compile(r"\$(?=\s*[0-9.])")
 
 
 class CemParser(Parser):
@@ -39,7 +38,7 @@ class CemParser(Parser):
 
     def __init__(self, text: str) -> None:
         # A space keeps every offset (and so every span and caret) where it was.
-        super().__init__(_CURRENCY.sub(" ", text))
+        super().__init__(mask_currency(text))
         self.text = text
         self.kind: type[ast.Seq] | type[ast.And] | type[ast.Or] | None = None
         self.kind_tok = self.tok

@@ -134,7 +134,7 @@ def parse(text: str) -> ast.Query:
         >>> from kleene.lang import to_text
         >>> print(to_text(parse("PATTERN (A, (B & C; 5 seconds), !D, E+) WITHIN 1 minute")))
         PATTERN SEQ(A A, AND(B B, C C) WITHIN 5 seconds, NOT(D D), E+ E[])
-        WITHIN 1 minutes
+        WITHIN 1 minute
     """
     return renumbered(LogppParser(text).parse_query())
 

@@ -33,10 +33,11 @@ from ... import ast
 from ..lexer import Tok
 from ..parser import Parser, check_depth
 from ..walk_ast import events, renumbered, replace_events, split_and
+from ._text import mask_currency
 
 CLAUSES = ("SELECT", "FROM", "WHERE", "PICK", "WITHIN", "RETURN", "CONSUMING")
-_CURRENCY = re.compile(r"\$(?=\s*[0-9.])")
-_RETURN = re.compile(r"\bRETURN\b(.*?)(?=\bCONSUMING\b|\Z)", re.IGNORECASE | re.DOTALL)
+_RETURN = re.compile(r"(?<![.\w\"'])RETURN\b(.*?)(?=(?<![.\w])CONSUMING\b|\Z)",
+                     re.IGNORECASE | re.DOTALL)
 _ANY_TYPE_NAME = re.compile(r"^[Ee]_?[0-9]+$")
 
 
@@ -51,7 +52,7 @@ class SnoopParser(Parser):
     dialect = "snoop"
 
     def __init__(self, text: str) -> None:
-        masked = _CURRENCY.sub(" ", text)
+        masked = mask_currency(text)
         self.return_text: str | None = None
         self.return_span: tuple[int, int] | None = None
         m = _RETURN.search(masked)
@@ -285,7 +286,7 @@ class SnoopParser(Parser):
         conjuncts = split_and(q.where)
         types: dict[str, str] = {}
         rest: list[ast.Expr] = []
-        names = {e.var for e in events(q.pattern)}
+        names = {e.var for e in events(q.pattern) if e.type is None}
         for c in conjuncts:
             bound = _type_constraint(c, names)
             if bound is not None and bound[0] not in types:

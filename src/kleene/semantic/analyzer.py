@@ -29,7 +29,7 @@ def _variables(binds: list[Binding]) -> dict[str, VarInfo]:
             continue  # reported by the bound-once rule
         kind = VarKind.NEGATED if b.negated else VarKind.LIST if b.repeated else VarKind.SINGLE
         out[b.event.var] = VarInfo(name=b.event.var, type=b.event.type, kind=kind,
-                                   order=len(out), in_or_branch=bool(b.or_path))
+                                   order=len(out), in_or_branch=b.optional_branch)
     return out
 
 

@@ -1,0 +1,521 @@
+"""Runs over a :class:`~kleene.plan.groups.GroupPlan`: AND, ANY, OR of sub-patterns, repeated
+groups and sub-pattern windows (LogCEP's pushdown automaton: a logical block's state is the
+tuple of its children's states and it proceeds when its condition holds).
+
+A run is ``(state, B, first_ts, first_wpos, first_gpos, last_cpos)``. Conjuncts are checked
+when a run completes (they may mention variables of any block, bound in any order); one-variable
+conjuncts are already in the candidate masks. Negation follows docs/semantics.md 4 over the
+partition's history of possible negating events; a match whose NOT interval is open to the
+future (a trailing NOT) waits until its window has passed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import ast
+from ..errors import CapacityError
+from ..plan.expr import CPOS, GPOS, TS, WPOS
+from ..plan.groups import And, AnyK, Ev, GroupPlan, Node, Rep, Seq
+from .linear import Candidate, cand_state
+
+Rec = tuple[Any, ...]
+_INF = 1 << 62
+
+
+@dataclass(slots=True)
+class GroupState:
+    """Per-key state: live runs, history of possible negating events, waiting matches."""
+
+    runs: list[tuple[Any, ...]] = field(default_factory=list)
+    hist: list[tuple[Rec, int]] = field(default_factory=list)
+    pending: list[Candidate] = field(default_factory=list)
+    last_wpos: int = -1
+    last_ts: int = -(2 ** 62)
+
+    @property
+    def neg_hist(self) -> list[tuple[Rec, int]]:
+        """Alias used by snapshots."""
+        return self.hist
+
+    @neg_hist.setter
+    def neg_hist(self, value: list[tuple[Rec, int]]) -> None:
+        self.hist = value
+
+
+class GroupMatcher:
+    """The run loop and the checks of a group plan (same interface as LinearMatcher)."""
+
+    def __init__(self, plan: GroupPlan, *, max_runs: int | None = None,
+                 on_cap: str = "error") -> None:
+        self.plan = plan
+        self.max_runs = max_runs
+        self.on_cap = on_cap
+        self.truncated_runs = 0
+        self.kernel = None
+        self.simple_key = False
+        self.slot = dict(plan.layout.var_slots)
+        self.npos = len(plan.order)
+        self.strict = plan.strategy in (ast.Strategy.STRICT_CONTIGUITY,
+                                        ast.Strategy.PARTITION_CONTIGUITY)
+        self.init: dict[int, Any] = {}
+        self._init(plan.root)
+        self.empty_B = tuple(
+            None if (v not in plan.layout.list_vars or v in plan.optional_lists) else ()
+            for v in plan.layout.var_slots)
+        self.neg_bit = {v: 1 << (self.npos + i) for i, v in enumerate(plan.neg_vars)}
+        self.has_trailing = bool(plan.negations)
+        self.iter_slot = {v: plan.layout.var_slots[v] for v in plan.layout.list_vars}
+        self.expire_us = plan.window_us
+        self.expire_events = plan.window_events
+        self.pattern_vars: dict[int, list[str]] = {}
+
+    # -- candidate masks -------------------------------------------------------------------
+    def mask_specs(self) -> list[tuple[str | None, Any]]:
+        """(type, vectorized predicate) per candidate bit: positive, then negated variables."""
+        p = self.plan
+        return ([(p.var_types[v], p.masks[v]) for v in p.order]
+                + [(p.var_types.get(v), p.masks[v]) for v in p.neg_vars])
+
+    def admit_pending(self, st: GroupState, c: Candidate) -> None:
+        """Park a match until its trailing-negation interval has closed."""
+        st.pending.append(c)
+
+    def forget(self, c: Candidate) -> None:
+        """No bookkeeping to drop."""
+        del c
+
+    def dump_state(self, st: GroupState) -> Any:
+        """Plain data for a snapshot."""
+        return (list(st.runs), list(st.hist), [cand_state(c) for c in st.pending],
+                st.last_wpos, st.last_ts)
+
+    def load_state(self, data: Any) -> GroupState:
+        """Inverse of :meth:`dump_state`."""
+        runs, hist, pending, lw, lt = data
+        return GroupState(list(runs), list(hist), [Candidate(*c) for c in pending], lw, lt)
+
+    def new_state(self) -> GroupState:
+        """Fresh per-key state."""
+        return GroupState()
+
+    # -- node semantics --------------------------------------------------------------------
+    def _init(self, n: Node) -> Any:
+        if isinstance(n, Ev):
+            s: Any = 0
+        elif isinstance(n, Seq):
+            s = (0, self._init(n.items[0]))
+            for it in n.items[1:]:
+                self._init(it)
+        elif isinstance(n, And | AnyK):
+            s = tuple(self._init(i) for i in n.items)
+        elif isinstance(n, Rep):
+            self._init(n.body)
+            s = (0, None)
+        else:
+            s = (self._init(n.body), None)
+        self.init[id(n)] = s
+        return s
+
+    def _done(self, n: Node, s: Any) -> bool:
+        if isinstance(n, Ev):
+            return bool(s == 1)
+        if isinstance(n, Seq):
+            idx, cs = s
+            if not self._done(n.items[idx], cs):
+                return False
+            return all(self._done(it, self.init[id(it)]) for it in n.items[idx + 1:])
+        if isinstance(n, And):
+            return all(self._done(i, x) for i, x in zip(n.items, s, strict=True))
+        if isinstance(n, AnyK):
+            chosen = 0
+            for i, x in zip(n.items, s, strict=True):
+                if x != self.init[id(i)]:
+                    if not self._done(i, x):
+                        return False
+                    chosen += 1
+            return chosen == n.k
+        if isinstance(n, Rep):
+            count, cs = s
+            if cs is not None:
+                if not self._done(n.body, cs):
+                    return False
+                count += 1
+            return bool(count >= n.min)
+        return self._done(n.body, s[0])
+
+    def _alive(self, n: Node, s: Any) -> bool:
+        """Could this state still take an event?"""
+        if isinstance(n, Ev):
+            return bool(s == 0)
+        if isinstance(n, Seq):
+            idx, cs = s
+            return idx < len(n.items) - 1 or self._alive(n.items[idx], cs)
+        if isinstance(n, And):
+            return any(self._alive(i, x) for i, x in zip(n.items, s, strict=True))
+        if isinstance(n, AnyK):
+            started = sum(1 for i, x in zip(n.items, s, strict=True) if x != self.init[id(i)])
+            if started < n.k:
+                return True
+            return any(self._alive(i, x) for i, x in zip(n.items, s, strict=True)
+                       if x != self.init[id(i)])
+        if isinstance(n, Rep):
+            count, cs = s
+            if cs is not None and self._alive(n.body, cs):
+                return True
+            after = count + (1 if cs is not None else 0)
+            return n.max is None or bool(after < n.max)
+        return self._alive(n.body, s[0])
+
+    def _steps(self, n: Node, s: Any, e: Rec, b: int, B: tuple[Any, ...]
+               ) -> list[tuple[Any, tuple[Any, ...]]]:
+        if isinstance(n, Ev):
+            if s != 0 or not b & n.bit:
+                return []
+            slot = n.slot
+            if n.is_list:
+                cur = B[slot]
+                val: Any = (e,) if cur is None else cur + (e,)
+            else:
+                val = e
+            return [(1, B[:slot] + (val,) + B[slot + 1:])]
+        if isinstance(n, Seq):
+            idx, cs = s
+            out = [((idx, s2), B2) for s2, B2 in self._steps(n.items[idx], cs, e, b, B)]
+            j, cur = idx, cs
+            while j + 1 < len(n.items) and self._done(n.items[j], cur):
+                j += 1
+                cur = self.init[id(n.items[j])]
+                out.extend(((j, s2), B2) for s2, B2 in self._steps(n.items[j], cur, e, b, B))
+            return out
+        if isinstance(n, And):
+            out = []
+            for i, (it, x) in enumerate(zip(n.items, s, strict=True)):
+                for s2, B2 in self._steps(it, x, e, b, B):
+                    out.append((s[:i] + (s2,) + s[i + 1:], B2))
+            return out
+        if isinstance(n, AnyK):
+            started = sum(1 for i, x in zip(n.items, s, strict=True) if x != self.init[id(i)])
+            out = []
+            for i, (it, x) in enumerate(zip(n.items, s, strict=True)):
+                if x == self.init[id(it)] and started >= n.k:
+                    continue
+                for s2, B2 in self._steps(it, x, e, b, B):
+                    out.append((s[:i] + (s2,) + s[i + 1:], B2))
+            return out
+        if isinstance(n, Rep):
+            count, cs = s
+            out = []
+            if cs is not None:
+                out.extend(((count, s2), B2) for s2, B2 in self._steps(n.body, cs, e, b, B))
+            if cs is None or self._done(n.body, cs):
+                after = count + (1 if cs is not None else 0)
+                if n.max is None or after < n.max:
+                    out.extend(((after, s2), B2) for s2, B2 in
+                               self._steps(n.body, self.init[id(n.body)], e, b, B))
+            return out
+        cs, mark = s
+        out = []
+        for s2, B2 in self._steps(n.body, cs, e, b, B):
+            m = mark
+            if n.count:
+                if m is None:
+                    m = e[WPOS]
+                elif e[WPOS] - m >= n.amount:
+                    continue
+            else:
+                if m is None:
+                    m = e[TS]
+                elif e[TS] - m > n.amount:
+                    continue
+            out.append(((s2, m), B2))
+        return out
+
+    # -- the run loop ------------------------------------------------------------------------
+    def process(self, st: GroupState, recs: list[Rec], bits: list[int],
+                out: list[Candidate], max_matches: int | None) -> None:
+        """Feed one partition's events in order."""
+        root = self.plan.root
+        pos_mask = (1 << self.npos) - 1
+        strict = self.strict
+        W, CW = self.expire_us, self.expire_events
+        init = self.init[id(root)]
+        runs = st.runs
+        for e, b in zip(recs, bits, strict=True):
+            st.last_ts, st.last_wpos = e[TS], e[WPOS]
+            if b & ~pos_mask:
+                st.hist.append((e, b))
+            if not b & pos_mask:
+                continue
+            if runs and (W is not None or CW is not None):
+                cut = 0
+                while cut < len(runs) and (
+                        (W is not None and e[TS] - runs[cut][2] > W)
+                        or (CW is not None and e[WPOS] - runs[cut][3] >= CW)):
+                    cut += 1
+                del runs[:cut]
+            new: list[tuple[Any, ...]] = []
+            nm = 0
+            for r in runs:
+                if strict and e[CPOS] != r[5] + 1:
+                    continue
+                if not strict:
+                    new.append(r)
+                for s2, B2 in self._steps(root, r[0], e, b, r[1]):
+                    nr = (s2, B2, r[2], r[3], r[4], e[CPOS])
+                    if self._done(root, s2):
+                        c = self._complete(nr, e)
+                        if c is not None:
+                            out.append(c)
+                            nm += 1
+                    if self._alive(root, s2):
+                        new.append(nr)
+            for s2, B2 in self._steps(root, init, e, b, self.empty_B):
+                nr = (s2, B2, e[TS], e[WPOS], e[GPOS], e[CPOS])
+                if self._done(root, s2):
+                    c = self._complete(nr, e)
+                    if c is not None:
+                        out.append(c)
+                        nm += 1
+                if self._alive(root, s2):
+                    new.append(nr)
+            if max_matches is not None and nm > max_matches:
+                raise CapacityError(
+                    f"query {self.plan.name!r}: event {e[2]!r} completed {nm} matches, more "
+                    f"than max_matches_per_event={max_matches}")
+            if self.max_runs is not None and len(new) > self.max_runs:
+                if self.on_cap == "truncate":
+                    self.truncated_runs += len(new) - self.max_runs
+                    del new[: len(new) - self.max_runs]
+                else:
+                    raise CapacityError(
+                        f"query {self.plan.name!r}: {len(new)} live runs in one partition "
+                        f"exceed max_runs_per_partition={self.max_runs}; narrow the pattern "
+                        "(a window, a stricter strategy) or raise the cap, or pass "
+                        "on_cap='truncate'")
+            st.runs = runs = new
+
+    def prune(self, st: GroupState) -> None:
+        """Drop history no live run or waiting match can need any more."""
+        self._prune(st)
+
+    def _complete(self, r: tuple[Any, ...], e: Rec) -> Candidate | None:
+        B = r[1]
+        for p in self.plan.preds:
+            it = p.iter_var
+            if not p.check_all(B, None if it is None else self.iter_slot[it]):
+                return None
+        positions = sorted(x[GPOS] for x in self._records(B))
+        return Candidate(B, min(x[TS] for x in self._records(B)), r[3], e[GPOS], e[TS],
+                         e[WPOS], tuple(positions))
+
+    def _records(self, B: tuple[Any, ...]) -> list[Rec]:
+        out: list[Rec] = []
+        for x in B[: self.npos]:
+            if x is None:
+                continue
+            if isinstance(x, tuple) and (not x or isinstance(x[0], tuple)):
+                out.extend(x)
+            else:
+                out.append(x)
+        return out
+
+    def _prune(self, st: GroupState) -> None:
+        if len(st.hist) < 256:
+            return
+        lookback = None
+        if self.plan.max_window_us is not None:
+            lookback = st.last_ts - 2 * self.plan.max_window_us
+        elif self.plan.max_window_events is None:
+            return
+        oldest = min([r[4] for r in st.runs] + [c.positions[0] for c in st.pending],
+                     default=_INF)
+        keep = []
+        for rec, b in st.hist:
+            if rec[GPOS] >= oldest or (lookback is not None and rec[TS] >= lookback) or (
+                    self.plan.max_window_events is not None
+                    and rec[WPOS] >= st.last_wpos - 2 * self.plan.max_window_events):
+                keep.append((rec, b))
+        st.hist = keep
+
+    # -- negation ----------------------------------------------------------------------------
+    def _pvars(self, p: ast.Pattern) -> list[str]:
+        got = self.pattern_vars.get(id(p))
+        if got is None:
+            got = []
+
+            def walk(x: ast.Pattern) -> None:
+                if isinstance(x, ast.EventPattern):
+                    got.append(x.var)
+                elif isinstance(x, ast.Kleene | ast.Within):
+                    walk(x.body)
+                elif isinstance(x, ast.Not):
+                    return
+                else:
+                    for i in x.items:
+                        walk(i)
+            walk(p)
+            self.pattern_vars[id(p)] = got
+        return got
+
+    def _bound(self, vars_: list[str], B: tuple[Any, ...]) -> list[Rec]:
+        out: list[Rec] = []
+        for v in vars_:
+            x = B[self.slot[v]]
+            if x is None:
+                continue
+            if isinstance(x, tuple) and (not x or isinstance(x[0], tuple)):
+                out.extend(x)
+            else:
+                out.append(x)
+        return out
+
+    def _forbidden(self, st: GroupState, nblock: int, B: tuple[Any, ...],
+                   inside: Any) -> bool:
+        blk = self.plan.negations[nblock]
+        for rec, b in st.hist:
+            if not inside(rec):
+                continue
+            for v in blk.vars:
+                if not b & self.neg_bit[v]:
+                    continue
+                slot = self.slot[v]
+                B2 = B[:slot] + (rec,) + B[slot + 1:]
+                if all(p.check_all(B2, None if p.iter_var is None else
+                                   self.iter_slot.get(p.iter_var)) for p in blk.preds):
+                    return True
+        return False
+
+    def _neg_walk(self, st: GroupState, c: Candidate, final: bool) -> tuple[bool, int | None]:
+        """Check every NOT; returns (ok, deadline) where deadline is when an open trailing
+        interval closes (a ts for time windows, -wpos-1 encoded for count windows)."""
+        B = c.B
+        nots = iter(range(len(self.plan.negations)))
+        deadline: list[int] = []
+        ok = [True]
+
+        def interval(left: list[Rec], right: list[Rec], win: ast.Window | None,
+                     scope: list[Rec]) -> Any:
+            lo = max((x[GPOS] for x in left), default=None)
+            hi = min((x[GPOS] for x in right), default=None)
+            first = min(scope, key=lambda x: x[GPOS]) if scope else None
+            last = max(scope, key=lambda x: x[GPOS]) if scope else None
+            if hi is None and not final:
+                if win is None or first is None:
+                    deadline.append(_INF)
+                elif win.is_count:
+                    deadline.append(-(first[WPOS] + int(win.amount)) - 1)
+                else:
+                    deadline.append(first[TS] + win.microseconds)
+
+            def inside(q: Rec) -> bool:
+                if lo is not None:
+                    if q[GPOS] <= lo:
+                        return False
+                elif win is not None and last is not None:
+                    if win.is_count and not last[WPOS] - q[WPOS] < win.amount:
+                        return False
+                    if not win.is_count and q[TS] < last[TS] - win.microseconds:
+                        return False
+                if hi is not None:
+                    if q[GPOS] >= hi:
+                        return False
+                elif win is not None and first is not None:
+                    if win.is_count and not q[WPOS] - first[WPOS] < win.amount:
+                        return False
+                    if not win.is_count and q[TS] > first[TS] + win.microseconds:
+                        return False
+                return True
+            return inside
+
+        def walk(p: ast.Pattern, win: ast.Window | None, scope: list[Rec]) -> bool:
+            if isinstance(p, ast.EventPattern | ast.Kleene):
+                return True
+            if isinstance(p, ast.Within):
+                return walk(p.body, p.window, self._bound(self._pvars(p.body), B))
+            if isinstance(p, ast.Not):
+                return True
+            if isinstance(p, ast.Or | ast.AnyOf):
+                return all(walk(i, win, scope) for i in p.items
+                           if any(B[self.slot[v]] not in (None,) for v in self._pvars(i)))
+            items = p.items
+            if isinstance(p, ast.And):
+                mine = self._bound(self._pvars(p), B)
+                for item in items:
+                    if isinstance(item, ast.Not):
+                        k = next(nots)
+                        if mine:
+                            a = min(x[GPOS] for x in mine)
+                            z = max(x[GPOS] for x in mine)
+                            if self._forbidden(st, k, B,
+                                               lambda q, a=a, z=z: a < q[GPOS] < z):
+                                return False
+            else:
+                for i, item in enumerate(items):
+                    if not isinstance(item, ast.Not):
+                        continue
+                    k = next(nots)
+                    left = self._bound([v for it in items[:i] for v in self._pvars(it)], B)
+                    right = self._bound([v for it in items[i + 1:] for v in self._pvars(it)],
+                                        B)
+                    if self._forbidden(st, k, B, interval(left, right, win, scope)):
+                        return False
+            return all(walk(i, win, scope) for i in items if not isinstance(i, ast.Not))
+
+        ok[0] = walk(self.plan.analyzed.pattern, self.plan.analyzed.within, self._records(B))
+        return ok[0], (max(deadline) if deadline else None)
+
+    def negation_ok(self, st: GroupState, c: Candidate) -> bool:
+        """Check NOTs whose interval is already complete; mark matches that must wait."""
+        if not self.plan.negations:
+            return True
+        ok, deadline = self._neg_walk(st, c, final=False)
+        c.trailing = () if deadline is None else (deadline,)
+        return ok
+
+    def needs_trailing(self, c: Candidate) -> bool:
+        """Does the match wait for a trailing NOT interval to close?"""
+        return bool(c.trailing)
+
+    def match_preds_ok(self, c: Candidate) -> bool:
+        """Conjuncts were checked at completion."""
+        del c
+        return True
+
+    def release_pending(self, st: GroupState, watermark: int | None) -> list[Candidate]:
+        """Matches whose trailing interval has closed, re-checked against the full history."""
+        if not st.pending:
+            return []
+        done, keep = [], []
+        for c in st.pending:
+            d = c.trailing[0]
+            closed = watermark is None or (
+                d < 0 and st.last_wpos >= -d - 2) or (0 <= d < _INF and watermark > d)
+            if closed:
+                if self._neg_walk(st, c, final=True)[0]:
+                    done.append(c)
+            else:
+                keep.append(c)
+        st.pending = keep
+        return done
+
+    def sort_key(self, c: Candidate) -> tuple[Any, ...]:
+        """Output order (docs/semantics.md 10)."""
+        per_var: list[tuple[Any, ...]] = []
+        for v in self.plan.order:
+            x = c.B[self.slot[v]]
+            if x is None:
+                per_var.append((0,))
+            elif isinstance(x, tuple) and (not x or isinstance(x[0], tuple)):
+                per_var.append((1, tuple(r[GPOS] for r in x)))
+            else:
+                per_var.append((1, (x[GPOS],)))
+        return (c.last_gpos, c.positions, tuple(per_var))
+
+    def neg_event(self, st: GroupState, e: Rec, b: int) -> None:
+        """History of possible negating events (kept for the NOT checks)."""
+        st.hist.append((e, b))
+
+
+__all__ = ["GroupMatcher", "GroupState"]

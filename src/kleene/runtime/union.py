@@ -1,0 +1,164 @@
+"""A top-level OR as several linear matchers over the same records (one per branch).
+
+Each branch runs its own NFA^b (its own runs per key) on its slice of the candidate bits; its
+candidates are re-laid onto the union's variable slots (other branches' variables unbound) and
+merged in the documented output order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..plan.automaton import UnionPlan
+from ..plan.expr import GPOS
+from .linear import Candidate, LinearMatcher, PartState
+
+
+@dataclass(slots=True)
+class UnionState:
+    """Per-key state: one linear state per branch."""
+
+    parts: list[PartState] = field(default_factory=list)
+
+    @property
+    def runs(self) -> list[Any]:
+        """Every branch's runs (tagged with the branch index), for snapshots."""
+        return [(i, r) for i, p in enumerate(self.parts) for r in p.runs]
+
+    @property
+    def pending(self) -> list[Candidate]:
+        """Matches waiting on a trailing NOT, in any branch."""
+        return [c for p in self.parts for c in p.pending]
+
+    @property
+    def last_wpos(self) -> int:
+        """The last per-partition position seen."""
+        return max(p.last_wpos for p in self.parts)
+
+    @last_wpos.setter
+    def last_wpos(self, value: int) -> None:
+        for p in self.parts:
+            p.last_wpos = value
+
+
+class UnionMatcher:
+    """Evaluates a :class:`UnionPlan`."""
+
+    def __init__(self, plan: UnionPlan, *, max_runs: int | None = None,
+                 on_cap: str = "error") -> None:
+        self.plan = plan
+        self.branches = [LinearMatcher(b, max_runs=max_runs, on_cap=on_cap)
+                         for b in plan.branches]
+        self.kernel = None
+        self.simple_key = False
+        self.offsets: list[int] = []
+        self.widths: list[int] = []
+        off = 0
+        for m in self.branches:
+            w = len(m.mask_specs())
+            self.offsets.append(off)
+            self.widths.append(w)
+            off += w
+        self.slot = dict(plan.layout.var_slots)
+        self.maps = [[(m.plan.layout.var_slots[v], self.slot[v]) for v in m.plan.order]
+                     for m in self.branches]
+        self.nslots = len(self.slot)
+        self.has_trailing = any(m.has_trailing for m in self.branches)
+        self.origin: dict[int, tuple[int, Candidate]] = {}
+
+    @property
+    def truncated_runs(self) -> int:
+        """Runs dropped by on_cap='truncate', over all branches."""
+        return sum(m.truncated_runs for m in self.branches)
+
+    def mask_specs(self) -> list[tuple[str | None, Any]]:
+        """Every branch's candidate bits, one after the other."""
+        return [s for m in self.branches for s in m.mask_specs()]
+
+    def dump_state(self, st: UnionState) -> Any:
+        """Plain data for a snapshot."""
+        return [m.dump_state(p) for m, p in zip(self.branches, st.parts, strict=True)]
+
+    def load_state(self, data: Any) -> UnionState:
+        """Inverse of :meth:`dump_state`."""
+        return UnionState([m.load_state(d) for m, d in zip(self.branches, data, strict=True)])
+
+    def new_state(self) -> UnionState:
+        """Fresh per-key state."""
+        return UnionState([m.new_state() for m in self.branches])
+
+    def _lift(self, bi: int, c: Candidate) -> Candidate:
+        B = [None] * self.nslots
+        for src, dst in self.maps[bi]:
+            B[dst] = c.B[src]
+        lifted = Candidate(tuple(B), c.first_ts, c.first_wpos, c.last_gpos, c.last_ts,
+                           c.last_wpos, c.positions, c.trailing)
+        self.origin[id(lifted)] = (bi, c)
+        return lifted
+
+    def process(self, st: UnionState, recs: list[Any], bits: list[int],
+                out: list[Candidate], max_matches: int | None) -> None:
+        """Run every branch on its slice of the bits."""
+        for bi, m in enumerate(self.branches):
+            off, mask = self.offsets[bi], (1 << self.widths[bi]) - 1
+            sub = [(b >> off) & mask for b in bits]
+            tmp: list[Candidate] = []
+            m.process(st.parts[bi], recs, sub, tmp, max_matches)
+            out.extend(self._lift(bi, c) for c in tmp)
+
+    def negation_ok(self, st: UnionState, c: Candidate) -> bool:
+        """The branch's own negation check."""
+        bi, orig = self.origin[id(c)]
+        ok = self.branches[bi].negation_ok(st.parts[bi], orig)
+        c.trailing = orig.trailing
+        return ok
+
+    def needs_trailing(self, c: Candidate) -> bool:
+        """Does it wait for a trailing NOT?"""
+        return bool(c.trailing)
+
+    def match_preds_ok(self, c: Candidate) -> bool:
+        """Nothing left to check on the whole match."""
+        del c
+        return True
+
+    def admit_pending(self, st: UnionState, c: Candidate) -> None:
+        """Park a match on its branch's pending list."""
+        bi, orig = self.origin.pop(id(c))
+        st.parts[bi].pending.append(orig)
+
+    def forget(self, c: Candidate) -> None:
+        """Drop the bookkeeping of an admitted or rejected match."""
+        self.origin.pop(id(c), None)
+
+    def release_pending(self, st: UnionState, watermark: int | None) -> list[Candidate]:
+        """Released matches of every branch, lifted onto the union layout."""
+        out = []
+        for bi, m in enumerate(self.branches):
+            for c in m.release_pending(st.parts[bi], watermark):
+                lifted = self._lift(bi, c)
+                self.origin.pop(id(lifted), None)
+                out.append(lifted)
+        return out
+
+    def prune(self, st: UnionState) -> None:
+        """Prune every branch's history."""
+        for bi, m in enumerate(self.branches):
+            m.prune(st.parts[bi])
+
+    def sort_key(self, c: Candidate) -> tuple[Any, ...]:
+        """Output order (docs/semantics.md 10)."""
+        per_var: list[tuple[Any, ...]] = []
+        for v in self.plan.order:
+            x = c.B[self.slot[v]]
+            if x is None:
+                per_var.append((0,))
+            elif isinstance(x, tuple) and (not x or isinstance(x[0], tuple)):
+                per_var.append((1, tuple(r[GPOS] for r in x)))
+            else:
+                per_var.append((1, (x[GPOS],)))
+        return (c.last_gpos, c.positions, tuple(per_var))
+
+
+__all__ = ["UnionMatcher", "UnionState"]
