@@ -37,6 +37,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-setup-flink", action="store_true",
                    help="do not create benchmarks/.venv-flink if it is missing")
     p.add_argument("--stock-events", type=int, help="size of the stock stream (default 1M)")
+    p.add_argument("--pin", action="store_true",
+                   help="stock: also run the hand loop, kleene CLI and Flink p=1 pinned to one "
+                        "CPU (taskset -c 0)")
     p.add_argument("--traffic-events", type=_sizes,
                    help="comma-separated Aarhus prefix sizes, 'all' = 7.1M (default 1000000,all)")
     p.add_argument("--list", action="store_true", help="list the workloads and exit")
@@ -50,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         p.error(f"unknown workload(s) {unknown}; choose from {', '.join(workloads.WORKLOADS)}")
     ctx = workloads.Ctx(quick=args.quick, repeats=args.repeats, flink=not args.no_flink,
-                        setup_flink=not args.no_setup_flink, stock_events=args.stock_events,
+                        setup_flink=not args.no_setup_flink, stock_events=args.stock_events, pin=args.pin,
                         traffic_sizes=args.traffic_events)
     names = only or list(workloads.WORKLOADS)
     doc: dict[str, object] = {

@@ -30,14 +30,30 @@ def to_text(query: ast.Query) -> str:
     return _to_text(query)
 
 
-def analyze(query: str | ast.Query, *, dialect: str | None = None,
+QueryLike = Any
+"""Query text (any dialect), an ``ast.Query``, or a builder (anything with ``.build()``)."""
+
+
+def analyze(query: QueryLike, *, dialect: str | None = None,
             udfs: Mapping[str, Callable[..., Any]] | None = None,
-            name: str | None = None) -> AnalyzedQuery:
-    """Parse (if text) and validate a query; fill defaults."""
+            name: str | None = None,
+            schema: Mapping[str, Mapping[str, Any]] | None = None) -> AnalyzedQuery:
+    """Parse (if text) and validate a query; fill defaults.
+
+    ``schema`` (event type -> attribute -> kind) enables attribute and type checks.
+    """
     from .semantic import analyze as _analyze
 
-    q = parse(query, dialect=dialect) if isinstance(query, str) else query
-    return _analyze(q, udfs=udfs or {}, default_name=name)
+    if isinstance(query, str):
+        q = parse(query, dialect=dialect)
+    elif isinstance(query, ast.Query):
+        q = query
+    elif callable(getattr(query, "build", None)):
+        q = query.build()
+    else:
+        raise TypeError("a query is text, a kleene.ast.Query or a kleene.builder query, "
+                        f"not {type(query).__name__}")
+    return _analyze(q, udfs=udfs or {}, default_name=name, schema=schema)
 
 
 @dataclass(frozen=True)
@@ -64,15 +80,23 @@ class CompiledQuery:
         return start(self.analyzed, **{**self.options, **options})
 
 
-def compile(query: str | ast.Query, *, dialect: str | None = None,
+def compile(query: QueryLike, *, dialect: str | None = None,
             udfs: Mapping[str, Callable[..., Any]] | None = None,
             engine: str = DEFAULT_BACKEND, name: str | None = None,
+            schema: Mapping[str, Mapping[str, Any]] | None = None,
             **options: Any) -> CompiledQuery:
     """Parse, validate and bind a query to a backend.
 
     ``udfs`` registers user functions by name (the only way a query can call Python code).
+
+    Example:
+        >>> from kleene.builder import seq, event
+        >>> q = compile(seq(event("A", "a"), event("B", "b")).where("b.x > a.x"))
+        >>> q.name, list(q.analyzed.variables)
+        ('query', ['a', 'b'])
     """
-    return CompiledQuery(analyze(query, dialect=dialect, udfs=udfs, name=name), engine, options)
+    analyzed = analyze(query, dialect=dialect, udfs=udfs, name=name, schema=schema)
+    return CompiledQuery(analyzed, engine, options)
 
 
 __all__ = ["CompiledQuery", "analyze", "compile", "parse", "to_text"]

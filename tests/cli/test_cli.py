@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from kleene.cli.main import cli
@@ -40,7 +41,9 @@ def test_explain(tmp_path: Path) -> None:
         assert out.splitlines()[-2:] == ["   0  a            single   type A",
                                          "   1  b            single   type B"]
     else:
-        assert out.strip()
+        assert "my_query" in out.splitlines()[0]
+        code, dot, _ = invoke("explain", q, "--dot")
+        assert code == 0 and dot.startswith("digraph")
 
 
 def test_check_syntax_error_exits_1_with_caret() -> None:
@@ -113,3 +116,51 @@ def test_run_flag_combinations_are_checked_before_reading(tmp_path: Path) -> Non
     code, _, err = invoke("run", QUERY, "--input", p, "--format", "parquet")
     assert (code, err) == (2, "kleene: input error: Parquet output needs a file: pass --output "
                               "PATH\n")
+
+
+def test_run_reads_standard_input() -> None:
+    """--input - with --input-format; errors name <stdin>."""
+    runner = CliRunner()
+    result = runner.invoke(cli, ["run", "PATTERN SEQ(A a, B b)", "--input", "-", "--input-format",
+                                 "csv", "-q", "--engine", "oracle"],
+                           input="ts,type\n1,A\n2,B\n")
+    assert (result.exit_code, result.stdout) == (
+        0, '{"query": "query", "match": {"a": 0, "b": 1}, "start": 1, "end": 2, "values": {}}\n')
+    result = runner.invoke(cli, ["run", "PATTERN A a", "--input", "-", "--input-format", "jsonl",
+                                 "-q"], input='{"ts": 1, "type": "A"}\nnope\n')
+    assert (result.exit_code, result.stderr) == (
+        2, "kleene: input error: <stdin>, row 2: not valid JSON: Expecting value at character 1 "
+           "(line 2)\n")
+    result = runner.invoke(cli, ["run", "PATTERN A a", "--input", "-"], input="ts,type\n1,A\n")
+    assert (result.exit_code, result.stderr) == (
+        2, "kleene: input error: <stdin>: reading standard input (--input -) needs "
+           "--input-format csv|jsonl|parquet\n")
+    result = runner.invoke(cli, ["run", "PATTERN A a", "--input", "-", "--input-format", "csv"],
+                           input="ts,type\n1,A,9\n")
+    assert (result.exit_code, result.stderr) == (
+        2, "kleene: input error: <stdin>, row 1: has 3 fields but the header has 2 (line 2)\n")
+
+
+def test_udf_module_that_fails_to_import(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("sys.path", list(sys.path))
+    (tmp_path / "kleene_broken_udfs.py").write_text("def f(:\n")
+    p = write(tmp_path / "e.csv", "ts,type\n1,A\n")
+    code, _, err = invoke("run", "PATTERN A a", "--input", p, "--udf", "kleene_broken_udfs:f")
+    assert code == 1
+    assert err.startswith("kleene: query error: --udf 'kleene_broken_udfs:f': importing module "
+                          "'kleene_broken_udfs' failed: SyntaxError: ")
+
+
+def test_spark_options_match_run_query() -> None:
+    """``run --spark`` passes exactly what kleene.spark.cli.run_query accepts."""
+    import inspect
+
+    from kleene.cli.main import spark_options
+
+    spark_cli = pytest.importorskip("kleene.spark.cli")
+    opts = spark_options(output=None, fmt="jsonl", input_format=None, time_col=None,
+                         type_col=None, event_type=None, id_col=None, time_unit="s",
+                         column_types={}, delimiter=None, dialect=None, udfs={},
+                         engine="automaton", count_only=False, master=None, partitions=None)
+    inspect.signature(spark_cli.run_query).bind("PATTERN A a", "e.csv", **opts)

@@ -221,3 +221,31 @@ def test_time_format_mismatch(tmp_path: Path) -> None:
     assert error_of(df, time_format="%H:%M") == (
         "<DataFrame>, column 'ts': --time-format applies to text timestamps, but the time "
         "column has type int64")
+
+
+def test_dead_letter_file_exists_even_when_nothing_is_bad(tmp_path: Path) -> None:
+    p = write(tmp_path / "e.csv", "ts,type\n1,A\n")
+    dead = tmp_path / "dead.jsonl"
+    read_events(p, on_bad_row=f"dead-letter={dead}")
+    assert dead.read_text() == ""
+    with pytest.raises(InputError) as info:
+        read_events(p, on_bad_row=f"dead-letter={tmp_path / 'no' / 'dead.jsonl'}")
+    assert str(info.value) == (f"{tmp_path / 'no' / 'dead.jsonl'}: cannot write the dead-letter "
+                               "file: No such file or directory")
+
+
+def test_several_files_errors_name_the_file(tmp_path: Path) -> None:
+    d = tmp_path / "in"
+    d.mkdir()
+    write(d / "a.csv", "ts,type,x\n1,A,1\n2,A,2\n")
+    write(d / "b.csv", "ts,type,x\n3,A,3\n4,A,oops\n")
+    assert error_of(str(d)) == (
+        f"{d / 'b.csv'}, row 2, column 'x': 'oops' is not an integer (the column was read as "
+        "int64 from its first rows; pass --column-type x=string to keep it as text)")
+    batch, report = read_events(str(d), on_bad_row="skip")
+    assert batch.ids.to_pylist() == [0, 1, 2]
+    write(d / "c.jsonl", '{"ts": 5, "type": "A", "x": 5}\n')
+    assert error_of(str(d)) == (f"{d}: the input mixes formats: {d / 'a.csv'} is csv, "
+                                f"{d / 'c.jsonl'} is jsonl; pass one format")
+    assert error_of(str(tmp_path / "*.parquet")) == (
+        f"{tmp_path / '*.parquet'}: no input files found")

@@ -275,3 +275,18 @@ def test_csv_quotes_crlf_and_delimiter(tmp_path: Path) -> None:
     s = write(tmp_path / "s.csv", "ts;type;x\n1;A;1,5\n")
     batch, _ = read_events(s, delimiter=";")
     assert batch.column("x").to_pylist() == ["1,5"]
+
+
+def test_several_files_as_one_input(tmp_path: Path) -> None:
+    """A directory or a glob: files in sorted order, ids continue, one time order."""
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / "b.csv").write_text("ts,type,x\n2,B,20\n4,B,40\n")
+    (d / "a.csv.gz").write_bytes(gzip.compress(b"ts,type,x\n3,A,30\n1,A,10\n"))
+    (d / "_SUCCESS").write_text("")
+    (d / ".hidden.csv").write_text("ts,type,x\n0,Z,0\n")
+    for source in (str(d), str(d / "*.csv*")):
+        batch, report = read_events(source)
+        assert batch.column("x").to_pylist() == [10, 20, 30, 40]
+        assert batch.ids.to_pylist() == [1, 2, 0, 3]  # a.csv.gz rows 0-1, then b.csv rows 2-3
+        assert (report.source, report.rows_read, report.out_of_order) == (source, 4, 2)

@@ -9,6 +9,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kleene.errors import InputError
 from kleene.events import Match, TimeInfo
@@ -100,3 +102,27 @@ def test_bad_output_requests(tmp_path: Path) -> None:
         open_writer(str(tmp_path / "no" / "dir.jsonl"), "jsonl", ZONED)
     assert str(info.value) == (f"{tmp_path / 'no' / 'dir.jsonl'}: cannot write the output "
                                "file: No such file or directory")
+
+
+ids = st.one_of(st.integers(0, 10**12), st.text(min_size=1, max_size=5))
+values = st.one_of(st.none(), st.booleans(), st.integers(-10**15, 10**15),
+                   st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=8))
+
+
+@settings(max_examples=50, deadline=None)
+@given(bindings=st.dictionaries(st.sampled_from(["a", "b", "c"]),
+                                st.one_of(ids, st.lists(ids, max_size=3).map(tuple)),
+                                min_size=1),
+       vals=st.dictionaries(st.text(min_size=1, max_size=4), values, max_size=3),
+       start=st.integers(0, 2 * 10**15), length=st.integers(0, 10**12),
+       datetime_input=st.booleans())
+def test_jsonl_line_is_the_record(bindings: dict[str, object], vals: dict[str, object],
+                                  start: int, length: int, datetime_input: bool) -> None:
+    """Every line parses back to exactly Match.to_record (the contract), one line per match."""
+    time = ZONED if datetime_input else TimeInfo("numeric", "us")
+    m = Match("q", bindings, start, start + length, vals)  # type: ignore[arg-type]
+    out = io.StringIO()
+    write_matches([m, m], out, "jsonl", time)
+    lines = out.getvalue().split("\n")
+    assert lines[2] == "" and len(lines) == 3
+    assert json.loads(lines[0]) == m.to_record(time) == json.loads(lines[1])

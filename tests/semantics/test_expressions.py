@@ -49,7 +49,34 @@ CASES = [
     expr("ts is the event time in microseconds", "a.ts >= 2000000", ["a2", "a3"]),
     expr("type is the event type", "a.type = 'A' AND a.y >= 1", ["a2", "a3"]),
     expr("unary minus", "-a.f > 0", ["a3"]),
+    expr("min / max with two arguments are scalar", "max(a.y, 1) = 1 AND min(a.f, 0) < 0",
+         ["a3"]),
+    expr("least with a NULL is NULL", "least(a.x, 5) IS NULL", ["a1"]),
+    expr("round half to even", "round(a.f) = 2", ["a1", "a2"]),
+    expr("floor / ceil", "floor(a.f) = 1 OR ceil(a.f) = -1", ["a1", "a3"]),
+    expr("sqrt of a negative number is NULL", "sqrt(a.f) IS NULL", ["a3"]),
+    expr("concat, substr, trim", "concat(substr(a.s, 2), '!') = 'bc!' AND trim(a.s) = a.s",
+         ["a1", "a2"]),
+    expr("a TIMESTAMP literal is microseconds since the epoch",
+         "a.ts < TIMESTAMP '1970-01-01 00:00:02'", ["a1"]),
 ]
+
+TIMES = [
+    case("an INTERVAL compares with a difference of timestamps",
+         "PATTERN SEQ(A a, B b) WHERE b.ts - a.ts < INTERVAL 90 seconds",
+         "a1@0 b1@89 b2@90",
+         ["a=a1 b=b1"]),
+    case("ANY binds an event of every type",
+         "PATTERN SEQ(A a, ANY e) WHERE e.x = 1",
+         "a1@1 b1@2 c1@3 a2@4",
+         ["a=a1 e=b1", "a=a1 e=a2"],
+         b1={"x": 1}, c1={"x": 2}, a2={"x": 1}),
+]
+
+
+@pytest.mark.parametrize("c", TIMES, ids=lambda c: c.name)
+def test_times_and_any_type(backend: BackendFn, c: Case) -> None:
+    c.check(backend)
 
 
 @pytest.mark.parametrize("c", CASES, ids=lambda c: c.name)

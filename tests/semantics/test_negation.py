@@ -131,6 +131,20 @@ CASES = [
          """,
          ["a=[a1 a2] b=b1", "a=[a2] b=b1"],
          a1={"x": 1}, a2={"x": 5}, c1={"x": 3}),
+    case("NOT of a sequence forbids an occurrence of the whole sequence",
+         "PATTERN SEQ(A a, NOT(SEQ(B b, C c)), D d)",
+         """
+         ts  1   2   3   4   5   6   7   8
+             a1  c1  b1  d1  a2  b2  c2  d2
+         """,
+         ["a=a1 d=d1"]),
+    case("NOT of a repetition forbids that many events",
+         "PATTERN SEQ(A a, NOT(B{2} b[]), D d)",
+         """
+         ts  1   2   3   4   5   6   7
+             a1  b1  d1  a2  b2  b3  d2
+         """,
+         ["a=a1 d=d1"]),
     case("the negated variable's condition may use several positive variables",
          "PATTERN SEQ(A a, NOT(C c), B b) WHERE c.x BETWEEN a.x AND b.x",
          """

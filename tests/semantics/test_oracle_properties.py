@@ -84,3 +84,87 @@ def test_pick_keeps_one_per_group(query: str, stream: EventBatch, mode: str) -> 
     assert len(groups) == len(set(groups))
     assert len(groups) == len({tuple(sorted((k, v) for k, v in m.bindings.items() if k != var))
                                for m in every})
+
+
+# --- skip-till-next-match: the declarative rule (§8) equals an operational NFA^b simulation ---
+
+Component = tuple[str, int, "int | None", bool]  # type, min, max, is_list
+
+
+@st.composite
+def _stnm_case(draw: st.DrawFn) -> tuple[str, list[Component], EventBatch]:
+    comps: list[Component] = []
+    texts = []
+    for i in range(draw(st.integers(1, 3))):
+        t = draw(st.sampled_from("AB"))
+        kind = draw(st.sampled_from(["one", "+", "*", "{1,2}", "{2}"]))
+        if kind == "one":
+            comps.append((t, 1, 1, False))
+            texts.append(f"{t} v{i}")
+        else:
+            lo, hi = {"+": (1, None), "*": (0, None), "{1,2}": (1, 2), "{2}": (2, 2)}[kind]
+            comps.append((t, lo, hi, True))
+            texts.append(f"{t}{kind} v{i}[]")
+    if all(c[1] == 0 for c in comps):
+        comps.append(("C", 1, 1, False))
+        texts.append(f"C v{len(texts)}")
+    query = f"PATTERN SEQ({', '.join(texts)}) USING skip-till-next-match"
+    types = draw(st.lists(st.sampled_from("AABBC"), min_size=1, max_size=7))
+    stream = EventBatch.from_records([{"type": t, "ts": i} for i, t in enumerate(types)])
+    return query, comps, stream
+
+
+def _nfa_b(comps: list[Component], types: list[str]) -> set[tuple[Any, ...]]:
+    """Runs that must take every event they can (extend the Kleene or start a later component),
+    branching when both are possible; a match is emitted whenever a run is complete."""
+    m = len(comps)
+
+    def starts(j: int, e: int) -> list[int]:
+        """Components k > j that event e can start (through skippable components)."""
+        out = []
+        for k in range(j + 1, m):
+            if comps[k][0] == types[e]:
+                out.append(k)
+            if comps[k][1] > 0:
+                break
+        return out
+
+    def complete(j: int, binds: list[list[int]]) -> bool:
+        return len(binds[j]) >= comps[j][1] and all(c[1] == 0 for c in comps[j + 1:])
+
+    found: set[tuple[Any, ...]] = set()
+    runs: list[tuple[int, list[list[int]]]] = []
+    for e in range(len(types)):
+        nxt: list[tuple[int, list[list[int]]]] = []
+        for j, binds in runs:
+            moved: list[tuple[int, list[list[int]]]] = []
+            t, lo, hi, _ = comps[j]
+            if t == types[e] and (hi is None or len(binds[j]) < hi) and comps[j][3]:
+                moved.append((j, [*binds[:j], [*binds[j], e], *binds[j + 1:]]))
+            if len(binds[j]) >= lo:
+                for k in starts(j, e):
+                    moved.append((k, [*binds[:k], [e], *binds[k + 1:]]))
+            nxt.extend(moved or [(j, binds)])
+        for k in starts(-1, e):
+            nxt.append((k, [[] for _ in range(k)] + [[e]] + [[] for _ in range(k + 1, m)]))
+        runs = nxt
+        for j, binds in runs:
+            if binds[j] and binds[j][-1] == e and complete(j, binds):
+                found.add(tuple(tuple(b) if c[3] else b[0] for b, c in zip(binds, comps,
+                                                                             strict=True)))
+    return found
+
+
+@settings(max_examples=300, derandomize=True, deadline=None, database=None)
+@given(_stnm_case())
+def test_skip_till_next_match_equals_an_nfa_b_simulation(
+        case: tuple[str, list[Component], EventBatch]) -> None:
+    query, comps, stream = case
+    ids = stream.ids.to_pylist()
+    pos = {x: i for i, x in enumerate(ids)}
+    got = set()
+    for m in _run(query, stream):
+        got.add(tuple(tuple(pos[x] for x in v) if isinstance(v, tuple) else pos[v]
+                      for v in m.bindings.values()))
+    want = _nfa_b(comps, stream.types.tolist())
+    assert got == want

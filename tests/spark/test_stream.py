@@ -37,7 +37,8 @@ def _run(spark: Any, src: Path, out: Path, ck: Path, per_trigger: int) -> None:
 
 
 def _read(spark: Any, out: Path) -> tuple[list[str], list[Any]]:
-    df = spark.read.json(str(out))
+    df = spark.read.schema(f"kind string, record string, {END_US} long, {LAST_POS} long, "
+                           f"{SEQ} long, late_id long").json(str(out))
     matches = [r[0] for r in df.where("kind = 'match'").orderBy(END_US, LAST_POS, SEQ)
                .select("record").collect()]
     late = [r[0] for r in df.where("kind = 'late'").select("late_id").collect()]
@@ -45,20 +46,22 @@ def _read(spark: Any, out: Path) -> tuple[list[str], list[Any]]:
 
 
 def test_stream_restart_equals_uninterrupted_and_embedded(spark: Any, tmp_path: Path) -> None:
-    rows = random_rows(11, n=48)
+    rows = random_rows(3, n=48, keys=2, types="AB")
     for i, r in enumerate(rows):
         r["id"] = i
     expected = embedded_lines(QUERY, [{k: v for k, v in r.items() if k != "id"} for r in rows],
                               "automaton")
     assert len(expected) >= 8
     chunks = [rows[0:16], rows[16:32], rows[32:48]]
-    late_row = {"id": 999, "ts": 0, "type": "A", "k": "k0", "x": 0}
+    # behind kleene's watermark (max ts - 2 s) once chunk 1 is in, within Spark's (- 2 s more)
+    late_row = {"id": 999, "ts": rows[31]["ts"] - 3, "type": "A", "k": "k0", "x": 0}
 
     # uninterrupted: every file present, two files per micro-batch
     src = tmp_path / "all"
     for j, ch in enumerate(chunks):
         _write(src, f"p{j}.jsonl", ch)
-    _write(src, "p3.jsonl", [late_row, SENTINEL])
+    _write(src, "p1late.jsonl", [late_row])
+    _write(src, "p3.jsonl", [SENTINEL])
     _run(spark, src, tmp_path / "out_all", tmp_path / "ck_all", per_trigger=2)
     whole, whole_late = _read(spark, tmp_path / "out_all")
 
@@ -66,11 +69,12 @@ def test_stream_restart_equals_uninterrupted_and_embedded(spark: Any, tmp_path: 
     src2 = tmp_path / "parts"
     _write(src2, "p0.jsonl", chunks[0])
     _write(src2, "p1.jsonl", chunks[1])
+    _write(src2, "p1late.jsonl", [late_row])
     _run(spark, src2, tmp_path / "out", tmp_path / "ck", per_trigger=1)
     first, _ = _read(spark, tmp_path / "out")
     assert 0 < len(first) < len(expected)  # some matches before the stop, not all
     _write(src2, "p2.jsonl", chunks[2])
-    _write(src2, "p3.jsonl", [late_row, SENTINEL])
+    _write(src2, "p3.jsonl", [SENTINEL])
     _run(spark, src2, tmp_path / "out", tmp_path / "ck", per_trigger=1)
     resumed, resumed_late = _read(spark, tmp_path / "out")
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import importlib
 import os
-import resource
 import sys
 import time
 import traceback
@@ -30,6 +29,7 @@ EXIT_QUERY = 1
 EXIT_INPUT = 2
 EXIT_RUNTIME = 3
 
+ORACLE_WARN_EVENTS = 1_000
 QUERY_SUFFIXES = (".kleene", ".cep", ".sase", ".query", ".txt", ".sql")
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -110,6 +110,9 @@ def load_udfs(specs: Sequence[str]) -> dict[str, Callable[..., Any]]:
             mod = importlib.import_module(module)
         except ImportError as e:
             raise QueryError(f"--udf {spec!r}: cannot import module {module!r}: {e}") from None
+        except Exception as e:  # the user's module failed while importing
+            raise QueryError(f"--udf {spec!r}: importing module {module!r} failed: "
+                             f"{type(e).__name__}: {e}") from None
         fn = getattr(mod, func, None)
         if not callable(fn):
             raise QueryError(f"--udf {spec!r}: module {module!r} has no function {func!r}")
@@ -129,6 +132,11 @@ def _compile(query: str, dialect: str | None, udfs: Sequence[str], engine: str) 
 
 
 def _peak_memory_mb() -> float:
+    """Peak resident memory of this process (ru_maxrss: KiB on Linux, bytes on macOS)."""
+    try:
+        import resource
+    except ImportError:  # not on POSIX
+        return 0.0
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return rss / (1024 * 1024) if sys.platform == "darwin" else rss / 1024
 
@@ -243,7 +251,8 @@ def explain(query: str, dialect: str | None, dot: bool, udfs: tuple[str, ...]) -
 @cli.command()
 @click.argument("query")
 @click.option("--input", "-i", "input_path", required=True, metavar="PATH",
-              help="Events: .csv, .csv.gz, .tsv, .jsonl, .ndjson, .parquet.")
+              help="Events: a .csv, .csv.gz, .tsv, .jsonl, .ndjson or .parquet file, a "
+                   "directory or a glob of them (read in sorted order), or - for stdin.")
 @click.option("--input-format", type=click.Choice(["csv", "jsonl", "parquet"]), default=None,
               help="Input format when the file name does not tell.")
 @click.option("--time-col", default=None, metavar="COL",
@@ -313,12 +322,13 @@ def run(query: str, input_path: str, input_format: str | None, time_col: str | N
         raise InputError("--stream and --allowed-lateness are for the embedded engine, not "
                          "--spark")
     if spark:
-        _run_spark(query, input_path, output=output, fmt=out_fmt, input_format=input_format,
-                   time_col=time_col, type_col=type_col, event_type=event_type, id_col=id_col,
-                   time_unit=time_unit, column_types=types, delimiter=delimiter,
-                   dialect=dialect, udfs=load_udfs(udfs), engine=engine or DEFAULT_BACKEND,
-                   count_only=count, master=master, partitions=partitions,
-                   on_bad_row=on_bad_row, quiet=quiet)
+        _run_spark(query, input_path, on_bad_row=on_bad_row, quiet=quiet,
+                   **spark_options(output=output, fmt=out_fmt, input_format=input_format,
+                                   time_col=time_col, type_col=type_col, event_type=event_type,
+                                   id_col=id_col, time_unit=time_unit, column_types=types,
+                                   delimiter=delimiter, dialect=dialect, udfs=load_udfs(udfs),
+                                   engine=engine or DEFAULT_BACKEND, count_only=count,
+                                   master=master, partitions=partitions))
         return
     if master is not None or partitions is not None:
         raise InputError("--master and --partitions need --spark")
@@ -345,6 +355,10 @@ def run(query: str, input_path: str, input_format: str | None, time_col: str | N
         progress.show(f"reading {input_path}: {_percent(stream)}{stream.report.events:,} events")
     events, report = collect(stream, batches)
     read_done = time.perf_counter()
+    if compiled.engine == "oracle" and len(events) > ORACLE_WARN_EVENTS:
+        click.echo(f"kleene: warning: the oracle enumerates every candidate match (brute "
+                   f"force, for tiny inputs); {len(events):,} events may take very long. "
+                   "The default engine is automaton.", err=True)
     progress.show(f"matching {len(events):,} events with {compiled.engine}", force=True)
     matches = _engine_call(compiled.engine, compiled.run, events) if len(events) else []
     progress.clear()
@@ -424,6 +438,21 @@ def _run_streaming(compiled: Any, stream: Any, *, output: str | None, fmt: str, 
         _summary(report, n_matches, compiled.engine,
                  (started, compiled_at, finished, finished, finished),
                  late=int(runtime.counters.late_events), lateness_s=lateness_s)
+
+
+def spark_options(*, output: str | None, fmt: str, input_format: str | None,
+                  time_col: str | None, type_col: str | None, event_type: str | None,
+                  id_col: str | None, time_unit: str, column_types: dict[str, str],
+                  delimiter: str | None, dialect: str | None,
+                  udfs: dict[str, Callable[..., Any]], engine: str, count_only: bool,
+                  master: str | None, partitions: int | None) -> dict[str, Any]:
+    """The keyword arguments ``run --spark`` passes to :func:`kleene.spark.cli.run_query`
+    (a test binds them to its signature, so the two cannot drift apart silently)."""
+    return {"output": output, "fmt": fmt, "input_format": input_format, "time_col": time_col,
+            "type_col": type_col, "event_type": event_type, "id_col": id_col,
+            "time_unit": time_unit, "column_types": column_types, "delimiter": delimiter,
+            "dialect": dialect, "udfs": udfs, "engine": engine, "count_only": count_only,
+            "master": master, "partitions": partitions}
 
 
 def _run_spark(query: str, input_path: str, *, on_bad_row: str, quiet: bool,

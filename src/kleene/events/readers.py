@@ -43,11 +43,15 @@ Example:
 from __future__ import annotations
 
 import csv
+import glob
+import io
 import itertools
 import json
 import os
+import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import IO, Any, Literal
 
 import numpy as np
@@ -180,6 +184,11 @@ class _Raw:
     bad: list[BadRow]
     rows: int
     """Input rows this chunk covers (table rows + rows lost before conversion)."""
+    offset: int = 0
+    """Added to ids when several files are read as one input (ids continue across files);
+    rows in messages stay per file."""
+    source: str | None = None
+    """The file this chunk came from, when the input is several files."""
 
 
 def detect_format(path: str) -> str:
@@ -229,12 +238,48 @@ def _open_stream(path: str, tracker: list[IO[bytes]] | None = None) -> Any:
     return stream
 
 
-def _csv_header(path: str, delimiter: str) -> list[str]:
+STDIN = "-"
+"""The path that means standard input (``--input -``)."""
+
+
+class _Replay(io.RawIOBase):
+    """Standard input with its first bytes kept: the CSV header is peeked, then read again."""
+
+    def __init__(self, raw: IO[bytes]) -> None:
+        super().__init__()
+        self.raw = raw
+        self.head = b""
+        self.pos = 0
+
+    def peek_head(self, n: int) -> bytes:
+        if not self.head:
+            self.head = self.raw.read(n) or b""
+        return self.head
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        if self.pos < len(self.head):
+            n = min(len(b), len(self.head) - self.pos)
+            b[:n] = self.head[self.pos:self.pos + n]
+            self.pos += n
+            return n
+        data = self.raw.read(len(b)) or b""
+        b[:len(data)] = data
+        return len(data)
+
+
+def _peek(path: str) -> bytes:
     with _open_stream(path) as f:
         try:
-            head = f.read(1 << 16)
+            head: bytes = f.read(1 << 16)
         except (pa.ArrowException, OSError, EOFError) as e:
             raise InputError(f"cannot read: {e}", path=path) from None
+    return head
+
+
+def _csv_header(head: bytes, path: str, delimiter: str) -> list[str]:
     text = head.decode("utf-8", errors="replace").lstrip("\ufeff")
     first = text.split("\n", 1)[0].rstrip("\r")
     if not text.strip():
@@ -255,7 +300,17 @@ def _csv_chunks(path: str, opts: ReadOptions, tracker: list[IO[bytes]]) -> Itera
     import pyarrow.csv as pcsv
 
     delimiter = opts.delimiter or ("\t" if ".tsv" in path.lower() else ",")
-    names = _csv_header(path, delimiter)
+    if path == STDIN:  # one pass only: no multi-threaded first try
+        replay = _Replay(sys.stdin.buffer)
+        names = _csv_header(replay.peek_head(1 << 16), path, delimiter)
+
+        def open_input() -> Any:
+            return pa.PythonFile(replay, mode="r")
+    else:
+        names = _csv_header(_peek(path), path, delimiter)
+
+        def open_input() -> Any:
+            return _open_stream(path, tracker)
     ragged: list[tuple[int | None, str, int, int]] = []
 
     def on_invalid(row: Any) -> str:
@@ -267,12 +322,12 @@ def _csv_chunks(path: str, opts: ReadOptions, tracker: list[IO[bytes]]) -> Itera
                                        strings_can_be_null=True)
     text_cols = frozenset(names)
     start = 0
-    threaded = True
+    threaded = path != STDIN
     while True:
         ragged.clear()
         reader_opts = pcsv.ReadOptions(use_threads=threaded, block_size=opts.block_bytes,
                                        skip_rows_after_names=start)
-        stream = _open_stream(path, tracker)
+        stream = open_input()
         try:
             try:
                 reader = pcsv.open_csv(stream, read_options=reader_opts,
@@ -381,7 +436,8 @@ def _read_json_block(pj: Any, chunk: bytes, schema: pa.Schema | None) -> pa.Tabl
 def _jsonl_chunks(path: str, opts: ReadOptions, tracker: list[IO[bytes]]) -> Iterator[_Raw]:
     import pyarrow.json as pj
 
-    stream = _open_stream(path, tracker)
+    stream = (pa.PythonFile(sys.stdin.buffer, mode="r") if path == STDIN
+              else _open_stream(path, tracker))
     schema: pa.Schema | None = None
     leftover = b""
     start = 0
@@ -436,10 +492,10 @@ def _jsonl_chunks(path: str, opts: ReadOptions, tracker: list[IO[bytes]]) -> Ite
 def _parquet_chunks(path: str, opts: ReadOptions, tracker: list[IO[bytes]]) -> Iterator[_Raw]:
     import pyarrow.parquet as pq
 
-    if not os.path.exists(path):
+    if path != STDIN and not os.path.exists(path):
         raise InputError("no such file", path=path)
     try:
-        pf = pq.ParquetFile(path)
+        pf = pq.ParquetFile(pa.BufferReader(sys.stdin.buffer.read()) if path == STDIN else path)
     except (pa.ArrowException, OSError) as e:
         raise InputError(f"not a readable Parquet file ({e})", path=path) from None
     start = 0
@@ -453,6 +509,9 @@ def _parquet_chunks(path: str, opts: ReadOptions, tracker: list[IO[bytes]]) -> I
         raise InputError(f"cannot read Parquet near row {start + 1}: {e}", path=path) from None
     finally:
         pf.close()
+
+
+_READERS = {"csv": _csv_chunks, "jsonl": _jsonl_chunks, "parquet": _parquet_chunks}
 
 
 def _table_chunks(tables: Iterable[Any], batch_size: int) -> Iterator[_Raw]:
@@ -517,19 +576,70 @@ def _split(chunks: Iterator[_Raw], batch_size: int) -> Iterator[_Raw]:
                        m + extra)
 
 
+def _renamed(chunks: Iterator[_Raw], name: str) -> Iterator[_Raw]:
+    """Re-raise input errors of ``chunks`` under a display name (``-`` -> ``<stdin>``)."""
+    try:
+        yield from chunks
+    except InputError as e:
+        raise InputError(e.reason, path=name, row=e.row, column=e.column) from None
+
+
+def list_files(path: str) -> list[str]:
+    """The files of an input path: a file, a directory (recursively, skipping names that start
+    with ``.`` or ``_``) or a glob (``data/*.csv.gz``, ``**`` allowed), in sorted order."""
+    if os.path.isdir(path):
+        files = sorted(str(p) for p in Path(path).rglob("*")
+                       if p.is_file() and not p.name.startswith((".", "_")))
+    elif any(ch in path for ch in "*?["):
+        files = sorted(f for f in glob.glob(path, recursive=True) if os.path.isfile(f))
+    elif not os.path.exists(path):
+        raise InputError("no such file", path=path)
+    else:
+        return [path]
+    if not files:
+        raise InputError("no input files found", path=path)
+    return files
+
+
+def _multi_chunks(files: list[str], fmt: str, opts: ReadOptions,
+                  tracker: list[IO[bytes]]) -> Iterator[_Raw]:
+    """Several files as one input, in order; ids continue from one file to the next."""
+    reader = _READERS[fmt]
+    offset = 0
+    for f in files:
+        for raw in _split(reader(f, opts, tracker), opts.batch_size):
+            raw.ids = raw.ids + offset
+            raw.offset, raw.source = offset, f
+            yield raw
+            offset += raw.rows
+
+
 def _source_chunks(source: Any, opts: ReadOptions,
                    tracker: list[IO[bytes]]) -> tuple[str, str, Iterator[_Raw]]:
     """(display name, format, raw chunks) for any supported source."""
     if isinstance(source, (str, os.PathLike)):
         path = os.fspath(source)
-        fmt = (opts.format or detect_format(path)).lower()
+        if path == STDIN and opts.format is None:
+            raise InputError("reading standard input (--input -) needs --input-format "
+                             "csv|jsonl|parquet", path="<stdin>")
+        files = [path] if path == STDIN else list_files(path)
+        fmt = (opts.format or detect_format(files[0])).lower()
         if fmt == "json":
             fmt = "jsonl"
         if fmt not in FORMATS:
             raise InputError(f"unknown input format {fmt!r}; use csv, jsonl or parquet",
                              path=path)
-        reader = {"csv": _csv_chunks, "jsonl": _jsonl_chunks, "parquet": _parquet_chunks}[fmt]
-        return path, fmt, _split(reader(path, opts, tracker), opts.batch_size)
+        if opts.format is None:
+            for f in files[1:]:
+                if detect_format(f) != fmt:
+                    raise InputError(f"the input mixes formats: {files[0]} is {fmt}, {f} is "
+                                     f"{detect_format(f)}; pass one format", path=path)
+        if files != [path]:
+            return path, fmt, _multi_chunks(files, fmt, opts, tracker)
+        chunks = _split(_READERS[fmt](path, opts, tracker), opts.batch_size)
+        if path == STDIN:
+            return "<stdin>", fmt, _renamed(chunks, "<stdin>")
+        return path, fmt, chunks
     if isinstance(source, pa.Table | pa.RecordBatch):
         return "<arrow table>", "arrow", _table_chunks([source], opts.batch_size)
     if isinstance(source, pa.RecordBatchReader):
@@ -617,6 +727,8 @@ class EventStream(Iterator[EventBatch]):
         self._examples: list[str] = []
         self._dead_file: IO[str] | None = None
         self._done = False
+        if self.policy.action == "dead-letter":
+            self._open_dead_letter()  # early: an unwritable path fails before any reading
 
     # -- public ----------------------------------------------------------------------------
     def __enter__(self) -> EventStream:
@@ -687,7 +799,7 @@ class EventStream(Iterator[EventBatch]):
     # -- first chunk: resolve columns ------------------------------------------------------
     def _decide(self, raw: _Raw) -> _Decisions:
         cols = raw.table.column_names
-        src = self.name
+        src = raw.source or self.name
         for c in cols:
             if c in RESERVED:
                 raise InputError(f"column name {c!r} is reserved by kleene; rename it", path=src)
@@ -828,7 +940,8 @@ class EventStream(Iterator[EventBatch]):
         out: dict[str, pa.Array] = {}
         if d.time_col not in table.column_names:
             raise InputError(f"time column {d.time_col!r} is missing from a later part of the "
-                             "input", path=self.name, row=int(raw.ids[0]) + 1 if n else None)
+                             "input", path=raw.source or self.name,
+                             row=int(raw.ids[0]) - raw.offset + 1 if n else None)
         ts, terrs = self._time_micros(table.column(d.time_col).combine_chunks(), d)
         for c in table.column_names:
             if c == d.time_col and d.time_mode != "numeric":
@@ -885,20 +998,21 @@ class EventStream(Iterator[EventBatch]):
         for e in errors:
             first.setdefault(e.position, e)
         bad = list(raw.bad) + [
-            BadRow(int(raw.ids[p]), e.reason, column=e.column,
+            BadRow(int(raw.ids[p]) - raw.offset, e.reason, column=e.column,
                    record=_jsonable(raw.table.slice(p, 1).to_pylist()[0]))
             for p, e in sorted(first.items())]
         bad.sort(key=lambda b: b.row)
         if not bad:
             return result
+        source = raw.source or self.name
         if self.policy.action == "fail":
-            raise bad[0].error(self.name)
+            raise bad[0].error(source)
         for b in bad[: max(0, 3 - len(self._examples))]:
-            self._examples.append(str(b.error(self.name)))
+            self._examples.append(str(b.error(source)))
         if self.policy.action == "skip":
             self._skipped += len(bad)
         else:
-            self._dead_letter(bad)
+            self._dead_letter(bad, source)
             self._dead += len(bad)
         if result is None or not first:
             return result
@@ -906,7 +1020,7 @@ class EventStream(Iterator[EventBatch]):
         keep[list(first)] = False
         return result.filter(pa.array(keep))
 
-    def _dead_letter(self, bad: list[BadRow]) -> None:
+    def _open_dead_letter(self) -> IO[str]:
         if self._dead_file is None:
             assert self.policy.path is not None
             try:
@@ -914,8 +1028,12 @@ class EventStream(Iterator[EventBatch]):
             except OSError as e:
                 raise InputError(f"cannot write the dead-letter file: {e.strerror}",
                                  path=self.policy.path) from None
+        return self._dead_file
+
+    def _dead_letter(self, bad: list[BadRow], source: str) -> None:
+        out = self._open_dead_letter()
         for b in bad:
-            rec: dict[str, Any] = {"source": self.name, "row": b.row + 1}
+            rec: dict[str, Any] = {"source": source, "row": b.row + 1}
             if b.line is not None:
                 rec["line"] = b.line
             if b.column is not None:
@@ -925,7 +1043,7 @@ class EventStream(Iterator[EventBatch]):
                 rec["record"] = b.record
             if b.text is not None:
                 rec["text"] = b.text
-            self._dead_file.write(json.dumps(rec, default=str) + "\n")
+            out.write(json.dumps(rec, default=str) + "\n")
 
     def _order(self, table: pa.Table | None, d: _Decisions) -> EventBatch | None:
         if table is None or table.num_rows == 0:
@@ -1031,6 +1149,6 @@ def describe_source(source: Any) -> str:
 
 
 __all__ = [
-    "BadRow", "BadRowPolicy", "EventStream", "collect", "FORMATS", "ReadOptions", "ReadReport",
+    "BadRow", "BadRowPolicy", "EventStream", "STDIN", "collect", "list_files", "FORMATS", "ReadOptions", "ReadReport",
     "describe_source", "detect_format", "iter_events", "read_events",
 ]

@@ -133,6 +133,16 @@ class NegGuard:
     gap: int
     preds: tuple[Predicate, ...]
     mask: VectorPred | None
+    seq_lo: int = 0
+    """First component of the SEQ that holds the NOT (its "before" side starts here)."""
+    seq_hi: int = 0
+    """One past the last component of that SEQ (its "after" side ends here)."""
+    win_amount: int | None = None
+    """The innermost enclosing window (for a leading / trailing NOT), if any."""
+    win_count: bool = False
+    scope_lo: int = 0
+    """Components ``scope_lo..scope_hi`` are that window's scope."""
+    scope_hi: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,14 +215,28 @@ class Unsupported(EngineError):
 @dataclass(slots=True)
 class _Flat:
     comps: list[Component]
-    negs: list[tuple[str, str | None, int]]
+    negs: list[list[Any]]
+    """[var, type, gap, seq_lo, seq_hi, window ctx] per NOT (ctx filled by the caller)."""
     windows: list[WindowGuard]
 
 
-def _flatten(p: ast.Pattern, out: _Flat) -> None:
+def _flatten(p: ast.Pattern, out: _Flat, ctx: list[Any]) -> None:
+    """Flatten into components; ``ctx`` is the innermost window context
+    ``[amount, count, first_comp, last_comp]`` (amount None: no window)."""
     if isinstance(p, ast.Seq):
+        lo = len(out.comps)
+        mine = []
         for item in p.items:
-            _flatten(item, out)
+            if isinstance(item, ast.Not):
+                if not isinstance(item.body, ast.EventPattern):
+                    raise Unsupported("negation of a sub-pattern")
+                entry = [item.body.var, item.body.type, len(out.comps), lo, None, ctx]
+                out.negs.append(entry)
+                mine.append(entry)
+            else:
+                _flatten(item, out, ctx)
+        for entry in mine:
+            entry[4] = len(out.comps)
     elif isinstance(p, ast.EventPattern):
         out.comps.append(Component(CompKind.SINGLE, (p.var,), (p.type,)))
     elif isinstance(p, ast.Kleene):
@@ -226,17 +250,16 @@ def _flatten(p: ast.Pattern, out: _Flat) -> None:
         out.comps.append(Component(CompKind.CHOICE, tuple(x.var for x in items),
                                    tuple(x.type for x in items)))
     elif isinstance(p, ast.Not):
-        if not isinstance(p.body, ast.EventPattern):
-            raise Unsupported("negation of a sub-pattern")
-        out.negs.append((p.body.var, p.body.type, len(out.comps)))
+        raise Unsupported("NOT outside a SEQ")
     elif isinstance(p, ast.Within):
         start = len(out.comps)
-        _flatten(p.body, out)
+        w = p.window
+        amount = int(w.amount) if w.is_count else w.microseconds
+        inner: list[Any] = [amount, w.is_count, start, None]
+        _flatten(p.body, out, inner)
+        inner[3] = len(out.comps) - 1
         if len(out.comps) > start:
-            w = p.window
-            out.windows.append(WindowGuard(start, len(out.comps) - 1,
-                                           int(w.amount) if w.is_count else w.microseconds,
-                                           w.is_count))
+            out.windows.append(WindowGuard(start, len(out.comps) - 1, amount, w.is_count))
     else:
         raise Unsupported(type(p).__name__)
 
@@ -247,10 +270,15 @@ def compile_plan(analyzed: AnalyzedQuery, *, attrs_from: AnalyzedQuery | None = 
     ``attrs_from`` fixes the record layout's attributes from another query (the union plan's
     branches share one record layout)."""
     flat = _Flat([], [], [])
-    _flatten(analyzed.pattern, flat)
+    q = analyzed.query
+    top: list[Any] = [None, False, 0, None]
+    if q.within is not None:
+        top = [int(q.within.amount) if q.within.is_count else q.within.microseconds,
+               q.within.is_count, 0, None]
+    _flatten(analyzed.pattern, flat, top)
     if not flat.comps:
         raise Unsupported("a pattern without positive events")
-    q = analyzed.query
+    top[3] = len(flat.comps) - 1
     if q.within is not None:
         w = q.within
         flat.windows.append(WindowGuard(0, len(flat.comps) - 1,
@@ -258,7 +286,7 @@ def compile_plan(analyzed: AnalyzedQuery, *, attrs_from: AnalyzedQuery | None = 
                                         w.is_count))
     variables = analyzed.variables
     order = tuple(analyzed.positive_vars())
-    neg_names = [n for n, _t, _g in flat.negs]
+    neg_names = [ng[0] for ng in flat.negs]
     all_vars = list(order) + neg_names
     list_vars = frozenset(v for v in order if variables[v].kind is VarKind.LIST)
     comp_of: dict[str, int] = {}
@@ -331,11 +359,12 @@ def compile_plan(analyzed: AnalyzedQuery, *, attrs_from: AnalyzedQuery | None = 
         var_plans[v] = VarPlan(v, layout.var_slots[v], comp_of[v], vi.type, v in list_vars, mask,
                                tk, tuple(close[v]))
     negations: list[NegGuard] = []
-    for nv, nt, gap in flat.negs:
+    for nv, nt, gap, seq_lo, seq_hi, wctx in flat.negs:
         mask = vectorize(one_var[nv], layout, nv, udfs) if one_var[nv] else None
         covered = set(id(x) for x in (mask.exprs if mask else ()))
         negations.append(NegGuard(nv, nt, gap, tuple(p for p in neg_preds[nv]
-                                                     if id(p.expr) not in covered), mask))
+                                                     if id(p.expr) not in covered), mask,
+                                  seq_lo, seq_hi, wctx[0], bool(wctx[1]), wctx[2], wctx[3]))
     returns = []
     for i, r in enumerate(q.returns):
         info = refs(r.expr, list_vars)

@@ -169,6 +169,7 @@ class Runtime:
             if np.all(ts[1:] >= ts[:-1]):
                 self._process(t)
                 self.frontier = max(self.frontier, int(ts[-1]))
+                self._release_trailing(self.frontier)
                 return self._release(None)
         self.buffer.append(t)
         return self._flush_buffer(self.max_seen - max(self.allowed_lateness_us, 0), inclusive=True)
@@ -223,6 +224,7 @@ class Runtime:
         if ready.num_rows:
             self._process(ready)
             self.frontier = max(self.frontier, int(ts[n - 1]))
+            self._release_trailing(self.frontier)
         return self._release(None)
 
     # ---------------------------------------------------------------------------------------
@@ -258,14 +260,17 @@ class Runtime:
         return inv.astype(np.int64), keys
 
     def _positions(self, codes: np.ndarray[Any, Any], keys: list[Any],
-                   base: dict[Any, int]) -> np.ndarray[Any, Any]:
-        """Per-key running positions (0-based within each key's sub-stream)."""
+                   base: dict[Any, int], order: np.ndarray[Any, Any] | None = None
+                   ) -> np.ndarray[Any, Any]:
+        """Per-key running positions (0-based within each key's sub-stream); ``order`` is a
+        stable argsort of ``codes`` when the caller already has one."""
         n = len(codes)
         if len(keys) == 1:
             b = base.get(keys[0], 0)
             base[keys[0]] = b + n
             return np.arange(b, b + n, dtype=np.int64)
-        order = np.argsort(codes, kind="stable")
+        if order is None:
+            order = np.argsort(codes, kind="stable")
         sc = codes[order]
         starts = np.flatnonzero(np.r_[True, sc[1:] != sc[:-1]])
         counts = np.diff(np.r_[starts, n])
@@ -324,19 +329,23 @@ class Runtime:
             anym |= m
         sel = np.flatnonzero(anym)
         self.counters.candidate_events += len(sel)
-        # 3. keys and positions (over every event: positions count all events)
+        # 3. keys and positions (over every event: positions count all events); one stable
+        #    argsort of the route codes serves both the positions and the routing
         key_attrs = plan.key_attrs
         rcodes, rkeys = self._key_codes(t, key_attrs)
+        order_all = np.argsort(rcodes, kind="stable") if len(rkeys) > 1 else None
         if plan.partition_by:
-            pcodes, pkeys = (rcodes, rkeys) if key_attrs == plan.partition_by else \
-                self._key_codes(t, plan.partition_by)
-            ppos = self._positions(pcodes, pkeys, self.pos_base)
+            if key_attrs == plan.partition_by:
+                ppos = self._positions(rcodes, rkeys, self.pos_base, order_all)
+            else:
+                pcodes, pkeys = self._key_codes(t, plan.partition_by)
+                ppos = self._positions(pcodes, pkeys, self.pos_base)
         else:
             ppos = gpos
         wpos = ppos
         if self.strategy is ast.Strategy.PARTITION_CONTIGUITY and key_attrs:
             cpos = ppos if key_attrs == plan.partition_by else \
-                self._positions(rcodes, rkeys, self.cpos_base)
+                self._positions(rcodes, rkeys, self.cpos_base, order_all)
         else:
             cpos = ppos
         if len(sel) == 0:
@@ -344,20 +353,26 @@ class Runtime:
             return
         for i in range(len(masks)):
             bits |= masks[i].astype(np.int64) << i
-        # 4. records of candidate events only
+        # 4. candidate events in routed order (by key, then stream order)
+        if order_all is not None:
+            sel = order_all[anym[order_all]]
+        n_sel = len(sel)
         ts = t.column(TS).to_numpy()
+        everything = n_sel == n and order_all is None
         sel_arr = pa.array(sel)
         cols: list[list[Any]] = [gpos[sel].tolist(), ts[sel].tolist(),
-                                 t.column(ID).take(sel_arr).to_pylist(), cpos[sel].tolist(),
-                                 wpos[sel].tolist()]
+                                 (t.column(ID) if everything else
+                                  t.column(ID).take(sel_arr)).to_pylist(),
+                                 cpos[sel].tolist(), wpos[sel].tolist()]
         names = t.column_names
         for a in plan.layout.attrs:
             if a in names:
-                col = t.column(a).take(sel_arr)
+                col = t.column(a) if everything else t.column(a).take(sel_arr)
             elif a in ("ts", "type", "id"):
-                col = t.column("__" + a).take(sel_arr)
+                col = t.column("__" + a)
+                col = col if everything else col.take(sel_arr)
             else:
-                cols.append([None] * len(sel))
+                cols.append([None] * n_sel)
                 continue
             if pa.types.is_timestamp(col.type):
                 col = col.cast(pa.timestamp("us", col.type.tz)).cast(pa.int64())
@@ -379,22 +394,17 @@ class Runtime:
                         if vm.row_fns[k].fn(Bt, 0) is not True:
                             bl[j] &= ~bit
                             break
-        # 5. route by key (one stable sort) and run the matcher per partition
-        rc = rcodes[sel]
+        # 5. run the matcher per partition
         out: list[tuple[Any, Candidate]] = []
         matcher = self.matcher
+        groups: Iterable[tuple[int, int, int]]
         if len(rkeys) == 1:
-            groups: Iterable[tuple[int, int, int]] = [(0, 0, len(sel))]
-            order = None
+            groups = [(0, 0, n_sel)]
         else:
-            order = np.argsort(rc, kind="stable")
-            src = rc[order]
+            src = rcodes[sel]
             starts = np.flatnonzero(np.r_[True, src[1:] != src[:-1]])
-            ends = np.r_[starts[1:], len(src)]
+            ends = np.r_[starts[1:], n_sel]
             groups = zip(src[starts].tolist(), starts.tolist(), ends.tolist(), strict=True)
-            order_l = order.tolist()
-            recs = [recs[j] for j in order_l]
-            bl = [bl[j] for j in order_l]
         mm = self.max_matches_per_event
         groups_done = []
         for code, s, e in groups:
@@ -447,6 +457,8 @@ class Runtime:
         self.held.append((self.matcher.sort_key(c), c, None))
 
     def _release_trailing(self, watermark: int | None) -> None:
+        if not self.matcher.has_trailing:
+            return
         for st in self.states.values():
             for c in self.matcher.release_pending(st, watermark):
                 self._ready(c)
@@ -456,7 +468,7 @@ class Runtime:
         if not self.held:
             return []
         limit: int | None = None
-        if not final:
+        if not final and self.matcher.has_trailing:
             pend = [c.last_gpos for st in self.states.values() for c in st.pending]
             if pend:
                 limit = min(pend)

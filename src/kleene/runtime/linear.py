@@ -83,8 +83,11 @@ class LinearMatcher:
         self.max_runs = max_runs
         self.on_cap = on_cap
         self.truncated_runs = 0
+        # the per-variable part of the output key follows from the sorted positions when
+        # every variable is always bound and at most one of them is a list
         self.simple_key = all(c.kind is not CompKind.CHOICE and c.min > 0
-                              for c in plan.components)
+                              for c in plan.components) and sum(
+            c.kind is CompKind.KLEENE for c in plan.components) <= 1
         self.kernel: Any = None
         """The generated transition function (kleene.runtime.kernel), when the plan allows."""
         order = plan.order
@@ -124,7 +127,7 @@ class LinearMatcher:
         self.expire_events = plan.window_events
         self.empty_B: tuple[Any, ...] = tuple(() if v in plan.layout.list_vars else None
                              for v in plan.layout.var_slots)
-        self.has_trailing = any(g.gap == self.ncomp for g in plan.negations)
+        self.has_trailing = any(all(c.nullable for c in comps[g.gap:]) for g in plan.negations)
         self.neg_bits = [1 << (len(order) + i) for i in range(len(plan.negations))]
         self.iter_slot = {v: plan.layout.var_slots[v] for v in plan.layout.list_vars}
         self.close_preds = [tuple(p for v in c.vars for p in plan.vars[v].close) for c in comps]
@@ -365,22 +368,20 @@ class LinearMatcher:
 
     # ---------------------------------------------------------------------------------------
     # negation
-    def _bound_ranges(self, B: tuple[Any, ...], gap: int) -> tuple[Rec | None, Rec | None]:
-        """Last bound record before ``gap`` and first bound record after it."""
-        left: Rec | None = None
-        right: Rec | None = None
-        for ci, c in enumerate(self.plan.components):
-            for v in c.vars:
+    def _bound_in(self, B: tuple[Any, ...], lo: int, hi: int) -> list[Rec]:
+        """Records bound by components ``lo..hi-1``."""
+        out: list[Rec] = []
+        comps = self.plan.components
+        for ci in range(lo, hi):
+            for v in comps[ci].vars:
                 x = B[self.slot[v]]
                 if x is None or x == ():
                     continue
-                if ci < gap:
-                    cand = x[-1] if isinstance(x[0], tuple) else x
-                    if left is None or cand[GPOS] > left[GPOS]:
-                        left = cand
-                elif right is None:
-                    right = x[0] if isinstance(x[0], tuple) else x
-        return left, right
+                if isinstance(x[0], tuple):
+                    out.extend(x)
+                else:
+                    out.append(x)
+        return out
 
     def _neg_violates(self, g: NegGuard, B: tuple[Any, ...], n: Rec) -> bool:
         slot = self.slot[g.var]
@@ -391,47 +392,51 @@ class LinearMatcher:
         return True
 
     def negation_ok(self, st: PartState, c: Candidate) -> bool:
-        """Inner and leading negation (decisions 6); trailing ones are checked later."""
+        """docs/semantics.md 4 for every NOT: the interval between the parts of its SEQ, or the
+        window's lead-in / tail for a leading / trailing one. A tail that reaches past what has
+        been seen makes the match wait (``c.trailing``: (guard, lower gpos, last ts, last
+        wpos) per open tail, None meaning unbounded)."""
         trailing = []
-        tw, cw = self.plan.window_us, self.plan.window_events
         for gi, g in enumerate(self.plan.negations):
-            left, right = self._bound_ranges(c.B, g.gap)
-            if right is None:
-                # the tail seen so far (later events of the same batch are already here)
-                lo_pos = c.last_gpos if left is None else left[GPOS]
-                hist = st.neg_hist[gi]
-                start = bisect.bisect_right(hist, lo_pos, key=lambda r: r[GPOS])
-                for j in range(start, len(hist)):
-                    n = hist[j]
-                    if tw is not None and n[TS] > c.first_ts + tw:
-                        break
-                    if cw is not None and n[WPOS] - c.first_wpos >= cw:
-                        break
-                    if self._neg_violates(g, c.B, n):
-                        return False
-                trailing.append(gi)
-                continue
+            left = self._bound_in(c.B, g.seq_lo, g.gap)
+            right = self._bound_in(c.B, g.gap, g.seq_hi)
+            lo = max((x[GPOS] for x in left), default=None)
+            hi = min((x[GPOS] for x in right), default=None)
+            scope = self._bound_in(c.B, g.scope_lo, g.scope_hi + 1) if g.win_amount else []
+            first = min(scope, key=lambda x: x[GPOS]) if scope else None
+            last = max(scope, key=lambda x: x[GPOS]) if scope else None
             hist = st.neg_hist[gi]
-            if not hist:
-                continue
-            hi = right[GPOS]
-            if left is not None:
-                lo = left[GPOS] + 1
-                start = bisect.bisect_left(hist, lo, key=lambda r: r[GPOS])
+            W = g.win_amount
+            # lower end
+            if lo is not None:
+                start = bisect.bisect_right(hist, lo, key=lambda r: r[GPOS])
+            elif W is not None and last is not None:
+                if g.win_count:
+                    start = bisect.bisect_left(hist, last[WPOS] - W + 1, key=lambda r: r[WPOS])
+                else:
+                    start = bisect.bisect_left(hist, last[TS] - W, key=lambda r: r[TS])
             else:
-                w = self.plan.window_events
-                tw = self.plan.window_us
                 start = 0
-                if tw is not None:
-                    start = bisect.bisect_left(hist, c.last_ts - tw, key=lambda r: r[TS])
-                elif w is not None:
-                    start = bisect.bisect_left(hist, c.last_wpos - w + 1, key=lambda r: r[WPOS])
+            # upper end
+            dl_ts = dl_wp = None
+            if hi is None and W is not None and first is not None:
+                if g.win_count:
+                    dl_wp = first[WPOS] + W - 1
+                else:
+                    dl_ts = first[TS] + W
             for j in range(start, len(hist)):
                 n = hist[j]
-                if n[GPOS] >= hi:
+                if hi is not None and n[GPOS] >= hi:
+                    break
+                if dl_ts is not None and n[TS] > dl_ts:
+                    break
+                if dl_wp is not None and n[WPOS] > dl_wp:
                     break
                 if self._neg_violates(g, c.B, n):
                     return False
+            if hi is None:
+                base = lo if lo is not None else c.last_gpos
+                trailing.append((gi, base, dl_ts, dl_wp, W is None))
         c.trailing = tuple(trailing)
         return True
 
@@ -461,32 +466,34 @@ class LinearMatcher:
         return (c.last_gpos, c.positions, tuple(per_var))
 
     def _trailing_kill(self, st: PartState, gi: int, g: NegGuard, n: Rec) -> None:
-        tw, cw = self.plan.window_us, self.plan.window_events
         keep = []
         for c in st.pending:
-            inside = gi in c.trailing and n[GPOS] > c.last_gpos and (
-                (tw is None or n[TS] <= c.first_ts + tw)
-                and (cw is None or n[WPOS] - c.first_wpos < cw))
-            if inside and self._neg_violates(g, c.B, n):
-                continue
-            keep.append(c)
+            dead = False
+            for tgi, base, dl_ts, dl_wp, _unbounded in c.trailing:
+                if tgi != gi or n[GPOS] <= base:
+                    continue
+                if dl_ts is not None and n[TS] > dl_ts:
+                    continue
+                if dl_wp is not None and n[WPOS] > dl_wp:
+                    continue
+                if self._neg_violates(g, c.B, n):
+                    dead = True
+                    break
+            if not dead:
+                keep.append(c)
         st.pending = keep
 
     def release_pending(self, st: PartState, watermark: int | None) -> list[Candidate]:
-        """Matches whose trailing-negation window is over (watermark None: end of stream)."""
+        """Matches whose every open tail is over (watermark None: end of stream)."""
         if not st.pending:
             return []
-        tw, cw = self.plan.window_us, self.plan.window_events
         done, keep = [], []
         for c in st.pending:
-            if watermark is None:
-                done.append(c)
-            elif tw is not None and watermark > c.first_ts + tw:
-                done.append(c)
-            elif cw is not None and st.last_wpos - c.first_wpos >= cw - 1:
-                done.append(c)
-            else:
-                keep.append(c)
+            closed = watermark is None or all(
+                not unbounded and (dl_ts is None or watermark > dl_ts)
+                and (dl_wp is None or st.last_wpos >= dl_wp)
+                for _gi, _b, dl_ts, dl_wp, unbounded in c.trailing)
+            (done if closed else keep).append(c)
         st.pending = keep
         return done
 
@@ -497,14 +504,14 @@ class LinearMatcher:
     def _prune_history(self, st: PartState) -> None:
         if not self.plan.negations:
             return
-        tw, cw = self.plan.window_us, self.plan.window_events
         oldest = min([r[5] for r in st.runs] + [c.positions[0] for c in st.pending],
                      default=None)
         for gi, g in enumerate(self.plan.negations):
             hist = st.neg_hist[gi]
             if len(hist) < 64:
                 continue
-            if g.gap == 0:
+            if g.gap == g.seq_lo:
+                tw, cw = (None, g.win_amount) if g.win_count else (g.win_amount, None)
                 if tw is not None:
                     cut = bisect.bisect_left(hist, st.last_ts - tw, key=lambda r: r[TS])
                 elif cw is not None:

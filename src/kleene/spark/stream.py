@@ -51,6 +51,9 @@ class StreamSpec:
     """Arrow schema of the processor's input rows as pandas delivers them (ns timestamps)."""
     schema: pa.Schema
     """The same with microsecond timestamps, as the engine expects."""
+    margin_ms: int = 0
+    """Late margin: Spark's watermark runs this much behind kleene's, so rows up to this much
+    behind kleene's watermark still reach the processor and are reported as late."""
 
 
 def _ipc(table: pa.Table) -> bytes:
@@ -102,7 +105,7 @@ class KleeneProcessor:
         for pdf in rows:
             if len(pdf):
                 tables.append(self._to_arrow(pdf))
-        yield from self._step(key, tables, timerValues.getCurrentWatermarkInMs())
+        yield from self._step(key, tables, self._wm(timerValues))
 
     def _to_arrow(self, pdf: Any) -> pa.Table:
         """pandas -> Arrow by position (pandas may rename columns), with Spark's types back."""
@@ -116,7 +119,12 @@ class KleeneProcessor:
 
     def handleExpiredTimer(self, key: Any, timerValues: Any,
                            expiredTimerInfo: Any) -> Iterator[Any]:
-        yield from self._step(key, [], timerValues.getCurrentWatermarkInMs())
+        yield from self._step(key, [], self._wm(timerValues))
+
+    def _wm(self, timer_values: Any) -> int:
+        """kleene's watermark in ms (0: none yet): Spark's plus the late margin."""
+        wm = int(timer_values.getCurrentWatermarkInMs())
+        return wm + self.spec.margin_ms if wm > 0 else 0
 
     def close(self) -> None:
         return None
@@ -179,9 +187,9 @@ class KleeneProcessor:
             self.handle.deleteTimer(t)
         if pending is not None and pending.num_rows:
             oldest = int(pc.min(pending.column(TS)).as_py())
-            self.handle.registerTimer(oldest // 1000 + 1)
+            self.handle.registerTimer(oldest // 1000 + 1 - self.spec.margin_ms)
         elif _runtime_busy(rt) and wm_ms > 0:
-            self.handle.registerTimer(wm_ms + 1)
+            self.handle.registerTimer(wm_ms + 1 - self.spec.margin_ms)
         if out.n or late_rows:
             yield self._frame(out, late_rows)
 
@@ -241,19 +249,43 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(name)
 
 
+_INTERVAL_MS = {"ms": 1, "millisecond": 1, "milliseconds": 1, "s": 1000, "sec": 1000,
+                "second": 1000, "seconds": 1000, "min": 60_000, "minute": 60_000,
+                "minutes": 60_000, "h": 3_600_000, "hour": 3_600_000, "hours": 3_600_000,
+                "day": 86_400_000, "days": 86_400_000}
+
+
+def interval_ms(text: str, what: str = "watermark") -> int:
+    """Parse ``"10 seconds"`` / ``"500 ms"`` / ``"2 minutes"`` into milliseconds."""
+    parts = text.strip().lower().split()
+    try:
+        amount = float(parts[0])
+        unit = _INTERVAL_MS[parts[1]] if len(parts) > 1 else 1000
+    except (IndexError, KeyError, ValueError):
+        raise InputError(f"{what} {text!r}: write an amount and a unit, like '10 seconds' "
+                         f"(units: {', '.join(sorted(_INTERVAL_MS))})") from None
+    if len(parts) > 2 or amount < 0:
+        raise InputError(f"{what} {text!r}: write one non-negative amount and a unit")
+    return round(amount * unit)
+
+
 def match_stream(df: Any, query: Any, *, watermark: str, time_col: str,
                  type_col: str | None = None, event_type: str | None = None,
                  id_col: str, order_col: str | None = None, time_unit: str = "s",
-                 output: OutputMode = "map",
+                 output: OutputMode = "map", late_margin: str | None = None,
                  udfs: Mapping[str, Callable[..., Any]] | None = None,
                  name: str | None = None) -> Any:
     """Run a query over a streaming DataFrame with event time; returns a streaming DataFrame.
 
-    ``watermark`` is Spark's delay (``"10 seconds"``): rows are matched once the watermark
-    passes them. Output rows have ``kind = 'match'`` (the columns of
-    :func:`kleene.spark.match`) or ``kind = 'late'`` (a row that arrived behind the watermark:
-    ``late_id``, ``__end_us`` = its time). ``id_col`` is required (a stream has no row index);
-    ties in time are broken by ``order_col``, else by the id (integer ids).
+    ``watermark`` is the delay (``"10 seconds"``): kleene's watermark is the largest event time
+    seen minus it, and rows are matched once the watermark passes them. Output rows have
+    ``kind = 'match'`` (the columns of :func:`kleene.spark.match`) or ``kind = 'late'`` (a row
+    that arrived behind the watermark: ``late_id``, ``__end_us`` = its time). Spark itself
+    drops rows behind *its* watermark before they reach kleene, so Spark's watermark runs
+    ``late_margin`` (default: the watermark delay) behind kleene's: rows up to that much late
+    are reported as ``late`` rows; later ones are only counted by Spark
+    (``numRowsDroppedByWatermark`` in the query progress). ``id_col`` is required (a stream has
+    no row index); ties in time are broken by ``order_col``, else by the id (integer ids).
 
     Example:
         >>> q = match_stream(sdf, "PATTERN SEQ(A a, B b) PARTITION BY k WITHIN 5 seconds",
@@ -297,9 +329,11 @@ def match_stream(df: Any, query: Any, *, watermark: str, time_col: str,
     ordc = F.col(f"`{order_col}`").cast("long") if order_col is not None else idc
     typ = (F.col(f"`{type_col}`").cast("string") if type_col is not None
            else F.lit(event_type))
+    delay_ms = interval_ms(watermark)
+    margin_ms = interval_ms(late_margin, "late_margin") if late_margin is not None else delay_ms
     prepared = (df.withColumn(ID, idc).withColumn(TS, ts).withColumn(TYPE, typ)
                 .withColumn(ORD, ordc).withColumn(WM, F.timestamp_micros(F.col(TS)))
-                .withWatermark(WM, watermark))
+                .withWatermark(WM, f"{delay_ms + margin_ms} milliseconds"))
     attr_types = {}
     for f in df.schema.fields:
         try:
@@ -316,7 +350,7 @@ def match_stream(df: Any, query: Any, *, watermark: str, time_col: str,
         if pa.types.is_timestamp(at):
             at = pa.timestamp("ns", at.tz)
         in_fields.append(pa.field(f.name, at))
-    spec = StreamSpec(task, pa.schema(in_fields), pa.schema(fields))
+    spec = StreamSpec(task, pa.schema(in_fields), pa.schema(fields), margin_ms)
     out_schema = from_arrow_schema(stream_output_schema(task))
     keys = [F.col(f"`{k}`") for k in plan.keys] if plan.mode == "keyed" else [F.lit(0)]
     grouped = prepared.groupBy(*keys)
@@ -325,5 +359,5 @@ def match_stream(df: Any, query: Any, *, watermark: str, time_col: str,
         outputMode="Append", timeMode="EventTime")
 
 
-__all__ = ["KleeneProcessor", "StreamSpec", "match_stream", "processor_class",
+__all__ = ["KleeneProcessor", "StreamSpec", "interval_ms", "match_stream", "processor_class",
            "stream_output_schema"]

@@ -385,6 +385,8 @@ _BUILTINS: dict[str, Callable[..., Value]] = {
     "concat": _concat,
     "least": _extreme(min),
     "greatest": _extreme(max),
+    "min": _extreme(min),  # with two or more arguments (one argument is the aggregate)
+    "max": _extreme(max),
 }
 
 
@@ -616,8 +618,8 @@ class _Enumerator:
             return self._emit([_Occ({p.var: i}, frozenset((i,))) for i in allowed
                                if p.type is None or self.events[i].type == p.type])
         if isinstance(p, ast.Within):
-            return [o for o in self.occ(p.body, subset) if _window_ok(p.window, o.events,
-                                                                       self.events)]
+            return [o for o in self.occ(p.body, subset)
+                    if _span_ok(p.window, o.events, self.events)]
         if isinstance(p, ast.Or):
             return [o for item in p.items for o in self.occ(item, subset)]
         if isinstance(p, ast.Seq):
@@ -687,10 +689,6 @@ def _span_ok(window: ast.Window, positions: Iterable[int], events: Sequence[_Eve
         return max(pos) - min(pos) < window.amount
     ts = [events[i].ts for i in pos]
     return max(ts) - min(ts) <= window.microseconds
-
-
-def _window_ok(window: ast.Window, positions: Iterable[int], events: Sequence[_Event]) -> bool:
-    return _span_ok(window, positions, events)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ TYPES = ("A", "B", "C", "D")
 """Event types of the random streams (queries mostly use A, B and C)."""
 
 FEATURES = ("sequence", "kleene", "negation", "and_or_any", "windows", "partitions",
-            "strategies", "policies", "return", "mixed")
+            "strategies", "policies", "return", "expressions", "mixed")
 """Feature groups for :func:`queries`; ``mixed`` draws from all of them at once."""
 
 
@@ -33,7 +33,8 @@ FEATURES = ("sequence", "kleene", "negation", "and_or_any", "windows", "partitio
 def streams(draw: st.DrawFn, *, min_events: int = 3, max_events: int = 9,
             max_ts: int = 6) -> EventBatch:
     """A small stream: random types, timestamps with many ties (input order not sorted),
-    attribute ``x`` (small ints or NULL), partition key ``k`` (``u``/``v``, rarely NULL)."""
+    attribute ``x`` (small ints or NULL), ``s`` (short strings or NULL), partition key ``k``
+    (``u``/``v``, rarely NULL)."""
     n = draw(st.integers(min_events, max_events))
     counters = dict.fromkeys(TYPES, 0)
     records = []
@@ -46,6 +47,7 @@ def streams(draw: st.DrawFn, *, min_events: int = 3, max_events: int = 9,
             "ts": draw(st.integers(1, max_ts)),
             "x": draw(st.sampled_from((None, 0, 1, 2, 3, 1, 2))),
             "k": draw(st.sampled_from(("u", "v", "u", "v", None))),
+            "s": draw(st.sampled_from(("pa", "pb", "q", None))),
         })
     return EventBatch.from_records(records)
 
@@ -144,13 +146,47 @@ def _conditions(draw: st.DrawFn, vs: _Vars) -> list[str]:
     for v in vs.lists:
         templates += [f"{v}[i].x >= {v}[i-1].x", f"{v}.x > 0", f"sum({v}.x) <= 4",
                       f"count({v}) <= 2", f"first({v}).x < last({v}).x", f"avg({v}.x) >= 1",
-                      f"{v}.x IS NOT NULL"]
+                      f"{v}.x IS NOT NULL", f"{v}[last].x >= {v}[1].x",
+                      f"max({v}.x) - min({v}.x) <= 1"]
+        templates += [f"{v}.x >= {w}.x" for w in related]
     for n in vs.negated:
         templates += [f"{n}.x > 1", f"{n}.x IS NOT NULL"]
         templates += [f"{n}.x >= {w}.x" for w in related]
+        templates += [f"{n}.x > {w}.x" for w in vs.lists if w not in vs.branch]
     if not templates:
         return []
     return draw(st.lists(st.sampled_from(templates), max_size=2, unique=True))
+
+
+def _expression(vs: _Vars) -> st.SearchStrategy[str]:
+    """Conditions over the whole expression language: NULLs, strings, division, functions."""
+    names = vs.single + vs.lists + vs.negated
+    ref = st.sampled_from(names)
+    num = st.one_of(
+        st.builds(lambda v: f"{v}.x", ref),
+        st.integers(-1, 3).map(str),
+        st.builds(lambda v, w: f"{v}.x / ({w}.x - 1)", ref, ref),
+        st.builds(lambda v: f"{v}.x % 2", ref),
+        st.builds(lambda v: f"coalesce({v}.x, 2)", ref),
+        st.builds(lambda v: f"abs({v}.x - 2)", ref),
+        st.builds(lambda v: f"-{v}.x", ref),
+        st.builds(lambda v: f"length({v}.s)", ref),
+    )
+    cmp = st.builds(lambda a, op, b: f"{a} {op} {b}", num,
+                    st.sampled_from(["=", "!=", "<", "<=", ">", ">="]), num)
+    text = st.one_of(
+        st.builds(lambda v, p: f"{v}.s LIKE '{p}'", ref, st.sampled_from(["p%", "_a", "%"])),
+        st.builds(lambda v: f"{v}.s IN ('pa', 'q')", ref),
+        st.builds(lambda v: f"{v}.s = {v}.x", ref),
+        st.builds(lambda v: f"upper({v}.s) = 'PB'", ref),
+        st.builds(lambda v: f"{v}.s IS NULL", ref),
+    )
+    atom = st.one_of(cmp, text, st.builds(lambda v: f"{v}.x BETWEEN 1 AND 2", ref))
+    return st.one_of(
+        atom,
+        st.builds(lambda a, b: f"({a} OR {b})", atom, atom),
+        st.builds(lambda a: f"NOT ({a})", atom),
+    )
 
 
 def _window(draw: st.DrawFn) -> str:
@@ -244,6 +280,10 @@ def _queries(draw: st.DrawFn, *, feature: str) -> str:
             vs.branch.update(vs.single)
     elif feature == "policies":
         pattern = _seq(draw, vs, kleene=True, negation=False, or_=False)
+    elif feature == "expressions":
+        pattern = _seq(draw, vs, kleene=draw(st.booleans()), negation=draw(st.booleans()),
+                       or_=False)
+        where.append(draw(_expression(vs)))
     else:  # return
         pattern = _seq(draw, vs, kleene=True, negation=False, or_=True)
     where += _conditions(draw, vs)

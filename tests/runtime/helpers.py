@@ -1,0 +1,57 @@
+"""Shared helpers for the engine tests: a small random stream and streaming drivers."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from kleene.api import analyze
+from kleene.events import EventBatch, Match
+from kleene.runtime.engine import Runtime, evaluate, start
+
+
+def random_stream(seed: int, n: int = 40, types: str = "ABC", keys: str = "uv") -> EventBatch:
+    """A reproducible stream: types, integer timestamps (with ties), x in 0..9, key k."""
+    rng = random.Random(seed)
+    ts = 0
+    recs = []
+    for i in range(n):
+        ts += rng.choice([0, 1, 1, 2])
+        t = rng.choice(types)
+        recs.append({"id": f"{t.lower()}{i}", "type": t, "ts": ts, "x": rng.randint(0, 9),
+                     "k": rng.choice(keys)})
+    return EventBatch.from_records(recs)
+
+
+def keys(ms: list[Match]) -> list[tuple[Any, ...]]:
+    """Comparable form of a match list."""
+    return [m.key() for m in ms]
+
+
+def run_streaming(rt: Runtime, batch: EventBatch, sizes: list[int],
+                  watermark_lag_us: int | None = None) -> list[Match]:
+    """Push ``batch`` in slices of the given sizes (cycled), advancing the watermark to each
+    slice's last timestamp minus ``watermark_lag_us`` when given; then close."""
+    out: list[Match] = []
+    i = k = 0
+    n = len(batch)
+    while i < n:
+        size = sizes[k % len(sizes)]
+        k += 1
+        part = batch.slice(i, size)
+        i += size
+        out += rt.push(part)
+        if watermark_lag_us is not None:
+            out += rt.advance(int(part.ts[-1]) - watermark_lag_us)
+    return out + rt.close()
+
+
+def bounded(query: str, batch: EventBatch, **options: Any) -> list[Match]:
+    """The bounded evaluation."""
+    return evaluate(analyze(query), batch, **options)
+
+
+def streamed(query: str, batch: EventBatch, sizes: list[int], lag: int | None = None,
+             **options: Any) -> list[Match]:
+    """The same query run through push/advance/close."""
+    return run_streaming(start(analyze(query), **options), batch, sizes, lag)

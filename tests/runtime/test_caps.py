@@ -1,0 +1,50 @@
+"""Bounded memory: caps on live runs and on matches per event, as errors or truncation."""
+
+from __future__ import annotations
+
+import pytest
+
+from kleene.api import analyze
+from kleene.errors import CapacityError
+from kleene.events import EventBatch
+from kleene.runtime.engine import evaluate, start
+
+
+def _as(n: int) -> EventBatch:
+    return EventBatch.from_records([{"id": f"a{i}", "type": "A", "ts": i} for i in range(n)]
+                                   + [{"id": "b1", "type": "B", "ts": n}])
+
+
+def test_run_cap_raises_with_query_name_and_cap() -> None:
+    aq = analyze("NAME blowup PATTERN SEQ(A+ a[], B b)")
+    with pytest.raises(CapacityError, match=r"'blowup'.*max_runs_per_partition=50"):
+        evaluate(aq, _as(12), max_runs_per_partition=50)
+
+
+def test_match_cap_raises_with_query_name_and_cap() -> None:
+    aq = analyze("NAME many PATTERN SEQ(A a, B b)")
+    with pytest.raises(CapacityError, match=r"'many'.*max_matches_per_event=3"):
+        evaluate(aq, _as(5), max_matches_per_event=3)
+
+
+def test_truncate_keeps_going_and_counts() -> None:
+    rt = start(analyze("PATTERN SEQ(A+ a[], B b)"), max_runs_per_partition=50,
+               on_cap="truncate")
+    out = rt.push(_as(12)) + rt.close()
+    assert rt.counters.truncated_runs > 0
+    assert 0 < len(out) < 2 ** 12 - 1   # some matches were lost, and that is counted
+
+
+def test_no_cap_reached_gives_all_matches() -> None:
+    out = evaluate(analyze("PATTERN SEQ(A+ a[], B b)"), _as(6))
+    assert len(out) == 2 ** 6 - 1
+
+
+def test_bad_on_cap_value() -> None:
+    with pytest.raises(Exception, match="on_cap"):
+        start(analyze("PATTERN SEQ(A a, B b)"), on_cap="ignore")
+
+
+def test_count_only_counts_without_bindings() -> None:
+    out = evaluate(analyze("PATTERN SEQ(A a, B b)"), _as(4), count_only=True)
+    assert len(out) == 4
