@@ -164,3 +164,17 @@ def test_spark_options_match_run_query() -> None:
                          column_types={}, delimiter=None, dialect=None, udfs={},
                          engine="automaton", count_only=False, master=None, partitions=None)
     inspect.signature(spark_cli.run_query).bind("PATTERN A a", "e.csv", **opts)
+
+
+def test_check_registers_udfs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`kleene check --udf` resolves a user function; without it the query is rejected."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("sys.path", [str(tmp_path), *sys.path])
+    (tmp_path / "kleene_check_udfs.py").write_text("def sim(a, b):\n    return 1.0\n")
+    q = "PATTERN SEQ(A a, B b) WHERE sim(a.x, b.x) > 0.5"
+    code, out, err = invoke("check", q, "--udf", "kleene_check_udfs:sim")
+    assert (code, err) == (0, "")
+    assert out == "PATTERN SEQ(A a, B b)\nWHERE sim(a.x, b.x) > 0.5\n"
+    code, _, err = invoke("check", q)
+    assert code == 1
+    assert "unknown function 'sim'" in err and "--udf module:function" in err

@@ -112,6 +112,13 @@ CASES = [
              a1  b1  a2  b2
          """,
          ["a=[a1] b=[b1]", "a=[a1 a2] b=[b1 b2]", "a=[a1] b=[b2]", "a=[a2] b=[b2]"]),
+    case("repeated OR: each repetition takes one branch",
+         "PATTERN (OR(A a, B b)){2}",
+         """
+         ts  1   2   3
+             a1  b1  a2
+         """,
+         ["a=[a1] b=[b1]", "a=[a1 a2] b=[]", "a=[a2] b=[b1]"]),
     case("Kleene on the first variable",
          "PATTERN SEQ(A+ a[], B b)",
          """

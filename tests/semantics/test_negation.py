@@ -108,6 +108,28 @@ CASES = [
              a1  b1  c1
          """,
          ["a=a1 b=b1"]),
+    case("trailing NOT with a count window",
+         "PATTERN SEQ(A a, B b, NOT(C c)) WITHIN 3 EVENTS",
+         """
+         ts  1   2   3
+             a1  b1  c1
+         """,
+         []),
+    case("trailing NOT with a count window: a C beyond it",
+         "PATTERN SEQ(A a, B b, NOT(C c)) WITHIN 3 EVENTS",
+         """
+         ts  1   2   3   4
+             a1  b1  x1  c1
+         """,
+         ["a=a1 b=b1"]),
+    case("leading NOT only sees the partition",
+         "PATTERN SEQ(NOT(C c), A a, B b) PARTITION BY k WITHIN 3 seconds",
+         """
+         ts  2   3   4
+             c1  a1  b1
+         """,
+         ["a=a1 b=b1"],
+         c1={"k": "v"}, a1={"k": "u"}, b1={"k": "u"}),
     case("NOT inside AND: between the first and last event of the block",
          "PATTERN AND(A a, B b, NOT(C c))",
          """

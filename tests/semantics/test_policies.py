@@ -71,6 +71,21 @@ CASES = [
              a1  a2  b1
          """,
          ["a=[a1 a2] b=b1"]),
+    case("PICK ... WITHIN n EVENTS FROM u counts positions",
+         "PATTERN SEQ(A a, B b) PICK FIRST a WITHIN 3 EVENTS FROM b",
+         """
+         ts  1   2   3   4
+             a1  a2  x1  b1
+         """,
+         ["a=a2 b=b1"]),
+    case("EMIT RECENT inside a partition",
+         "PATTERN SEQ(A a, B b) PARTITION BY k EMIT RECENT",
+         """
+         ts  1   2   3   4
+             a1  a2  a3  b1
+         """,
+         ["a=a3 b=b1"],
+         a1={"k": "u"}, a2={"k": "v"}, a3={"k": "u"}, b1={"k": "u"}),
     case("EMIT RECENT: the most recent events for each completing event",
          "PATTERN SEQ(A a, B b, C c) EMIT RECENT",
          """

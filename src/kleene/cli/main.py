@@ -201,13 +201,15 @@ _dialect = click.option("--dialect", default=None, metavar="D",
 @cli.command()
 @click.argument("query")
 @_dialect
+@click.option("--udf", "udfs", multiple=True, metavar="module:function",
+              help="Register a Python function the query may call (repeatable).")
 @_guard
-def check(query: str, dialect: str | None) -> None:
+def check(query: str, dialect: str | None, udfs: tuple[str, ...]) -> None:
     """Parse and validate QUERY; print its canonical form."""
     from ..api import analyze, to_text
 
     src = load_query(query)
-    analyzed = analyze(src.text, dialect=dialect, name=src.default_name)
+    analyzed = analyze(src.text, dialect=dialect, udfs=load_udfs(udfs), name=src.default_name)
     click.echo(to_text(analyzed.query))
 
 

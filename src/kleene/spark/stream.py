@@ -175,6 +175,12 @@ class KleeneProcessor:
         if wm_us is not None:
             matches += rt.advance(wm_us)
             applied_us = wm_us if applied_us is None else max(applied_us, wm_us)
+        import os as _os
+        if _os.environ.get("KLEENE_STREAM_DEBUG"):
+            with open(_os.environ["KLEENE_STREAM_DEBUG"], "a") as _f:
+                _f.write(f"key={key} wm={wm_ms} new={sum(t.num_rows for t in new)} "
+                         f"pending={0 if pending is None else pending.num_rows} "
+                         f"matches={len(matches)} late={len(late_rows)}\n")
         for m in matches:
             last = -1
             for b in m.bindings.values():
