@@ -3,6 +3,7 @@ and removes exactly what docs/semantics.md §8-§9 says (checked on random queri
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from hypothesis import given, note, settings
@@ -167,4 +168,41 @@ def test_skip_till_next_match_equals_an_nfa_b_simulation(
         got.add(tuple(tuple(pos[x] for x in v) if isinstance(v, tuple) else pos[v]
                       for v in m.bindings.values()))
     want = _nfa_b(comps, stream.types.tolist())
+    assert got == want
+
+
+# --- SEQ and AND of single events: the oracle equals a naive itertools enumeration ---------
+
+
+@st.composite
+def _plain_case(draw: st.DrawFn) -> tuple[str, str, list[str], int | None, EventBatch]:
+    op = draw(st.sampled_from(["SEQ", "AND"]))
+    types = draw(st.lists(st.sampled_from("AB"), min_size=1, max_size=3))
+    window = draw(st.one_of(st.none(), st.integers(0, 3)))
+    items = ", ".join(f"{t} v{i}" for i, t in enumerate(types))
+    query = f"PATTERN {op}({items})" + (f" WITHIN {window} EVENTS" if window else "")
+    kinds = draw(st.lists(st.sampled_from("AABC"), min_size=1, max_size=7))
+    stream = EventBatch.from_records([{"type": t, "ts": draw(st.integers(1, 3))}
+                                      for t in kinds])
+    return query, op, types, window or None, stream
+
+
+@settings(max_examples=200, derandomize=True, deadline=None, database=None)
+@given(_plain_case())
+def test_seq_and_and_equal_a_naive_enumeration(
+        case: tuple[str, str, list[str], int | None, EventBatch]) -> None:
+    query, op, types, window, stream = case
+    kinds = stream.types.tolist()
+    ids = stream.ids.to_pylist()
+    picks = (itertools.combinations if op == "SEQ" else itertools.permutations)(
+        range(len(kinds)), len(types))
+    want = []
+    for combo in picks:
+        if any(kinds[p] != t for p, t in zip(combo, types, strict=True)):
+            continue
+        if window and max(combo) - min(combo) >= window:
+            continue
+        want.append(combo)
+    want.sort(key=lambda c: (max(c), tuple(sorted(c)), c))
+    got = [tuple(ids.index(x) for x in m.bindings.values()) for m in _run(query, stream)]
     assert got == want

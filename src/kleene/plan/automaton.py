@@ -22,6 +22,7 @@ Patterns outside this shape (AND, ANY, OR of sequences, Kleene on groups) compil
 from __future__ import annotations
 
 import enum
+import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -76,6 +77,9 @@ class Predicate:
     vars: frozenset[str]
     opt_slots: tuple[int, ...] = ()
     """Slots of OR-branch variables it mentions: if one is unbound the conjunct is skipped."""
+    general: tuple[tuple[int, ...], tuple[int, ...]] | None = None
+    """For a conjunct over several list variables: (slots sharing ``i``, slots ranging
+    independently); the compiled function then takes ``(B, (i, j...))``."""
 
     def skipped(self, b: tuple[Any, ...]) -> bool:
         """True when it mentions an unbound variable (docs/semantics.md 5: skipped)."""
@@ -89,6 +93,18 @@ class Predicate:
         if self.opt_slots and self.skipped(b):
             return True
         fn = self.compiled.fn
+        if self.general is not None:
+            idx, free = self.general
+            if idx:
+                n = max(len(b[s]) for s in idx)
+                irange: Any = range(1 if self.prev else 0, n)
+            else:
+                irange = (None,)
+            for i in irange:
+                for combo in itertools.product(*(range(len(b[s])) for s in free)):
+                    if fn(b, (i, *combo)) is not True:  # type: ignore[arg-type]
+                        return False
+            return True
         if slot is None:
             return fn(b, 0) is True
         lst = b[slot]
@@ -220,13 +236,24 @@ class _Flat:
     windows: list[WindowGuard]
 
 
+def _flat_items(p: ast.Seq) -> list[ast.Pattern]:
+    """Items of a SEQ with directly nested SEQs spliced in (docs/semantics.md 4)."""
+    out: list[ast.Pattern] = []
+    for item in p.items:
+        if isinstance(item, ast.Seq):
+            out.extend(_flat_items(item))
+        else:
+            out.append(item)
+    return out
+
+
 def _flatten(p: ast.Pattern, out: _Flat, ctx: list[Any]) -> None:
     """Flatten into components; ``ctx`` is the innermost window context
     ``[amount, count, first_comp, last_comp]`` (amount None: no window)."""
     if isinstance(p, ast.Seq):
         lo = len(out.comps)
         mine = []
-        for item in p.items:
+        for item in _flat_items(p):
             if isinstance(item, ast.Not):
                 if not isinstance(item.body, ast.EventPattern):
                     raise Unsupported("negation of a sub-pattern")
@@ -308,10 +335,16 @@ def compile_plan(analyzed: AnalyzedQuery, *, attrs_from: AnalyzedQuery | None = 
         if info.udfs - set(udfs):
             raise EngineError(f"unknown function(s) {sorted(info.udfs - set(udfs))}")
         negs_here = [v for v in info.vars if v in neg_names]
+        general = None
         if len(info.iter_vars) > 1:
-            raise Unsupported("a predicate ranging over two Kleene variables at once")
-        iter_var = next(iter(info.iter_vars), None)
-        compiled = compile_expr(e, layout, udfs, f"p{ci}")
+            free = tuple(sorted(info.unindexed - info.indexed))
+            general = (tuple(layout.var_slots[v] for v in sorted(info.indexed)),
+                       tuple(layout.var_slots[v] for v in free))
+            compiled = compile_expr(e, layout, udfs, f"p{ci}", free=free)
+            iter_var = None
+        else:
+            iter_var = next(iter(info.iter_vars), None)
+            compiled = compile_expr(e, layout, udfs, f"p{ci}")
         if negs_here:
             if len(negs_here) > 1:
                 raise Unsupported("a predicate over two negated variables")
@@ -321,7 +354,8 @@ def compile_plan(analyzed: AnalyzedQuery, *, attrs_from: AnalyzedQuery | None = 
             neg_preds[nv].append(Predicate(
                 e, nv, Timing.NEGATION, compiled, iter_var, bool(info.prev_vars), 0,
                 frozenset(info.vars), tuple(layout.var_slots[v] for v in sorted(info.vars)
-                                            if v in variables and variables[v].in_or_branch)))
+                                            if v in variables and variables[v].in_or_branch),
+                general))
             continue
         if not info.vars:
             raise Unsupported("a predicate that mentions no variable")
@@ -331,7 +365,12 @@ def compile_plan(analyzed: AnalyzedQuery, *, attrs_from: AnalyzedQuery | None = 
         is_list = last in list_vars
         abs_need = info.abs_index.get(last, 0)
         pred_take = Predicate(e, last, Timing.TAKE, compiled, iter_var, bool(info.prev_vars),
-                              abs_need, frozenset(info.vars), opt)
+                              abs_need, frozenset(info.vars), opt, general)
+        if general is not None:
+            (close if is_list else take)[last].append(Predicate(
+                e, last, Timing.CLOSE if is_list else Timing.TAKE, compiled, None,
+                bool(info.prev_vars), 0, frozenset(info.vars), opt, general))
+            continue
         if not is_list:
             if iter_var is not None and iter_var == last:
                 raise Unsupported("element reference on a single variable")

@@ -350,6 +350,10 @@ class RefInfo:
 
     vars: set[str] = field(default_factory=set)
     iter_vars: set[str] = field(default_factory=set)
+    indexed: set[str] = field(default_factory=set)
+    """List variables referenced with ``[i]`` / ``[i-1]`` outside aggregates (share ``i``)."""
+    unindexed: set[str] = field(default_factory=set)
+    """List variables referenced without index outside aggregates."""
     """List variables referenced per element (``v.x``, ``v[i].x``) outside aggregates."""
     prev_vars: set[str] = field(default_factory=set)
     """List variables referenced as ``v[i-1]``."""
@@ -374,6 +378,7 @@ def refs(e: ast.Expr, list_vars: frozenset[str] | set[str], info: RefInfo | None
                 info.closing.add(e.var)
             elif idx is None or idx.kind is ast.IndexKind.CURRENT:
                 info.iter_vars.add(e.var)
+                (info.unindexed if idx is None else info.indexed).add(e.var)
                 if idx is not None and idx.offset < 0:
                     info.prev_vars.add(e.var)
             elif idx.kind is ast.IndexKind.ABSOLUTE:
@@ -404,8 +409,8 @@ def refs(e: ast.Expr, list_vars: frozenset[str] | set[str], info: RefInfo | None
     elif isinstance(e, ast.IsNull):
         refs(e.operand, list_vars, info, in_agg)
     elif isinstance(e, ast.Call):
-        agg = e.name in AGGREGATES
-        if not agg and e.name not in _SCALAR_NAMES:
+        agg = e.name in AGGREGATES and len(e.args) == 1
+        if not agg and e.name not in _SCALAR_NAMES and e.name not in ("min", "max"):
             info.udfs.add(e.name)
         for x in e.args:
             refs(x, list_vars, info, in_agg or agg)
@@ -441,6 +446,8 @@ class _Gen:
         self.n = 0
         self.elem: dict[str, str] = {}  # list var -> the name of the element record in scope
         self.access: Callable[[ast.AttrRef], str | None] | None = None
+        self.free: dict[str, int] = {}
+        """General mode: unindexed list variables iterated independently (index I[1+k])."""
         self.tprefix = "_t"
 
     def tmp(self) -> str:
@@ -468,6 +475,10 @@ class _Gen:
             return f"{self.elem[e.var]}[{aslot}]"
         idx = e.index
         t = self.tmp()
+        if idx is None and e.var in self.free:
+            pos = f"I[{1 + self.free[e.var]}]"
+            return (f"(None if not (0 <= ({t} := {pos}) < len(B[{slot}])) "
+                    f"else B[{slot}][{t}][{aslot}])")
         if idx is None or idx.kind is ast.IndexKind.CURRENT:
             off = 0 if idx is None else idx.offset
             pos = "i" if off == 0 else f"i - {-off}"
@@ -555,6 +566,9 @@ class _Gen:
         raise EngineError(f"automaton engine does not support operator {op!r}")
 
     def call(self, e: ast.Call) -> str:
+        if e.name in ("min", "max") and len(e.args) != 1:
+            args = ", ".join(self.gen(a) for a in e.args)
+            return f"_call({'least' if e.name == 'min' else 'greatest'!r}, {args})"
         if e.name in AGGREGATES:
             (arg,) = e.args
             if isinstance(arg, ast.VarRef) and arg.var in self.layout.var_slots:
@@ -631,14 +645,27 @@ class CompiledExpr:
 
 
 def compile_expr(e: ast.Expr, layout: Layout, udfs: Mapping[str, Callable[..., Any]],
-                 name: str = "pred") -> CompiledExpr:
-    """Compile an expression into ``f(B, i) -> value`` (fast path with safe fallback)."""
+                 name: str = "pred", free: tuple[str, ...] | None = None) -> CompiledExpr:
+    """Compile an expression into ``f(B, i) -> value`` (fast path with safe fallback).
+
+    With ``free`` (the *general* form, docs/semantics.md 5: ``[i]`` references share ``i``,
+    unindexed references to different list variables range independently) the function is
+    ``f(B, I)`` with ``I = (i, j_1, ..., j_k)``, one ``j`` per variable of ``free``."""
     env: dict[str, Any] = dict(HELPERS)
-    fast = _Gen(layout, udfs, True, env).gen(e)
-    safe = _Gen(layout, udfs, False, env).gen(e)
-    src = (f"def _safe(B, i):\n    return {safe}\n"
-           f"def {name}(B, i):\n    try:\n        return {fast}\n"
-           f"    except TypeError:\n        return _safe(B, i)\n")
+    gf = _Gen(layout, udfs, True, env)
+    gs = _Gen(layout, udfs, False, env)
+    if free is not None:
+        gf.free = gs.free = {v: k for k, v in enumerate(free)}
+    fast = gf.gen(e)
+    safe = gs.gen(e)
+    if free is None:
+        src = (f"def _safe(B, i):\n    return {safe}\n"
+               f"def {name}(B, i):\n    try:\n        return {fast}\n"
+               f"    except TypeError:\n        return _safe(B, i)\n")
+    else:
+        src = (f"def _safe(B, I):\n    i = I[0]\n    return {safe}\n"
+               f"def {name}(B, I):\n    i = I[0]\n    try:\n        return {fast}\n"
+               f"    except TypeError:\n        return _safe(B, I)\n")
     ns: dict[str, Any] = dict(env)
     code = compile(src, f"<kleene predicate {name}>", "exec")
     _run_generated(code, ns)

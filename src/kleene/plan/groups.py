@@ -229,13 +229,19 @@ def compile_group_plan(analyzed: AnalyzedQuery) -> GroupPlan:
     neg_preds: list[list[Predicate]] = [[] for _ in nots]
     for ci, e in enumerate(analyzed.conjuncts):
         r = refs(e, list_vars)
-        if len(r.iter_vars) > 1:
-            raise Unsupported("a predicate ranging over two Kleene variables at once")
-        it = next(iter(r.iter_vars), None)
         opt = tuple(layout.var_slots[v] for v in sorted(r.vars)
                     if v in order and _optional(analyzed.pattern, v))
-        pred = Predicate(e, "", Timing.MATCH, compile_expr(e, layout, udfs, f"g{ci}"), it,
-                         bool(r.prev_vars), 0, frozenset(r.vars), opt)
+        if len(r.iter_vars) > 1:
+            free = tuple(sorted(r.unindexed - r.indexed))
+            general = (tuple(layout.var_slots[v] for v in sorted(r.indexed)),
+                       tuple(layout.var_slots[v] for v in free))
+            pred = Predicate(e, "", Timing.MATCH,
+                             compile_expr(e, layout, udfs, f"g{ci}", free=free), None,
+                             bool(r.prev_vars), 0, frozenset(r.vars), opt, general)
+        else:
+            it = next(iter(r.iter_vars), None)
+            pred = Predicate(e, "", Timing.MATCH, compile_expr(e, layout, udfs, f"g{ci}"), it,
+                             bool(r.prev_vars), 0, frozenset(r.vars), opt)
         owners = {owner[v] for v in r.vars if v in owner}
         if owners:
             if len(owners) > 1:

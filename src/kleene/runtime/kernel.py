@@ -71,6 +71,10 @@ def build_kernel(m: LinearMatcher) -> Any:
         conds = []
         for p in vp.take:
             fn = const("T", p.compiled.fn)
+            if p.general is not None:
+                chk = const("A", p.check_all)
+                conds.append(f"{chk}({B2}, None)")
+                continue
             if p.iter_var is None:
                 if vp.is_list:
                     if not first:
@@ -122,6 +126,8 @@ def build_kernel(m: LinearMatcher) -> Any:
             return None
 
         for p in vp.take:
+            if p.general is not None:
+                return None
             if p.iter_var is None:
                 if vp.is_list and not first:
                     continue

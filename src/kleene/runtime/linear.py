@@ -50,8 +50,8 @@ class Candidate:
     last_ts: int
     last_wpos: int
     positions: tuple[int, ...]
-    trailing: tuple[int, ...] = ()
-    """Negation guards still waiting for the tail of the window (trailing NOT)."""
+    trailing: tuple[Any, ...] = ()
+    """Open tails of trailing NOTs the match waits on (matcher-specific plain tuples)."""
 
 
 def cand_state(c: Candidate) -> tuple[Any, ...]:
@@ -166,6 +166,10 @@ class LinearMatcher:
                     is_list: bool) -> bool:
         for p in preds:
             if p.opt_slots and p.skipped(B):
+                continue
+            if p.general is not None:
+                if not p.check_all(B, None):
+                    return False
                 continue
             it = p.iter_var
             if it is None:
@@ -396,7 +400,7 @@ class LinearMatcher:
         window's lead-in / tail for a leading / trailing one. A tail that reaches past what has
         been seen makes the match wait (``c.trailing``: (guard, lower gpos, last ts, last
         wpos) per open tail, None meaning unbounded)."""
-        trailing = []
+        trailing: list[tuple[Any, ...]] = []
         for gi, g in enumerate(self.plan.negations):
             left = self._bound_in(c.B, g.seq_lo, g.gap)
             right = self._bound_in(c.B, g.gap, g.seq_hi)
@@ -487,7 +491,8 @@ class LinearMatcher:
         """Matches whose every open tail is over (watermark None: end of stream)."""
         if not st.pending:
             return []
-        done, keep = [], []
+        done: list[Candidate] = []
+        keep: list[Candidate] = []
         for c in st.pending:
             closed = watermark is None or all(
                 not unbounded and (dl_ts is None or watermark > dl_ts)

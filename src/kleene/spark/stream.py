@@ -146,10 +146,12 @@ class KleeneProcessor:
         out = _Out(task)
         late_rows: list[tuple[Any, int]] = []
         applied_us = int(applied) if applied is not None else None
+        wm_us = wm_ms * 1000 if wm_ms > 0 else None
         for t in new:
-            if applied_us is not None:
+            if wm_us is not None:
+                # behind the watermark at arrival: late (Spark's rule), never matched
                 tsv = t.column(TS).to_numpy()
-                is_late = tsv < applied_us
+                is_late = tsv < wm_us
                 if is_late.any():
                     lt = t.filter(pa.array(is_late))
                     late_rows.extend(zip(lt.column(ID).to_pylist(),
@@ -158,7 +160,6 @@ class KleeneProcessor:
             if t.num_rows:
                 parts.append(t.select(old.column_names) if old is not None else t)
         pending = pa.concat_tables(parts).combine_chunks() if parts else None
-        wm_us = wm_ms * 1000 if wm_ms > 0 else None
         matches: list[Match] = []
         ords: dict[Any, int] = {}
         if pending is not None and pending.num_rows and wm_us is not None:
