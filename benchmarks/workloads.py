@@ -193,11 +193,16 @@ def _repeat(ctx: Ctx, cmd: list[str], *, sample_tree: bool = False,
 def run_api(ctx: Ctx, workload: str, variant: str, query: Path, csv: Path, *, time_col: str,
             events: int, event_type: str | None = None, type_col: str | None = None,
             id_col: str | None = None, options: dict[str, Any] | None = None,
-            runtime: bool = False, repeats: int | None = None,
+            runtime: bool = False, stream: bool = False, repeats: int | None = None,
             timeout: float | None = 1800, mem_limit_mb: int | None = None) -> Row:
-    """Engine-only time of ``kleene.compile(q).run(batch)`` in a child process."""
+    """Engine-only time of ``kleene.compile(q).run(batch)`` in a child process; with
+    ``stream``, read + ``Runtime.push`` block by block (bounded memory if the state is)."""
     row = Row(workload, variant, "kleene API (engine only)", events,
               timing="CompiledQuery.run(batch) only; reading and compiling excluded")
+    if stream:
+        row.engine = "kleene API, streamed"
+        row.timing = ("pyarrow.csv.open_csv blocks of 4 MB, each pushed to "
+                      "CompiledQuery.start(); reading + matching + close()")
     reason = engine_missing()
     if reason:
         row.status = f"not available: {reason}"
@@ -210,6 +215,8 @@ def run_api(ctx: Ctx, workload: str, variant: str, query: Path, csv: Path, *, ti
             cmd += [flag, val]
     for k, v in (options or {}).items():
         cmd += ["--option", f"{k}={json.dumps(v)}"]
+    if stream:
+        cmd.append("--stream")
     if runtime:
         cmd.append("--runtime")
         row.timing = "Runtime push(batch) + close() only; reading and compiling excluded"
@@ -416,7 +423,8 @@ def _traffic_sizes(ctx: Ctx) -> tuple[int | None, ...]:
 
 
 def _traffic_rows(ctx: Ctx, workload: str, qname: str, text: str,
-                  sizes: tuple[int | None, ...], *, cli: bool = True) -> Outcome:
+                  sizes: tuple[int | None, ...], *, cli: bool = True,
+                  stream: bool = False) -> Outcome:
     o = Outcome()
     q = _query_file(ctx, qname, text)
     reason = datasets.aarhus_available()
@@ -434,14 +442,17 @@ def _traffic_rows(ctx: Ctx, workload: str, qname: str, text: str,
                                   time_col="TIMESTAMP", event_type="Traffic", events=n))
         o.rows.append(run_api(ctx, workload, label, q, csv, time_col="TIMESTAMP",
                               event_type="Traffic", events=n))
+        if stream:
+            o.rows.append(run_api(ctx, workload, label, q, csv, time_col="TIMESTAMP",
+                                  event_type="Traffic", events=n, stream=True))
     return o
 
 
 def traffic(ctx: Ctx) -> Outcome:
     """Aarhus congestion SEQ(a, b+, c), skip-till-next-match, at 1M and 7.1M events."""
     o = _traffic_rows(ctx, "2 traffic congestion", "traffic", queries.TRAFFIC,
-                      _traffic_sizes(ctx))
-    for eng in ("kleene CLI (whole run)", "kleene API (engine only)"):
+                      _traffic_sizes(ctx), stream=True)
+    for eng in ("kleene CLI (whole run)", "kleene API (engine only)", "kleene API, streamed"):
         rs = [(r.events or 0, r.peak_rss_mb) for r in o.rows
               if r.engine == eng and r.peak_rss_mb]
         if len(rs) == 2:

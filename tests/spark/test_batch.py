@@ -117,7 +117,7 @@ def test_explain_shows_the_three_shapes() -> None:
 def test_timestamp_input_gives_timestamp_columns_and_iso_records(spark: Any) -> None:
     import datetime as dt
 
-    rows = [(dt.datetime(2024, 1, 1, 0, 0, s, tzinfo=dt.timezone.utc), t, "k", s)
+    rows = [(dt.datetime(2024, 1, 1, 0, 0, s, tzinfo=dt.UTC), t, "k", s)
             for s, t in [(1, "A"), (2, "B"), (3, "B")]]
     df = spark.createDataFrame(rows, "ts timestamp, type string, k string, x long")
     q = "PATTERN SEQ(A a, B b) WITHIN 5 seconds"

@@ -92,6 +92,9 @@ class NegBlock:
     types: tuple[str | None, ...]
     preds: tuple[Predicate, ...]
     masks: tuple[VectorPred | None, ...]
+    node: Node | None = None
+    """For a negated sub-pattern (not one event or an OR of events): its automaton; an
+    occurrence of it inside the interval forbids the match."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +120,8 @@ class GroupPlan:
     """List variables that are unbound (None) until they take an event (OR/ANY branches)."""
     max_window_us: int | None
     max_window_events: int | None
+    not_index: Mapping[int, int]
+    """``id()`` of each NOT node of ``analyzed.pattern`` -> its index in ``negations``."""
     always_bound: bool = False
 
     @property
@@ -162,9 +167,26 @@ def _collect(p: ast.Pattern, in_rep: bool, in_or: bool, out: dict[str, tuple[boo
 def _neg_body_vars(p: ast.Pattern) -> list[tuple[str, str | None]]:
     if isinstance(p, ast.EventPattern):
         return [(p.var, p.type)]
-    if isinstance(p, ast.Or) and all(isinstance(i, ast.EventPattern) for i in p.items):
-        return [(i.var, i.type) for i in p.items if isinstance(i, ast.EventPattern)]
-    raise Unsupported("NOT of a pattern other than an event or an OR of events")
+    if isinstance(p, ast.Kleene | ast.Within):
+        return _neg_body_vars(p.body)
+    if isinstance(p, ast.Not):
+        raise Unsupported("NOT inside NOT")
+    return [x for i in p.items for x in _neg_body_vars(i)]
+
+
+def _simple_neg(p: ast.Pattern) -> bool:
+    return isinstance(p, ast.EventPattern) or (
+        isinstance(p, ast.Or) and all(isinstance(i, ast.EventPattern) for i in p.items))
+
+
+def _neg_lists(p: ast.Pattern, in_rep: bool = False) -> list[str]:
+    if isinstance(p, ast.EventPattern):
+        return [p.var] if in_rep else []
+    if isinstance(p, ast.Kleene):
+        return _neg_lists(p.body, True)
+    if isinstance(p, ast.Within | ast.Not):
+        return _neg_lists(p.body, in_rep)
+    return [v for i in p.items for v in _neg_lists(i, in_rep)]
 
 
 def compile_group_plan(analyzed: AnalyzedQuery) -> GroupPlan:
@@ -178,7 +200,8 @@ def compile_group_plan(analyzed: AnalyzedQuery) -> GroupPlan:
     neg_blocks_vars = [_neg_body_vars(n.body) for n in nots]
     neg_vars = tuple(v for b in neg_blocks_vars for v, _t in b)
     all_vars = list(order) + list(neg_vars)
-    list_vars = frozenset(v for v in order if info[v][0])
+    neg_lists = {v for n in nots for v in _neg_lists(n.body)}
+    list_vars = frozenset([v for v in order if info[v][0]] + sorted(neg_lists))
     optional_lists = frozenset(v for v in list_vars if _optional(analyzed.pattern, v))
     attrs: list[str] = []
     for e in list(analyzed.conjuncts) + [r.expr for r in analyzed.query.returns]:
@@ -188,7 +211,7 @@ def compile_group_plan(analyzed: AnalyzedQuery) -> GroupPlan:
     layout = Layout({v: i for i, v in enumerate(all_vars)}, list_vars, tuple(attrs))
     udfs = analyzed.udfs
     variables = analyzed.variables
-    bits = {v: 1 << i for i, v in enumerate(order)}
+    bits = {v: 1 << i for i, v in enumerate(list(order) + list(neg_vars))}
 
     def build(p: ast.Pattern) -> Node | None:
         if isinstance(p, ast.EventPattern):
@@ -247,7 +270,8 @@ def compile_group_plan(analyzed: AnalyzedQuery) -> GroupPlan:
             if len(owners) > 1:
                 raise Unsupported("a predicate over two negated variables")
             neg_preds[owners.pop()].append(pred)
-            if len(r.vars) == 1 and not r.udfs:
+            if (len(r.vars) == 1 and not r.prev_vars and not r.abs_index and not r.closing
+                    and not r.udfs):
                 one_var[next(iter(r.vars))].append(e)
             continue
         if (len(r.vars) == 1 and not r.prev_vars and not r.abs_index and not r.closing
@@ -259,11 +283,13 @@ def compile_group_plan(analyzed: AnalyzedQuery) -> GroupPlan:
              for v in all_vars}
     negations = []
     for bi, b in enumerate(neg_blocks_vars):
+        body = nots[bi].body
         negations.append(NegBlock(tuple(v for v, _t in b), tuple(t for _v, t in b),
                                   tuple(p for p in neg_preds[bi]
                                         if not (len(p.vars) == 1 and p.expr in one_var[
                                             next(iter(p.vars))])),
-                                  tuple(masks[v] for v, _t in b)))
+                                  tuple(masks[v] for v, _t in b),
+                                  None if _simple_neg(body) else build(body)))
     returns = []
     for i, r_ in enumerate(q.returns):
         info_r = refs(r_.expr, list_vars)
@@ -280,7 +306,8 @@ def compile_group_plan(analyzed: AnalyzedQuery) -> GroupPlan:
                      {v: variables[v].type for v in all_vars if v in variables}, masks,
                      tuple(positive), tuple(negations), neg_vars, analyzed.strategy,
                      q.partition_by, analyzed.equivalence, analyzed, tuple(returns),
-                     optional_lists, max(tw) if tw else None, max(cw) if cw else None)
+                     optional_lists, max(tw) if tw else None, max(cw) if cw else None,
+                     {id(n): i for i, n in enumerate(nots)})
 
 
 def _optional(p: ast.Pattern, var: str) -> bool:

@@ -374,6 +374,8 @@ class GroupMatcher:
     def _forbidden(self, st: GroupState, nblock: int, B: tuple[Any, ...],
                    inside: Any) -> bool:
         blk = self.plan.negations[nblock]
+        if blk.node is not None:
+            return self._forbidden_pattern(st, nblock, B, inside)
         for rec, b in st.hist:
             if not inside(rec):
                 continue
@@ -387,11 +389,44 @@ class GroupMatcher:
                     return True
         return False
 
+    def _forbidden_pattern(self, st: GroupState, nblock: int, B: tuple[Any, ...],
+                           inside: Any) -> bool:
+        """Is there an occurrence of the negated sub-pattern (every assignment, as under
+        skip-till-any-match) inside the interval whose conjuncts hold with the match?"""
+        blk = self.plan.negations[nblock]
+        node = blk.node
+        assert node is not None
+        mask = 0
+        for v in blk.vars:
+            mask |= self.neg_bit[v]
+        B0 = list(B)
+        for v in blk.vars:
+            B0[self.slot[v]] = () if v in self.plan.layout.list_vars else None
+        runs: list[tuple[Any, tuple[Any, ...]]] = [(self._init_of(node), tuple(B0))]
+        for rec, b in st.hist:
+            if not b & mask or not inside(rec):
+                continue
+            grown = []
+            for s, Bx in runs:
+                for s2, B2 in self._steps(node, s, rec, b, Bx):
+                    if self._done(node, s2) and all(
+                            p.check_all(B2, None if p.iter_var is None else
+                                        self.iter_slot.get(p.iter_var)) for p in blk.preds):
+                        return True
+                    if self._alive(node, s2):
+                        grown.append((s2, B2))
+            runs.extend(grown)
+        return False
+
+    def _init_of(self, n: Node) -> Any:
+        got = self.init.get(id(n))
+        return self._init(n) if got is None else got
+
     def _neg_walk(self, st: GroupState, c: Candidate, final: bool) -> tuple[bool, int | None]:
         """Check every NOT; returns (ok, deadline) where deadline is when an open trailing
         interval closes (a ts for time windows, -wpos-1 encoded for count windows)."""
         B = c.B
-        nots = iter(range(len(self.plan.negations)))
+        not_index = self.plan.not_index
         deadline: list[int] = []
         ok = [True]
 
@@ -439,12 +474,12 @@ class GroupMatcher:
             if isinstance(p, ast.Or | ast.AnyOf):
                 return all(walk(i, win, scope) for i in p.items
                            if any(B[self.slot[v]] not in (None,) for v in self._pvars(i)))
-            items = p.items
+            items = _flat_items(p) if isinstance(p, ast.Seq) else list(p.items)
             if isinstance(p, ast.And):
                 mine = self._bound(self._pvars(p), B)
                 for item in items:
                     if isinstance(item, ast.Not):
-                        k = next(nots)
+                        k = not_index[id(item)]
                         if mine:
                             a = min(x[GPOS] for x in mine)
                             z = max(x[GPOS] for x in mine)
@@ -455,7 +490,7 @@ class GroupMatcher:
                 for i, item in enumerate(items):
                     if not isinstance(item, ast.Not):
                         continue
-                    k = next(nots)
+                    k = not_index[id(item)]
                     left = self._bound([v for it in items[:i] for v in self._pvars(it)], B)
                     right = self._bound([v for it in items[i + 1:] for v in self._pvars(it)],
                                         B)
@@ -516,6 +551,17 @@ class GroupMatcher:
     def neg_event(self, st: GroupState, e: Rec, b: int) -> None:
         """History of possible negating events (kept for the NOT checks)."""
         st.hist.append((e, b))
+
+
+def _flat_items(p: ast.Seq) -> list[ast.Pattern]:
+    """Items of a SEQ with directly nested SEQs spliced in (docs/semantics.md 4)."""
+    out: list[ast.Pattern] = []
+    for item in p.items:
+        if isinstance(item, ast.Seq):
+            out.extend(_flat_items(item))
+        else:
+            out.append(item)
+    return out
 
 
 __all__ = ["GroupMatcher", "GroupState"]

@@ -69,7 +69,6 @@ def read_input(spark: Any, files: list[str], fmt: str, *, delimiter: str | None 
     one task, so (file order, split start, ``monotonically_increasing_id``) orders them; a small
     job counts the rows of each split to turn that into a dense index.
     """
-    from pyspark.sql import functions as F
 
     if fmt == "csv":
         delim = delimiter or ("\t" if any(".tsv" in f.lower() for f in files) else ",")

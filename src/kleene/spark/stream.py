@@ -34,7 +34,7 @@ import pyarrow.compute as pc
 from ..errors import InputError
 from ..events import EventBatch, Match
 from ..events.model import ID, TS, TYPE
-from .tasks import END_US, LAST_POS, ORD, SEQ, OutputMode, TaskSpec, _Out, output_schema
+from .tasks import END_US, ORD, OutputMode, TaskSpec, _Out, output_schema
 
 WM = "__wm"
 KIND = "kind"
@@ -176,12 +176,6 @@ class KleeneProcessor:
         if wm_us is not None:
             matches += rt.advance(wm_us)
             applied_us = wm_us if applied_us is None else max(applied_us, wm_us)
-        import os as _os
-        if _os.environ.get("KLEENE_STREAM_DEBUG"):
-            with open(_os.environ["KLEENE_STREAM_DEBUG"], "a") as _f:
-                _f.write(f"key={key} wm={wm_ms} new={sum(t.num_rows for t in new)} "
-                         f"pending={0 if pending is None else pending.num_rows} "
-                         f"matches={len(matches)} late={len(late_rows)}\n")
         for m in matches:
             last = -1
             for b in m.bindings.values():
@@ -213,7 +207,7 @@ class KleeneProcessor:
         pdf.insert(0, KIND, "match")
         pdf[LATE_ID] = None
         if late_rows:
-            late = {c: [None] * len(late_rows) for c in pdf.columns}
+            late: dict[str, list[Any]] = {c: [None] * len(late_rows) for c in pdf.columns}
             late[KIND] = ["late"] * len(late_rows)
             late[LATE_ID] = [i for i, _ in late_rows]
             late["query"] = [task.analyzed.name] * len(late_rows)

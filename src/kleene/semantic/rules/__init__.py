@@ -24,6 +24,7 @@ RULES: tuple[Rule, ...] = (
     negation.check_not_only_optional,
     strategy.check_strategy,
     names.check_references,
+    negation.check_negation_conditions,
     names.check_clause_variables,
     kleene.check_indexes,
     functions.check_functions,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ... import ast
 from ...lang.printer import pattern_text
+from ..walk import mentioned_vars
 from .context import Context
 
 
@@ -87,4 +88,42 @@ def check_not_only_optional(ctx: Context) -> None:
         "one component required (use + instead of *)", p.span)
 
 
-__all__ = ["check_negation", "check_not_only_optional", "positive"]
+def _negations(p: ast.Pattern, inside: ast.Not | None, out: dict[str, ast.Not]) -> None:
+    """Map every variable bound inside a NOT to its (innermost enclosing top-level) NOT."""
+    if isinstance(p, ast.EventPattern):
+        if inside is not None:
+            out[p.var] = inside
+        return
+    if isinstance(p, ast.Not):
+        _negations(p.body, inside or p, out)
+    elif isinstance(p, (ast.Kleene, ast.Within)):
+        _negations(p.body, inside, out)
+    else:
+        for item in p.items:
+            _negations(item, inside, out)
+
+
+def check_negation_conditions(ctx: Context) -> None:
+    """A condition may restrict one negation, not relate the events of two different NOTs:
+    each NOT forbids its own events independently, so ``c.x = d.x`` for ``NOT(C c)`` and
+    ``NOT(D d)`` has no meaning."""
+    owner: dict[str, ast.Not] = {}
+    _negations(ctx.query.pattern, None, owner)
+    if not owner:
+        return
+    for conj in ctx.conjuncts():
+        nots: dict[int, tuple[str, ast.Not]] = {}
+        for var in mentioned_vars(conj):
+            if var in owner:
+                nots.setdefault(id(owner[var]), (var, owner[var]))
+        if len(nots) > 1:
+            (v1, n1), (v2, n2) = list(nots.values())[:2]
+            raise ctx.reporter.error(
+                f"this condition relates '{v1}' in {pattern_text(n1, nested=True)} and '{v2}' in "
+                f"{pattern_text(n2, nested=True)}; each negation is checked on its own, so a "
+                "condition may mention the variables of one NOT only (split it, or put both "
+                "events in one NOT, e.g. NOT(SEQ(C c, D d)))", getattr(conj, "span", None))
+
+
+__all__ = ["check_negation", "check_negation_conditions", "check_not_only_optional",
+           "positive"]
