@@ -258,13 +258,18 @@ def run_cli(ctx: Ctx, workload: str, variant: str, query: Path, csv: Path, out: 
         return row
     cmd = cli_command(query, csv, out, time_col=time_col, event_type=event_type,
                       type_col=type_col, id_col=id_col)
-    row.extra["command"] = " ".join(Path(c).name if i == 0 else c for i, c in enumerate(cmd))
+    row.extra["command"] = " ".join(Path(c).name if i == 0 else c for i, c in enumerate(cmd)
+                                    ).replace(str(REPO) + "/", "")
     ms, err = _repeat(ctx, cmd, timeout=3600)
     if err:
         row.status = err
     _fill(row, [m for m in ms if m.ok] or ms, [m.wall_s for m in ms if m.ok])
     if not err:
         row.matches = _count_lines(out)
+        # The CLI's own summary on stderr splits the time (compile, read, match, write).
+        for line in ms[-1].stderr_tail.splitlines():
+            if line.startswith(("time ", "peak memory")):
+                row.extra["cli_summary_" + line.split()[0]] = " ".join(line.split()[1:])
     return row
 
 

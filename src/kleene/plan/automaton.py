@@ -255,11 +255,19 @@ def _flatten(p: ast.Pattern, out: _Flat, ctx: list[Any]) -> None:
         mine = []
         for item in _flat_items(p):
             if isinstance(item, ast.Not):
-                if not isinstance(item.body, ast.EventPattern):
+                body = item.body
+                # NOT(OR(B b, C c)) forbids any event that could bind b or c: one guard each
+                if isinstance(body, ast.Or) and all(isinstance(x, ast.EventPattern)
+                                                    for x in body.items):
+                    events = [x for x in body.items if isinstance(x, ast.EventPattern)]
+                elif isinstance(body, ast.EventPattern):
+                    events = [body]
+                else:
                     raise Unsupported("negation of a sub-pattern")
-                entry = [item.body.var, item.body.type, len(out.comps), lo, None, ctx]
-                out.negs.append(entry)
-                mine.append(entry)
+                for ev in events:
+                    entry = [ev.var, ev.type, len(out.comps), lo, None, ctx]
+                    out.negs.append(entry)
+                    mine.append(entry)
             else:
                 _flatten(item, out, ctx)
         for entry in mine:

@@ -21,8 +21,10 @@ def _compile(analyzed: AnalyzedQuery) -> Plan | GroupPlan | UnionPlan:
     try:
         return compile_plan(analyzed)
     except Unsupported:
-        if analyzed.strategy is ast.Strategy.SKIP_TILL_NEXT_MATCH:
-            return compile_union_plan(analyzed)
+        pass
+    try:
+        return compile_union_plan(analyzed)
+    except Unsupported:
         return compile_group_plan(analyzed)
 
 

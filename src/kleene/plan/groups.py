@@ -242,9 +242,8 @@ def compile_group_plan(analyzed: AnalyzedQuery) -> GroupPlan:
     if root is None:
         raise Unsupported("a pattern without positive events")
     q = analyzed.query
-    if q.within is not None:
-        w = q.within
-        root = Win(root, int(w.amount) if w.is_count else w.microseconds, w.is_count)
+    # The query-level window is not a node: runs carry their first timestamp / position and
+    # expire as a prefix of the run list, which keeps root states small and repeating.
 
     owner = {v: bi for bi, b in enumerate(neg_blocks_vars) for v, _t in b}
     one_var: dict[str, list[ast.Expr]] = {v: [] for v in all_vars}
@@ -300,6 +299,9 @@ def compile_group_plan(analyzed: AnalyzedQuery) -> GroupPlan:
         returns.append((_return_name(r_), compile_expr(r_.expr, layout, udfs, f"r{i}"),
                         None if itv is None else layout.var_slots[itv], bool(info_r.prev_vars)))
     wins = _windows(root)
+    if q.within is not None:
+        w = q.within
+        wins.append((int(w.amount) if w.is_count else w.microseconds, w.is_count))
     tw = [a for a, c in wins if not c]
     cw = [a for a, c in wins if c]
     return GroupPlan(analyzed.name, root, order, layout,

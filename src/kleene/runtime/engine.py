@@ -26,6 +26,7 @@ import io
 import pickle
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from operator import itemgetter
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,18 +48,21 @@ from .policies import Policies
 from .union import UnionMatcher
 
 _FAR_PAST = -(2 ** 62)
+_first = itemgetter(0)
 
 
 def _plan_for(analyzed: AnalyzedQuery) -> Plan | GroupPlan | UnionPlan:
     """The linear NFA^b plan when the pattern is a SEQ of events / Kleene on events, one such
-    plan per branch of a top-level OR under skip-till-next-match, else the logical-block
-    (pushdown) plan."""
+    plan per branch of a top-level OR of those, else the logical-block (pushdown) plan."""
     try:
         return compile_plan(analyzed)
     except Unsupported as first:
         try:
-            if analyzed.strategy is ast.Strategy.SKIP_TILL_NEXT_MATCH:
-                return compile_union_plan(analyzed)
+            # a top-level OR of linear branches: one NFA^b (and kernel) per branch
+            return compile_union_plan(analyzed)
+        except Unsupported:
+            pass
+        try:
             return compile_group_plan(analyzed)
         except Unsupported as exc:
             raise EngineError(f"automaton engine does not support {exc} yet "
@@ -117,6 +121,9 @@ class Runtime:
         elif isinstance(self.plan, UnionPlan):
             self.matcher = UnionMatcher(self.plan, max_runs=max_runs_per_partition,
                                         on_cap=on_cap)
+            for bm in self.matcher.branches:
+                if use_kernel and kernel_supported(bm.plan):
+                    bm.kernel = build_kernel(bm)
         else:
             self.matcher = GroupMatcher(self.plan, max_runs=max_runs_per_partition,
                                         on_cap=on_cap)
@@ -139,6 +146,28 @@ class Runtime:
         self.closed = False
         self.strategy = self.plan.strategy
         self.match_count = 0
+        self.needs_positions = self._needs_positions()
+
+    def _needs_positions(self) -> bool:
+        """Does any rule read per-key positions (contiguity, count windows)?"""
+        if self.strategy in (ast.Strategy.STRICT_CONTIGUITY,
+                             ast.Strategy.PARTITION_CONTIGUITY):
+            return True
+        q = self.analyzed.query
+        if q.within is not None and q.within.is_count:
+            return True
+        if any(pk.within is not None and pk.within.is_count for pk in q.picks):
+            return True
+
+        def counts(p: ast.Pattern) -> bool:
+            if isinstance(p, ast.Within):
+                return p.window.is_count or counts(p.body)
+            if isinstance(p, ast.EventPattern):
+                return False
+            if isinstance(p, ast.Kleene | ast.Not):
+                return counts(p.body)
+            return any(counts(i) for i in p.items)
+        return counts(q.pattern)
 
     # ---------------------------------------------------------------------------------------
     # public API
@@ -285,7 +314,18 @@ class Runtime:
         pos[order] = rank + offs[sc]
         return pos
 
+    _CHUNK = 1 << 16
+    """Rows matched per step: large batches are cut so that a step's records stay in cache."""
+
     def _process(self, t: pa.Table) -> None:
+        n = t.num_rows
+        if n <= self._CHUNK:
+            self._process_chunk(t)
+            return
+        for off in range(0, n, self._CHUNK):
+            self._process_chunk(t.slice(off, self._CHUNK))
+
+    def _process_chunk(self, t: pa.Table) -> None:
         plan = self.plan
         n = t.num_rows
         self.counters.events_processed += n
@@ -330,27 +370,41 @@ class Runtime:
         sel = np.flatnonzero(anym)
         self.counters.candidate_events += len(sel)
         # 3. keys and positions (over every event: positions count all events); one stable
-        #    argsort of the route codes serves both the positions and the routing
+        #    argsort of the route codes serves both the positions and the routing. When no
+        #    rule reads per-key positions (no contiguity, no count window) only the candidate
+        #    events are encoded and sorted.
         key_attrs = plan.key_attrs
-        rcodes, rkeys = self._key_codes(t, key_attrs)
-        order_all = np.argsort(rcodes, kind="stable") if len(rkeys) > 1 else None
-        if plan.partition_by:
-            if key_attrs == plan.partition_by:
-                ppos = self._positions(rcodes, rkeys, self.pos_base, order_all)
+        if not self.needs_positions:
+            if len(sel) == 0:
+                return
+            sub = t.take(pa.array(sel)) if len(sel) < n else t
+            rc_sel, rkeys = self._key_codes(sub, key_attrs)
+            rcodes = np.zeros(n, dtype=np.int64)
+            rcodes[sel] = rc_sel
+            order_all = None
+            if len(rkeys) > 1:
+                sel = sel[np.argsort(rc_sel, kind="stable")]
+            ppos = cpos = wpos = gpos
+        else:
+            rcodes, rkeys = self._key_codes(t, key_attrs)
+            order_all = np.argsort(rcodes, kind="stable") if len(rkeys) > 1 else None
+            if plan.partition_by:
+                if key_attrs == plan.partition_by:
+                    ppos = self._positions(rcodes, rkeys, self.pos_base, order_all)
+                else:
+                    pcodes, pkeys = self._key_codes(t, plan.partition_by)
+                    ppos = self._positions(pcodes, pkeys, self.pos_base)
             else:
-                pcodes, pkeys = self._key_codes(t, plan.partition_by)
-                ppos = self._positions(pcodes, pkeys, self.pos_base)
-        else:
-            ppos = gpos
-        wpos = ppos
-        if self.strategy is ast.Strategy.PARTITION_CONTIGUITY and key_attrs:
-            cpos = ppos if key_attrs == plan.partition_by else \
-                self._positions(rcodes, rkeys, self.cpos_base, order_all)
-        else:
-            cpos = ppos
-        if len(sel) == 0:
-            self._bump_last_wpos(rcodes, rkeys, wpos, t)
-            return
+                ppos = gpos
+            wpos = ppos
+            if self.strategy is ast.Strategy.PARTITION_CONTIGUITY and key_attrs:
+                cpos = ppos if key_attrs == plan.partition_by else \
+                    self._positions(rcodes, rkeys, self.cpos_base, order_all)
+            else:
+                cpos = ppos
+            if len(sel) == 0:
+                self._bump_last_wpos(rcodes, rkeys, wpos, t)
+                return
         for i in range(len(masks)):
             bits |= masks[i].astype(np.int64) << i
         # 4. candidate events in routed order (by key, then stream order)
@@ -358,7 +412,7 @@ class Runtime:
             sel = order_all[anym[order_all]]
         n_sel = len(sel)
         ts = t.column(TS).to_numpy()
-        everything = n_sel == n and order_all is None
+        everything = n_sel == n and len(rkeys) == 1
         sel_arr = pa.array(sel)
         cols: list[list[Any]] = [gpos[sel].tolist(), ts[sel].tolist(),
                                  (t.column(ID) if everything else
@@ -441,7 +495,6 @@ class Runtime:
     def _admit(self, st: Any, c: Candidate) -> None:
         m = self.matcher
         if not self.plan.negations:
-            m.forget(c)
             self.held.append((m.sort_key(c), c, None))
             return
         if not m.negation_ok(st, c) or not m.match_preds_ok(c):
@@ -472,7 +525,7 @@ class Runtime:
             pend = [c.last_gpos for st in self.states.values() for c in st.pending]
             if pend:
                 limit = min(pend)
-        self.held.sort(key=lambda x: x[0])
+        self.held.sort(key=_first)
         if limit is None:
             ready, self.held = self.held, []
         else:
@@ -500,7 +553,7 @@ class Runtime:
                 w.write_table(tb)
             buf = sink.getvalue()
         data = {
-            "version": 1, "query": self.plan.name, "states": states,
+            "version": 1, "query": self.plan.name, "states": states, "closed": self.closed,
             "pos_base": self.pos_base, "cpos_base": self.cpos_base,
             "next_gpos": self.next_gpos, "frontier": self.frontier,
             "max_seen": self.max_seen, "buffer": buf,
@@ -531,6 +584,7 @@ class Runtime:
             with pa.ipc.open_stream(data["buffer"]) as r:
                 self.buffer = [r.read_all()]
         self.held = [(k, Candidate(*c), None) for k, c in data["held"]]
+        self.closed = bool(data.get("closed", False))
         self.policies.restore(data["policies"])
         (self.counters.events_in, self.counters.events_processed,
          self.counters.candidate_events, self.counters.late_events, self.counters.matches,

@@ -70,6 +70,10 @@ class GroupMatcher:
         self.expire_us = plan.window_us
         self.expire_events = plan.window_events
         self.pattern_vars: dict[int, list[str]] = {}
+        self._info: dict[Any, tuple[int, bool, bool]] = {}
+        self._done_memo: dict[tuple[int, Any], bool] = {}
+        self._trans: dict[Any, Any] = {}
+        self.memo_ok = not _has_win(plan.root)
 
     # -- candidate masks -------------------------------------------------------------------
     def mask_specs(self) -> list[tuple[str | None, Any]]:
@@ -119,6 +123,16 @@ class GroupMatcher:
         return s
 
     def _done(self, n: Node, s: Any) -> bool:
+        key = (id(n), s)
+        got = self._done_memo.get(key)
+        if got is None:
+            got = self._done_calc(n, s)
+            if len(self._done_memo) > 200_000:
+                self._done_memo.clear()
+            self._done_memo[key] = got
+        return got
+
+    def _done_calc(self, n: Node, s: Any) -> bool:
         if isinstance(n, Ev):
             return bool(s == 1)
         if isinstance(n, Seq):
@@ -167,6 +181,112 @@ class GroupMatcher:
             after = count + (1 if cs is not None else 0)
             return n.max is None or bool(after < n.max)
         return self._alive(n.body, s[0])
+
+    def _expect(self, n: Node, s: Any) -> int:
+        """Bits of the variables this state could take next (a run skips other events)."""
+        if isinstance(n, Ev):
+            return n.bit if s == 0 else 0
+        if isinstance(n, Seq):
+            idx, cs = s
+            out = self._expect(n.items[idx], cs)
+            j, cur = idx, cs
+            while j + 1 < len(n.items) and self._done(n.items[j], cur):
+                j += 1
+                cur = self.init[id(n.items[j])]
+                out |= self._expect(n.items[j], cur)
+            return out
+        if isinstance(n, And):
+            out = 0
+            for i, x in zip(n.items, s, strict=True):
+                out |= self._expect(i, x)
+            return out
+        if isinstance(n, AnyK):
+            started = sum(1 for i, x in zip(n.items, s, strict=True) if x != self.init[id(i)])
+            out = 0
+            for i, x in zip(n.items, s, strict=True):
+                if x != self.init[id(i)] or started < n.k:
+                    out |= self._expect(i, x)
+            return out
+        if isinstance(n, Rep):
+            count, cs = s
+            out = 0
+            if cs is not None:
+                out |= self._expect(n.body, cs)
+            if cs is None or self._done(n.body, cs):
+                after = count + (1 if cs is not None else 0)
+                if n.max is None or after < n.max:
+                    out |= self._expect(n.body, self.init[id(n.body)])
+            return out
+        return self._expect(n.body, s[0])
+
+    def _root_info(self, s: Any) -> tuple[int, bool, bool]:
+        """(expected bits, done, alive) of a root state, memoised (states repeat a lot)."""
+        got = self._info.get(s)
+        if got is None:
+            root = self.plan.root
+            got = (self._expect(root, s), self._done(root, s), self._alive(root, s))
+            if len(self._info) > 200_000:
+                self._info.clear()
+            self._info[s] = got
+        return got
+
+    def _sym_steps(self, n: Node, s: Any, b: int) -> list[tuple[Any, Ev]]:
+        """Like :meth:`_steps` without the event: (new state, the leaf that takes it). Valid
+        for trees without sub-pattern windows (whose marks depend on the event)."""
+        if isinstance(n, Ev):
+            return [(1, n)] if s == 0 and b & n.bit else []
+        if isinstance(n, Seq):
+            idx, cs = s
+            out = [((idx, s2), ev) for s2, ev in self._sym_steps(n.items[idx], cs, b)]
+            j, cur = idx, cs
+            while j + 1 < len(n.items) and self._done(n.items[j], cur):
+                j += 1
+                cur = self.init[id(n.items[j])]
+                out.extend(((j, s2), ev) for s2, ev in self._sym_steps(n.items[j], cur, b))
+            return out
+        if isinstance(n, And):
+            out = []
+            for i, (it, x) in enumerate(zip(n.items, s, strict=True)):
+                for s2, ev in self._sym_steps(it, x, b):
+                    out.append((s[:i] + (s2,) + s[i + 1:], ev))
+            return out
+        if isinstance(n, AnyK):
+            started = sum(1 for i, x in zip(n.items, s, strict=True) if x != self.init[id(i)])
+            out = []
+            for i, (it, x) in enumerate(zip(n.items, s, strict=True)):
+                if x == self.init[id(it)] and started >= n.k:
+                    continue
+                for s2, ev in self._sym_steps(it, x, b):
+                    out.append((s[:i] + (s2,) + s[i + 1:], ev))
+            return out
+        if isinstance(n, Rep):
+            count, cs = s
+            out = []
+            if cs is not None:
+                out.extend(((count, s2), ev) for s2, ev in self._sym_steps(n.body, cs, b))
+            if cs is None or self._done(n.body, cs):
+                after = count + (1 if cs is not None else 0)
+                if n.max is None or after < n.max:
+                    out.extend(((after, s2), ev) for s2, ev in
+                               self._sym_steps(n.body, self.init[id(n.body)], b))
+            return out
+        raise AssertionError("sub-pattern windows are not memoised")
+
+    def _transitions(self, s: Any, b: int) -> tuple[tuple[Any, int, bool, bool, bool], ...]:
+        """Memoised root transitions: (new state, slot, is_list, done, alive) per way to take
+        an event with candidate bits ``b`` (only the expected bits matter)."""
+        key = (s, b)
+        got = self._trans.get(key)
+        if got is None:
+            out = []
+            for s2, ev in self._sym_steps(self.plan.root, s, b):
+                _x, done, alive = self._root_info(s2)
+                out.append((s2, ev.slot, ev.is_list, done, alive))
+            got = tuple(out)
+            if len(self._trans) > 200_000:
+                self._trans.clear()
+            self._trans[key] = got
+        return got
 
     def _steps(self, n: Node, s: Any, e: Rec, b: int, B: tuple[Any, ...]
                ) -> list[tuple[Any, tuple[Any, ...]]]:
@@ -257,29 +377,54 @@ class GroupMatcher:
                 del runs[:cut]
             new: list[tuple[Any, ...]] = []
             nm = 0
+            info = self._root_info
             for r in runs:
                 if strict and e[CPOS] != r[5] + 1:
                     continue
                 if not strict:
                     new.append(r)
+                exp = info(r[0])[0]
+                if not b & exp:
+                    continue
+                if self.memo_ok:
+                    B = r[1]
+                    for s2, slot, is_list, done, alive in self._transitions(r[0], b & exp):
+                        if is_list:
+                            cur = B[slot]
+                            B2 = B[:slot] + (((e,) if cur is None else cur + (e,)),) + \
+                                B[slot + 1:]
+                        else:
+                            B2 = B[:slot] + (e,) + B[slot + 1:]
+                        nr = (s2, B2, r[2], r[3], r[4], e[CPOS])
+                        if done:
+                            c = self._complete(nr, e)
+                            if c is not None:
+                                out.append(c)
+                                nm += 1
+                        if alive:
+                            new.append(nr)
+                    continue
                 for s2, B2 in self._steps(root, r[0], e, b, r[1]):
                     nr = (s2, B2, r[2], r[3], r[4], e[CPOS])
-                    if self._done(root, s2):
+                    _x, done, alive = info(s2)
+                    if done:
                         c = self._complete(nr, e)
                         if c is not None:
                             out.append(c)
                             nm += 1
-                    if self._alive(root, s2):
+                    if alive:
                         new.append(nr)
-            for s2, B2 in self._steps(root, init, e, b, self.empty_B):
-                nr = (s2, B2, e[TS], e[WPOS], e[GPOS], e[CPOS])
-                if self._done(root, s2):
-                    c = self._complete(nr, e)
-                    if c is not None:
-                        out.append(c)
-                        nm += 1
-                if self._alive(root, s2):
-                    new.append(nr)
+            if b & info(init)[0]:
+                for s2, B2 in self._steps(root, init, e, b, self.empty_B):
+                    nr = (s2, B2, e[TS], e[WPOS], e[GPOS], e[CPOS])
+                    _x, done, alive = info(s2)
+                    if done:
+                        c = self._complete(nr, e)
+                        if c is not None:
+                            out.append(c)
+                            nm += 1
+                    if alive:
+                        new.append(nr)
             if max_matches is not None and nm > max_matches:
                 raise CapacityError(
                     f"query {self.plan.name!r}: event {e[2]!r} completed {nm} matches, more "
@@ -551,6 +696,16 @@ class GroupMatcher:
     def neg_event(self, st: GroupState, e: Rec, b: int) -> None:
         """History of possible negating events (kept for the NOT checks)."""
         st.hist.append((e, b))
+
+
+def _has_win(n: Node) -> bool:
+    if isinstance(n, Win):
+        return True
+    if isinstance(n, Ev):
+        return False
+    if isinstance(n, Rep):
+        return _has_win(n.body)
+    return any(_has_win(i) for i in n.items)
 
 
 def _flat_items(p: ast.Seq) -> list[ast.Pattern]:

@@ -15,6 +15,7 @@ lengths); predicates are passed in as function objects, never as text. The inter
 from __future__ import annotations
 
 from collections.abc import Callable
+from operator import itemgetter
 from typing import Any
 
 from .. import ast
@@ -45,7 +46,7 @@ def build_kernel(m: LinearMatcher) -> Any:
     comps = plan.components
     nc = len(comps)
     nslots = len(plan.layout.var_slots)
-    env: dict[str, Any] = {"Candidate": Candidate, "m": m}
+    env: dict[str, Any] = {"Candidate": Candidate, "m": m, "_G0": itemgetter(0)}
     strict = plan.strategy in (ast.Strategy.STRICT_CONTIGUITY,
                                ast.Strategy.PARTITION_CONTIGUITY)
     stnm = plan.strategy is ast.Strategy.SKIP_TILL_NEXT_MATCH
@@ -182,7 +183,7 @@ def build_kernel(m: LinearMatcher) -> Any:
         for c in comps:
             slot = plan.vars[c.vars[0]].slot
             if c.kind is CompKind.KLEENE:
-                parts.append(f"tuple([_x[0] for _x in {B}[{slot}]])")
+                parts.append(f"tuple(map(_G0, {B}[{slot}]))")
             else:
                 parts.append(f"({B}[{slot}][0],)")
         return " + ".join(parts)
@@ -191,8 +192,8 @@ def build_kernel(m: LinearMatcher) -> Any:
         """Code for a freshly created run at component k holding n_new events."""
         c = comps[k]
         last = k == nc - 1
-        emit(depth, f"nr = {nr_parts}")
         if last:
+            emit(depth, f"nr = {nr_parts}")
             cc = close_cond(k, B2, n_new)
             emit(depth, f"if {cc}:")
             emit(depth + 1, f"out.append(Candidate({B2}, nr[3], nr[4], e[0], ets, ewp, "
@@ -205,9 +206,7 @@ def build_kernel(m: LinearMatcher) -> Any:
                     emit(depth, f"if {n_new} < {c.max}:")
                     emit(depth + 1, "new.append(nr)")
         else:
-            if c.kind is CompKind.KLEENE and c.max is not None:
-                pass  # still alive: it can proceed
-            emit(depth, "new.append(nr)")
+            emit(depth, f"new.append({nr_parts})")
 
     def proceed_into(depth: int, j: int, src_first: str) -> None:
         """Take e as the first event of component j (from a run or from begin)."""
@@ -241,7 +240,7 @@ def build_kernel(m: LinearMatcher) -> Any:
         emit(3, "m.neg_event(st, e, b)")
     emit(2, "if not b & POS:")
     emit(3, "continue")
-    if W is not None or CW is not None:
+    if (W is not None or CW is not None) and not strict:
         conds = []
         if W is not None:
             conds.append(f"ets - runs[cut][3] > {W}")
@@ -258,7 +257,13 @@ def build_kernel(m: LinearMatcher) -> Any:
     emit(2, "nm = 0")
     emit(2, "for r in runs:")
     if strict:
-        emit(3, "if ecp != r[6] + 1:")
+        # every run takes this event or dies, so the window is checked here, per run
+        wconds = ["ecp != r[6] + 1"]
+        if W is not None:
+            wconds.append(f"ets - r[3] > {W}")
+        if CW is not None:
+            wconds.append(f"ewp - r[4] >= {CW}")
+        emit(3, f"if {' or '.join(wconds)}:")
         emit(4, "continue")
     emit(3, "k = r[0]; B = r[2]")
     if stnm:
@@ -279,8 +284,12 @@ def build_kernel(m: LinearMatcher) -> Any:
 
             emit_take(d + 1, k, False, b_with(vp.slot, f"B[{vp.slot}] + (e,)"), "n + 1", body)
             if k < nc - 1:
-                emit(d, f"if {close_cond(k, 'B', 'n')}:")
-                proceed_into(d + 1, k + 1, "run")
+                cc = close_cond(k, "B", "n")
+                if cc == "True":
+                    proceed_into(d, k + 1, "run")
+                else:
+                    emit(d, f"if {cc}:")
+                    proceed_into(d + 1, k + 1, "run")
         else:
             if k < nc - 1:
                 proceed_into(d, k + 1, "run")
@@ -295,8 +304,9 @@ def build_kernel(m: LinearMatcher) -> Any:
     proceed_into(2, 0, "begin")
     emit(2, "if max_matches is not None and nm > max_matches:")
     emit(3, "m.too_many_matches(e, nm, max_matches)")
-    emit(2, "if m.max_runs is not None and len(new) > m.max_runs:")
-    emit(3, "m.too_many_runs(new)")
+    if m.max_runs is not None:
+        emit(2, f"if len(new) > {int(m.max_runs)}:")
+        emit(3, "m.too_many_runs(new)")
     emit(2, "st.runs = runs = new")
     emit(1, "if recs:")
     emit(2, "st.last_ts = recs[-1][1]; st.last_wpos = recs[-1][4]")

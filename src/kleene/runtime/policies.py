@@ -8,6 +8,7 @@ works per completing event and CONSUME walks matches in output order, so both st
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from .. import ast
@@ -56,13 +57,13 @@ class Policies:
         comps = getattr(plan, "components", None)
         if comps is None or not all(c.kind is not CompKind.CHOICE and c.min > 0 for c in comps):
             return None
-        env: dict[str, Any] = {}
+        env: dict[str, Any] = {"_GID": itemgetter(ID)}
         items = []
         for i, v in enumerate(plan.order):
             env[f"K{i}"] = v
             slot = self.slot[v]
             if v in plan.layout.list_vars:
-                items.append(f"K{i}: tuple([_r[{ID}] for _r in B[{slot}]])")
+                items.append(f"K{i}: tuple(map(_GID, B[{slot}]))")
             else:
                 items.append(f"K{i}: B[{slot}][{ID}]")
         src = "def binds(B):\n    return {" + ", ".join(items) + "}\n"
@@ -161,6 +162,10 @@ class Policies:
             cands = self._consume(cands)
         if count_only:
             return [_COUNT_MATCH] * len(cands)
+        binds = self._binds
+        if binds is not None and not self.plan.return_fns:
+            name = self.plan.name
+            return [Match(name, binds(c.B), c.first_ts, c.last_ts, {}) for c in cands]
         return [self.to_match(c) for c in cands]
 
     def to_match(self, c: Candidate) -> Match:

@@ -66,6 +66,8 @@ class UnionMatcher:
         self.nslots = len(self.slot)
         self.has_trailing = any(m.has_trailing for m in self.branches)
         self.origin: dict[int, tuple[int, Candidate]] = {}
+        self.track = bool(plan.negations)
+        """Remember each lifted match's branch (only needed for negation checks)."""
 
     @property
     def truncated_runs(self) -> int:
@@ -94,7 +96,8 @@ class UnionMatcher:
             B[dst] = c.B[src]
         lifted = Candidate(tuple(B), c.first_ts, c.first_wpos, c.last_gpos, c.last_ts,
                            c.last_wpos, c.positions, c.trailing)
-        self.origin[id(lifted)] = (bi, c)
+        if self.track:
+            self.origin[id(lifted)] = (bi, c)
         return lifted
 
     def process(self, st: UnionState, recs: list[Any], bits: list[int],

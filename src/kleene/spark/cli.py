@@ -93,14 +93,14 @@ def _type_csv_columns(df: Any, overrides: Mapping[str, str]) -> Any:
 
     from ..events.convert import infer_text_type, parse_type_name
 
-    sample_rows = df.limit(65_536).collect()
+    sample = df.limit(65_536).toArrow()
     names = df.columns
     casts = {}
-    for i, name in enumerate(names):
+    for name in names:
         if name in overrides:
             t = parse_type_name(overrides[name], name)
         else:
-            t = infer_text_type(pa.array([r[i] for r in sample_rows], pa.string()))
+            t = infer_text_type(sample.column(name).combine_chunks().cast(pa.string()))
         c = F.col(f"`{name}`")
         if pa.types.is_integer(t):
             casts[name] = F.trim(c).cast("long")

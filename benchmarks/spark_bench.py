@@ -1,0 +1,195 @@
+"""kleene on Spark, end to end on the Aarhus traffic data (docs/spark.md, "Measured numbers").
+
+    python -m benchmarks.spark_bench                      # both months, local[2]
+    python -m benchmarks.spark_bench --limit 1000000      # the first 1M events only
+    python -m benchmarks.spark_bench --stream 200000      # also replay 200k events as a stream
+
+What is timed, per query (the session start is reported separately, not included):
+
+* ``end to end``: ``kleene.spark.cli.run_query`` exactly as ``kleene run --spark`` runs it:
+  read the gzip CSV files (one partition per file; the key shuffle spreads them), type the
+  columns, number the rows, match, sort and write one JSON Lines file;
+* ``plumbing``: the same pipeline with an evaluator that returns no matches (it still gets every
+  group as an EventBatch), so ``engine share = 1 - plumbing / end to end``;
+* the keyed congestion query (PARTITION BY REPORT_ID) and an unkeyed query (time split).
+
+``--stream N`` replays the first N events as Parquet files through ``match_stream`` (file
+source, one file per micro-batch) and reports events/s and micro-batch durations.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+AARHUS = Path(os.environ.get("KLEENE_AARHUS_DIR", "/work/shared/data/aarhus_traffic"))
+FILES = ("aarhus_traffic_2014-08.csv.gz", "aarhus_traffic_2014-09.csv.gz")
+ROOT = Path(__file__).resolve().parent.parent
+
+KEYED = """PATTERN SEQ(Traffic a, Traffic+ b[], Traffic c)
+WHERE a.avgSpeed >= 40 AND b[i].avgSpeed < 20 AND c.avgSpeed >= 40
+PARTITION BY REPORT_ID
+WITHIN 2 hours
+USING skip-till-next-match
+"""
+
+UNKEYED = """PATTERN SEQ(Traffic a, Traffic b)
+WHERE a.vehicleCount >= 30 AND b.avgSpeed >= 110
+WITHIN 10 minutes
+"""
+
+
+def no_match(analyzed: Any, events: Any) -> list[Any]:
+    """An evaluator that matches nothing: what Spark costs around the engine."""
+    del analyzed, events
+    return []
+
+
+def _load() -> float:
+    return os.getloadavg()[0]
+
+
+def _input(limit: int | None, work: Path) -> tuple[str, int | None]:
+    """The input path: both gzip files, or the first ``limit`` rows as one plain CSV."""
+    if limit is None:
+        return str(AARHUS / "aarhus_traffic_2014-0[89].csv.gz"), None
+    import gzip
+
+    path = work / f"aarhus_{limit}.csv"
+    with gzip.open(AARHUS / FILES[0], "rt") as src, path.open("w") as dst:
+        for i, line in enumerate(src):
+            if i > limit:
+                break
+            dst.write(line)
+    return str(path), limit
+
+
+def run_one(spark: Any, query: str, path: str, engine: str, out: Path) -> dict[str, Any]:
+    from kleene.spark.cli import run_query
+
+    load = _load()
+    t0 = time.perf_counter()
+    summary = run_query(query, path, spark=spark, output=str(out), time_col="TIMESTAMP",
+                        event_type="Traffic", engine=engine)
+    seconds = time.perf_counter() - t0
+    return {"seconds": round(seconds, 3), "events": summary["events"],
+            "matches": summary["matches"], "plan": summary["plan"],
+            "events_per_s": round(summary["events"] / seconds), "load": round(load, 1)}
+
+
+def stream_bench(spark: Any, n: int, work: Path, files: int = 10) -> dict[str, Any]:
+    """Replay the first ``n`` events (time order) through match_stream."""
+    from pyspark.sql import functions as F
+
+    from kleene.spark import match_stream
+    from kleene.spark.cli import read_input
+
+    df, _ = read_input(spark, [str(AARHUS / FILES[0])], "csv")
+    df = df.withColumnRenamed("__kleene_row", "id").where(F.col("id") < n)
+    src = work / "stream_src"
+    chunk = max(1, n // files)
+    df = df.withColumn("chunk", (F.col("id") / chunk).cast("int"))
+    df.repartition("chunk").write.partitionBy("chunk").parquet(str(work / "staged"))
+    src.mkdir()
+    parts = sorted((work / "staged").glob("chunk=*"),
+                   key=lambda p: int(p.name.split("=")[1]))
+    for j, p in enumerate(parts):
+        for k, f in enumerate(sorted(p.glob("*.parquet"))):
+            dst = src / f"part{j:04d}_{k}.parquet"
+            shutil.copy(f, dst)
+            os.utime(dst, (1_700_000_000 + j * 10, 1_700_000_000 + j * 10))
+    schema = spark.read.parquet(str(src)).schema
+    sentinel = spark.createDataFrame(
+        [tuple({"id": 10**12, "TIMESTAMP": "2200-01-01T00:00:00", "REPORT_ID": -1}.get(f.name)
+               for f in schema.fields)], schema)
+    sentinel = sentinel.withColumn("TIMESTAMP", F.to_timestamp(F.lit("2200-01-01 00:00:00")))
+    sentinel.coalesce(1).write.parquet(str(work / "sentinel"))
+    for f in (work / "sentinel").glob("*.parquet"):
+        dst = src / "zzzz_sentinel.parquet"
+        shutil.copy(f, dst)
+        stamp = 1_700_000_000 + (len(parts) + 1) * 10
+        os.utime(dst, (stamp, stamp))
+    sdf = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(str(src))
+    m = match_stream(sdf, KEYED, watermark="10 minutes", time_col="TIMESTAMP",
+                     event_type="Traffic", id_col="id", output="json")
+    load = _load()
+    t0 = time.perf_counter()
+    q = (m.writeStream.format("json").option("checkpointLocation", str(work / "ck"))
+         .option("path", str(work / "stream_out")).trigger(availableNow=True).start())
+    q.awaitTermination()
+    seconds = time.perf_counter() - t0
+    durations = [p["durationMs"].get("triggerExecution", 0) / 1000 for p in q.recentProgress
+                 if p.get("numInputRows", 0) > 0]
+    matches = spark.read.json(str(work / "stream_out")).where("kind = 'match'").count()
+    return {"events": n, "seconds": round(seconds, 3), "events_per_s": round(n / seconds),
+            "micro_batches": len(durations),
+            "batch_s_median": round(statistics.median(durations), 3) if durations else None,
+            "batch_s_max": round(max(durations), 3) if durations else None,
+            "matches": matches, "load": round(load, 1)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--limit", type=int, default=None, help="first N events only")
+    ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--only", default="keyed,unkeyed", help="keyed, unkeyed (comma list)")
+    ap.add_argument("--no-plumbing", action="store_true", help="skip the no-match runs")
+    ap.add_argument("--stream", type=int, default=0, help="replay N events as a stream")
+    ap.add_argument("--json", default=None, help="write the results here")
+    args = ap.parse_args(argv)
+
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT),
+                                                             os.environ.get("PYTHONPATH")]))
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from kleene.spark import get_session
+
+    t0 = time.perf_counter()
+    spark = get_session(args.master, conf={"spark.driver.memory": "4g",
+                                           "spark.sql.shuffle.partitions": "4",
+                                           "spark.ui.showConsoleProgress": "false"})
+    spark.sparkContext.setLogLevel("ERROR")
+    results: dict[str, Any] = {"master": args.master, "session_start_s":
+                               round(time.perf_counter() - t0, 2), "runs": []}
+    work = Path(tempfile.mkdtemp(prefix="kleene-spark-bench-"))
+    try:
+        path, _ = _input(args.limit, work)
+        queries = {"keyed": KEYED, "unkeyed": UNKEYED}
+        for name in args.only.split(","):
+            for engine in ["automaton"] + ([] if args.no_plumbing else
+                                           ["benchmarks.spark_bench:no_match"]):
+                for r in range(args.repeats):
+                    res = run_one(spark, queries[name], path, engine, work / f"{name}.jsonl")
+                    res.update(query=name, engine=engine.split(":")[-1], repeat=r)
+                    print(json.dumps(res), flush=True)
+                    results["runs"].append(res)
+        by = {(r["query"], r["engine"]): r["seconds"] for r in results["runs"]}
+        for name in args.only.split(","):
+            full, plumb = by.get((name, "automaton")), by.get((name, "no_match"))
+            if full and plumb:
+                share = {"query": name, "plumbing_share": round(plumb / full, 2),
+                         "engine_share": round(1 - plumb / full, 2)}
+                print(json.dumps(share))
+                results.setdefault("shares", []).append(share)
+        if args.stream:
+            res = stream_bench(spark, args.stream, work)
+            print(json.dumps({"stream": res}))
+            results["stream"] = res
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        spark.stop()
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
