@@ -29,6 +29,12 @@ QUERIES = [
     "PATTERN SEQ(A a, B b) WITHIN 3 seconds CONSUME a",
     "PATTERN SEQ(A a, B b) WITHIN 3 seconds PICK FIRST a",
     "PATTERN SEQ(A a, B{2} b[]) WHERE sum(b.x) > 6 WITHIN 5 seconds RETURN a.x, sum(b.x) AS s",
+    "PATTERN SEQ(A a, AND(B b, C c) WITHIN 2 seconds) WITHIN 5 seconds",
+    "PATTERN OR(SEQ(A a, B b), SEQ(C c, A d)) WHERE d.x > c.x WITHIN 3 seconds",
+    "PATTERN (SEQ(A a, B b)){1,2} WHERE b.x > 2 WITHIN 4 seconds",
+    "PATTERN SEQ(A a, NOT(SEQ(B b, C c)), A d) WITHIN 4 seconds",
+    "PATTERN SEQ(AND(A a, B b), NOT(C n)) WITHIN 4 EVENTS",
+    "PATTERN SEQ(AND(A a, B b), NOT(C n)) WHERE n.x > a.x WITHIN 3 seconds",
 ]
 
 
@@ -80,3 +86,16 @@ def test_closed_runtime_refuses_more_input() -> None:
     rt.close()
     with pytest.raises(Exception, match="closed"):
         rt.push(random_stream(1, 3))
+
+
+def test_pick_groups_are_released_once_complete() -> None:
+    """PICK FIRST a WITHIN a 3 s window: the group of b1@4 is complete when the stream is past
+    4 + 3; the match comes out of push() then, not only at close()."""
+    rt = start(analyze("PATTERN SEQ(A a, B b) WITHIN 3 seconds PICK FIRST a"))
+    first = rt.push(EventBatch.from_records([
+        {"id": "a1", "type": "A", "ts": 2}, {"id": "a2", "type": "A", "ts": 3},
+        {"id": "b1", "type": "B", "ts": 4}]))
+    assert first == []
+    later = rt.push(EventBatch.from_records([{"id": "x1", "type": "X", "ts": 8}]))
+    assert [dict(m.bindings) for m in later] == [{"a": "a1", "b": "b1"}]
+    assert rt.close() == []

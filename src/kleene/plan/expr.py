@@ -474,21 +474,23 @@ class _Gen:
                                    and e.index.offset == 0):
             return f"{self.elem[e.var]}[{aslot}]"
         idx = e.index
-        t = self.tmp()
+        t, u = self.tmp(), self.tmp()
+        # a list variable is None when it sits in an OR branch that was not taken
+        lst = f"({u} := B[{slot}]) is None"
         if idx is None and e.var in self.free:
             pos = f"I[{1 + self.free[e.var]}]"
-            return (f"(None if not (0 <= ({t} := {pos}) < len(B[{slot}])) "
-                    f"else B[{slot}][{t}][{aslot}])")
+            return (f"(None if {lst} or not (0 <= ({t} := {pos}) < len({u})) "
+                    f"else {u}[{t}][{aslot}])")
         if idx is None or idx.kind is ast.IndexKind.CURRENT:
             off = 0 if idx is None else idx.offset
             pos = "i" if off == 0 else f"i - {-off}"
-            return (f"(None if not (0 <= ({t} := {pos}) < len(B[{slot}])) "
-                    f"else B[{slot}][{t}][{aslot}])")
+            return (f"(None if {lst} or not (0 <= ({t} := {pos}) < len({u})) "
+                    f"else {u}[{t}][{aslot}])")
         if idx.kind is ast.IndexKind.ABSOLUTE or idx.kind is ast.IndexKind.FIRST:
             k = (idx.offset - 1) if idx.kind is ast.IndexKind.ABSOLUTE else max(0, -idx.offset)
-            return f"(None if len({t} := B[{slot}]) <= {k} else {t}[{k}][{aslot}])"
+            return f"(None if {lst} or len({u}) <= {k} else {u}[{k}][{aslot}])"
         k = 1 - idx.offset  # LAST with offset 0 -> 1 (i.e. [-1]), offset -1 -> 2
-        return f"(None if len({t} := B[{slot}]) < {k} else {t}[-{k}][{aslot}])"
+        return f"(None if {lst} or len({u}) < {k} else {u}[-{k}][{aslot}])"
 
     def gen(self, e: ast.Expr) -> str:  # noqa: C901 - one branch per node type
         if isinstance(e, ast.Literal):
@@ -577,8 +579,9 @@ class _Gen:
                     return (f"(None if B[{slot}] is None else "
                             f"_agg({e.name!r}, [B[{slot}][{ID}]]))")
                 if e.name == "count":
-                    return f"len(B[{slot}])"
-                return f"_agg({e.name!r}, [_r[{ID}] for _r in B[{slot}]])"
+                    return f"(None if B[{slot}] is None else len(B[{slot}]))"
+                return (f"(None if B[{slot}] is None else "
+                        f"_agg({e.name!r}, [_r[{ID}] for _r in B[{slot}]]))")
             info = refs(arg, self.layout.list_vars)
             if any(v not in self.layout.var_slots for v in info.vars):
                 return "None"
@@ -604,7 +607,8 @@ class _Gen:
                 del self.elem[v]
             else:
                 self.elem[v] = saved
-            return f"_agg({e.name!r}, [{body} for {r} in B[{slot}]])"
+            return (f"(None if B[{slot}] is None else "
+                    f"_agg({e.name!r}, [{body} for {r} in B[{slot}]]))")
         args = ", ".join(self.gen(a) for a in e.args)
         if e.name in _SCALAR_NAMES:
             return f"_call({e.name!r}, {args})"

@@ -26,8 +26,8 @@ import io
 import pickle
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from operator import itemgetter
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -65,9 +65,11 @@ def _plan_for(analyzed: AnalyzedQuery) -> Plan | GroupPlan | UnionPlan:
         try:
             return compile_group_plan(analyzed)
         except Unsupported as exc:
-            raise EngineError(f"automaton engine does not support {exc} yet "
-                              f"(query {analyzed.name!r}; linear plan: {first}); use "
-                              "--engine oracle on small inputs") from None
+            what = (f"{first} under skip-till-next-match"
+                    if analyzed.strategy is ast.Strategy.SKIP_TILL_NEXT_MATCH else str(exc))
+            raise EngineError(f"automaton engine does not support {what} yet (query "
+                              f"{analyzed.name!r}); use --engine oracle on small inputs, or "
+                              "skip-till-any-match") from None
 
 
 @contextmanager
@@ -534,8 +536,15 @@ class Runtime:
                 k += 1
             ready, self.held = self.held[:k], self.held[k:]
         if not final and self.policies.needs_all:
-            self.held = ready + self.held
-            return []
+            # PICK compares the matches of a group (equal but for the picked variable); a
+            # group is complete once no future event can complete a new member of it
+            k = 0
+            while k < len(ready):
+                rt = self.policies.release_ts(ready[k][1])
+                if rt is None or rt >= self.frontier:
+                    break
+                k += 1
+            ready, self.held = ready[:k], ready[k:] + self.held
         cands = [c for _k, c, _ in ready]
         out = self.policies.apply(cands, self.matcher, self.count_only)
         self.counters.matches += len(out)

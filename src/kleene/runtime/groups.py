@@ -11,13 +11,14 @@ future (a trailing NOT) waits until its window has passed.
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 from typing import Any
 
 from .. import ast
 from ..errors import CapacityError
 from ..plan.expr import CPOS, GPOS, TS, WPOS
-from ..plan.groups import And, AnyK, Ev, GroupPlan, Node, Rep, Seq
+from ..plan.groups import And, AnyK, Ev, GroupPlan, Node, Rep, Seq, Win
 from .linear import Candidate, cand_state
 
 Rec = tuple[Any, ...]
@@ -73,6 +74,7 @@ class GroupMatcher:
         self._info: dict[Any, tuple[int, bool, bool]] = {}
         self._done_memo: dict[tuple[int, Any], bool] = {}
         self._trans: dict[Any, Any] = {}
+        self._sides_cache: dict[tuple[int, int], tuple[list[str], list[str]]] = {}
         self.memo_ok = not _has_win(plan.root)
 
     # -- candidate masks -------------------------------------------------------------------
@@ -414,7 +416,20 @@ class GroupMatcher:
                             nm += 1
                     if alive:
                         new.append(nr)
-            if b & info(init)[0]:
+            exp0 = info(init)[0]
+            if b & exp0 and self.memo_ok:
+                B = self.empty_B
+                for s2, slot, is_list, done, alive in self._transitions(init, b & exp0):
+                    B2 = B[:slot] + (((e,) if is_list else e),) + B[slot + 1:]
+                    nr = (s2, B2, e[TS], e[WPOS], e[GPOS], e[CPOS])
+                    if done:
+                        c = self._complete(nr, e)
+                        if c is not None:
+                            out.append(c)
+                            nm += 1
+                    if alive:
+                        new.append(nr)
+            elif b & exp0:
                 for s2, B2 in self._steps(root, init, e, b, self.empty_B):
                     nr = (s2, B2, e[TS], e[WPOS], e[GPOS], e[CPOS])
                     _x, done, alive = info(s2)
@@ -504,6 +519,17 @@ class GroupMatcher:
             self.pattern_vars[id(p)] = got
         return got
 
+    def _sides(self, p: ast.Pattern, items: list[ast.Pattern], i: int
+               ) -> tuple[list[str], list[str]]:
+        """Variables before and after item ``i`` of a SEQ (cached per node)."""
+        key = (id(p), i)
+        got = self._sides_cache.get(key)
+        if got is None:
+            got = ([v for it in items[:i] for v in self._pvars(it)],
+                   [v for it in items[i + 1:] for v in self._pvars(it)])
+            self._sides_cache[key] = got
+        return got
+
     def _bound(self, vars_: list[str], B: tuple[Any, ...]) -> list[Rec]:
         out: list[Rec] = []
         for v in vars_:
@@ -521,7 +547,15 @@ class GroupMatcher:
         blk = self.plan.negations[nblock]
         if blk.node is not None:
             return self._forbidden_pattern(st, nblock, B, inside)
-        for rec, b in st.hist:
+        hist = st.hist
+        start, stop = 0, len(hist)
+        lo, hi = getattr(inside, "lo", None), getattr(inside, "hi", None)
+        if lo is not None:
+            start = bisect.bisect_right(hist, lo, key=_gpos_of)
+        if hi is not None:
+            stop = bisect.bisect_left(hist, hi, lo=start, key=_gpos_of)
+        for j in range(start, stop):
+            rec, b = hist[j]
             if not inside(rec):
                 continue
             for v in blk.vars:
@@ -576,11 +610,14 @@ class GroupMatcher:
         ok = [True]
 
         def interval(left: list[Rec], right: list[Rec], win: ast.Window | None,
-                     scope: list[Rec]) -> Any:
+                     scope_fn: Any) -> Any:
             lo = max((x[GPOS] for x in left), default=None)
             hi = min((x[GPOS] for x in right), default=None)
-            first = min(scope, key=lambda x: x[GPOS]) if scope else None
-            last = max(scope, key=lambda x: x[GPOS]) if scope else None
+            first = last = None
+            if win is not None and (lo is None or hi is None):
+                scope = scope_fn()
+                first = min(scope, key=lambda x: x[GPOS]) if scope else None
+                last = max(scope, key=lambda x: x[GPOS]) if scope else None
             if hi is None and not final:
                 if win is None or first is None:
                     deadline.append(_INF)
@@ -607,13 +644,16 @@ class GroupMatcher:
                     if not win.is_count and q[TS] > first[TS] + win.microseconds:
                         return False
                 return True
+            inside.lo = lo  # type: ignore[attr-defined]
+            inside.hi = hi  # type: ignore[attr-defined]
             return inside
 
-        def walk(p: ast.Pattern, win: ast.Window | None, scope: list[Rec]) -> bool:
+        def walk(p: ast.Pattern, win: ast.Window | None, scope: Any) -> bool:
             if isinstance(p, ast.EventPattern | ast.Kleene):
                 return True
             if isinstance(p, ast.Within):
-                return walk(p.body, p.window, self._bound(self._pvars(p.body), B))
+                body = p.body
+                return walk(body, p.window, lambda: self._bound(self._pvars(body), B))
             if isinstance(p, ast.Not):
                 return True
             if isinstance(p, ast.Or | ast.AnyOf):
@@ -628,22 +668,23 @@ class GroupMatcher:
                         if mine:
                             a = min(x[GPOS] for x in mine)
                             z = max(x[GPOS] for x in mine)
-                            if self._forbidden(st, k, B,
-                                               lambda q, a=a, z=z: a < q[GPOS] < z):
+                            between = _Between(a, z)
+                            if self._forbidden(st, k, B, between):
                                 return False
             else:
                 for i, item in enumerate(items):
                     if not isinstance(item, ast.Not):
                         continue
                     k = not_index[id(item)]
-                    left = self._bound([v for it in items[:i] for v in self._pvars(it)], B)
-                    right = self._bound([v for it in items[i + 1:] for v in self._pvars(it)],
-                                        B)
+                    lv, rv = self._sides(p, items, i)
+                    left = self._bound(lv, B)
+                    right = self._bound(rv, B)
                     if self._forbidden(st, k, B, interval(left, right, win, scope)):
                         return False
             return all(walk(i, win, scope) for i in items if not isinstance(i, ast.Not))
 
-        ok[0] = walk(self.plan.analyzed.pattern, self.plan.analyzed.within, self._records(B))
+        ok[0] = walk(self.plan.analyzed.pattern, self.plan.analyzed.within,
+                     lambda: self._records(B))
         return ok[0], (max(deadline) if deadline else None)
 
     def negation_ok(self, st: GroupState, c: Candidate) -> bool:
@@ -696,6 +737,23 @@ class GroupMatcher:
     def neg_event(self, st: GroupState, e: Rec, b: int) -> None:
         """History of possible negating events (kept for the NOT checks)."""
         st.hist.append((e, b))
+
+
+class _Between:
+    """Strictly between two positions (NOT inside AND); ``lo``/``hi`` bound the history scan."""
+
+    __slots__ = ("lo", "hi")
+
+    def __init__(self, lo: int, hi: int) -> None:
+        self.lo = lo
+        self.hi = hi
+
+    def __call__(self, q: Rec) -> bool:
+        return bool(self.lo < q[GPOS] < self.hi)
+
+
+def _gpos_of(item: tuple[Rec, int]) -> int:
+    return int(item[0][GPOS])
 
 
 def _has_win(n: Node) -> bool:

@@ -1,9 +1,10 @@
 """Output policies, applied after matching in this order (docs/semantics.md 9): PICK, EMIT
 RECENT, CONSUME, RETURN. Inputs are complete candidates already in output order.
 
-PICK groups matches that agree on every binding but one, which can span the whole stream, so a
-streaming runtime with PICK holds its matches until ``close`` (``needs_all``). EMIT RECENT
-works per completing event and CONSUME walks matches in output order, so both stream.
+PICK groups matches that agree on every binding but one. With a time window W, a group whose
+shared events end at ts t is complete once the stream is past t + W (``release_ts``); without
+one, a streaming runtime holds PICK matches until ``close``. EMIT RECENT works per completing
+event and CONSUME walks matches in output order, so both stream.
 """
 
 from __future__ import annotations
@@ -70,6 +71,23 @@ class Policies:
         code = compile(src, "<kleene bindings>", "exec")
         _run_generated(code, env)
         return env["binds"]
+
+    def release_ts(self, c: Candidate) -> int | None:
+        """Time after which no new match can join ``c``'s PICK groups (None: only at the end
+        of the stream): the last shared event's timestamp plus the query's time window."""
+        w = self.plan.analyzed.within
+        if w is None or w.is_count:
+            return None
+        out = None
+        for p in self.picks:
+            vs = self.slot[p.var]
+            ts = [r[TS] for i, x in enumerate(c.B[: len(self.plan.order)]) if i != vs
+                  for r in _recs(x)]
+            if not ts:
+                return None
+            t = max(ts) + w.microseconds
+            out = t if out is None else max(out, t)
+        return out
 
     def state(self) -> Any:
         """CONSUME's memory (plain data)."""
@@ -184,7 +202,7 @@ class Policies:
         if plan.return_fns:
             B = c.B + (c.first_ts, c.last_ts)
             for name, ce, iter_slot, _prev in plan.return_fns:
-                if iter_slot is None:
+                if iter_slot is None or B[iter_slot] is None:
                     values[name] = ce.fn(B, 0)
                 else:
                     values[name] = [ce.fn(B, i) for i in range(len(B[iter_slot]))]

@@ -247,6 +247,13 @@ class TaskRunner:
     def _run_group(self, table: pa.Table, key: tuple[Any, ...], backend: Any,
                    out: _Out) -> None:
         spec = self.spec
+        for col, what in ((TS, "time"), (TYPE, "event type"), (ID, "id")):
+            nulls = table.column(col).null_count
+            if nulls:
+                where = pc.index(pc.is_null(table.column(col)), True).as_py()
+                raise InputError(f"{nulls} event(s) of key {key!r} have no {what} (the first "
+                                 f"has id {table.column(ID)[where].as_py()!r}); every event "
+                                 "needs a time, a type and an id")
         ts = table.column(TS).to_numpy()
         ordv = table.column(ORD).to_numpy()
         if len(ts) > 1:
