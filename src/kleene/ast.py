@@ -25,13 +25,12 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Union
 
 from .diagnostics import Span
 
 
 def _span() -> Span | None:
-    return field(default=None, compare=False, repr=False, kw_only=True)  # type: ignore[return-value]
+    return field(default=None, compare=False, repr=False, kw_only=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -256,8 +255,8 @@ class Equivalence:
     span: Span | None = _span()
 
 
-Expr = Union[Literal, AttrRef, VarRef, Unary, Binary, Between, InList, Like, IsNull, Call,
-             Equivalence]
+Expr = (Literal | AttrRef | VarRef | Unary | Binary | Between | InList | Like | IsNull | Call
+        | Equivalence)
 
 # --------------------------------------------------------------------------------------------
 # Patterns
@@ -335,7 +334,7 @@ class Within:
     span: Span | None = _span()
 
 
-Pattern = Union[EventPattern, Kleene, Seq, And, Or, AnyOf, Not, Within]
+Pattern = EventPattern | Kleene | Seq | And | Or | AnyOf | Not | Within
 
 # --------------------------------------------------------------------------------------------
 # Clauses and the query
@@ -392,7 +391,7 @@ class Query:
     """The text the query was parsed from (for error rendering); empty for builder queries."""
 
 
-Node = Union[Expr, Pattern, Window, Index, Pick, Consume, ReturnItem, Query]
+Node = Expr | Pattern | Window | Index | Pick | Consume | ReturnItem | Query
 
 __all__ = [
     "And", "AnyOf", "AttrRef", "Between", "Binary", "Call", "Consume", "Emit", "EventPattern",

@@ -119,12 +119,14 @@ class Runtime:
             self.matcher = LinearMatcher(self.plan, max_runs=max_runs_per_partition,
                                          on_cap=on_cap)
             if use_kernel and kernel_supported(self.plan):
+                self.matcher.max_matches = max_matches_per_event
                 self.matcher.kernel = build_kernel(self.matcher)
         elif isinstance(self.plan, UnionPlan):
             self.matcher = UnionMatcher(self.plan, max_runs=max_runs_per_partition,
                                         on_cap=on_cap)
             for bm in self.matcher.branches:
                 if use_kernel and kernel_supported(bm.plan):
+                    bm.max_matches = max_matches_per_event
                     bm.kernel = build_kernel(bm)
         else:
             self.matcher = GroupMatcher(self.plan, max_runs=max_runs_per_partition,
@@ -416,10 +418,12 @@ class Runtime:
         ts = t.column(TS).to_numpy()
         everything = n_sel == n and len(rkeys) == 1
         sel_arr = pa.array(sel)
-        cols: list[list[Any]] = [gpos[sel].tolist(), ts[sel].tolist(),
+        g_l = gpos[sel].tolist()
+        c_l = g_l if cpos is gpos else cpos[sel].tolist()
+        w_l = g_l if wpos is gpos else (c_l if wpos is cpos else wpos[sel].tolist())
+        cols: list[list[Any]] = [g_l, ts[sel].tolist(),
                                  (t.column(ID) if everything else
-                                  t.column(ID).take(sel_arr)).to_pylist(),
-                                 cpos[sel].tolist(), wpos[sel].tolist()]
+                                  t.column(ID).take(sel_arr)).to_pylist(), c_l, w_l]
         names = t.column_names
         for a in plan.layout.attrs:
             if a in names:

@@ -50,6 +50,7 @@ def build_kernel(m: LinearMatcher) -> Any:
     strict = plan.strategy in (ast.Strategy.STRICT_CONTIGUITY,
                                ast.Strategy.PARTITION_CONTIGUITY)
     stnm = plan.strategy is ast.Strategy.SKIP_TILL_NEXT_MATCH
+    mm = m.max_matches
     W = plan.window_us
     CW = plan.window_events
     L: list[str] = []
@@ -198,7 +199,8 @@ def build_kernel(m: LinearMatcher) -> Any:
             emit(depth, f"if {cc}:")
             emit(depth + 1, f"out.append(Candidate({B2}, nr[3], nr[4], e[0], ets, ewp, "
                  f"{positions_expr(B2)}))")
-            emit(depth + 1, "nm += 1")
+            if mm is not None:
+                emit(depth + 1, "nm += 1")
             if c.kind is CompKind.KLEENE and (c.max is None or c.max > 1):
                 if c.max is None:
                     emit(depth, "new.append(nr)")
@@ -254,7 +256,8 @@ def build_kernel(m: LinearMatcher) -> Any:
         emit(3, "if cut:")
         emit(4, "del runs[:cut]")
     emit(2, "new = []")
-    emit(2, "nm = 0")
+    if mm is not None:
+        emit(2, "nm = 0")
     emit(2, "for r in runs:")
     if strict:
         # every run takes this event or dies, so the window is checked here, per run
@@ -302,12 +305,14 @@ def build_kernel(m: LinearMatcher) -> Any:
         else:
             emit(3, "new.append(r)")
     proceed_into(2, 0, "begin")
-    emit(2, "if max_matches is not None and nm > max_matches:")
-    emit(3, "m.too_many_matches(e, nm, max_matches)")
+    if mm is not None:
+        emit(2, f"if nm > {int(mm)}:")
+        emit(3, f"m.too_many_matches(e, nm, {int(mm)})")
     if m.max_runs is not None:
         emit(2, f"if len(new) > {int(m.max_runs)}:")
         emit(3, "m.too_many_runs(new)")
-    emit(2, "st.runs = runs = new")
+    emit(2, "runs = new")
+    emit(1, "st.runs = runs")
     emit(1, "if recs:")
     emit(2, "st.last_ts = recs[-1][1]; st.last_wpos = recs[-1][4]")
     src = "\n".join(L) + "\n"
