@@ -92,7 +92,7 @@ def stream_bench(spark: Any, n: int, work: Path, files: int = 10) -> dict[str, A
     from kleene.spark import match_stream
     from kleene.spark.cli import read_input
 
-    df, _ = read_input(spark, [str(AARHUS / FILES[0])], "csv")
+    df, _, _cached = read_input(spark, [str(AARHUS / FILES[0])], "csv")
     df = df.withColumnRenamed("__kleene_row", "id").where(F.col("id") < n)
     src = work / "stream_src"
     chunk = max(1, n // files)

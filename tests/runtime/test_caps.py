@@ -30,7 +30,8 @@ def test_match_cap_raises_with_query_name_and_cap() -> None:
 def test_truncate_keeps_going_and_counts() -> None:
     rt = start(analyze("PATTERN SEQ(A+ a[], B b)"), max_runs_per_partition=50,
                on_cap="truncate")
-    out = rt.push(_as(12)) + rt.close()
+    with pytest.warns(RuntimeWarning, match="truncate"):
+        out = rt.push(_as(12)) + rt.close()
     assert rt.counters.truncated_runs > 0
     assert 0 < len(out) < 2 ** 12 - 1   # some matches were lost, and that is counted
 
@@ -48,3 +49,23 @@ def test_bad_on_cap_value() -> None:
 def test_count_only_counts_without_bindings() -> None:
     out = evaluate(analyze("PATTERN SEQ(A a, B b)"), _as(4), count_only=True)
     assert len(out) == 4
+
+
+def test_count_only_in_the_kernel_counts_the_same() -> None:
+    """count_only without policies never builds a match: the kernel just counts."""
+    from kleene.runtime.engine import start
+
+    q = "PATTERN SEQ(A a, B+ b[]) WITHIN 100 seconds"
+    rt = start(analyze(q), count_only=True)
+    assert rt.matcher.count_mode
+    out = rt.push(_as(6)) + rt.close()
+    assert len(out) == len(evaluate(analyze(q), _as(6))) == 6
+    assert rt.counters.matches == 6
+
+
+def test_match_cap_truncates_and_counts() -> None:
+    rt = start(analyze("PATTERN SEQ(A a, B b)"), max_matches_per_event=3, on_cap="truncate")
+    with pytest.warns(RuntimeWarning, match="truncate"):
+        out = rt.push(_as(5)) + rt.close()
+    assert len(out) == 3
+    assert rt.counters.truncated_matches == 2

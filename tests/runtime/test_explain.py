@@ -33,3 +33,11 @@ def test_logical_blocks_are_explained() -> None:
     assert "AND block (pushdown: proceed when all 2 items hold)" in text
     assert "on completion: a.x > c.x" in text
     assert "negation D d" in text
+
+
+def test_logical_blocks_as_dot_tree() -> None:
+    dot = explain(analyze("PATTERN SEQ(AND(A a, B b), C c) WITHIN 2 seconds"), dot=True)
+    assert dot.startswith("digraph kleene {")
+    assert '[label="AND block (pushdown: proceed when all 2 items hold)"]' in dot
+    assert '[label="take C c", shape=ellipse]' in dot
+    assert "n0 -> n1" in dot

@@ -45,3 +45,22 @@ def test_kernel_falls_back_on_mixed_types() -> None:
         {"id": "b2", "type": "B", "ts": 3, "x": 5, "s": None}])
     q = "PATTERN SEQ(A a, B b) WHERE b.s > a.x OR b.x > a.x"
     assert [dict(m.bindings) for m in bounded(q, batch)] == [{"a": "a1", "b": "b2"}]
+
+
+def test_udf_on_a_take_edge() -> None:
+    """A UDF is never vectorized: it runs per candidate event on the take edge."""
+    from kleene.events import EventBatch
+
+    def double(x: object) -> object:
+        return None if x is None else x * 2  # type: ignore[operator]
+
+    batch = EventBatch.from_records([
+        {"id": "a1", "type": "A", "ts": 1, "x": 2}, {"id": "b1", "type": "B", "ts": 2, "x": 3},
+        {"id": "b2", "type": "B", "ts": 3, "x": 5}])
+    aq = analyze("PATTERN SEQ(A a, B b) WHERE double(a.x) > b.x RETURN double(b.x) AS d",
+                 udfs={"double": double})
+    from kleene.runtime.engine import evaluate
+
+    out = evaluate(aq, batch)
+    assert [(dict(m.bindings), dict(m.values)) for m in out] == [
+        ({"a": "a1", "b": "b1"}, {"d": 6})]

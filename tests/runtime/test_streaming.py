@@ -35,6 +35,8 @@ QUERIES = [
     "PATTERN SEQ(A a, NOT(SEQ(B b, C c)), A d) WITHIN 4 seconds",
     "PATTERN SEQ(AND(A a, B b), NOT(C n)) WITHIN 4 EVENTS",
     "PATTERN SEQ(AND(A a, B b), NOT(C n)) WHERE n.x > a.x WITHIN 3 seconds",
+    "PATTERN SEQ(A a, NOT(SEQ(B b, C c)), A d) WHERE c.x > b.x USING skip-till-next-match",
+    "PATTERN SEQ(A a, B+ b[], NOT(SEQ(C c, A e))) WITHIN 4 seconds USING skip-till-next-match",
 ]
 
 

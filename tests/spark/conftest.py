@@ -25,6 +25,9 @@ def spark() -> Iterator[Any]:
 
     session = get_session("local[2]", conf={"spark.sql.shuffle.partitions": "4",
                                             "spark.ui.showConsoleProgress": "false",
+                                            # hundreds of tiny stages: AQE re-planning
+                                            # doubled the suite's time
+                                            "spark.sql.adaptive.enabled": "false",
                                             "spark.driver.memory": "2g"})
     session.sparkContext.setLogLevel("ERROR")
     yield session

@@ -86,9 +86,10 @@ def test_every_conformance_case_on_spark_equals_the_embedded_engine(spark: Any) 
         m = match(df, c.query, time_col="_kts", type_col="_ktype", id_col="_kid",
                   order_col="_kord", time_unit="us", output="json", partitions=1, ranges=3)
         frames.append(m.withColumn("case", F.lit(i)))
+    while len(frames) > 1:  # a balanced tree: a chain of unions is re-analysed per step
+        frames = [frames[k].unionByName(frames[k + 1]) if k + 1 < len(frames) else frames[k]
+                  for k in range(0, len(frames), 2)]
     union = frames[0]
-    for f in frames[1:]:
-        union = union.unionByName(f)
     got: dict[int, list[tuple[str, str]]] = {i: [] for i in expected}
     for row in union.orderBy("case", END_US, LAST_POS, SEQ).select("case", "record").collect():
         got[row["case"]].append(_key(row["record"]))

@@ -159,6 +159,10 @@ class NegGuard:
     scope_lo: int = 0
     """Components ``scope_lo..scope_hi`` are that window's scope."""
     scope_hi: int = 0
+    node: Any = None
+    """For a NOT of a sub-pattern: its logical-block node tree (kleene.plan.groups)."""
+    body: tuple[tuple[str, str | None, VectorPred | None], ...] = ()
+    """For a NOT of a sub-pattern: (variable, type, mask) of every event inside it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,6 +238,9 @@ class _Flat:
     negs: list[list[Any]]
     """[var, type, gap, seq_lo, seq_hi, window ctx] per NOT (ctx filled by the caller)."""
     windows: list[WindowGuard]
+    complex_not: bool = False
+    """Accept a NOT of a sub-pattern (checked on the complete match by an occurrence search;
+    used under skip-till-next-match, where the group plan is not available)."""
 
 
 def _flat_items(p: ast.Seq) -> list[ast.Pattern]:
@@ -262,10 +269,15 @@ def _flatten(p: ast.Pattern, out: _Flat, ctx: list[Any]) -> None:
                     events = [x for x in body.items if isinstance(x, ast.EventPattern)]
                 elif isinstance(body, ast.EventPattern):
                     events = [body]
+                elif out.complex_not:
+                    entry: list[Any] = [None, None, len(out.comps), lo, None, ctx, body]
+                    out.negs.append(entry)
+                    mine.append(entry)
+                    continue
                 else:
                     raise Unsupported("negation of a sub-pattern")
                 for ev in events:
-                    entry = [ev.var, ev.type, len(out.comps), lo, None, ctx]
+                    entry = [ev.var, ev.type, len(out.comps), lo, None, ctx, None]
                     out.negs.append(entry)
                     mine.append(entry)
             else:
@@ -304,7 +316,9 @@ def compile_plan(analyzed: AnalyzedQuery, *, attrs_from: AnalyzedQuery | None = 
 
     ``attrs_from`` fixes the record layout's attributes from another query (the union plan's
     branches share one record layout)."""
-    flat = _Flat([], [], [])
+    from .groups import build_node, neg_body_lists, neg_body_vars
+
+    flat = _Flat([], [], [], analyzed.strategy is ast.Strategy.SKIP_TILL_NEXT_MATCH)
     q = analyzed.query
     top: list[Any] = [None, False, 0, None]
     if q.within is not None:
@@ -321,9 +335,21 @@ def compile_plan(analyzed: AnalyzedQuery, *, attrs_from: AnalyzedQuery | None = 
                                         w.is_count))
     variables = analyzed.variables
     order = tuple(analyzed.positive_vars())
-    neg_names = [ng[0] for ng in flat.negs]
+    # every negated variable, and which guard owns it (a complex NOT owns all its body's)
+    neg_names: list[str] = []
+    owner: dict[str, int] = {}
+    neg_lists: list[str] = []
+    for gi, ng in enumerate(flat.negs):
+        if ng[6] is None:
+            names = [ng[0]]
+        else:
+            names = [v for v, _t in neg_body_vars(ng[6])]
+            neg_lists += neg_body_lists(ng[6])
+        for v in names:
+            neg_names.append(v)
+            owner[v] = gi
     all_vars = list(order) + neg_names
-    list_vars = frozenset(v for v in order if variables[v].kind is VarKind.LIST)
+    list_vars = frozenset([v for v in order if variables[v].kind is VarKind.LIST] + neg_lists)
     comp_of: dict[str, int] = {}
     for ci, c in enumerate(flat.comps):
         for v in c.vars:
@@ -336,7 +362,7 @@ def compile_plan(analyzed: AnalyzedQuery, *, attrs_from: AnalyzedQuery | None = 
     take: dict[str, list[Predicate]] = {v: [] for v in order}
     close: dict[str, list[Predicate]] = {v: [] for v in order}
     one_var: dict[str, list[ast.Expr]] = {v: [] for v in all_vars}
-    neg_preds: dict[str, list[Predicate]] = {v: [] for v in neg_names}
+    neg_preds: list[list[Predicate]] = [[] for _ in flat.negs]
     match_preds: list[Predicate] = []
     for ci, e in enumerate(analyzed.conjuncts):
         info = refs(e, list_vars)
@@ -354,12 +380,14 @@ def compile_plan(analyzed: AnalyzedQuery, *, attrs_from: AnalyzedQuery | None = 
             iter_var = next(iter(info.iter_vars), None)
             compiled = compile_expr(e, layout, udfs, f"p{ci}")
         if negs_here:
-            if len(negs_here) > 1:
+            owners = {owner[v] for v in negs_here}
+            if len(owners) > 1 or (len(negs_here) > 1 and flat.negs[min(owners)][6] is None):
                 raise Unsupported("a predicate over two negated variables")
             nv = negs_here[0]
-            if info.vars == {nv} and not info.udfs:
+            if (info.vars == {nv} and not info.udfs and not info.closing
+                    and not info.prev_vars and not info.abs_index):
                 one_var[nv].append(e)
-            neg_preds[nv].append(Predicate(
+            neg_preds[owner[nv]].append(Predicate(
                 e, nv, Timing.NEGATION, compiled, iter_var, bool(info.prev_vars), 0,
                 frozenset(info.vars), tuple(layout.var_slots[v] for v in sorted(info.vars)
                                             if v in variables and variables[v].in_or_branch),
@@ -406,10 +434,21 @@ def compile_plan(analyzed: AnalyzedQuery, *, attrs_from: AnalyzedQuery | None = 
         var_plans[v] = VarPlan(v, layout.var_slots[v], comp_of[v], vi.type, v in list_vars, mask,
                                tk, tuple(close[v]))
     negations: list[NegGuard] = []
-    for nv, nt, gap, seq_lo, seq_hi, wctx in flat.negs:
+    bits = {v: 1 << i for i, v in enumerate(all_vars)}
+    for gi, (nv, nt, gap, seq_lo, seq_hi, wctx, body) in enumerate(flat.negs):
+        if body is not None:
+            specs = tuple((v, t, vectorize(one_var[v], layout, v, udfs) if one_var[v] else None)
+                          for v, t in neg_body_vars(body))
+            covered = set(id(x) for _v, _t, m in specs for x in (m.exprs if m else ()))
+            negations.append(NegGuard(
+                specs[0][0], specs[0][1], gap,
+                tuple(p for p in neg_preds[gi] if id(p.expr) not in covered), None,
+                seq_lo, seq_hi, wctx[0], bool(wctx[1]), wctx[2], wctx[3],
+                build_node(body, layout, bits), specs))
+            continue
         mask = vectorize(one_var[nv], layout, nv, udfs) if one_var[nv] else None
         covered = set(id(x) for x in (mask.exprs if mask else ()))
-        negations.append(NegGuard(nv, nt, gap, tuple(p for p in neg_preds[nv]
+        negations.append(NegGuard(nv, nt, gap, tuple(p for p in neg_preds[gi]
                                                      if id(p.expr) not in covered), mask,
                                   seq_lo, seq_hi, wctx[0], bool(wctx[1]), wctx[2], wctx[3]))
     returns = []

@@ -110,6 +110,10 @@ def _group_text(plan: GroupPlan) -> list[str]:
     out = [f"automaton: logical blocks (pushdown automaton), ignore edge: "
            f"{_ignore_rule(plan.strategy)}"]
     out.extend(_node_text(plan.root, 0))
+    w = plan.analyzed.within
+    if w is not None:
+        out.append(f"window {int(w.amount)} events over the whole pattern" if w.is_count
+                   else f"window {w.microseconds} us over the whole pattern")
     for v, m in plan.masks.items():
         if m is not None:
             out.append(f"vectorized mask {v}: " + " AND ".join(expr_text(e) for e in m.exprs))
@@ -165,9 +169,24 @@ def _dot(plan: Plan | GroupPlan | UnionPlan) -> str:
         list(plan.branches) if isinstance(plan, UnionPlan) else [])
     if not plans:
         assert isinstance(plan, GroupPlan)
-        lines.append(f'  label="{_esc(chr(10).join(_group_text(plan)))}";')
-        lines.append('  start [shape=point]; accept [shape=doublecircle];')
-        lines.append('  start -> accept [label="pushdown blocks"];')
+        lines[2] = "  node [shape=box];"
+        counter = [0]
+
+        def emit(n: Node) -> str:
+            me = f"n{counter[0]}"
+            counter[0] += 1
+            label = _node_text(n, 0)[0].strip()
+            shape = ', shape=ellipse' if isinstance(n, Ev) else ""
+            lines.append(f'  {me} [label="{_esc(label)}"{shape}];')
+            kids = () if isinstance(n, Ev) else ((n.body,) if isinstance(n, Rep | Win)
+                                                 else n.items)
+            for i, k in enumerate(kids):
+                lines.append(f'  {me} -> {emit(k)} [label="{i + 1}"];')
+            return me
+
+        emit(plan.root)
+        for pred in plan.preds:
+            lines.append(f'  // on completion: {expr_text(pred.expr)}')
         lines.append("}")
         return "\n".join(lines) + "\n"
     for bi, p in enumerate(plans):

@@ -189,6 +189,44 @@ def _neg_lists(p: ast.Pattern, in_rep: bool = False) -> list[str]:
     return [v for i in p.items for v in _neg_lists(i, in_rep)]
 
 
+def build_node(p: ast.Pattern, layout: Layout, bits: Mapping[str, int]) -> Node | None:
+    """The node tree of a pattern (NOT items are dropped: they are guards, not states)."""
+    if isinstance(p, ast.EventPattern):
+        return Ev(p.var, p.type, layout.var_slots[p.var], bits[p.var],
+                  p.var in layout.list_vars)
+    if isinstance(p, ast.Not):
+        return None
+    if isinstance(p, ast.Kleene):
+        body = build_node(p.body, layout, bits)
+        assert body is not None
+        return Rep(body, p.min, p.max)
+    if isinstance(p, ast.Within):
+        body = build_node(p.body, layout, bits)
+        assert body is not None
+        w = p.window
+        return Win(body, int(w.amount) if w.is_count else w.microseconds, w.is_count)
+    kids = tuple(k for k in (build_node(i, layout, bits) for i in p.items) if k is not None)
+    if isinstance(p, ast.Seq):
+        return Seq(kids)
+    if isinstance(p, ast.And):
+        return And(kids)
+    if isinstance(p, ast.Or):
+        return AnyK(1, kids)
+    if isinstance(p, ast.AnyOf):
+        return AnyK(p.k, kids)
+    raise Unsupported(type(p).__name__)
+
+
+def neg_body_vars(p: ast.Pattern) -> list[tuple[str, str | None]]:
+    """(variable, type) of every event pattern inside a NOT's body."""
+    return _neg_body_vars(p)
+
+
+def neg_body_lists(p: ast.Pattern) -> list[str]:
+    """Variables inside repetitions of a NOT's body (list variables)."""
+    return _neg_lists(p)
+
+
 def compile_group_plan(analyzed: AnalyzedQuery) -> GroupPlan:
     """Compile any validated pattern into the logical-block plan."""
     if analyzed.strategy is ast.Strategy.SKIP_TILL_NEXT_MATCH:
@@ -214,29 +252,7 @@ def compile_group_plan(analyzed: AnalyzedQuery) -> GroupPlan:
     bits = {v: 1 << i for i, v in enumerate(list(order) + list(neg_vars))}
 
     def build(p: ast.Pattern) -> Node | None:
-        if isinstance(p, ast.EventPattern):
-            return Ev(p.var, p.type, layout.var_slots[p.var], bits[p.var], p.var in list_vars)
-        if isinstance(p, ast.Not):
-            return None
-        if isinstance(p, ast.Kleene):
-            body = build(p.body)
-            assert body is not None
-            return Rep(body, p.min, p.max)
-        if isinstance(p, ast.Within):
-            body = build(p.body)
-            assert body is not None
-            w = p.window
-            return Win(body, int(w.amount) if w.is_count else w.microseconds, w.is_count)
-        kids = tuple(k for k in (build(i) for i in p.items) if k is not None)
-        if isinstance(p, ast.Seq):
-            return Seq(kids)
-        if isinstance(p, ast.And):
-            return And(kids)
-        if isinstance(p, ast.Or):
-            return AnyK(1, kids)
-        if isinstance(p, ast.AnyOf):
-            return AnyK(p.k, kids)
-        raise Unsupported(type(p).__name__)
+        return build_node(p, layout, bits)
 
     root = build(analyzed.pattern)
     if root is None:
@@ -342,4 +358,4 @@ def _windows(n: Node) -> list[tuple[int, bool]]:
 
 
 __all__ = ["And", "AnyK", "Ev", "GroupPlan", "NegBlock", "Node", "Rep", "Seq", "Win",
-           "compile_group_plan"]
+           "build_node", "compile_group_plan", "neg_body_lists", "neg_body_vars"]

@@ -24,6 +24,7 @@ from __future__ import annotations
 import gc
 import io
 import pickle
+import warnings
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -44,7 +45,7 @@ from ..semantic.analyzed import AnalyzedQuery
 from .groups import GroupMatcher
 from .kernel import build_kernel, kernel_supported
 from .linear import Candidate, LinearMatcher, cand_state
-from .policies import Policies
+from .policies import _COUNT_MATCH, Policies
 from .union import UnionMatcher
 
 _FAR_PAST = -(2 ** 62)
@@ -120,6 +121,11 @@ class Runtime:
                                          on_cap=on_cap)
             if use_kernel and kernel_supported(self.plan):
                 self.matcher.max_matches = max_matches_per_event
+                q = analyzed.query
+                # --count without policies or NOT: the kernel only counts complete matches
+                self.matcher.count_mode = (count_only and not self.plan.negations
+                                           and not q.picks and q.consume is None
+                                           and analyzed.emit is ast.Emit.ALL)
                 self.matcher.kernel = build_kernel(self.matcher)
         elif isinstance(self.plan, UnionPlan):
             self.matcher = UnionMatcher(self.plan, max_runs=max_runs_per_partition,
@@ -149,7 +155,7 @@ class Runtime:
         self.late_events: list[pa.Table] = []
         self.closed = False
         self.strategy = self.plan.strategy
-        self.match_count = 0
+        self._warned = False
         self.needs_positions = self._needs_positions()
 
     def _needs_positions(self) -> bool:
@@ -477,7 +483,15 @@ class Runtime:
             matcher.process(st, recs[s:e], bl[s:e], cands, mm)
             for c in cands:
                 out.append((st, c))
+        if (matcher.truncated_runs != self.counters.truncated_runs
+                or matcher.truncated_matches != self.counters.truncated_matches) \
+                and not self._warned:
+            self._warned = True
+            warnings.warn(f"query {self.plan.name!r}: a cap was reached and on_cap='truncate' "
+                          "dropped runs or matches; see the runtime's counters "
+                          "(truncated_runs, truncated_matches)", RuntimeWarning, stacklevel=4)
         self.counters.truncated_runs = matcher.truncated_runs
+        self.counters.truncated_matches = matcher.truncated_matches
         self._bump_last_wpos(rcodes, rkeys, wpos, t)
         for st, c in out:
             self._admit(st, c)
@@ -524,6 +538,11 @@ class Runtime:
 
     def _release(self, watermark: int | None, final: bool = False) -> list[Match]:
         del watermark
+        counted = getattr(self.matcher, "counted", 0)
+        if counted:
+            self.matcher.counted = 0
+            self.counters.matches += counted
+            return [_COUNT_MATCH] * counted
         if not self.held:
             return []
         limit: int | None = None

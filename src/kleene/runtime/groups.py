@@ -45,68 +45,14 @@ class GroupState:
         self.hist = value
 
 
-class GroupMatcher:
-    """The run loop and the checks of a group plan (same interface as LinearMatcher)."""
+class NodeRunner:
+    """The semantics of logical-block nodes (init / done / alive / take), shared by the group
+    matcher and by the negated sub-patterns of linear plans."""
 
-    def __init__(self, plan: GroupPlan, *, max_runs: int | None = None,
-                 on_cap: str = "error") -> None:
-        self.plan = plan
-        self.max_runs = max_runs
-        self.on_cap = on_cap
-        self.truncated_runs = 0
-        self.kernel = None
-        self.simple_key = False
-        self.slot = dict(plan.layout.var_slots)
-        self.npos = len(plan.order)
-        self.strict = plan.strategy in (ast.Strategy.STRICT_CONTIGUITY,
-                                        ast.Strategy.PARTITION_CONTIGUITY)
+    def __init__(self) -> None:
         self.init: dict[int, Any] = {}
-        self._init(plan.root)
-        self.empty_B = tuple(
-            None if (v not in plan.layout.list_vars or v in plan.optional_lists) else ()
-            for v in plan.layout.var_slots)
-        self.neg_bit = {v: 1 << (self.npos + i) for i, v in enumerate(plan.neg_vars)}
-        self.has_trailing = bool(plan.negations)
-        self.iter_slot = {v: plan.layout.var_slots[v] for v in plan.layout.list_vars}
-        self.expire_us = plan.window_us
-        self.expire_events = plan.window_events
-        self.pattern_vars: dict[int, list[str]] = {}
-        self._info: dict[Any, tuple[int, bool, bool]] = {}
         self._done_memo: dict[tuple[int, Any], bool] = {}
-        self._trans: dict[Any, Any] = {}
-        self._sides_cache: dict[tuple[int, int], tuple[list[str], list[str]]] = {}
-        self.memo_ok = not _has_win(plan.root)
 
-    # -- candidate masks -------------------------------------------------------------------
-    def mask_specs(self) -> list[tuple[str | None, Any]]:
-        """(type, vectorized predicate) per candidate bit: positive, then negated variables."""
-        p = self.plan
-        return ([(p.var_types[v], p.masks[v]) for v in p.order]
-                + [(p.var_types.get(v), p.masks[v]) for v in p.neg_vars])
-
-    def admit_pending(self, st: GroupState, c: Candidate) -> None:
-        """Park a match until its trailing-negation interval has closed."""
-        st.pending.append(c)
-
-    def forget(self, c: Candidate) -> None:
-        """No bookkeeping to drop."""
-        del c
-
-    def dump_state(self, st: GroupState) -> Any:
-        """Plain data for a snapshot."""
-        return (list(st.runs), list(st.hist), [cand_state(c) for c in st.pending],
-                st.last_wpos, st.last_ts)
-
-    def load_state(self, data: Any) -> GroupState:
-        """Inverse of :meth:`dump_state`."""
-        runs, hist, pending, lw, lt = data
-        return GroupState(list(runs), list(hist), [Candidate(*c) for c in pending], lw, lt)
-
-    def new_state(self) -> GroupState:
-        """Fresh per-key state."""
-        return GroupState()
-
-    # -- node semantics --------------------------------------------------------------------
     def _init(self, n: Node) -> Any:
         if isinstance(n, Ev):
             s: Any = 0
@@ -184,6 +130,156 @@ class GroupMatcher:
             return n.max is None or bool(after < n.max)
         return self._alive(n.body, s[0])
 
+    def _steps(self, n: Node, s: Any, e: Rec, b: int, B: tuple[Any, ...]
+               ) -> list[tuple[Any, tuple[Any, ...]]]:
+        if isinstance(n, Ev):
+            if s != 0 or not b & n.bit:
+                return []
+            slot = n.slot
+            if n.is_list:
+                cur = B[slot]
+                val: Any = (e,) if cur is None else cur + (e,)
+            else:
+                val = e
+            return [(1, B[:slot] + (val,) + B[slot + 1:])]
+        if isinstance(n, Seq):
+            idx, cs = s
+            out = [((idx, s2), B2) for s2, B2 in self._steps(n.items[idx], cs, e, b, B)]
+            j, cur = idx, cs
+            while j + 1 < len(n.items) and self._done(n.items[j], cur):
+                j += 1
+                cur = self.init[id(n.items[j])]
+                out.extend(((j, s2), B2) for s2, B2 in self._steps(n.items[j], cur, e, b, B))
+            return out
+        if isinstance(n, And):
+            out = []
+            for i, (it, x) in enumerate(zip(n.items, s, strict=True)):
+                for s2, B2 in self._steps(it, x, e, b, B):
+                    out.append((s[:i] + (s2,) + s[i + 1:], B2))
+            return out
+        if isinstance(n, AnyK):
+            started = sum(1 for i, x in zip(n.items, s, strict=True) if x != self.init[id(i)])
+            out = []
+            for i, (it, x) in enumerate(zip(n.items, s, strict=True)):
+                if x == self.init[id(it)] and started >= n.k:
+                    continue
+                for s2, B2 in self._steps(it, x, e, b, B):
+                    out.append((s[:i] + (s2,) + s[i + 1:], B2))
+            return out
+        if isinstance(n, Rep):
+            count, cs = s
+            out = []
+            if cs is not None:
+                out.extend(((count, s2), B2) for s2, B2 in self._steps(n.body, cs, e, b, B))
+            if cs is None or self._done(n.body, cs):
+                after = count + (1 if cs is not None else 0)
+                if n.max is None or after < n.max:
+                    out.extend(((after, s2), B2) for s2, B2 in
+                               self._steps(n.body, self.init[id(n.body)], e, b, B))
+            return out
+        cs, mark = s
+        out = []
+        for s2, B2 in self._steps(n.body, cs, e, b, B):
+            m = mark
+            if n.count:
+                if m is None:
+                    m = e[WPOS]
+                elif e[WPOS] - m >= n.amount:
+                    continue
+            else:
+                if m is None:
+                    m = e[TS]
+                elif e[TS] - m > n.amount:
+                    continue
+            out.append(((s2, m), B2))
+        return out
+
+    def _init_of(self, n: Node) -> Any:
+        got = self.init.get(id(n))
+        return self._init(n) if got is None else got
+
+    def occurs(self, node: Node, records: list[tuple[Rec, int]], B0: tuple[Any, ...],
+               preds: tuple[Any, ...], iter_slot: dict[str, int]) -> bool:
+        """Is there an occurrence of ``node`` (every assignment, as under skip-till-any-match)
+        over ``records`` (in order, with their candidate bits) that makes every predicate
+        TRUE, starting from the bindings ``B0``?"""
+        runs: list[tuple[Any, tuple[Any, ...]]] = [(self._init_of(node), B0)]
+        for rec, b in records:
+            grown = []
+            for s, Bx in runs:
+                for s2, B2 in self._steps(node, s, rec, b, Bx):
+                    if self._done(node, s2) and all(
+                            p.check_all(B2, None if p.iter_var is None else
+                                        iter_slot.get(p.iter_var)) for p in preds):
+                        return True
+                    if self._alive(node, s2):
+                        grown.append((s2, B2))
+            runs.extend(grown)
+        return False
+
+
+class GroupMatcher(NodeRunner):
+    """The run loop and the checks of a group plan (same interface as LinearMatcher)."""
+
+    def __init__(self, plan: GroupPlan, *, max_runs: int | None = None,
+                 on_cap: str = "error") -> None:
+        super().__init__()
+        self.plan = plan
+        self.max_runs = max_runs
+        self.on_cap = on_cap
+        self.truncated_runs = 0
+        self.truncated_matches = 0
+        self.kernel = None
+        self.simple_key = False
+        self.slot = dict(plan.layout.var_slots)
+        self.npos = len(plan.order)
+        self.strict = plan.strategy in (ast.Strategy.STRICT_CONTIGUITY,
+                                        ast.Strategy.PARTITION_CONTIGUITY)
+        self._init(plan.root)
+        self.empty_B = tuple(
+            None if (v not in plan.layout.list_vars or v in plan.optional_lists) else ()
+            for v in plan.layout.var_slots)
+        self.neg_bit = {v: 1 << (self.npos + i) for i, v in enumerate(plan.neg_vars)}
+        self.has_trailing = bool(plan.negations)
+        self.iter_slot = {v: plan.layout.var_slots[v] for v in plan.layout.list_vars}
+        self.expire_us = plan.window_us
+        self.expire_events = plan.window_events
+        self.pattern_vars: dict[int, list[str]] = {}
+        self._info: dict[Any, tuple[int, bool, bool]] = {}
+        self._trans: dict[Any, Any] = {}
+        self._sides_cache: dict[tuple[int, int], tuple[list[str], list[str]]] = {}
+        self.memo_ok = not _has_win(plan.root)
+
+    # -- candidate masks -------------------------------------------------------------------
+    def mask_specs(self) -> list[tuple[str | None, Any]]:
+        """(type, vectorized predicate) per candidate bit: positive, then negated variables."""
+        p = self.plan
+        return ([(p.var_types[v], p.masks[v]) for v in p.order]
+                + [(p.var_types.get(v), p.masks[v]) for v in p.neg_vars])
+
+    def admit_pending(self, st: GroupState, c: Candidate) -> None:
+        """Park a match until its trailing-negation interval has closed."""
+        st.pending.append(c)
+
+    def forget(self, c: Candidate) -> None:
+        """No bookkeeping to drop."""
+        del c
+
+    def dump_state(self, st: GroupState) -> Any:
+        """Plain data for a snapshot."""
+        return (list(st.runs), list(st.hist), [cand_state(c) for c in st.pending],
+                st.last_wpos, st.last_ts)
+
+    def load_state(self, data: Any) -> GroupState:
+        """Inverse of :meth:`dump_state`."""
+        runs, hist, pending, lw, lt = data
+        return GroupState(list(runs), list(hist), [Candidate(*c) for c in pending], lw, lt)
+
+    def new_state(self) -> GroupState:
+        """Fresh per-key state."""
+        return GroupState()
+
+    # -- node semantics --------------------------------------------------------------------
     def _expect(self, n: Node, s: Any) -> int:
         """Bits of the variables this state could take next (a run skips other events)."""
         if isinstance(n, Ev):
@@ -290,70 +386,6 @@ class GroupMatcher:
             self._trans[key] = got
         return got
 
-    def _steps(self, n: Node, s: Any, e: Rec, b: int, B: tuple[Any, ...]
-               ) -> list[tuple[Any, tuple[Any, ...]]]:
-        if isinstance(n, Ev):
-            if s != 0 or not b & n.bit:
-                return []
-            slot = n.slot
-            if n.is_list:
-                cur = B[slot]
-                val: Any = (e,) if cur is None else cur + (e,)
-            else:
-                val = e
-            return [(1, B[:slot] + (val,) + B[slot + 1:])]
-        if isinstance(n, Seq):
-            idx, cs = s
-            out = [((idx, s2), B2) for s2, B2 in self._steps(n.items[idx], cs, e, b, B)]
-            j, cur = idx, cs
-            while j + 1 < len(n.items) and self._done(n.items[j], cur):
-                j += 1
-                cur = self.init[id(n.items[j])]
-                out.extend(((j, s2), B2) for s2, B2 in self._steps(n.items[j], cur, e, b, B))
-            return out
-        if isinstance(n, And):
-            out = []
-            for i, (it, x) in enumerate(zip(n.items, s, strict=True)):
-                for s2, B2 in self._steps(it, x, e, b, B):
-                    out.append((s[:i] + (s2,) + s[i + 1:], B2))
-            return out
-        if isinstance(n, AnyK):
-            started = sum(1 for i, x in zip(n.items, s, strict=True) if x != self.init[id(i)])
-            out = []
-            for i, (it, x) in enumerate(zip(n.items, s, strict=True)):
-                if x == self.init[id(it)] and started >= n.k:
-                    continue
-                for s2, B2 in self._steps(it, x, e, b, B):
-                    out.append((s[:i] + (s2,) + s[i + 1:], B2))
-            return out
-        if isinstance(n, Rep):
-            count, cs = s
-            out = []
-            if cs is not None:
-                out.extend(((count, s2), B2) for s2, B2 in self._steps(n.body, cs, e, b, B))
-            if cs is None or self._done(n.body, cs):
-                after = count + (1 if cs is not None else 0)
-                if n.max is None or after < n.max:
-                    out.extend(((after, s2), B2) for s2, B2 in
-                               self._steps(n.body, self.init[id(n.body)], e, b, B))
-            return out
-        cs, mark = s
-        out = []
-        for s2, B2 in self._steps(n.body, cs, e, b, B):
-            m = mark
-            if n.count:
-                if m is None:
-                    m = e[WPOS]
-                elif e[WPOS] - m >= n.amount:
-                    continue
-            else:
-                if m is None:
-                    m = e[TS]
-                elif e[TS] - m > n.amount:
-                    continue
-            out.append(((s2, m), B2))
-        return out
-
     # -- the run loop ------------------------------------------------------------------------
     def process(self, st: GroupState, recs: list[Rec], bits: list[int],
                 out: list[Candidate], max_matches: int | None) -> None:
@@ -441,9 +473,12 @@ class GroupMatcher:
                     if alive:
                         new.append(nr)
             if max_matches is not None and nm > max_matches:
-                raise CapacityError(
-                    f"query {self.plan.name!r}: event {e[2]!r} completed {nm} matches, more "
-                    f"than max_matches_per_event={max_matches}")
+                if self.on_cap != "truncate":
+                    raise CapacityError(
+                        f"query {self.plan.name!r}: event {e[2]!r} completed {nm} matches, "
+                        f"more than max_matches_per_event={max_matches}")
+                self.truncated_matches += nm - max_matches
+                del out[len(out) - (nm - max_matches):]
             if self.max_runs is not None and len(new) > self.max_runs:
                 if self.on_cap == "truncate":
                     self.truncated_runs += len(new) - self.max_runs
@@ -570,36 +605,18 @@ class GroupMatcher:
 
     def _forbidden_pattern(self, st: GroupState, nblock: int, B: tuple[Any, ...],
                            inside: Any) -> bool:
-        """Is there an occurrence of the negated sub-pattern (every assignment, as under
-        skip-till-any-match) inside the interval whose conjuncts hold with the match?"""
+        """Is there an occurrence of the negated sub-pattern inside the interval whose
+        conjuncts hold with the match?"""
         blk = self.plan.negations[nblock]
-        node = blk.node
-        assert node is not None
+        assert blk.node is not None
         mask = 0
         for v in blk.vars:
             mask |= self.neg_bit[v]
         B0 = list(B)
         for v in blk.vars:
             B0[self.slot[v]] = () if v in self.plan.layout.list_vars else None
-        runs: list[tuple[Any, tuple[Any, ...]]] = [(self._init_of(node), tuple(B0))]
-        for rec, b in st.hist:
-            if not b & mask or not inside(rec):
-                continue
-            grown = []
-            for s, Bx in runs:
-                for s2, B2 in self._steps(node, s, rec, b, Bx):
-                    if self._done(node, s2) and all(
-                            p.check_all(B2, None if p.iter_var is None else
-                                        self.iter_slot.get(p.iter_var)) for p in blk.preds):
-                        return True
-                    if self._alive(node, s2):
-                        grown.append((s2, B2))
-            runs.extend(grown)
-        return False
-
-    def _init_of(self, n: Node) -> Any:
-        got = self.init.get(id(n))
-        return self._init(n) if got is None else got
+        recs = [(rec, b) for rec, b in st.hist if b & mask and inside(rec)]
+        return self.occurs(blk.node, recs, tuple(B0), blk.preds, self.iter_slot)
 
     def _neg_walk(self, st: GroupState, c: Candidate, final: bool) -> tuple[bool, int | None]:
         """Check every NOT; returns (ok, deadline) where deadline is when an open trailing

@@ -51,6 +51,7 @@ def build_kernel(m: LinearMatcher) -> Any:
                                ast.Strategy.PARTITION_CONTIGUITY)
     stnm = plan.strategy is ast.Strategy.SKIP_TILL_NEXT_MATCH
     mm = m.max_matches
+    count_mode = m.count_mode
     W = plan.window_us
     CW = plan.window_events
     L: list[str] = []
@@ -197,8 +198,11 @@ def build_kernel(m: LinearMatcher) -> Any:
             emit(depth, f"nr = {nr_parts}")
             cc = close_cond(k, B2, n_new)
             emit(depth, f"if {cc}:")
-            emit(depth + 1, f"out.append(Candidate({B2}, nr[3], nr[4], e[0], ets, ewp, "
-                 f"{positions_expr(B2)}))")
+            if count_mode:
+                emit(depth + 1, "cnt += 1")
+            else:
+                emit(depth + 1, f"out.append(Candidate({B2}, nr[3], nr[4], e[0], ets, ewp, "
+                     f"{positions_expr(B2)}))")
             if mm is not None:
                 emit(depth + 1, "nm += 1")
             if c.kind is CompKind.KLEENE and (c.max is None or c.max > 1):
@@ -233,6 +237,8 @@ def build_kernel(m: LinearMatcher) -> Any:
     env["EMPTY"] = m.empty_B
     emit(0, "def process(st, recs, bits, out, max_matches):")
     emit(1, "runs = st.runs")
+    if count_mode:
+        emit(1, "cnt = 0")
     emit(1, "negs = m.plan.negations")
     emit(1, f"POS = {(1 << len(plan.order)) - 1}")
     emit(1, "for e, b in zip(recs, bits):")
@@ -307,12 +313,18 @@ def build_kernel(m: LinearMatcher) -> Any:
     proceed_into(2, 0, "begin")
     if mm is not None:
         emit(2, f"if nm > {int(mm)}:")
-        emit(3, f"m.too_many_matches(e, nm, {int(mm)})")
+        emit(3, f"drop = m.too_many_matches(e, nm, {int(mm)})")
+        if count_mode:
+            emit(3, "cnt -= drop")
+        else:
+            emit(3, "del out[len(out) - drop:]")
     if m.max_runs is not None:
         emit(2, f"if len(new) > {int(m.max_runs)}:")
         emit(3, "m.too_many_runs(new)")
     emit(2, "runs = new")
     emit(1, "st.runs = runs")
+    if count_mode:
+        emit(1, "m.counted += cnt")
     emit(1, "if recs:")
     emit(2, "st.last_ts = recs[-1][1]; st.last_wpos = recs[-1][4]")
     src = "\n".join(L) + "\n"

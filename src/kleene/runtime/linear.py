@@ -3,8 +3,8 @@
 A *run* is one partial match: the component it is in (``k``), how many events that component
 holds (``n``) and its bindings ``B``. Bindings are shared, not copied: a new run created by a
 take edge builds a new ``B`` tuple whose entries are the *same* record objects as its parent's
-(the SASE+ shared buffer, with the tuple as the version pointer), so a partial-match prefix is
-stored once however many runs extend it.
+(the SASE+ shared buffer, with the tuple as the version pointer), so an event's record is stored
+once however many runs bind it; only the small tuples that point at records are new per run.
 
 For each event, every live run tries its edges:
 
@@ -83,6 +83,12 @@ class LinearMatcher:
         self.max_runs = max_runs
         self.on_cap = on_cap
         self.truncated_runs = 0
+        self.truncated_matches = 0
+        self.max_matches: int | None = None
+        """The matches-per-event cap baked into the generated kernel (set before building)."""
+        self.count_mode = False
+        """Count complete matches (``counted``) instead of building candidates (kernel)."""
+        self.counted = 0
         # the per-variable part of the output key follows from the sorted positions when
         # every variable is always bound and at most one of them is a list
         self.simple_key = all(c.kind is not CompKind.CHOICE and c.min > 0
@@ -128,7 +134,19 @@ class LinearMatcher:
         self.empty_B: tuple[Any, ...] = tuple(() if v in plan.layout.list_vars else None
                              for v in plan.layout.var_slots)
         self.has_trailing = any(all(c.nullable for c in comps[g.gap:]) for g in plan.negations)
-        self.neg_bits = [1 << (len(order) + i) for i in range(len(plan.negations))]
+        # candidate bits: positive variables, then each guard's variable(s) (a NOT of a
+        # sub-pattern has one per event inside it), in the layout's order
+        self.neg_bits: list[int] = []
+        nb = len(order)
+        for g in plan.negations:
+            width = len(g.body) if g.node is not None else 1
+            self.neg_bits.append(((1 << width) - 1) << nb)
+            nb += width
+        self.nodes: Any = None
+        if any(g.node is not None for g in plan.negations):
+            from .groups import NodeRunner
+
+            self.nodes = NodeRunner()
         self.iter_slot = {v: plan.layout.var_slots[v] for v in plan.layout.list_vars}
         self.close_preds = [tuple(p for v in c.vars for p in plan.vars[v].close) for c in comps]
 
@@ -136,8 +154,13 @@ class LinearMatcher:
     def mask_specs(self) -> list[tuple[str | None, Any]]:
         """(type, vectorized predicate) per candidate bit: positive variables, then NOTs."""
         p = self.plan
-        return ([(p.vars[v].type, p.vars[v].mask) for v in p.order]
-                + [(g.type, g.mask) for g in p.negations])
+        out: list[tuple[str | None, Any]] = [(p.vars[v].type, p.vars[v].mask) for v in p.order]
+        for g in p.negations:
+            if g.node is not None:
+                out.extend((t, m) for _v, t, m in g.body)
+            else:
+                out.append((g.type, g.mask))
+        return out
 
     def admit_pending(self, st: PartState, c: Candidate) -> None:
         """Park a match until its trailing-negation window has passed."""
@@ -279,12 +302,16 @@ class LinearMatcher:
         """Record a possible negating event; it may cancel matches waiting on a trailing NOT."""
         for gi, g in enumerate(self.plan.negations):
             if b & self.neg_bits[gi]:
-                st.neg_hist[gi].append(e)
+                st.neg_hist[gi].append(e if g.node is None else (e, b))
                 if st.pending:
                     self._trailing_kill(st, gi, g, e)
 
-    def too_many_matches(self, e: Rec, nm: int, cap: int) -> None:
-        """Raise the matches-per-event cap error."""
+    def too_many_matches(self, e: Rec, nm: int, cap: int) -> int:
+        """The matches-per-event cap: raise, or (``on_cap='truncate'``) return how many of
+        this event's matches to drop (the last ones) and count them."""
+        if self.on_cap == "truncate":
+            self.truncated_matches += nm - cap
+            return nm - cap
         raise CapacityError(
             f"query {self.plan.name!r}: event {e[2]!r} completed {nm} matches, more than "
             f"max_matches_per_event={cap}")
@@ -353,7 +380,8 @@ class LinearMatcher:
                 if self._alive_after(o):
                     new_runs.append(o)
             if max_matches is not None and nm > max_matches:
-                self.too_many_matches(e, nm, max_matches)
+                drop = self.too_many_matches(e, nm, max_matches)
+                del out[len(out) - drop:]
             if self.max_runs is not None and len(new_runs) > self.max_runs:
                 self.too_many_runs(new_runs)
             st.runs = runs = new_runs
@@ -411,14 +439,17 @@ class LinearMatcher:
             last = max(scope, key=lambda x: x[GPOS]) if scope else None
             hist = st.neg_hist[gi]
             W = g.win_amount
+            rec_of = _first if g.node is not None else _same
             # lower end
             if lo is not None:
-                start = bisect.bisect_right(hist, lo, key=lambda r: r[GPOS])
+                start = bisect.bisect_right(hist, lo, key=lambda r: rec_of(r)[GPOS])
             elif W is not None and last is not None:
                 if g.win_count:
-                    start = bisect.bisect_left(hist, last[WPOS] - W + 1, key=lambda r: r[WPOS])
+                    start = bisect.bisect_left(hist, last[WPOS] - W + 1,
+                                               key=lambda r: rec_of(r)[WPOS])
                 else:
-                    start = bisect.bisect_left(hist, last[TS] - W, key=lambda r: r[TS])
+                    start = bisect.bisect_left(hist, last[TS] - W,
+                                               key=lambda r: rec_of(r)[TS])
             else:
                 start = 0
             # upper end
@@ -428,16 +459,30 @@ class LinearMatcher:
                     dl_wp = first[WPOS] + W - 1
                 else:
                     dl_ts = first[TS] + W
-            for j in range(start, len(hist)):
-                n = hist[j]
-                if hi is not None and n[GPOS] >= hi:
-                    break
-                if dl_ts is not None and n[TS] > dl_ts:
-                    break
-                if dl_wp is not None and n[WPOS] > dl_wp:
-                    break
-                if self._neg_violates(g, c.B, n):
+            if g.node is not None:
+                inside = []
+                for j in range(start, len(hist)):
+                    n = hist[j][0]
+                    if hi is not None and n[GPOS] >= hi:
+                        break
+                    if dl_ts is not None and n[TS] > dl_ts:
+                        break
+                    if dl_wp is not None and n[WPOS] > dl_wp:
+                        break
+                    inside.append(hist[j])
+                if inside and self._occurs(g, c.B, inside):
                     return False
+            else:
+                for j in range(start, len(hist)):
+                    n = hist[j]
+                    if hi is not None and n[GPOS] >= hi:
+                        break
+                    if dl_ts is not None and n[TS] > dl_ts:
+                        break
+                    if dl_wp is not None and n[WPOS] > dl_wp:
+                        break
+                    if self._neg_violates(g, c.B, n):
+                        return False
             if hi is None:
                 base = lo if lo is not None else c.last_gpos
                 trailing.append((gi, base, dl_ts, dl_wp, W is None))
@@ -469,6 +514,13 @@ class LinearMatcher:
                 per_var.append((1, (x[GPOS],)))
         return (c.last_gpos, c.positions, tuple(per_var))
 
+    def _occurs(self, g: NegGuard, B: tuple[Any, ...], pairs: list[tuple[Rec, int]]) -> bool:
+        """Does the negated sub-pattern occur over these (record, bits) with the match?"""
+        B0 = list(B)
+        for v, _t, _m in g.body:
+            B0[self.slot[v]] = () if v in self.plan.layout.list_vars else None
+        return bool(self.nodes.occurs(g.node, pairs, tuple(B0), g.preds, self.iter_slot))
+
     def _trailing_kill(self, st: PartState, gi: int, g: NegGuard, n: Rec) -> None:
         keep = []
         for c in st.pending:
@@ -479,6 +531,15 @@ class LinearMatcher:
                 if dl_ts is not None and n[TS] > dl_ts:
                     continue
                 if dl_wp is not None and n[WPOS] > dl_wp:
+                    continue
+                if g.node is not None:
+                    # the tail so far (this event included) may now hold an occurrence
+                    pairs = [x for x in st.neg_hist[gi] if x[0][GPOS] > base
+                             and (dl_ts is None or x[0][TS] <= dl_ts)
+                             and (dl_wp is None or x[0][WPOS] <= dl_wp)]
+                    if self._occurs(g, c.B, pairs):
+                        dead = True
+                        break
                     continue
                 if self._neg_violates(g, c.B, n):
                     dead = True
@@ -515,21 +576,32 @@ class LinearMatcher:
             hist = st.neg_hist[gi]
             if len(hist) < 64:
                 continue
+            rec_of = _first if g.node is not None else _same
             if g.gap == g.seq_lo:
                 tw, cw = (None, g.win_amount) if g.win_count else (g.win_amount, None)
                 if tw is not None:
-                    cut = bisect.bisect_left(hist, st.last_ts - tw, key=lambda r: r[TS])
+                    cut = bisect.bisect_left(hist, st.last_ts - tw,
+                                             key=lambda r: rec_of(r)[TS])
                 elif cw is not None:
-                    cut = bisect.bisect_left(hist, st.last_wpos - cw, key=lambda r: r[WPOS])
+                    cut = bisect.bisect_left(hist, st.last_wpos - cw,
+                                             key=lambda r: rec_of(r)[WPOS])
                 else:
                     continue
             else:
                 if oldest is None:
                     cut = len(hist)
                 else:
-                    cut = bisect.bisect_left(hist, oldest, key=lambda r: r[GPOS])
+                    cut = bisect.bisect_left(hist, oldest, key=lambda r: rec_of(r)[GPOS])
             if cut:
                 del hist[:cut]
+
+
+def _first(x: Any) -> Any:
+    return x[0]
+
+
+def _same(x: Any) -> Any:
+    return x
 
 
 __all__ = ["Candidate", "LinearMatcher", "PartState", "Run", "cand_state"]

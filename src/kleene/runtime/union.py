@@ -74,6 +74,11 @@ class UnionMatcher:
         """Runs dropped by on_cap='truncate', over all branches."""
         return sum(m.truncated_runs for m in self.branches)
 
+    @property
+    def truncated_matches(self) -> int:
+        """Matches dropped by on_cap='truncate', over all branches."""
+        return sum(m.truncated_matches for m in self.branches)
+
     def mask_specs(self) -> list[tuple[str | None, Any]]:
         """Every branch's candidate bits, one after the other."""
         return [s for m in self.branches for s in m.mask_specs()]

@@ -349,21 +349,26 @@ def distribute(prepared: Any, plan: SparkPlan, *, partitions: int,
         return out, tuple(plan.keys), None
     if plan.mode == "single":
         return prepared.repartition(1).sortWithinPartitions(TS, ORD), (), None
-    bounds = _split_bounds(prepared, plan, ranges or 2 * partitions, exact=ranges is not None)
+    bounds = _split_bounds(prepared, plan, min(256, ranges or 4 * partitions),
+                           exact=ranges is not None)
     if not bounds:
         df = prepared.withColumn(RANGE, F.lit(0))
         return df.repartition(1).sortWithinPartitions(TS, ORD), (RANGE,), ()
-    arr = F.array(*[F.lit(b).cast("long") for b in bounds])
 
     def bucket(x: Any) -> Any:
-        return F.size(F.filter(arr, lambda b: b <= x))
+        # the number of bounds <= x, as plain comparisons (code-generated; a higher-order
+        # function over an array literal is interpreted and was several times slower)
+        total = F.lit(0)
+        for b in bounds:
+            total = total + (x >= F.lit(b)).cast("int")
+        return total
 
     first = bucket(F.col(TS) - F.lit(plan.lookahead_us))
     last = bucket(F.col(TS) + F.lit(plan.lookback_us))
     df = prepared.withColumn(RANGE, F.explode(F.sequence(first, last)))
-    n = len(bounds) + 1
-    out = df.repartitionByRange(min(n, partitions * 2), RANGE) \
-        .sortWithinPartitions(RANGE, TS, ORD)
+    # more ranges than partitions, hash-spread: no sampling pass (repartitionByRange would
+    # read the whole input once more to sample it)
+    out = df.repartition(partitions, RANGE).sortWithinPartitions(RANGE, TS, ORD)
     return out, (RANGE,), bounds
 
 

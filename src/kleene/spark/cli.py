@@ -61,9 +61,10 @@ def _format_of(files: list[str], fmt: str | None) -> str:
 
 
 def read_input(spark: Any, files: list[str], fmt: str, *, delimiter: str | None = None,
-               column_types: Mapping[str, str] | None = None) -> tuple[Any, int]:
+               column_types: Mapping[str, str] | None = None) -> tuple[Any, int, Any]:
     """Read the files with Spark and add ``__kleene_row``: the 0-based input row index.
-    Returns the DataFrame and the number of rows.
+    Returns the DataFrame, the number of rows and the cached scan (``unpersist()`` it when
+    done; ``None`` when ``KLEENE_SPARK_CACHE_INPUT=0``).
 
     The index comes from the file scan's metadata: rows of one file split are contiguous in
     one task, so (file order, split start, ``monotonically_increasing_id``) orders them; a small
@@ -116,13 +117,20 @@ def _type_csv_columns(df: Any, overrides: Mapping[str, str]) -> Any:
     return df.select(*[casts.get(n, F.col(f"`{n}`")).alias(n) for n in names]) if casts else df
 
 
-def _with_file_row_index(df: Any, files: list[str]) -> tuple[Any, int]:
+def _with_file_row_index(df: Any, files: list[str]) -> tuple[Any, int, Any]:
     from pyspark.sql import functions as F
 
     mid = "__kleene_mid"
     withm = df.select("*", F.col(f"{_META}.file_path").alias("__f"),
                       F.col(f"{_META}.file_block_start").alias("__b"),
                       F.monotonically_increasing_id().alias(mid))
+    cached = None
+    if os.environ.get("KLEENE_SPARK_CACHE_INPUT", "1") != "0":
+        # the row count job, the time split's quantiles and the match job all read the
+        # input: parse it once (memory and disk)
+        from pyspark import StorageLevel
+
+        withm = cached = withm.persist(StorageLevel.MEMORY_AND_DISK)
     stats = (withm.groupBy("__f", "__b").agg(F.min(mid).alias("m"), F.count("*").alias("n"))
              .collect())
     rank = {_norm(f): i for i, f in enumerate(files)}
@@ -138,7 +146,7 @@ def _with_file_row_index(df: Any, files: list[str]) -> tuple[Any, int]:
     base = spark.createDataFrame(rows, "__f string, __b long, __base long")
     joined = withm.join(F.broadcast(base), ["__f", "__b"])
     return joined.withColumn(ROW, F.col(mid) + F.col("__base")).drop(
-        "__f", "__b", "__base", mid), offset
+        "__f", "__b", "__base", mid), offset, cached
 
 
 def _norm(path: str) -> str:
@@ -195,8 +203,8 @@ def run_query(query: str, input_path: str, *, master: str | None = None,
     files = list_inputs(input_path)
     in_fmt = _format_of(files, input_format)
     session = spark if spark is not None else get_session(master)
-    df, n_events = read_input(session, files, in_fmt, delimiter=delimiter,
-                              column_types=column_types)
+    df, n_events, cached = read_input(session, files, in_fmt, delimiter=delimiter,
+                                      column_types=column_types)
     tcol = _time_column(df, time_col)
     if event_type is None:
         type_col = type_col or "type"
@@ -213,11 +221,15 @@ def run_query(query: str, input_path: str, *, master: str | None = None,
                     engine=engine, output=out_mode, partitions=partitions,
                     row_index_col=ROW)
     ordered = matches.repartition(1).sortWithinPartitions(END_US, LAST_POS, SEQ)
-    if count_only:
-        n = matches.count()
-        print(n, file=stdout or sys.stdout)
-    else:
-        n = _write(ordered, fmt, output, stdout or sys.stdout)
+    try:
+        if count_only:
+            n = matches.count()
+            print(n, file=stdout or sys.stdout)
+        else:
+            n = _write(ordered, fmt, output, stdout or sys.stdout)
+    finally:
+        if cached is not None:
+            cached.unpersist()
     return {"events": n_events, "matches": n, "seconds": time.perf_counter() - started,
             "source": input_path, "files": len(files), "format": in_fmt,
             "plan": plan_query(compiled.analyzed).mode, "engine": engine,
