@@ -66,8 +66,12 @@ def markdown(doc: dict[str, Any]) -> str:
 
 
 def write(doc: dict[str, Any], results_dir: Path, stamp: str) -> tuple[Path, Path]:
-    """Write ``<stamp>.json`` and ``<stamp>.md``; returns both paths."""
+    """Write ``<stamp>.json`` and ``<stamp>.md`` (``<stamp>-2``... if taken); return both."""
     results_dir.mkdir(parents=True, exist_ok=True)
+    base, k = stamp, 1
+    while (results_dir / f"{stamp}.json").exists():  # never overwrite an earlier run
+        k += 1
+        stamp = f"{base}-{k}"
     j = results_dir / f"{stamp}.json"
     md = results_dir / f"{stamp}.md"
     j.write_text(json.dumps(doc, indent=1, default=str) + "\n")

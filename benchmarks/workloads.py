@@ -236,8 +236,9 @@ def run_api(ctx: Ctx, workload: str, variant: str, query: Path, csv: Path, *, ti
     if good:
         last = good[-1].result
         row.matches = last.get("matches")
-        row.extra.update(read_s=_median(m.result["read_s"] for m in good),
-                         compile_s=_median(m.result["compile_s"] for m in good))
+        for key in ("read_s", "compile_s"):
+            if key in last:
+                row.extra[key] = _median(m.result[key] for m in good)
         if "counters" in last:
             row.extra["counters"] = {k: v for k, v in last["counters"].items() if v}
         if "capacity_error" in last:
@@ -248,16 +249,21 @@ def run_api(ctx: Ctx, workload: str, variant: str, query: Path, csv: Path, *, ti
 
 def run_cli(ctx: Ctx, workload: str, variant: str, query: Path, csv: Path, out: Path, *,
             time_col: str, events: int, event_type: str | None = None,
-            type_col: str | None = None, id_col: str | None = None) -> Row:
-    """The whole ``kleene run`` process: start-up, reading, matching, writing JSON Lines."""
-    row = Row(workload, variant, "kleene CLI (whole run)", events,
+            type_col: str | None = None, id_col: str | None = None,
+            stream: bool = False) -> Row:
+    """The whole ``kleene run`` process: start-up, reading, matching, writing JSON Lines.
+    ``stream`` adds ``--stream`` (chunks pushed through the runtime as they are read)."""
+    row = Row(workload, variant, "kleene CLI --stream (whole run)" if stream
+              else "kleene CLI (whole run)", events,
               timing="wall time of the `kleene run` process (start, read, match, write)")
     reason = cli_missing() or engine_missing()
+    if not reason and stream and "--stream" not in _CLI_HELP.get("run", ""):
+        reason = "CLI: `kleene run` has no --stream option"
     if reason:
         row.status = f"not available: {reason}"
         return row
     cmd = cli_command(query, csv, out, time_col=time_col, event_type=event_type,
-                      type_col=type_col, id_col=id_col)
+                      type_col=type_col, id_col=id_col) + (["--stream"] if stream else [])
     row.extra["command"] = " ".join(Path(c).name if i == 0 else c for i, c in enumerate(cmd)
                                     ).replace(str(REPO) + "/", "")
     ms, err = _repeat(ctx, cmd, timeout=3600)
@@ -445,6 +451,10 @@ def _traffic_rows(ctx: Ctx, workload: str, qname: str, text: str,
         if cli:
             o.rows.append(run_cli(ctx, workload, label, q, csv, ctx.work / f"{qname}.jsonl",
                                   time_col="TIMESTAMP", event_type="Traffic", events=n))
+        if cli and stream:
+            o.rows.append(run_cli(ctx, workload, label, q, csv, ctx.work / f"{qname}.jsonl",
+                                  time_col="TIMESTAMP", event_type="Traffic", events=n,
+                                  stream=True))
         o.rows.append(run_api(ctx, workload, label, q, csv, time_col="TIMESTAMP",
                               event_type="Traffic", events=n))
         if stream:
@@ -457,7 +467,8 @@ def traffic(ctx: Ctx) -> Outcome:
     """Aarhus congestion SEQ(a, b+, c), skip-till-next-match, at 1M and 7.1M events."""
     o = _traffic_rows(ctx, "2 traffic congestion", "traffic", queries.TRAFFIC,
                       _traffic_sizes(ctx), stream=True)
-    for eng in ("kleene CLI (whole run)", "kleene API (engine only)", "kleene API, streamed"):
+    for eng in ("kleene CLI (whole run)", "kleene CLI --stream (whole run)",
+                "kleene API (engine only)", "kleene API, streamed"):
         rs = [(r.events or 0, r.peak_rss_mb) for r in o.rows
               if r.engine == eng and r.peak_rss_mb]
         if len(rs) == 2:

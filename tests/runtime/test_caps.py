@@ -69,3 +69,16 @@ def test_match_cap_truncates_and_counts() -> None:
         out = rt.push(_as(5)) + rt.close()
     assert len(out) == 3
     assert rt.counters.truncated_matches == 2
+
+
+def test_group_plan_run_cap() -> None:
+    """The logical-block engine honours the same caps (error, or truncate with a count)."""
+    recs = [{"id": f"a{i}", "type": "A", "ts": i} for i in range(30)]
+    batch = EventBatch.from_records(recs + [{"id": "b1", "type": "B", "ts": 30}])
+    q = "NAME grp PATTERN AND(A+ a[], B b)"
+    with pytest.raises(CapacityError, match=r"'grp'.*max_runs_per_partition=100"):
+        evaluate(analyze(q), batch, max_runs_per_partition=100)
+    rt = start(analyze(q), max_runs_per_partition=100, on_cap="truncate")
+    with pytest.warns(RuntimeWarning, match="truncate"):
+        out = rt.push(batch) + rt.close()
+    assert rt.counters.truncated_runs > 0 and len(out) > 0

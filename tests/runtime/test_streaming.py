@@ -101,3 +101,23 @@ def test_pick_groups_are_released_once_complete() -> None:
     later = rt.push(EventBatch.from_records([{"id": "x1", "type": "X", "ts": 8}]))
     assert [dict(m.bindings) for m in later] == [{"a": "a1", "b": "b1"}]
     assert rt.close() == []
+
+
+def test_consume_memory_is_pruned_on_long_streams() -> None:
+    """CONSUME's set of consumed events stays bounded: positions no live run can reach go."""
+    from kleene.runtime.engine import Runtime
+
+    rt = start(analyze("PATTERN SEQ(A a, B b) WITHIN 1 seconds CONSUME ALL"))
+    rt._CONSUMED_PRUNE = 10  # type: ignore[misc]
+    recs = []
+    for i in range(200):
+        recs.append({"id": f"a{i}", "type": "A", "ts": 10 * i})
+        recs.append({"id": f"b{i}", "type": "B", "ts": 10 * i + 1})
+    out = []
+    batch = EventBatch.from_records(recs)
+    for i in range(0, len(batch), 20):
+        out += rt.push(batch.slice(i, 20))
+    out += rt.close()
+    assert len(out) == 200
+    assert len(rt.policies.consumed) < 60
+    assert isinstance(rt, Runtime)

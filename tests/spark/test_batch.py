@@ -183,3 +183,18 @@ def test_missing_pyspark_names_the_extra() -> None:
     assert "split" in out
     assert 'MissingExtraError the Spark integration needs PySpark: pip install "kleene[spark]"' \
         in out
+
+
+def test_spark_backend_returns_match_objects(spark: Any) -> None:
+    from kleene.events import EventBatch
+    from kleene.spark.backend import evaluate
+
+    text = "PATTERN SEQ(A a, B+ b[]) WHERE b[i].x > a.x PARTITION BY k WITHIN 5 seconds"
+    q = kleene.analyze(text)
+    batch = EventBatch.from_records([dict(r, id=f"e{i}") for i, r in enumerate(TIMELINE)])
+    got = evaluate(q, batch)
+    assert [(m.bindings, m.start, m.end) for m in got] == [
+        ({"a": "e0", "b": ("e2",)}, 1_000_000, 3_000_000),
+        ({"a": "e5", "b": ("e6",)}, 7_000_000, 8_000_000),
+    ]
+    assert [m.key() for m in got] == [m.key() for m in kleene.compile(text).run(batch)]

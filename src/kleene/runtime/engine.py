@@ -570,8 +570,26 @@ class Runtime:
             ready, self.held = ready[:k], ready[k:] + self.held
         cands = [c for _k, c, _ in ready]
         out = self.policies.apply(cands, self.matcher, self.count_only)
+        if len(self.policies.consumed) > self._CONSUMED_PRUNE:
+            self._prune_consumed()
         self.counters.matches += len(out)
         return out
+
+    _CONSUMED_PRUNE = 1 << 16
+
+    def _prune_consumed(self) -> None:
+        """CONSUME remembers consumed positions; those below every position a future or
+        waiting match can bind are dropped (bounded memory on long streams)."""
+        bound = self.next_gpos
+        for st in self.states.values():
+            o = self.matcher.oldest(st)
+            if o is not None:
+                bound = min(bound, o)
+            for c in st.pending:
+                bound = min(bound, c.positions[0])
+        for _k, c, _x in self.held:
+            bound = min(bound, c.positions[0])
+        self.policies.consumed = {p for p in self.policies.consumed if p >= bound}
 
     # ---------------------------------------------------------------------------------------
     def snapshot(self) -> bytes:

@@ -34,6 +34,17 @@ class GroupState:
     pending: list[Candidate] = field(default_factory=list)
     last_wpos: int = -1
     last_ts: int = -(2 ** 62)
+    buckets: dict[Any, list[tuple[Any, ...]]] = field(default_factory=dict)
+    """Live runs grouped by automaton state (skip-till-any with memoised transitions): an
+    event is tested once per state, and runs that cannot take it are never touched."""
+
+    def all_runs(self) -> list[tuple[Any, ...]]:
+        """Every live run, oldest first."""
+        if not self.buckets:
+            return self.runs
+        out = [r for lst in self.buckets.values() for r in lst]
+        out.sort(key=lambda r: (r[2], r[4]))
+        return out
 
     @property
     def neg_hist(self) -> list[tuple[Rec, int]]:
@@ -249,6 +260,7 @@ class GroupMatcher(NodeRunner):
         self._trans: dict[Any, Any] = {}
         self._sides_cache: dict[tuple[int, int], tuple[list[str], list[str]]] = {}
         self.memo_ok = not _has_win(plan.root)
+        self.bucketed = self.memo_ok and plan.strategy is ast.Strategy.SKIP_TILL_ANY_MATCH
 
     # -- candidate masks -------------------------------------------------------------------
     def mask_specs(self) -> list[tuple[str | None, Any]]:
@@ -267,13 +279,19 @@ class GroupMatcher(NodeRunner):
 
     def dump_state(self, st: GroupState) -> Any:
         """Plain data for a snapshot."""
-        return (list(st.runs), list(st.hist), [cand_state(c) for c in st.pending],
+        return (list(st.all_runs()), list(st.hist), [cand_state(c) for c in st.pending],
                 st.last_wpos, st.last_ts)
 
     def load_state(self, data: Any) -> GroupState:
         """Inverse of :meth:`dump_state`."""
         runs, hist, pending, lw, lt = data
-        return GroupState(list(runs), list(hist), [Candidate(*c) for c in pending], lw, lt)
+        st = GroupState([], list(hist), [Candidate(*c) for c in pending], lw, lt)
+        if self.bucketed:
+            for r in runs:
+                st.buckets.setdefault(r[0], []).append(r)
+        else:
+            st.runs = list(runs)
+        return st
 
     def new_state(self) -> GroupState:
         """Fresh per-key state."""
@@ -387,9 +405,118 @@ class GroupMatcher(NodeRunner):
         return got
 
     # -- the run loop ------------------------------------------------------------------------
+    def _process_buckets(self, st: GroupState, recs: list[Rec], bits: list[int],
+                         out: list[Candidate], max_matches: int | None) -> None:
+        """The run loop with runs bucketed by state (skip-till-any / next without contiguity
+        and with memoised transitions): the ignore edge keeps runs where they are, so an
+        event only visits the states that expect it."""
+        pos_mask = (1 << self.npos) - 1
+        W, CW = self.expire_us, self.expire_events
+        init = self.init[id(self.plan.root)]
+        info = self._root_info
+        trans = self._transitions
+        buckets = st.buckets
+        nruns = sum(len(x) for x in buckets.values())
+        for e, b in zip(recs, bits, strict=True):
+            st.last_ts, st.last_wpos = e[TS], e[WPOS]
+            if b & ~pos_mask:
+                st.hist.append((e, b))
+            if not b & pos_mask:
+                continue
+            ets, ewp, ecp = e[TS], e[WPOS], e[CPOS]
+            born: list[tuple[Any, ...]] = []
+            nm = 0
+            dead = []
+            for s, lst in buckets.items():
+                if W is not None or CW is not None:
+                    cut = 0
+                    n = len(lst)
+                    while cut < n and ((W is not None and ets - lst[cut][2] > W) or (
+                            CW is not None and ewp - lst[cut][3] >= CW)):
+                        cut += 1
+                    if cut:
+                        del lst[:cut]
+                        nruns -= cut
+                        if not lst:
+                            dead.append(s)
+                            continue
+                exp = info(s)[0]
+                if not b & exp:
+                    continue
+                tr = trans(s, b & exp)
+                if not tr:
+                    continue
+                for r in lst:
+                    # a bucket is not strictly in first-timestamp order (runs arrive from
+                    # older states), so the window is also checked here
+                    if (W is not None and ets - r[2] > W) or (
+                            CW is not None and ewp - r[3] >= CW):
+                        continue
+                    B = r[1]
+                    for s2, slot, is_list, done, alive in tr:
+                        if is_list:
+                            cur = B[slot]
+                            B2 = B[:slot] + (((e,) if cur is None else cur + (e,)),) + \
+                                B[slot + 1:]
+                        else:
+                            B2 = B[:slot] + (e,) + B[slot + 1:]
+                        nr = (s2, B2, r[2], r[3], r[4], ecp)
+                        if done:
+                            c = self._complete(nr, e)
+                            if c is not None:
+                                out.append(c)
+                                nm += 1
+                        if alive:
+                            born.append(nr)
+            for s in dead:
+                del buckets[s]
+            exp0 = info(init)[0]
+            if b & exp0:
+                B = self.empty_B
+                for s2, slot, is_list, done, alive in trans(init, b & exp0):
+                    B2 = B[:slot] + (((e,) if is_list else e),) + B[slot + 1:]
+                    nr = (s2, B2, ets, ewp, e[GPOS], ecp)
+                    if done:
+                        c = self._complete(nr, e)
+                        if c is not None:
+                            out.append(c)
+                            nm += 1
+                    if alive:
+                        born.append(nr)
+            for nr in born:
+                lst2 = buckets.get(nr[0])
+                if lst2 is None:
+                    buckets[nr[0]] = [nr]
+                else:
+                    lst2.append(nr)
+            nruns += len(born)
+            if max_matches is not None and nm > max_matches:
+                if self.on_cap != "truncate":
+                    raise CapacityError(
+                        f"query {self.plan.name!r}: event {e[2]!r} completed {nm} matches, "
+                        f"more than max_matches_per_event={max_matches}")
+                self.truncated_matches += nm - max_matches
+                del out[len(out) - (nm - max_matches):]
+            if self.max_runs is not None and nruns > self.max_runs:
+                if self.on_cap != "truncate":
+                    raise CapacityError(
+                        f"query {self.plan.name!r}: {nruns} live runs in one partition "
+                        f"exceed max_runs_per_partition={self.max_runs}; narrow the pattern "
+                        "(a window, a stricter strategy) or raise the cap, or pass "
+                        "on_cap='truncate'")
+                keep = st.all_runs()[nruns - self.max_runs:]
+                self.truncated_runs += nruns - self.max_runs
+                buckets.clear()
+                for r in keep:
+                    buckets.setdefault(r[0], []).append(r)
+                nruns = len(keep)
+
     def process(self, st: GroupState, recs: list[Rec], bits: list[int],
                 out: list[Candidate], max_matches: int | None) -> None:
         """Feed one partition's events in order."""
+        if self.bucketed:
+            self._process_buckets(st, recs, bits, out, max_matches)
+            return
         root = self.plan.root
         pos_mask = (1 << self.npos) - 1
         strict = self.strict
@@ -491,6 +618,11 @@ class GroupMatcher(NodeRunner):
                         "on_cap='truncate'")
             st.runs = runs = new
 
+    def oldest(self, st: GroupState) -> int | None:
+        """The smallest position a future match of this key can bind (None: no live run)."""
+        return min((r[4] for lst in ([st.runs] + list(st.buckets.values())) for r in lst),
+                   default=None)
+
     def prune(self, st: GroupState) -> None:
         """Drop history no live run or waiting match can need any more."""
         self._prune(st)
@@ -524,7 +656,8 @@ class GroupMatcher(NodeRunner):
             lookback = st.last_ts - 2 * self.plan.max_window_us
         elif self.plan.max_window_events is None:
             return
-        oldest = min([r[4] for r in st.runs] + [c.positions[0] for c in st.pending],
+        oldest = min([r[4] for lst in ([st.runs] + list(st.buckets.values())) for r in lst]
+                     + [c.positions[0] for c in st.pending],
                      default=_INF)
         keep = []
         for rec, b in st.hist:

@@ -185,10 +185,10 @@ def build_kernel(m: LinearMatcher) -> Any:
         for c in comps:
             slot = plan.vars[c.vars[0]].slot
             if c.kind is CompKind.KLEENE:
-                parts.append(f"tuple(map(_G0, {B}[{slot}]))")
+                parts.append(f"*map(_G0, {B}[{slot}])")
             else:
-                parts.append(f"({B}[{slot}][0],)")
-        return " + ".join(parts)
+                parts.append(f"{B}[{slot}][0]")
+        return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
 
     def on_new(depth: int, k: int, nr_parts: str, n_new: str, B2: str) -> None:
         """Code for a freshly created run at component k holding n_new events."""

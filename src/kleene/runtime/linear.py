@@ -563,6 +563,10 @@ class LinearMatcher:
         st.pending = keep
         return done
 
+    def oldest(self, st: PartState) -> int | None:
+        """The smallest position a future match of this key can bind (None: no live run)."""
+        return min((r[5] for r in st.runs), default=None)
+
     def prune(self, st: PartState) -> None:
         """Drop negation history no live run or waiting match can need any more."""
         self._prune_history(st)

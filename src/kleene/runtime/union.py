@@ -150,6 +150,12 @@ class UnionMatcher:
                 out.append(lifted)
         return out
 
+    def oldest(self, st: UnionState) -> int | None:
+        """The smallest position a future match of this key can bind (None: no live run)."""
+        vals = [x for m, p in zip(self.branches, st.parts, strict=True)
+                if (x := m.oldest(p)) is not None]
+        return min(vals, default=None)
+
     def prune(self, st: UnionState) -> None:
         """Prune every branch's history."""
         for bi, m in enumerate(self.branches):

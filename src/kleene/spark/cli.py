@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from ..errors import InputError
+from ..errors import InputError, QueryError
 from .tasks import END_US, LAST_POS, SEQ
 
 _TIME_CANDIDATES = ("ts", "timestamp", "time", "event_time")
@@ -186,15 +186,13 @@ def run_query(query: str, input_path: str, *, master: str | None = None,
     Spark output directory. Returns a summary: events, matches, seconds, plan mode, output.
     """
     from ..api import compile as compile_query
-    from ..cli.main import load_query
     from .batch import match
     from .plan import plan_query
     from .session import get_session
 
     started = time.perf_counter()
-    src = load_query(query)
-    compiled = compile_query(src.text, dialect=dialect, udfs=dict(udfs or {}),
-                             name=src.default_name)
+    text, default_name = load_query(query)
+    compiled = compile_query(text, dialect=dialect, udfs=dict(udfs or {}), name=default_name)
     fmt = fmt.lower()
     if fmt not in ("jsonl", "csv", "parquet"):
         raise InputError(f"unknown output format {fmt!r}; use jsonl, csv or parquet")
@@ -242,6 +240,22 @@ def _master_of(session: Any, master: str | None) -> str | None:
     except Exception:  # noqa: BLE001 - Spark Connect may not expose it
         return master
     return str(value) if value is not None else master
+
+
+def load_query(arg: str) -> tuple[str, str | None]:
+    """QUERY is a query file (its stem names the query) or the query text, as in ``kleene run``
+    (kept here so kleene.spark does not import the CLI package)."""
+    if os.path.isfile(arg):
+        try:
+            return Path(arg).read_text(encoding="utf-8"), Path(arg).stem
+        except (OSError, UnicodeDecodeError) as e:
+            raise QueryError(f"cannot read query file {arg}: {e}") from None
+    suffixes = (".kleene", ".cep", ".sase", ".query", ".txt", ".sql")
+    if not any(ch.isspace() for ch in arg.strip()) and (arg.endswith(suffixes) or os.sep in arg):
+        raise QueryError(f"query file {arg} not found (QUERY is a file path or the query text)")
+    if not arg.strip():
+        raise QueryError("the query is empty")
+    return arg, None
 
 
 def _parse_time_strings(df: Any, tcol: str) -> Any:
@@ -306,4 +320,4 @@ def _write(ordered: Any, fmt: str, output: str | None, stdout: IO[str]) -> int:
     return n
 
 
-__all__ = ["list_inputs", "read_input", "run_query"]
+__all__ = ["list_inputs", "load_query", "read_input", "run_query"]
