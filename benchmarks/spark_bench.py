@@ -90,9 +90,10 @@ def stream_bench(spark: Any, n: int, work: Path, files: int = 10) -> dict[str, A
     from pyspark.sql import functions as F
 
     from kleene.spark import match_stream
-    from kleene.spark.cli import read_input
+    from kleene.spark.cli import _parse_time_strings, read_input
 
     df, _, _cached = read_input(spark, [str(AARHUS / FILES[0])], "csv")
+    df = _parse_time_strings(df, "TIMESTAMP")
     df = df.withColumnRenamed("__kleene_row", "id").where(F.col("id") < n)
     src = work / "stream_src"
     chunk = max(1, n // files)
@@ -108,9 +109,10 @@ def stream_bench(spark: Any, n: int, work: Path, files: int = 10) -> dict[str, A
             os.utime(dst, (1_700_000_000 + j * 10, 1_700_000_000 + j * 10))
     schema = spark.read.parquet(str(src)).schema
     sentinel = spark.createDataFrame(
-        [tuple({"id": 10**12, "TIMESTAMP": "2200-01-01T00:00:00", "REPORT_ID": -1}.get(f.name)
+        [tuple({"id": 10**12, "REPORT_ID": -1}.get(f.name)
                for f in schema.fields)], schema)
-    sentinel = sentinel.withColumn("TIMESTAMP", F.to_timestamp(F.lit("2200-01-01 00:00:00")))
+    sentinel = sentinel.withColumn("TIMESTAMP",
+                                   F.to_timestamp_ntz(F.lit("2200-01-01 00:00:00")))
     sentinel.coalesce(1).write.parquet(str(work / "sentinel"))
     for f in (work / "sentinel").glob("*.parquet"):
         dst = src / "zzzz_sentinel.parquet"

@@ -28,6 +28,7 @@ import warnings
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import repeat
 from operator import itemgetter
 from typing import Any
 
@@ -472,6 +473,8 @@ class Runtime:
             ends = np.r_[starts[1:], n_sel]
             groups = zip(src[starts].tolist(), starts.tolist(), ends.tolist(), strict=True)
         mm = self.max_matches_per_event
+        no_negation = not self.plan.negations
+        sort_key = matcher.sort_key
         groups_done = []
         for code, s, e in groups:
             groups_done.append((code, s, e))
@@ -481,8 +484,12 @@ class Runtime:
                 st = self.states[key] = matcher.new_state()
             cands: list[Candidate] = []
             matcher.process(st, recs[s:e], bl[s:e], cands, mm)
-            for c in cands:
-                out.append((st, c))
+            if cands:
+                if no_negation:
+                    # nothing to check: straight to the output buffer with their sort keys
+                    self.held.extend(zip(map(sort_key, cands), cands, repeat(None)))
+                else:
+                    out.extend((st, c) for c in cands)
         if (matcher.truncated_runs != self.counters.truncated_runs
                 or matcher.truncated_matches != self.counters.truncated_matches) \
                 and not self._warned:

@@ -91,6 +91,10 @@ def _ts_expr(df: Any, time_col: str, time_unit: str) -> tuple[Any, TimeInfo, Tim
     dt = df.schema[time_col].dataType
     c = F.col(f"`{time_col}`")
     if isinstance(dt, T.StringType):
+        if df.isStreaming:
+            raise InputError(f"time column {time_col!r} of a stream holds text; give the stream "
+                             "a timestamp or numeric time column (e.g. withColumn(col, "
+                             "to_timestamp(col)))", column=time_col)
         sample = df.select(c).where(c.isNotNull()).limit(1).collect()
         zoned = bool(sample) and _has_zone(str(sample[0][0]))
         dt = T.TimestampType() if zoned else T.TimestampNTZType()

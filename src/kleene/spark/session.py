@@ -64,16 +64,19 @@ def get_session(master: str | None = None, *, app_name: str = "kleene",
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    local = master is None or master.startswith("local")
+    # local: an explicit local[...] master, or plain `python` (not spark-submit, which sets
+    # PYSPARK_GATEWAY_PORT, and not Spark Connect); only then pick the shuffle partitions
+    launched = "PYSPARK_GATEWAY_PORT" in os.environ or "SPARK_REMOTE" in os.environ
+    local = master.startswith("local") if master is not None else not launched
     cores = os.cpu_count() or 2
     settings = runtime_conf(max(2, 2 * cores) if local else None)
     settings.update(conf or {})
     if master is None:
         active = SparkSession.getActiveSession()
         if active is not None:
-            for k, v in settings.items():
-                if k != "spark.sql.shuffle.partitions":
-                    active.conf.set(k, v)
+            # the user's session: only what streaming cannot run without (their time zone and
+            # partitions stay; kleene reads instants time-zone-free and checks naive columns)
+            active.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB)
             return active
     builder = SparkSession.builder.appName(app_name)
     if master is not None:

@@ -301,12 +301,11 @@ def match_stream(df: Any, query: Any, *, watermark: str, time_col: str,
 
     from .batch import _ts_expr, analyzed_of, return_fields
     from .plan import plan_query
-    from .session import require_pyspark, runtime_conf
+    from .session import ROCKSDB, require_pyspark
 
     require_pyspark()
     spark = df.sparkSession
-    for k, v in runtime_conf().items():
-        spark.conf.set(k, v)
+    spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB)
     q = analyzed_of(query, udfs=udfs, name=name)
     plan = plan_query(q)
     for what, c in (("time column", time_col), ("type column", type_col),
