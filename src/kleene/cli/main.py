@@ -362,7 +362,15 @@ def run(query: str, input_path: str, input_format: str | None, time_col: str | N
                    f"force, for tiny inputs); {len(events):,} events may take very long. "
                    "The default engine is automaton.", err=True)
     progress.show(f"matching {len(events):,} events with {compiled.engine}", force=True)
-    matches = _engine_call(compiled.engine, compiled.run, events) if len(events) else []
+    if count and compiled.engine == "automaton":
+        # --count: the engine only counts (no bindings, no Match objects)
+        from ..runtime.engine import evaluate
+
+        matches = _engine_call(compiled.engine, evaluate, compiled.analyzed, events,
+                               **{**compiled.options, "count_only": True}) \
+            if len(events) else []
+    else:
+        matches = _engine_call(compiled.engine, compiled.run, events) if len(events) else []
     progress.clear()
     match_done = time.perf_counter()
     if count:
@@ -404,7 +412,8 @@ def _run_streaming(compiled: Any, stream: Any, *, output: str | None, fmt: str, 
     if compiled.engine != "automaton":
         raise QueryError(f"--stream needs the automaton engine, not {compiled.engine!r}")
     runtime = _engine_call(compiled.engine, compiled.start,
-                           allowed_lateness_us=round(lateness_s * 1_000_000))
+                           allowed_lateness_us=round(lateness_s * 1_000_000),
+                           count_only=count)
     writer: MatchWriter | None = None
     n_matches = 0
 

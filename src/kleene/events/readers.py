@@ -971,7 +971,7 @@ class EventStream(Iterator[EventBatch]):
                       if int(i) not in unparsable)
         opts = self.options
         if opts.event_type is not None:
-            types = pa.array(np.full(n, opts.event_type, dtype=object), pa.string())
+            types = pa.repeat(pa.scalar(opts.event_type, pa.string()), n)
         else:
             tcol = opts.type_col or "type"
             types = table.column(tcol).combine_chunks().cast(pa.string())
@@ -1125,6 +1125,10 @@ def collect(stream: EventStream, batches: list[EventBatch]) -> tuple[EventBatch,
 def _check_unique_ids(table: pa.Table, id_col: str, source: str) -> None:
     """Ids name events in matches, so an id column must not repeat a value."""
     ids = table.column(ID)
+    if pa.types.is_integer(ids.type) and ids.null_count == 0 and len(ids) > 1:
+        arr = ids.to_numpy()
+        if bool(np.all(arr[1:] > arr[:-1])):  # strictly increasing (the usual row ids)
+            return
     if pc.count_distinct(ids).as_py() == len(ids):
         return
     ordered = ids.take(pc.sort_indices(ids))

@@ -635,9 +635,23 @@ def inline_condition(e: ast.Expr, layout: Layout, udfs: Mapping[str, Callable[..
     g.tprefix = tprefix
     if isinstance(e, ast.Binary) and e.op in ("<", "<=", ">", ">="):
         x, y = g.gen(e.left), g.gen(e.right)
+        if _plain(e.left) and _plain(e.right):
+            # Ordering comparisons with None (SQL NULL) raise TypeError in Python, and so
+            # does any mixed-type comparison: the caller's fallback then evaluates the
+            # null-aware form. So plain operands need no explicit None tests.
+            return f"({x} {e.op} {y})"
         a, b = g.tmp(), g.tmp()
         return f"(({a} := {x}) is not None and ({b} := {y}) is not None and {a} {e.op} {b})"
     return f"({g.gen(e)} is True)"
+
+
+def _plain(e: ast.Expr) -> bool:
+    """An attribute reference or a non-null scalar literal: its value is a plain Arrow scalar
+    or constant, so comparing it with None raises TypeError (never a custom ``__lt__``)."""
+    if isinstance(e, ast.AttrRef):
+        return True
+    return (isinstance(e, ast.Literal) and e.value is not None
+            and type(e.value) in (int, float, str, bool))
 
 
 @dataclass(frozen=True, slots=True)

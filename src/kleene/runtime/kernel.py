@@ -190,22 +190,26 @@ def build_kernel(m: LinearMatcher) -> Any:
                 parts.append(f"{B}[{slot}][0]")
         return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
 
-    def on_new(depth: int, k: int, nr_parts: str, n_new: str, B2: str) -> None:
-        """Code for a freshly created run at component k holding n_new events."""
+    def on_new(depth: int, k: int, nr_parts: str, n_new: str, B2: str,
+               first: tuple[str, str]) -> None:
+        """Code for a freshly created run at component k holding n_new events (``first``:
+        the expressions of its first timestamp and first window position)."""
         c = comps[k]
         last = k == nc - 1
         if last:
-            emit(depth, f"nr = {nr_parts}")
+            keeps = c.kind is CompKind.KLEENE and (c.max is None or c.max > 1)
+            if keeps:
+                emit(depth, f"nr = {nr_parts}")
             cc = close_cond(k, B2, n_new)
             emit(depth, f"if {cc}:")
             if count_mode:
                 emit(depth + 1, "cnt += 1")
             else:
-                emit(depth + 1, f"out.append(Candidate({B2}, nr[3], nr[4], e[0], ets, ewp, "
-                     f"{positions_expr(B2)}))")
+                emit(depth + 1, f"out.append(Candidate({B2}, {first[0]}, {first[1]}, e[0], ets, "
+                     f"ewp, {positions_expr(B2)}))")
             if mm is not None:
                 emit(depth + 1, "nm += 1")
-            if c.kind is CompKind.KLEENE and (c.max is None or c.max > 1):
+            if keeps:
                 if c.max is None:
                     emit(depth, "new.append(nr)")
                 else:
@@ -223,14 +227,16 @@ def build_kernel(m: LinearMatcher) -> Any:
         if src_first == "begin":
             B2 = _tuple([val if x == vp.slot else repr(m.empty_B[x]) for x in range(nslots)])
             parts = f"({j}, 1, B2, ets, ewp, e[0], ecp)"
+            first = ("ets", "ewp")
         else:
             B2 = b_with(vp.slot, val, "B")
             parts = f"({j}, 1, B2, r[3], r[4], r[5], ecp)"
+            first = ("r[3]", "r[4]")
 
         def body(d: int) -> None:
             if stnm and src_first != "begin":
                 emit(d, "took = True")
-            on_new(d, j, parts, "1", "B2")
+            on_new(d, j, parts, "1", "B2", first)
 
         emit_take(depth + 1, j, True, B2, "1", body)
 
@@ -261,19 +267,30 @@ def build_kernel(m: LinearMatcher) -> Any:
         emit(4, "cut += 1")
         emit(3, "if cut:")
         emit(4, "del runs[:cut]")
+    if strict:
+        # Every live run was created or extended by the previous candidate event of this
+        # key (a run that does not take an event dies), so all runs share last_cpos: one
+        # contiguity test per event. Runs are in first-event order, so the expired ones
+        # (time or count window) are a prefix.
+        emit(2, "if runs:")
+        emit(3, "if ecp != runs[0][6] + 1:")
+        emit(4, "runs = ()")
+        wconds = []
+        if W is not None:
+            wconds.append(f"ets - runs[cut][3] > {W}")
+        if CW is not None:
+            wconds.append(f"ewp - runs[cut][4] >= {CW}")
+        if wconds:
+            cond = " or ".join(wconds)
+            emit(3, f"elif {cond.replace('[cut]', '[0]')}:")
+            emit(4, "cut = 1; nr_ = len(runs)")
+            emit(4, f"while cut < nr_ and ({cond}):")
+            emit(5, "cut += 1")
+            emit(4, "runs = runs[cut:]")
     emit(2, "new = []")
     if mm is not None:
         emit(2, "nm = 0")
     emit(2, "for r in runs:")
-    if strict:
-        # every run takes this event or dies, so the window is checked here, per run
-        wconds = ["ecp != r[6] + 1"]
-        if W is not None:
-            wconds.append(f"ets - r[3] > {W}")
-        if CW is not None:
-            wconds.append(f"ewp - r[4] >= {CW}")
-        emit(3, f"if {' or '.join(wconds)}:")
-        emit(4, "continue")
     emit(3, "k = r[0]; B = r[2]")
     if stnm:
         emit(3, "took = False")
@@ -289,7 +306,8 @@ def build_kernel(m: LinearMatcher) -> Any:
             def body(dd: int, k: int = k) -> None:
                 if stnm:
                     emit(dd, "took = True")
-                on_new(dd, k, "(k, n + 1, B2, r[3], r[4], r[5], ecp)", "n + 1", "B2")
+                on_new(dd, k, "(k, n + 1, B2, r[3], r[4], r[5], ecp)", "n + 1", "B2",
+                       ("r[3]", "r[4]"))
 
             emit_take(d + 1, k, False, b_with(vp.slot, f"B[{vp.slot}] + (e,)"), "n + 1", body)
             if k < nc - 1:

@@ -44,6 +44,7 @@ class Policies:
         self.consumed: set[int] = set()
         self.slot = dict(plan.layout.var_slots)
         self.needs_all = bool(self.picks)
+        self._build: Any = None
         self._binds = self._bindings_builder()
         if self.consume is not None:
             self.consume_slots = [self.slot[v] for v in (
@@ -68,8 +69,16 @@ class Policies:
             else:
                 items.append(f"K{i}: B[{slot}][{ID}]")
         src = "def binds(B):\n    return {" + ", ".join(items) + "}\n"
+        # the whole output list in one comprehension (no call per match): the matches of a
+        # plan without RETURN, straight from the candidates
+        env["Match"] = Match
+        env["NAME"] = plan.name
+        src += ("def build(cands):\n    return [Match(NAME, {"
+                + ", ".join(it.replace("B[", "c.B[") for it in items)
+                + "}, c.first_ts, c.last_ts, {}) for c in cands]\n")
         code = compile(src, "<kleene bindings>", "exec")
         _run_generated(code, env)
+        self._build = env["build"]
         return env["binds"]
 
     def release_ts(self, c: Candidate) -> int | None:
@@ -180,10 +189,9 @@ class Policies:
             cands = self._consume(cands)
         if count_only:
             return [_COUNT_MATCH] * len(cands)
-        binds = self._binds
-        if binds is not None and not self.plan.return_fns:
-            name = self.plan.name
-            return [Match(name, binds(c.B), c.first_ts, c.last_ts, {}) for c in cands]
+        if self._binds is not None and not self.plan.return_fns:
+            built: list[Match] = self._build(cands)
+            return built
         return [self.to_match(c) for c in cands]
 
     def to_match(self, c: Candidate) -> Match:

@@ -274,20 +274,31 @@ class TaskRunner:
             j = int(key[0])
             lo = spec.range_bounds[j - 1] if j > 0 else None
             hi = spec.range_bounds[j] if j < len(spec.range_bounds) else None
-        index: dict[Any, int] | None = None
-        ids = table.column(ID).to_pylist()
-        for m in matches:
-            if (lo is not None and m.end < lo) or (hi is not None and m.end >= hi):
-                continue
-            if index is None:
-                index = {v: i for i, v in enumerate(ids)}
-                if len(index) != len(ids):
-                    raise InputError(f"the id column has duplicate ids in key {key!r}; "
-                                     "ids must be unique (omit id_col to use row numbers)")
-            last = -1
+        kept = [m for m in matches
+                if not ((lo is not None and m.end < lo) or (hi is not None and m.end >= hi))]
+        if not kept:
+            return
+        # row of every bound event, found in C++ (pc.index_in) rather than a Python dict
+        flat: list[Any] = []
+        sizes: list[int] = []
+        for m in kept:
+            n0 = len(flat)
             for b in m.bindings.values():
-                for ev in (b if isinstance(b, tuple) else (b,)):
-                    last = max(last, index[ev])
+                if isinstance(b, tuple):
+                    flat.extend(b)
+                else:
+                    flat.append(b)
+            sizes.append(len(flat) - n0)
+        ids = table.column(ID).combine_chunks()
+        if pc.count_distinct(ids).as_py() != len(ids):
+            raise InputError(f"the id column has duplicate ids in key {key!r}; ids must be "
+                             "unique (omit id_col to use row numbers)")
+        rows = pc.index_in(pa.array(flat, ids.type), value_set=ids).to_numpy(
+            zero_copy_only=False)
+        at = 0
+        for m, k in zip(kept, sizes, strict=True):
+            last = int(rows[at:at + k].max()) if k else -1
+            at += k
             out.add(m, int(ordv[last]) if last >= 0 else -1)
 
 
