@@ -14,6 +14,7 @@ import argparse
 import datetime as dt
 import sys
 import time
+import traceback
 
 from . import machine, report, workloads
 from .datasets import BENCH_DIR
@@ -63,7 +64,12 @@ def main(argv: list[str] | None = None) -> int:
     }
     t0 = time.perf_counter()
     for name in names:
-        outcome = workloads.WORKLOADS[name](ctx)
+        try:
+            outcome = workloads.WORKLOADS[name](ctx)
+        except Exception as e:  # one broken workload must not lose the others' numbers
+            traceback.print_exc()
+            outcome = workloads.Outcome(rows=[workloads.Row(
+                name, "", "harness", status=f"error: {type(e).__name__}: {e}"[:400])])
         doc["rows"] += [r.to_json() for r in outcome.rows]  # type: ignore[operator]
         doc["notes"] += outcome.notes  # type: ignore[operator]
         doc["checks"].update(outcome.checks)  # type: ignore[attr-defined]

@@ -37,7 +37,8 @@ class Ctx:
     #: also run the stock engines pinned to one CPU with taskset (kleene vs Flink on one core)
     pin: bool = False
     traffic_sizes: tuple[int | None, ...] | None = None
-    work: Path = BENCH_DIR / ".data" / "run"
+    #: per-run scratch folder (query files, match outputs), so concurrent runs never collide
+    work: Path = field(default_factory=lambda: BENCH_DIR / ".data" / "run" / f"{os.getpid()}")
     python: str = sys.executable
     #: address-space cap of every kleene / hand-loop child (not the JVM): the machine is shared
     mem_limit_mb: int = 8000
@@ -558,6 +559,7 @@ WORKLOADS: dict[str, Callable[[Ctx], Outcome]] = {
 
 
 def cleanup(ctx: Ctx) -> None:
-    """Remove the big match outputs of a run (queries stay for inspection)."""
-    for p in ctx.work.glob("*.jsonl"):
-        os.unlink(p)
+    """Remove the big match outputs of a run (the query files stay for inspection)."""
+    for pattern in ("*.jsonl", "*.csv"):
+        for p in ctx.work.glob(pattern):
+            os.unlink(p)

@@ -76,8 +76,6 @@ def _generic_json(value: Any) -> str:
 
 
 _EPOCH = _dt.datetime(1970, 1, 1)
-_ISO_MIN_US = int((_dt.datetime(1000, 1, 1) - _EPOCH).total_seconds()) * 1_000_000
-_ISO_MAX_US = int((_dt.datetime(9999, 12, 31) - _EPOCH).total_seconds()) * 1_000_000
 
 
 class _LineFormatter:
@@ -92,13 +90,19 @@ class _LineFormatter:
     the whole second, like ``datetime.isoformat`` (``.ffffff`` only when microseconds != 0).
     """
 
-    __slots__ = ("time", "_names", "_keys", "_seconds", "_suffix", "_datetime", "_unit")
+    __slots__ = ("time", "_names", "_keys", "_seconds", "_fracs", "_suffix", "_datetime",
+                 "_unit", "_shape")
 
     def __init__(self, time: TimeInfo) -> None:
         self.time = time
         self._names: dict[str, str] = {}
         self._keys: dict[str, str] = {}
         self._seconds: dict[int, str] = {}
+        self._fracs: dict[int, str] = {}
+        self._shape: Any = None
+        """The bindings formatter generated for the first match's shape (see
+        :func:`_shape_formatter`); other shapes take the general loop."""
+        """The text after the whole second: ``.ffffff`` (omitted at 0), zone, closing quote."""
         self._datetime = time.kind == "datetime"
         self._suffix = "+00:00" if time.tz is not None else ""
         self._unit = time.unit_us
@@ -112,9 +116,12 @@ class _LineFormatter:
                 if len(self._seconds) > 1 << 16:
                     self._seconds.clear()
                 base = self._seconds[sec] = (_EPOCH + _dt.timedelta(seconds=sec)).isoformat()
-            if us:
-                return f'"{base}.{us:06d}{self._suffix}"'
-            return f'"{base}{self._suffix}"'
+            frac = self._fracs.get(us)
+            if frac is None:
+                if len(self._fracs) > 1 << 16:
+                    self._fracs.clear()
+                frac = self._fracs[us] = (f".{us:06d}" if us else "") + self._suffix + '"'
+            return '"' + base + frac
         q, r = divmod(int(ts_us), self._unit)
         if r == 0:
             return str(q)
@@ -129,46 +136,48 @@ class _LineFormatter:
     def line(self, m: Match) -> str:
         """One match as its line (without the newline)."""
         if self._datetime:
-            seconds = self._seconds
-            sec, us = divmod(m.start, 1_000_000)
-            base = seconds.get(sec)
-            if base is None or type(sec) is not int:
-                start = self.ts(m.start)
-            elif us:
-                start = f'"{base}.{us:06d}{self._suffix}"'
+            seconds, fracs = self._seconds, self._fracs
+            t = m.start
+            if type(t) is int:
+                sec, us = divmod(t, 1_000_000)
+                base = seconds.get(sec)
+                frac = fracs.get(us)
             else:
-                start = f'"{base}{self._suffix}"'
-            sec, us = divmod(m.end, 1_000_000)
-            base = seconds.get(sec)
-            if base is None or type(sec) is not int:
-                end = self.ts(m.end)
-            elif us:
-                end = f'"{base}.{us:06d}{self._suffix}"'
+                base = None
+            if base is None or frac is None:
+                start = self.ts(t)
             else:
-                end = f'"{base}{self._suffix}"'
+                start = '"' + base + frac
+            t = m.end
+            if type(t) is int:
+                sec, us = divmod(t, 1_000_000)
+                base = seconds.get(sec)
+                frac = fracs.get(us)
+            else:
+                base = None
+            if base is None or frac is None:
+                end = self.ts(t)
+            else:
+                end = '"' + base + frac
         else:
             start, end = self.ts(m.start), self.ts(m.end)
         return self.line_with(m, start, end)
-
-    def times_many(self, ts: list[Any]) -> list[str] | None:
-        """The JSON texts of many datetime output timestamps at once (numpy formats them the
-        way ``datetime.isoformat`` does for years 1000..9999), or None to format one by one."""
-        if not self._datetime or not ts or not all(type(t) is int for t in ts):
-            return None
-        a = np.array(ts, dtype=np.int64)
-        if int(a.min()) < _ISO_MIN_US or int(a.max()) > _ISO_MAX_US:
-            return None
-        d = a.astype("datetime64[us]")
-        text = np.where(a % 1_000_000 == 0, np.datetime_as_string(d, unit="s"),
-                        np.datetime_as_string(d, unit="us"))
-        suffix = self._suffix
-        return [f'"{t}{suffix}"' for t in text.tolist()]
 
     def line_with(self, m: Match, start: str, end: str) -> str:
         """The line of ``m`` with its start and end already formatted (JSON texts)."""
         q = self._names.get(m.query)
         if q is None:
             q = self._names[m.query] = json.dumps(m.query)
+        b = m.bindings
+        shape = self._shape
+        if shape is None and type(b) is dict:
+            shape = self._shape = _shape_formatter(b)
+        text = shape(b) if shape is not None else None
+        if text is not None:
+            vals = m.values
+            vtext = _generic_json(dict(vals)) if vals else "{}"
+            return (f'{{"query": {q}, "match": {{{text}}}, "start": {start}, '
+                    f'"end": {end}, "values": {vtext}}}')
         parts = []
         keys = self._keys
         v: Any
@@ -194,6 +203,56 @@ class _LineFormatter:
         vtext = _generic_json(dict(vals)) if vals else "{}"
         return (f'{{"query": {q}, "match": {{{", ".join(parts)}}}, "start": {start}, '
                 f'"end": {end}, "values": {vtext}}}')
+
+
+def _shape_formatter(bindings: dict[str, Any]) -> Any:
+    """A generated ``f(bindings) -> str | None`` for bindings with the same variables, in the
+    same order, each an ``int`` id or a tuple of ``int`` ids as in ``bindings``: it returns
+    the text between the braces of ``"match"`` (what ``json.dumps`` writes), or None when a
+    match does not have that shape (then the general loop formats it).
+
+    The source holds only positions and type tests; the variable names' JSON texts are
+    passed in as constants (never as source text)."""
+    kinds = []
+    for v in bindings.values():
+        if type(v) is int:
+            kinds.append("i")
+        elif type(v) is tuple and all(type(x) is int for x in v):
+            kinds.append("t")
+        else:
+            return None
+    n = len(kinds)
+    if n == 0:
+        return None
+    env: dict[str, Any] = {"NAMES": tuple(bindings)}
+    xs = [f"x{j}" for j in range(n)]
+    lines = ["def shape(b):",
+             "    if tuple(b) != NAMES:",
+             "        return None",
+             f"    {', '.join(xs)}{',' if n == 1 else ''} = b.values()"]
+    pieces = []
+    for j, kind in enumerate(kinds):
+        env[f"P{j}"] = ("" if j == 0 else ", ") + json.dumps(list(bindings)[j]) + ": "
+        if kind == "i":
+            lines.append(f"    if type(x{j}) is not int:")
+            lines.append("        return None")
+            pieces.append(f"P{j} + str(x{j})")
+        else:
+            lines.append(f"    if type(x{j}) is not tuple:")
+            lines.append("        return None")
+            lines.append(f"    for y in x{j}:")
+            lines.append("        if type(y) is not int:")
+            lines.append("            return None")
+            pieces.append(f"P{j} + '[' + ', '.join(map(str, x{j})) + ']'")
+    lines.append("    return " + " + ".join(pieces))
+    code = compile("\n".join(lines) + "\n", "<kleene jsonl shape>", "exec")
+    _run_generated(code, env)
+    return env["shape"]
+
+
+def _run_generated(code: Any, ns: dict[str, Any]) -> None:
+    # Generated from positions and type tests only; names are constants in ``ns``.
+    exec(code, ns)  # noqa: S102
 
 
 _FORMATTERS: dict[TimeInfo, _LineFormatter] = {}
@@ -273,17 +332,8 @@ class JsonLinesWriter(_TextWriter):
         ms = matches if isinstance(matches, list) else list(matches)
         out = self.out
         step = self._CHUNK
-        fmt = self._fmt
-        with_times = fmt.line_with
         for i in range(0, len(ms), step):
-            chunk = ms[i:i + step]
-            starts = fmt.times_many([m.start for m in chunk])
-            ends = fmt.times_many([m.end for m in chunk]) if starts is not None else None
-            if starts is not None and ends is not None:
-                lines = [with_times(m, a, b) for m, a, b in zip(chunk, starts, ends,
-                                                                strict=True)]
-            else:
-                lines = [line(m) for m in chunk]
+            lines = [line(m) for m in ms[i:i + step]]
             lines.append("")
             out.write("\n".join(lines))
         self.count += len(ms)

@@ -144,6 +144,11 @@ class Runtime:
         self.count_only = count_only
         self.counters = Counters()
         self.policies = Policies(self.plan)
+        self.direct = self._use_direct(count_only)
+        if self.direct:
+            # no NOT, policies or RETURN: the kernel emits finished (key, Match) entries
+            self.matcher.direct = (self.plan.name, self.policies._binds)
+            self.matcher.kernel = build_kernel(self.matcher)
         self.states: dict[Any, Any] = {}
         self.pos_base: dict[Any, int] = {}  # per PARTITION BY key: next per-partition position
         self.cpos_base: dict[Any, int] = {}  # per route key (partition-contiguity)
@@ -158,6 +163,18 @@ class Runtime:
         self.strategy = self.plan.strategy
         self._warned = False
         self.needs_positions = self._needs_positions()
+
+    def _use_direct(self, count_only: bool) -> bool:
+        """Can the kernel build the output Matches itself? Only for a linear kernel plan
+        whose candidates go straight to the output: no NOT, no PICK / EMIT RECENT / CONSUME,
+        no RETURN, every variable always bound (the simple sort key)."""
+        m = self.matcher
+        q = self.analyzed.query
+        return (isinstance(self.plan, Plan) and m.kernel is not None and not m.count_mode
+                and not count_only and not self.plan.negations and not m.has_trailing
+                and not q.picks and q.consume is None and self.analyzed.emit is ast.Emit.ALL
+                and m.simple_key and not self.plan.return_fns
+                and self.policies._binds is not None)
 
     def _needs_positions(self) -> bool:
         """Does any rule read per-key positions (contiguity, count windows)?"""
@@ -474,6 +491,7 @@ class Runtime:
             groups = zip(src[starts].tolist(), starts.tolist(), ends.tolist(), strict=True)
         mm = self.max_matches_per_event
         no_negation = not self.plan.negations
+        direct = self.direct
         sort_key = matcher.sort_key
         groups_done = []
         for code, s, e in groups:
@@ -485,7 +503,9 @@ class Runtime:
             cands: list[Candidate] = []
             matcher.process(st, recs[s:e], bl[s:e], cands, mm)
             if cands:
-                if no_negation:
+                if direct:
+                    self.held.extend(cands)  # already (key, Match, None)
+                elif no_negation:
                     # nothing to check: straight to the output buffer with their sort keys
                     self.held.extend(zip(map(sort_key, cands), cands, repeat(None)))
                 else:
@@ -576,7 +596,12 @@ class Runtime:
                 k += 1
             ready, self.held = ready[:k], ready[k:] + self.held
         cands = [c for _k, c, _ in ready]
-        out = self.policies.apply(cands, self.matcher, self.count_only)
+        if self.direct:
+            # finished Matches (a restored snapshot may still hold candidates)
+            to_match = self.policies.to_match
+            out = [c if type(c) is Match else to_match(c) for c in cands]
+        else:
+            out = self.policies.apply(cands, self.matcher, self.count_only)
         if len(self.policies.consumed) > self._CONSUMED_PRUNE:
             self._prune_consumed()
         self.counters.matches += len(out)
@@ -601,6 +626,10 @@ class Runtime:
     # ---------------------------------------------------------------------------------------
     def snapshot(self) -> bytes:
         """The whole runtime state as bytes (plain data only; see :meth:`restore`)."""
+        if any(isinstance(c, Match) for _k, c, _x in self.held):
+            # direct mode releases every match in the call that made it, so this is a bug
+            raise EngineError(f"query {self.plan.name!r}: cannot snapshot while finished "
+                              "matches are unreleased (internal error)")
         states = {k: self.matcher.dump_state(st) for k, st in self.states.items()}
         buf = None
         if self.buffer:

@@ -21,6 +21,7 @@ from typing import Any
 from .. import ast
 from ..plan.automaton import CompKind, Plan
 from ..plan.expr import NotInlinable, inline_condition
+from ..events.match import Match
 from .linear import Candidate, LinearMatcher
 
 
@@ -52,6 +53,10 @@ def build_kernel(m: LinearMatcher) -> Any:
     stnm = plan.strategy is ast.Strategy.SKIP_TILL_NEXT_MATCH
     mm = m.max_matches
     count_mode = m.count_mode
+    direct = m.direct
+    if direct is not None:
+        env["Match"] = Match
+        env["NAME"], env["BINDS"] = direct
     W = plan.window_us
     CW = plan.window_events
     L: list[str] = []
@@ -204,6 +209,10 @@ def build_kernel(m: LinearMatcher) -> Any:
             emit(depth, f"if {cc}:")
             if count_mode:
                 emit(depth + 1, "cnt += 1")
+            elif direct is not None:
+                # the output-buffer entry itself: (sort key, Match, None)
+                emit(depth + 1, f"out.append(((e[0], {positions_expr(B2)}), "
+                     f"Match(NAME, BINDS({B2}), {first[0]}, ets, {{}}), None))")
             else:
                 emit(depth + 1, f"out.append(Candidate({B2}, {first[0]}, {first[1]}, e[0], ets, "
                      f"ewp, {positions_expr(B2)}))")
@@ -247,6 +256,16 @@ def build_kernel(m: LinearMatcher) -> Any:
         emit(1, "cnt = 0")
     emit(1, "negs = m.plan.negations")
     emit(1, f"POS = {(1 << len(plan.order)) - 1}")
+    use = []
+    for k, c in enumerate(comps):
+        u = 0
+        if c.kind is CompKind.KLEENE:
+            u |= 1 << plan.order.index(c.vars[0])
+        if k < nc - 1:
+            u |= 1 << plan.order.index(comps[k + 1].vars[0])
+        use.append(u)
+    env["USE"] = tuple(use)
+    emit(1, "present = -1")
     emit(1, "for e, b in zip(recs, bits):")
     emit(2, "ets = e[1]; ewp = e[4]; ecp = e[3]")
     if plan.negations:
@@ -287,10 +306,25 @@ def build_kernel(m: LinearMatcher) -> Any:
             emit(4, f"while cut < nr_ and ({cond}):")
             emit(5, "cut += 1")
             emit(4, "runs = runs[cut:]")
-    emit(2, "new = []")
+    skip_idle = not strict
+    if skip_idle:
+        # Under skip-till-next / skip-till-any, a run whose state has no edge for the event's
+        # bits only ignores it (kept unchanged, in order). ``present`` is the union of the
+        # bits the live runs' states can use (a superset is safe; -1 = recompute): when the
+        # event has none of them, the runs are kept as they are without visiting each.
+        emit(2, "if present < 0:")
+        emit(3, "present = 0")
+        emit(3, "for r in runs:")
+        emit(4, "present |= USE[r[0]]")
+        emit(2, "if b & present:")
+        emit(3, "new = []; todo = runs; present = -1")
+        emit(2, "else:")
+        emit(3, "new = runs; todo = ()")
+    else:
+        emit(2, "new = []; todo = runs")
     if mm is not None:
         emit(2, "nm = 0")
-    emit(2, "for r in runs:")
+    emit(2, "for r in todo:")
     emit(3, "k = r[0]; B = r[2]")
     if stnm:
         emit(3, "took = False")
@@ -329,6 +363,9 @@ def build_kernel(m: LinearMatcher) -> Any:
         else:
             emit(3, "new.append(r)")
     proceed_into(2, 0, "begin")
+    if skip_idle:
+        emit(2, f"if present >= 0 and b & {1 << plan.order.index(comps[0].vars[0])}:")
+        emit(3, f"present |= {use[0]}")
     if mm is not None:
         emit(2, f"if nm > {int(mm)}:")
         emit(3, f"drop = m.too_many_matches(e, nm, {int(mm)})")

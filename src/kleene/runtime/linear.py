@@ -89,6 +89,9 @@ class LinearMatcher:
         self.count_mode = False
         """Count complete matches (``counted``) instead of building candidates (kernel)."""
         self.counted = 0
+        self.direct: tuple[str, Any] | None = None
+        """(query name, bindings builder) when the kernel emits finished output entries
+        ``(sort key, Match, None)`` instead of candidates (no NOT, policies or RETURN)."""
         # the per-variable part of the output key follows from the sorted positions when
         # every variable is always bound and at most one of them is a list
         self.simple_key = all(c.kind is not CompKind.CHOICE and c.min > 0
