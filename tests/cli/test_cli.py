@@ -178,3 +178,17 @@ def test_check_registers_udfs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     code, _, err = invoke("check", q)
     assert code == 1
     assert "unknown function 'sim'" in err and "--udf module:function" in err
+
+
+def test_explain_spark_names_the_execution_strategy() -> None:
+    """`kleene explain --spark` says keyed / split / single task without starting Spark."""
+    code, out, err = invoke("explain", "--spark",
+                            "PATTERN SEQ(A a, B b) PARTITION BY sym WITHIN 10 seconds")
+    assert (code, err) == (0, "")
+    assert out.startswith("Spark execution of query 'query': keyed\n")
+    code, out, _ = invoke("explain", "--spark", "PATTERN SEQ(A a, B b) WITHIN 10 seconds")
+    assert code == 0 and out.startswith("Spark execution of query 'query': split\n")
+    code, out, _ = invoke("explain", "--spark", "PATTERN SEQ(A a, B b) WITHIN 3 EVENTS")
+    assert code == 0 and out.startswith("Spark execution of query 'query': single")
+    code, _, err = invoke("explain", "--spark", "--dot", "PATTERN SEQ(A a, B b)")
+    assert code == 1 and "--dot and --spark cannot be combined" in err

@@ -217,37 +217,27 @@ def check(query: str, dialect: str | None, udfs: tuple[str, ...]) -> None:
 @click.argument("query")
 @_dialect
 @click.option("--dot", is_flag=True, help="Print the plan as a Graphviz dot graph.")
+@click.option("--spark", is_flag=True,
+              help="Show how the query is spread over Spark tasks (keyed, split or one task).")
 @click.option("--udf", "udfs", multiple=True, metavar="module:function",
               help="Register a Python function the query may call (repeatable).")
 @_guard
-def explain(query: str, dialect: str | None, dot: bool, udfs: tuple[str, ...]) -> None:
-    """Show how QUERY will be evaluated: the canonical query and its plan."""
-    from ..api import analyze, to_text
+def explain(query: str, dialect: str | None, dot: bool, spark: bool,
+            udfs: tuple[str, ...]) -> None:
+    """Show how QUERY will be evaluated: the canonical query and its automaton plan."""
+    from ..api import analyze
+    from ..plan.explain import explain as plan_explain
 
     src = load_query(query)
     analyzed = analyze(src.text, dialect=dialect, udfs=load_udfs(udfs), name=src.default_name)
-    try:
-        plan_explain = importlib.import_module("kleene.plan.explain").explain
-    except (ImportError, AttributeError):
-        plan_explain = None
-    if plan_explain is not None:
-        click.echo(plan_explain(analyzed, dot=dot))
+    if spark:
+        if dot:
+            raise QueryError("--dot and --spark cannot be combined; the Spark plan is text")
+        from ..spark import explain as spark_explain
+
+        click.echo(spark_explain(analyzed))
         return
-    if dot:
-        raise EngineError("--dot needs the plan explainer (kleene.plan.explain), "
-                          "which this build does not have yet")
-    click.echo(f"query {analyzed.name}")
-    click.echo(to_text(analyzed.query))
-    click.echo("")
-    click.echo(f"strategy   {analyzed.strategy.value}")
-    click.echo(f"emit       {analyzed.emit.value}")
-    if analyzed.partition_by:
-        click.echo(f"partition  {', '.join(analyzed.partition_by)}")
-    click.echo("variables")
-    for v in sorted(analyzed.variables.values(), key=lambda v: v.order):
-        extra = " (in an OR/ANY branch)" if v.in_or_branch else ""
-        click.echo(f"  {v.order:>2}  {v.name:<12} {v.kind.value:<8} type {v.type or '(any)'}"
-                   f"{extra}")
+    click.echo(plan_explain(analyzed, dot=dot))
 
 
 @cli.command()

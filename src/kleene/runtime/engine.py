@@ -500,7 +500,7 @@ class Runtime:
             st = self.states.get(key)
             if st is None:
                 st = self.states[key] = matcher.new_state()
-            cands: list[Candidate] = []
+            cands: list[Any] = []  # Candidates, or (key, Match, None) entries when direct
             matcher.process(st, recs[s:e], bl[s:e], cands, mm)
             if cands:
                 if direct:
@@ -595,7 +595,7 @@ class Runtime:
                     break
                 k += 1
             ready, self.held = ready[:k], ready[k:] + self.held
-        cands = [c for _k, c, _ in ready]
+        cands: list[Any] = [c for _k, c, _ in ready]
         if self.direct:
             # finished Matches (a restored snapshot may still hold candidates)
             to_match = self.policies.to_match

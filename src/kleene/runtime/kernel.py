@@ -19,9 +19,9 @@ from operator import itemgetter
 from typing import Any
 
 from .. import ast
+from ..events.match import Match
 from ..plan.automaton import CompKind, Plan
 from ..plan.expr import NotInlinable, inline_condition
-from ..events.match import Match
 from .linear import Candidate, LinearMatcher
 
 
