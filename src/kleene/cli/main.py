@@ -9,6 +9,7 @@ bug and prints its traceback (exit 3).
 from __future__ import annotations
 
 import functools
+import gc
 import importlib
 import os
 import sys
@@ -17,6 +18,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 from typing import Any, TypeVar
 
 import click
@@ -64,6 +66,24 @@ def _guard(fn: F) -> F:
             traceback.print_exc()
             _fail("internal error (the traceback above is a bug in kleene; please report it)",
                   EXIT_RUNTIME)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _without_cyclic_gc(fn: F) -> F:
+    """Run with the cyclic garbage collector paused (reference counting still frees
+    everything): a run allocates millions of small acyclic objects (records, runs, matches),
+    and the collector's repeated scans over them cost ~10 % of a run. Restored afterwards."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        was = gc.isenabled()
+        gc.disable()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            if was:
+                gc.enable()
 
     return wrapper  # type: ignore[return-value]
 
@@ -287,6 +307,7 @@ def explain(query: str, dialect: str | None, dot: bool, spark: bool,
 @click.option("--partitions", default=None, type=click.IntRange(min=1), metavar="N",
               help="Spark partitions with --spark.")
 @_guard
+@_without_cyclic_gc
 def run(query: str, input_path: str, input_format: str | None, time_col: str | None,
         time_format: str | None, type_col: str | None, event_type: str | None, id_col: str | None, time_unit: str,
         column_types: tuple[str, ...], on_bad_row: str, delimiter: str | None, batch_size: int,
@@ -520,9 +541,45 @@ def _summary(report: Any, n_matches: int, engine: str,
     click.echo("\n".join(lines), err=True)
 
 
+_KLEENE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_SPARK_DIR = os.path.join(_KLEENE_DIR, "spark")
+
+
+class _NoPandasForArrow:
+    """An import hook for the ``kleene`` process: refuses ``import pandas`` when the import
+    comes from kleene's own reader / engine / writer code.
+
+    Why: pyarrow imports pandas (~0.25 s) the first time kleene builds an array or converts a
+    column to numpy, only to recognise pandas objects kleene never passes it; the CLI has no
+    use for pandas. Imports from anywhere else (a ``--udf`` module or function, pyspark,
+    kleene.spark, pyarrow's own Python code) are untouched, and the hook is installed only
+    by :func:`main` (the console process), never when kleene is used as a library.
+    """
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name != "pandas":
+            return None
+        f: FrameType | None = sys._getframe(1)
+        while f is not None and f.f_code.co_filename.startswith("<frozen importlib"):
+            f = f.f_back
+        fn = f.f_code.co_filename if f is not None else ""
+        if fn.startswith(_KLEENE_DIR) and not fn.startswith(_SPARK_DIR):
+            raise ImportError("pandas is not used by kleene's reader and engine")
+        return None
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Console entry point (``kleene``, ``python -m kleene``)."""
-    cli.main(args=list(argv) if argv is not None else None, prog_name="kleene")
+    args = list(argv) if argv is not None else sys.argv[1:]
+    hook = None
+    if "pandas" not in sys.modules and "--spark" not in args:
+        hook = _NoPandasForArrow()
+        sys.meta_path.insert(0, hook)
+    try:
+        cli.main(args=args, prog_name="kleene")
+    finally:
+        if hook is not None and hook in sys.meta_path:
+            sys.meta_path.remove(hook)
 
 
 __all__ = ["EXIT_INPUT", "EXIT_OK", "EXIT_QUERY", "EXIT_RUNTIME", "cli", "load_query",

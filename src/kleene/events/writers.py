@@ -90,14 +90,15 @@ class _LineFormatter:
     the whole second, like ``datetime.isoformat`` (``.ffffff`` only when microseconds != 0).
     """
 
-    __slots__ = ("time", "_names", "_keys", "_seconds", "_fracs", "_suffix", "_datetime",
-                 "_unit", "_shape")
+    __slots__ = ("time", "_names", "_keys", "_seconds", "_days", "_fracs", "_suffix",
+                 "_datetime", "_unit", "_shape")
 
     def __init__(self, time: TimeInfo) -> None:
         self.time = time
         self._names: dict[str, str] = {}
         self._keys: dict[str, str] = {}
         self._seconds: dict[int, str] = {}
+        self._days: dict[int, str] = {}
         self._fracs: dict[int, str] = {}
         self._shape: Any = None
         """The bindings formatter generated for the first match's shape (see
@@ -115,7 +116,12 @@ class _LineFormatter:
             if base is None:
                 if len(self._seconds) > 1 << 16:
                     self._seconds.clear()
-                base = self._seconds[sec] = (_EPOCH + _dt.timedelta(seconds=sec)).isoformat()
+                day, sod = divmod(sec, 86_400)
+                date = self._days.get(day)
+                if date is None:
+                    date = self._days[day] = (_EPOCH + _dt.timedelta(days=day)).date().isoformat()
+                hh, rest = divmod(sod, 3600)
+                base = self._seconds[sec] = f"{date}T{hh:02d}:{rest // 60:02d}:{rest % 60:02d}"
             frac = self._fracs.get(us)
             if frac is None:
                 if len(self._fracs) > 1 << 16:
@@ -236,15 +242,15 @@ def _shape_formatter(bindings: dict[str, Any]) -> Any:
         if kind == "i":
             lines.append(f"    if type(x{j}) is not int:")
             lines.append("        return None")
-            pieces.append(f"P{j} + str(x{j})")
+            pieces.append(f"{{P{j}}}{{x{j}}}")
         else:
             lines.append(f"    if type(x{j}) is not tuple:")
             lines.append("        return None")
             lines.append(f"    for y in x{j}:")
             lines.append("        if type(y) is not int:")
             lines.append("            return None")
-            pieces.append(f"P{j} + '[' + ', '.join(map(str, x{j})) + ']'")
-    lines.append("    return " + " + ".join(pieces))
+            pieces.append(f"{{P{j}}}[{{', '.join(map(str, x{j}))}}]")
+    lines.append("    return f\"" + "".join(pieces) + "\"")
     code = compile("\n".join(lines) + "\n", "<kleene jsonl shape>", "exec")
     _run_generated(code, env)
     return env["shape"]

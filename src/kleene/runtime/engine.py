@@ -74,6 +74,16 @@ def _plan_for(analyzed: AnalyzedQuery) -> Plan | GroupPlan | UnionPlan:
                               "skip-till-any-match") from None
 
 
+def _pylist(col: pa.ChunkedArray | pa.Array) -> list[Any]:
+    """A column as Python values: through numpy for null-free int64 / float64 columns (the
+    same ints and floats, built faster than Arrow's per-value conversion)."""
+    if col.null_count == 0 and (col.type == pa.int64() or col.type == pa.float64()):
+        values: list[Any] = col.to_numpy().tolist()
+        return values
+    plain: list[Any] = col.to_pylist()
+    return plain
+
+
 @contextmanager
 def _no_gc() -> Iterator[None]:
     """Pause the cyclic garbage collector while a batch is matched: the engine allocates many
@@ -446,8 +456,8 @@ class Runtime:
         c_l = g_l if cpos is gpos else cpos[sel].tolist()
         w_l = g_l if wpos is gpos else (c_l if wpos is cpos else wpos[sel].tolist())
         cols: list[list[Any]] = [g_l, ts[sel].tolist(),
-                                 (t.column(ID) if everything else
-                                  t.column(ID).take(sel_arr)).to_pylist(), c_l, w_l]
+                                 _pylist(t.column(ID) if everything else
+                                         t.column(ID).take(sel_arr)), c_l, w_l]
         names = t.column_names
         for a in plan.layout.attrs:
             if a in names:
@@ -460,7 +470,7 @@ class Runtime:
                 continue
             if pa.types.is_timestamp(col.type):
                 col = col.cast(pa.timestamp("us", col.type.tz)).cast(pa.int64())
-            cols.append(col.to_pylist())
+            cols.append(_pylist(col))
         recs = list(zip(*cols, strict=True))
         bl = bits[sel].tolist()
         # row-wise fallback for conjuncts Arrow could not evaluate
@@ -719,8 +729,9 @@ def evaluate(analyzed: AnalyzedQuery, events: EventBatch, **options: Any) -> lis
     ts = events.ts
     if len(ts) > 1 and not np.all(ts[1:] >= ts[:-1]):
         raise InputError("events must be ordered by timestamp")
-    out = rt.push(events)
-    out += rt.close()
+    with _no_gc():  # also between push and close (see _no_gc)
+        out = rt.push(events)
+        out += rt.close()
     return out
 
 

@@ -280,12 +280,11 @@ def build_kernel(m: LinearMatcher) -> Any:
         if CW is not None:
             conds.append(f"ewp - runs[cut][4] >= {CW}")
         cond = " or ".join(conds)
-        emit(2, "if runs:")
-        emit(3, "cut = 0; nr_ = len(runs)")
+        emit(2, f"if runs and ({cond.replace('[cut]', '[0]')}):")
+        emit(3, "cut = 1; nr_ = len(runs)")
         emit(3, f"while cut < nr_ and ({cond}):")
         emit(4, "cut += 1")
-        emit(3, "if cut:")
-        emit(4, "del runs[:cut]")
+        emit(3, "del runs[:cut]")
     if strict:
         # Every live run was created or extended by the previous candidate event of this
         # key (a run that does not take an event dies), so all runs share last_cpos: one
