@@ -541,8 +541,8 @@ def _summary(report: Any, n_matches: int, engine: str,
     click.echo("\n".join(lines), err=True)
 
 
-_KLEENE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_SPARK_DIR = os.path.join(_KLEENE_DIR, "spark")
+_KLEENE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_SPARK_DIR = os.path.join(_KLEENE_DIR, "spark") + os.sep
 
 
 class _NoPandasForArrow:

@@ -30,7 +30,7 @@ import datetime as _dt
 import json
 import math
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from types import TracebackType
 from typing import IO, Any
 
@@ -174,20 +174,25 @@ class _LineFormatter:
         q = self._names.get(m.query)
         if q is None:
             q = self._names[m.query] = json.dumps(m.query)
-        b = m.bindings
+        text = self.bindings_text(m.bindings)
+        vals = m.values
+        vtext = _generic_json(dict(vals)) if vals else "{}"
+        return (f'{{"query": {q}, "match": {{{text}}}, "start": {start}, '
+                f'"end": {end}, "values": {vtext}}}')
+
+    def bindings_text(self, b: Mapping[str, Any]) -> str:
+        """The JSON text of the bindings object, without its braces."""
         shape = self._shape
         if shape is None and type(b) is dict:
             shape = self._shape = _shape_formatter(b)
-        text = shape(b) if shape is not None else None
-        if text is not None:
-            vals = m.values
-            vtext = _generic_json(dict(vals)) if vals else "{}"
-            return (f'{{"query": {q}, "match": {{{text}}}, "start": {start}, '
-                    f'"end": {end}, "values": {vtext}}}')
+        if shape is not None:
+            text: str | None = shape(b)
+            if text is not None:
+                return text
         parts = []
         keys = self._keys
         v: Any
-        for k, v in m.bindings.items():
+        for k, v in b.items():
             kt = keys.get(k)
             if kt is None:
                 kt = keys[k] = json.dumps(k)
@@ -205,10 +210,7 @@ class _LineFormatter:
                 parts.append(f"{kt}: {json.dumps(v)}")
             else:
                 parts.append(f"{kt}: {_generic_json(v)}")
-        vals = m.values
-        vtext = _generic_json(dict(vals)) if vals else "{}"
-        return (f'{{"query": {q}, "match": {{{", ".join(parts)}}}, "start": {start}, '
-                f'"end": {end}, "values": {vtext}}}')
+        return ", ".join(parts)
 
 
 def _shape_formatter(bindings: dict[str, Any]) -> Any:
@@ -345,9 +347,24 @@ class JsonLinesWriter(_TextWriter):
         self.count += len(ms)
 
 
-def _flat(match: Match, time: TimeInfo) -> dict[str, Any]:
+def _flat(match: Match, time: TimeInfo, fmt: _LineFormatter | None = None) -> dict[str, Any]:
+    """One CSV / Parquet row: query, start, end, match (the bindings' JSON), RETURN fields."""
+    if fmt is not None:
+        row: dict[str, Any] = {
+            "query": match.query, "start": time.to_output(match.start),
+            "end": time.to_output(match.end),
+            "match": "{" + fmt.bindings_text(match.bindings) + "}",
+        }
+        for k, v in match.values.items():
+            row[k if k not in row else f"values.{k}"] = _clean(v)
+        return row
+    return _flat_generic(match, time)
+
+
+def _flat_generic(match: Match, time: TimeInfo) -> dict[str, Any]:
+    """The reference form of :func:`_flat` (through the JSON Lines record)."""
     rec = _clean(match.to_record(time))
-    row: dict[str, Any] = {
+    row = {
         "query": rec["query"], "start": rec["start"], "end": rec["end"],
         "match": json.dumps(rec["match"], default=_json_default),
     }
@@ -362,10 +379,11 @@ class CsvWriter(_TextWriter):
     def __init__(self, dest: str | IO[str] | None, time: TimeInfo) -> None:
         super().__init__(dest, time)
         self._writer: Any = None
+        self._fmt = _LineFormatter(time)
 
     def write(self, matches: Iterable[Match]) -> None:
         for m in matches:
-            row = _flat(m, self.time)
+            row = _flat(m, self.time, self._fmt)
             if self._writer is None:
                 self._writer = csv.DictWriter(self.out, fieldnames=list(row),
                                               extrasaction="ignore", lineterminator="\n")
@@ -390,6 +408,7 @@ class ParquetWriter(MatchWriter):
         self.row_group_size = row_group_size
         self._rows: list[dict[str, Any]] = []
         self._writer: Any = None
+        self._fmt = _LineFormatter(time)
 
     def _ts_type(self) -> pa.DataType:
         if self.time.kind == "datetime":
@@ -398,7 +417,7 @@ class ParquetWriter(MatchWriter):
 
     def write(self, matches: Iterable[Match]) -> None:
         for m in matches:
-            row = _flat(m, self.time)
+            row = _flat(m, self.time, self._fmt)
             if self.time.kind == "datetime":
                 row["start"], row["end"] = m.start, m.end
             self._rows.append(row)
