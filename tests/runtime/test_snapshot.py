@@ -52,3 +52,32 @@ def test_snapshot_bytes_cannot_carry_code() -> None:
     evil = pickle.dumps(EngineError("x"))  # any class reference
     with pytest.raises(EngineError, match="non-data"):
         rt.restore(evil)
+
+
+@pytest.mark.parametrize("query", QUERIES)
+def test_reset_forgets_everything_but_counters(query: str) -> None:
+    """After reset() (used by Spark tasks to reuse one runtime for every key) a runtime gives
+    exactly the matches of a new one, even after being closed mid-way through another stream."""
+    first, second = random_stream(3, n=30), random_stream(12, n=30)
+    rt = start(analyze(query))
+    rt.push(first.slice(0, 20))
+    rt.close()
+    seen = rt.counters.events_in
+    rt.reset()
+    got = rt.push(second) + rt.close()
+    assert keys(got) == keys(bounded(query, second))
+    assert rt.counters.events_in == seen + len(second)
+
+
+def test_restore_drops_late_output_collected_before() -> None:
+    """Late events are output, not state: restore() starts a fresh late output."""
+    q = "PATTERN SEQ(A a, B b) WITHIN 3 seconds"
+    batch = random_stream(5, n=20)
+    rt = start(analyze(q))
+    blob = rt.snapshot()
+    rt.push(batch.slice(10))
+    rt.push(batch.slice(0, 3))  # behind the frontier: late
+    late = rt.late
+    assert late is not None and len(late) == 3
+    rt.restore(blob)
+    assert rt.late is None

@@ -159,6 +159,15 @@ class Runtime:
             # no NOT, policies or RETURN: the kernel emits finished (key, Match) entries
             self.matcher.direct = (self.plan.name, self.policies._binds)
             self.matcher.kernel = build_kernel(self.matcher)
+        self._fresh_policies = self.policies.state()
+        self._init_state()
+        self.strategy = self.plan.strategy
+        self._warned = False
+        self.needs_positions = self._needs_positions()
+
+    def _init_state(self) -> None:
+        """The matching state of a freshly started runtime (everything :meth:`snapshot` saves
+        except the counters)."""
         self.states: dict[Any, Any] = {}
         self.pos_base: dict[Any, int] = {}  # per PARTITION BY key: next per-partition position
         self.cpos_base: dict[Any, int] = {}  # per route key (partition-contiguity)
@@ -170,9 +179,14 @@ class Runtime:
         self.held: list[tuple[tuple[Any, ...], Candidate, Any]] = []
         self.late_events: list[pa.Table] = []
         self.closed = False
-        self.strategy = self.plan.strategy
-        self._warned = False
-        self.needs_positions = self._needs_positions()
+        self.policies.restore(self._fresh_policies)
+
+    def reset(self) -> None:
+        """Forget all matching state, as if freshly started; counters keep accumulating.
+
+        Cheaper than compiling again: Spark tasks reuse one runtime for every key.
+        """
+        self._init_state()
 
     def _use_direct(self, count_only: bool) -> bool:
         """Can the kernel build the output Matches itself? Only for a linear kernel plan
@@ -665,8 +679,13 @@ class Runtime:
         return pickle.dumps(data, protocol=5)
 
     def restore(self, blob: bytes) -> None:
-        """Replace this runtime's state with a snapshot taken from the same query."""
+        """Replace this runtime's state with a snapshot taken from the same query.
+
+        Late events collected since the last restore are output, not state: they are dropped
+        here (read :attr:`late` before restoring).
+        """
         data = _safe_loads(blob)
+        self.late_events = []
         if data.get("version") != 1 or data.get("query") != self.plan.name:
             raise EngineError(f"snapshot is not of query {self.plan.name!r}")
         self.states = {k: self.matcher.load_state(d) for k, d in data["states"].items()}

@@ -138,7 +138,6 @@ class KleeneProcessor:
                                     else (self.fresh, None, None))
         rt = self.rt
         rt.restore(bytes(snap))
-        rt.late_events = []
         parts = []
         old = _unipc(bytes(pend_blob) if pend_blob else None)
         if old is not None and old.num_rows:

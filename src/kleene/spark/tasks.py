@@ -318,7 +318,6 @@ class _Evaluator:
             from ..runtime.engine import start
 
             self.rt = start(spec.analyzed)
-            self.fresh = self.rt.snapshot()
         else:
             self.fn = resolve_backend(spec.engine)
 
@@ -327,9 +326,7 @@ class _Evaluator:
             out: list[Match] = self.fn(self.analyzed, events)
             return out
         rt = self.rt
-        rt.restore(self.fresh)
-        rt.closed = False
-        rt.late_events = []
+        rt.reset()
         return list(rt.push(events)) + list(rt.close())
 
 
