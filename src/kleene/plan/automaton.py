@@ -451,15 +451,7 @@ def compile_plan(analyzed: AnalyzedQuery, *, attrs_from: AnalyzedQuery | None = 
         negations.append(NegGuard(nv, nt, gap, tuple(p for p in neg_preds[gi]
                                                      if id(p.expr) not in covered), mask,
                                   seq_lo, seq_hi, wctx[0], bool(wctx[1]), wctx[2], wctx[3]))
-    returns = []
-    for i, r in enumerate(q.returns):
-        info = refs(r.expr, list_vars)
-        if len(info.iter_vars) > 1:
-            raise EngineError(f"RETURN item {_return_name(r)!r} references several list "
-                              "variables elementwise; use an index or an aggregate")
-        it = next(iter(info.iter_vars), None)
-        returns.append((_return_name(r), compile_expr(r.expr, layout, udfs, f"r{i}"),
-                        None if it is None else layout.var_slots[it], bool(info.prev_vars)))
+    returns = compile_returns(q, layout, list_vars, udfs)
     return Plan(analyzed.name, tuple(flat.comps), var_plans, order, layout, tuple(negations),
                 tuple(flat.windows), tuple(match_preds), analyzed.strategy, q.partition_by,
                 analyzed.equivalence, analyzed, tuple(returns))
@@ -556,6 +548,22 @@ def compile_union_plan(analyzed: AnalyzedQuery) -> UnionPlan:
 
 def _return_name(r: ast.ReturnItem) -> str:
     return r.alias if r.alias else expr_text(r.expr)
+
+
+def compile_returns(q: ast.Query, layout: Layout, list_vars: Any,
+                    udfs: Any) -> list[tuple[str, CompiledExpr, int | None, bool]]:
+    """RETURN items as (name, compiled expression, slot of the list variable it ranges over
+    elementwise or None, whether it uses ``v[i-1]``). Shared by the linear and group plans."""
+    returns = []
+    for i, r in enumerate(q.returns):
+        info = refs(r.expr, list_vars)
+        if len(info.iter_vars) > 1:
+            raise EngineError(f"RETURN item {_return_name(r)!r} references several list "
+                              "variables elementwise; use an index or an aggregate")
+        it = next(iter(info.iter_vars), None)
+        returns.append((_return_name(r), compile_expr(r.expr, layout, udfs, f"r{i}"),
+                        None if it is None else layout.var_slots[it], bool(info.prev_vars)))
+    return returns
 
 
 __all__ = ["CompKind", "Component", "NegGuard", "Plan", "Predicate", "RefInfo", "Timing",

@@ -23,9 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .. import ast
-from ..errors import EngineError
 from ..semantic.analyzed import AnalyzedQuery
-from .automaton import Predicate, Timing, Unsupported, _return_name
+from .automaton import Predicate, Timing, Unsupported, compile_returns
 from .expr import CompiledExpr, Layout, compile_expr, refs
 from .vector import VectorPred, vectorize
 
@@ -305,15 +304,7 @@ def compile_group_plan(analyzed: AnalyzedQuery) -> GroupPlan:
                                             next(iter(p.vars))])),
                                   tuple(masks[v] for v, _t in b),
                                   None if _simple_neg(body) else build(body)))
-    returns = []
-    for i, r_ in enumerate(q.returns):
-        info_r = refs(r_.expr, list_vars)
-        if len(info_r.iter_vars) > 1:
-            raise EngineError(f"RETURN item {_return_name(r_)!r} references several list "
-                              "variables elementwise; use an index or an aggregate")
-        itv = next(iter(info_r.iter_vars), None)
-        returns.append((_return_name(r_), compile_expr(r_.expr, layout, udfs, f"r{i}"),
-                        None if itv is None else layout.var_slots[itv], bool(info_r.prev_vars)))
+    returns = compile_returns(q, layout, list_vars, udfs)
     wins = _windows(root)
     if q.within is not None:
         w = q.within

@@ -19,7 +19,7 @@ from .. import ast
 from ..errors import CapacityError
 from ..plan.expr import CPOS, GPOS, TS, WPOS
 from ..plan.groups import And, AnyK, Ev, GroupPlan, Node, Rep, Seq, Win
-from .linear import Candidate, cand_state
+from .linear import Candidate, cand_state, output_sort_key
 
 Rec = tuple[Any, ...]
 _INF = 1 << 62
@@ -873,16 +873,7 @@ class GroupMatcher(NodeRunner):
 
     def sort_key(self, c: Candidate) -> tuple[Any, ...]:
         """Output order (docs/semantics.md 10)."""
-        per_var: list[tuple[Any, ...]] = []
-        for v in self.plan.order:
-            x = c.B[self.slot[v]]
-            if x is None:
-                per_var.append((0,))
-            elif isinstance(x, tuple) and (not x or isinstance(x[0], tuple)):
-                per_var.append((1, tuple(r[GPOS] for r in x)))
-            else:
-                per_var.append((1, (x[GPOS],)))
-        return (c.last_gpos, c.positions, tuple(per_var))
+        return output_sort_key(c, self.plan.order, self.slot)
 
     def neg_event(self, st: GroupState, e: Rec, b: int) -> None:
         """History of possible negating events (kept for the NOT checks)."""

@@ -72,6 +72,23 @@ class PartState:
     last_ts: int = -(2 ** 62)
 
 
+def output_sort_key(c: Candidate, order: tuple[str, ...] | list[str],
+                    slot: dict[str, int]) -> tuple[Any, ...]:
+    """The documented output order (docs/semantics.md 10): position of the last event, the
+    sorted positions, then per variable in pattern order ``(0,)`` if unbound, else
+    ``(1, positions...)``. Shared by every matcher so all plans sort identically."""
+    per_var: list[tuple[Any, ...]] = []
+    for v in order:
+        x = c.B[slot[v]]
+        if x is None:
+            per_var.append((0,))
+        elif isinstance(x, tuple) and (not x or isinstance(x[0], tuple)):
+            per_var.append((1, tuple(r[GPOS] for r in x)))
+        else:
+            per_var.append((1, (x[GPOS],)))
+    return (c.last_gpos, c.positions, tuple(per_var))
+
+
 class LinearMatcher:
     """Evaluates a :class:`Plan` one partition at a time."""
 
@@ -506,16 +523,7 @@ class LinearMatcher:
         and none is a choice, the per-variable part follows from the positions."""
         if self.simple_key:
             return (c.last_gpos, c.positions)
-        per_var: list[tuple[Any, ...]] = []
-        for v in self.plan.order:
-            x = c.B[self.slot[v]]
-            if x is None:
-                per_var.append((0,))
-            elif isinstance(x, tuple) and (not x or isinstance(x[0], tuple)):
-                per_var.append((1, tuple(r[GPOS] for r in x)))
-            else:
-                per_var.append((1, (x[GPOS],)))
-        return (c.last_gpos, c.positions, tuple(per_var))
+        return output_sort_key(c, self.plan.order, self.slot)
 
     def _occurs(self, g: NegGuard, B: tuple[Any, ...], pairs: list[tuple[Rec, int]]) -> bool:
         """Does the negated sub-pattern occur over these (record, bits) with the match?"""

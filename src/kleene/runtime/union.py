@@ -11,8 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..plan.automaton import UnionPlan
-from ..plan.expr import GPOS
-from .linear import Candidate, LinearMatcher, PartState
+from .linear import Candidate, LinearMatcher, PartState, output_sort_key
 
 
 @dataclass(slots=True)
@@ -163,16 +162,7 @@ class UnionMatcher:
 
     def sort_key(self, c: Candidate) -> tuple[Any, ...]:
         """Output order (docs/semantics.md 10)."""
-        per_var: list[tuple[Any, ...]] = []
-        for v in self.plan.order:
-            x = c.B[self.slot[v]]
-            if x is None:
-                per_var.append((0,))
-            elif isinstance(x, tuple) and (not x or isinstance(x[0], tuple)):
-                per_var.append((1, tuple(r[GPOS] for r in x)))
-            else:
-                per_var.append((1, (x[GPOS],)))
-        return (c.last_gpos, c.positions, tuple(per_var))
+        return output_sort_key(c, self.plan.order, self.slot)
 
 
 __all__ = ["UnionMatcher", "UnionState"]
