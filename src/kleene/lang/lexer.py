@@ -13,6 +13,9 @@ from dataclasses import dataclass
 
 from ..diagnostics import Span
 from ..errors import QuerySyntaxError
+from ..syntax import IDENT_CHARS, IDENT_START, is_identifier
+
+_DIGITS = frozenset("0123456789")
 
 
 class Tok(enum.Enum):
@@ -65,16 +68,6 @@ _OPERATORS = (
     "=", "<", ">", ".", ":", "^",
 )
 
-_IDENT_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
-_IDENT_CHARS = _IDENT_START | frozenset("0123456789")
-_DIGITS = frozenset("0123456789")
-
-
-def is_identifier(text: str) -> bool:
-    """True if ``text`` lexes as one identifier token (ASCII letters, digits, ``_``)."""
-    return bool(text) and text[0] in _IDENT_START and all(c in _IDENT_CHARS for c in text)
-
-
 def tokenize(text: str) -> list[Token]:
     """Split ``text`` into tokens; ``--`` starts a comment that runs to the end of the line.
 
@@ -96,14 +89,14 @@ def tokenize(text: str) -> list[Token]:
             i = n if j < 0 else j
             continue
         start = i
-        if c in _IDENT_START:
+        if c in IDENT_START:
             strategy = _match_strategy(lowered, i)
             if strategy:
                 i += len(strategy)
                 tokens.append(Token(Tok.STRATEGY, strategy, Span.at(text, start, i),
                                     text[start:i]))
                 continue
-            while i < n and text[i] in _IDENT_CHARS:
+            while i < n and text[i] in IDENT_CHARS:
                 i += 1
             word = text[start:i]
             tokens.append(Token(Tok.IDENT, word, Span.at(text, start, i), word))
@@ -135,7 +128,7 @@ def _match_strategy(lowered: str, i: int) -> str:
     for name in STRATEGY_NAMES:
         if lowered.startswith(name, i):
             end = i + len(name)
-            if end >= len(lowered) or lowered[end] not in _IDENT_CHARS:
+            if end >= len(lowered) or lowered[end] not in IDENT_CHARS:
                 return name
     return ""
 

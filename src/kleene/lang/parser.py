@@ -19,6 +19,7 @@ from typing import NoReturn
 from .. import ast
 from ..diagnostics import Span
 from ..errors import QuerySyntaxError
+from ..syntax import CLAUSE_WORDS, RESERVED
 from .functions import BUILTINS
 from .lexer import Tok, Token, tokenize
 from .walk_ast import split_and
@@ -37,14 +38,7 @@ for _unit, _words in (
         UNITS[_w] = _unit
 
 #: Clause keywords in their required order.
-CLAUSE_ORDER = ("NAME", "PATTERN", "WHERE", "PARTITION", "WITHIN", "USING", "PICK", "CONSUME",
-                "EMIT", "RETURN")
-
-#: Words that cannot be used unquoted as an event type or as a variable name.
-RESERVED = frozenset(CLAUSE_ORDER) | frozenset({
-    "AND", "OR", "NOT", "SEQ", "ANY", "AS", "TRUE", "FALSE", "NULL", "BETWEEN", "IN", "LIKE",
-    "IS", "BY", "FROM", "SELECT",
-})
+CLAUSE_ORDER = CLAUSE_WORDS
 
 _COMPARISONS = ("=", "==", "!=", "<>", "<", "<=", ">", ">=")
 

@@ -30,8 +30,8 @@ from typing import Any
 from .. import ast
 from ..errors import EngineError
 from ..semantic.analyzed import AnalyzedQuery, VarKind
+from ..syntax import expr_text
 from .expr import CompiledExpr, Layout, RefInfo, compile_expr, refs
-from .names import expr_text
 from .vector import VectorPred, vectorize
 
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from .. import ast
 from ..semantic.analyzed import AnalyzedQuery
+from ..syntax import expr_text
 from .automaton import CompKind, Plan, UnionPlan, Unsupported, compile_plan, compile_union_plan
 from .groups import And, AnyK, Ev, GroupPlan, Node, Rep, Seq, Win, compile_group_plan
-from .names import expr_text
 
 
 def _compile(analyzed: AnalyzedQuery) -> Plan | GroupPlan | UnionPlan:

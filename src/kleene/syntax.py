@@ -1,47 +1,79 @@
-"""Default names of RETURN items: the expression's canonical text (docs/semantics.md 11).
+"""Lexical rules and expression text shared by every layer: the reserved words, what an
+identifier is, and the canonical text of an expression.
 
-The plan layer may not import the language layer (import-linter), so this is a small,
-self-contained transcription of the canonical printer's expression rules
-(``kleene.lang.printer.expr_text``); ``tests/runtime/test_names.py`` pins the two together.
+It sits beside :mod:`kleene.ast` at the bottom of the layers, so the printer (``kleene.lang``)
+and the plan layer (RETURN item names, ``explain``) use one definition: the plan layer may not
+import the language layer.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-import string
 
-from .. import ast
+from . import ast
+from .errors import QueryValidationError
 
-_PREC = {"or": 1, "and": 2, "=": 4, "!=": 4, "<": 4, "<=": 4, ">": 4, ">=": 4,
-         "+": 5, "-": 5, "*": 6, "/": 6, "%": 6}
-_NOT_PREC, _PRED_PREC, _UNARY_PREC, _ATOM = 3, 4, 7, 8
-_IDENT_START = frozenset(string.ascii_letters + "_")
-_IDENT_CHARS = _IDENT_START | frozenset(string.digits)
-_RESERVED = frozenset({
-    "NAME", "PATTERN", "WHERE", "PARTITION", "WITHIN", "USING", "PICK", "CONSUME", "EMIT",
-    "RETURN", "AND", "OR", "NOT", "SEQ", "ANY", "AS", "TRUE", "FALSE", "NULL", "BETWEEN", "IN",
-    "LIKE", "IS", "BY", "FROM", "SELECT"})
+CLAUSE_WORDS = ("NAME", "PATTERN", "WHERE", "PARTITION", "WITHIN", "USING", "PICK", "CONSUME",
+                "EMIT", "RETURN")
+"""The clause keywords, in the order clauses must appear."""
 
+RESERVED = frozenset(CLAUSE_WORDS) | frozenset({
+    "AND", "OR", "NOT", "SEQ", "ANY", "AS", "TRUE", "FALSE", "NULL", "BETWEEN", "IN", "LIKE",
+    "IS", "BY", "FROM", "SELECT",
+})
+"""Words that cannot be used unquoted as an event type or as a variable name."""
 
-def _quote(value: str, q: str = "'") -> str:
-    return q + value.replace(q, q * 2) + q
-
-
-def _is_ident(text: str) -> bool:
-    return bool(text) and text[0] in _IDENT_START and all(c in _IDENT_CHARS for c in text)
+IDENT_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
+IDENT_CHARS = IDENT_START | frozenset("0123456789")
 
 
-def _name(name: str) -> str:
-    return name if _is_ident(name) and name.upper() not in _RESERVED else _quote(name, '"')
+def is_identifier(text: str) -> bool:
+    """True if ``text`` lexes as one identifier token (ASCII letters, digits, ``_``)."""
+    return bool(text) and text[0] in IDENT_START and all(c in IDENT_CHARS for c in text)
 
 
-def _number(value: int | float) -> str:
-    return str(value) if isinstance(value, int) else repr(float(value))
+_PREC = {
+    "or": 1, "and": 2,
+    "=": 4, "!=": 4, "<": 4, "<=": 4, ">": 4, ">=": 4,
+    "+": 5, "-": 5, "*": 6, "/": 6, "%": 6,
+}
+_NOT_PREC = 3
+_PRED_PREC = 4
+_UNARY_PREC = 7
+_ATOM = 8
+
+def quote_string(value: str, quote: str = "'") -> str:
+    """A string literal: the quote character is doubled."""
+    return quote + value.replace(quote, quote * 2) + quote
 
 
+def name_text(name: str) -> str:
+    """An identifier as written, or double-quoted if it is not a plain, unreserved identifier."""
+    if is_identifier(name) and name.upper() not in RESERVED:
+        return name
+    return quote_string(name, '"')
+
+
+def number_text(value: int | float) -> str:
+    """A number that lexes back to the same value (``repr`` keeps floats exact)."""
+    if isinstance(value, bool):
+        raise TypeError("booleans are not numbers here")
+    if isinstance(value, int):
+        return str(value)
+    text = repr(float(value))
+    if text in ("inf", "-inf", "nan"):
+        raise QueryValidationError(f"{text} cannot be written as a literal")
+    return text
+
+
+# --------------------------------------------------------------------------------- expressions
 def expr_text(e: ast.Expr) -> str:
-    """Canonical text of an expression (the default name of a RETURN item)."""
+    """Canonical text of an expression."""
     return _expr(e)[0]
+
+
+def _prec(e: ast.Expr) -> int:
+    return _expr(e)[1]
 
 
 def _wrap(e: ast.Expr, min_prec: int, *, strict: bool = False) -> str:
@@ -51,17 +83,20 @@ def _wrap(e: ast.Expr, min_prec: int, *, strict: bool = False) -> str:
     return text
 
 
-def _expr(e: ast.Expr) -> tuple[str, int]:  # noqa: C901 - one branch per node type
+def _expr(e: ast.Expr) -> tuple[str, int]:
     if isinstance(e, ast.Literal):
         return _literal(e)
     if isinstance(e, ast.AttrRef):
         return _attr(e), _ATOM
     if isinstance(e, ast.VarRef):
-        return _name(e.var), _ATOM
+        return name_text(e.var), _ATOM
     if isinstance(e, ast.Call):
-        return f"{e.name}(" + ", ".join(expr_text(a) for a in e.args) + ")", _ATOM
+        name = e.name if is_identifier(e.name) and e.name.upper() not in RESERVED else None
+        if name is None:
+            raise QueryValidationError(f"function name {e.name!r} is not a plain identifier")
+        return f"{name}(" + ", ".join(expr_text(a) for a in e.args) + ")", _ATOM
     if isinstance(e, ast.Equivalence):
-        return "[" + ", ".join(_name(a) for a in e.attrs) + "]", _ATOM
+        return "[" + ", ".join(name_text(a) for a in e.attrs) + "]", _ATOM
     if isinstance(e, ast.Unary):
         if e.op == "not":
             return "NOT " + _wrap(e.operand, _NOT_PREC), _NOT_PREC
@@ -77,6 +112,7 @@ def _expr(e: ast.Expr) -> tuple[str, int]:  # noqa: C901 - one branch per node t
         prec = _PREC[e.op]
         op = e.op.upper() if e.op in ("and", "or") else e.op
         if prec == _PRED_PREC:
+            # Comparisons never chain when printed (a chain would parse as AND).
             left = _wrap(e.left, _PRED_PREC, strict=True)
             right = _wrap(e.right, _PRED_PREC, strict=True)
         else:
@@ -99,7 +135,7 @@ def _expr(e: ast.Expr) -> tuple[str, int]:  # noqa: C901 - one branch per node t
     if isinstance(e, ast.IsNull):
         neg = "NOT " if e.negated else ""
         return f"{_wrap(e.operand, _PRED_PREC, strict=True)} IS {neg}NULL", _PRED_PREC
-    return type(e).__name__, _ATOM
+    raise TypeError(f"not an expression node: {type(e).__name__}")
 
 
 def _literal(e: ast.Literal) -> tuple[str, int]:
@@ -114,9 +150,9 @@ def _literal(e: ast.Literal) -> tuple[str, int]:
     if isinstance(v, bool):
         return ("TRUE" if v else "FALSE"), _ATOM
     if isinstance(v, (int, float)):
-        text = _number(v)
+        text = number_text(v)
         return text, (_UNARY_PREC if text.startswith("-") else _ATOM)
-    return _quote(v), _ATOM
+    return quote_string(v), _ATOM
 
 
 def _interval_amount(us: int) -> str:
@@ -131,8 +167,8 @@ def _interval_amount(us: int) -> str:
 
 
 def _attr(e: ast.AttrRef) -> str:
-    var = _name(e.var)
-    attr = e.attr if _is_ident(e.attr) else _quote(e.attr, '"')
+    var = name_text(e.var)
+    attr = e.attr if is_identifier(e.attr) else quote_string(e.attr, '"')
     idx = e.index
     if idx is None:
         return f"{var}.{attr}"
@@ -145,4 +181,5 @@ def _attr(e: ast.AttrRef) -> str:
     return f"{var}[{word}{off}].{attr}"
 
 
-__all__ = ["expr_text"]
+__all__ = ["CLAUSE_WORDS", "IDENT_CHARS", "IDENT_START", "RESERVED", "expr_text", "is_identifier",
+           "name_text", "number_text", "quote_string"]
