@@ -49,7 +49,7 @@ import itertools
 import json
 import os
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any, Literal
@@ -404,6 +404,19 @@ def _json_fallback(chunk: bytes, first_line: int, start: int,
                 bad.append(BadRow(row, "not a JSON object (JSON Lines needs one {...} per line)",
                                   line=line, text=text[:200]))
         row += 1
+    table, text_cols = _columns(records, _json_text)
+    return table, np.array(ids, dtype=np.int64), text_cols, bad, row - start
+
+
+def _json_text(v: Any) -> str:
+    return v if isinstance(v, str) else json.dumps(v)
+
+
+def _columns(records: Sequence[Mapping[str, Any]],
+             as_text: Callable[[Any], str]) -> tuple[pa.Table, frozenset[str]]:
+    """Columns from dict records (keys in first-seen order). A column Arrow cannot type from
+    its values (mixed kinds, nested values) becomes text via ``as_text``; its name is returned
+    so the reader can report it. The table keeps one row per record even with no columns."""
     names: list[str] = []
     for r in records:
         for key in r:
@@ -416,14 +429,13 @@ def _json_fallback(chunk: bytes, first_line: int, start: int,
         try:
             cols[name] = pa.array(values)
         except (pa.ArrowException, TypeError, ValueError, OverflowError):
-            cols[name] = pa.array([None if v is None else
-                                   (v if isinstance(v, str) else json.dumps(v))
-                                   for v in values], pa.string())
+            cols[name] = pa.array([None if v is None else as_text(v) for v in values],
+                                  pa.string())
             text_cols.add(name)
     table = pa.table(cols) if cols else pa.table({"__empty": pa.nulls(len(records))})
     if not cols:
         table = table.drop_columns(["__empty"])
-    return table, np.array(ids, dtype=np.int64), frozenset(text_cols), bad, row - start
+    return table, frozenset(text_cols)
 
 
 def _read_json_block(pj: Any, chunk: bytes, schema: pa.Schema | None) -> pa.Table:
@@ -541,23 +553,8 @@ def _dict_chunks(records: Iterable[Mapping[str, Any]], batch_size: int) -> Itera
                 ids.append(start + k)
             else:
                 bad.append(BadRow(start + k, f"not a mapping: {type(r).__name__}"))
-        names: list[str] = []
-        for r in good:
-            for key in r:
-                if key not in names:
-                    names.append(key)
-        cols: dict[str, pa.Array] = {}
-        text_cols: set[str] = set()
-        for name in names:
-            values = [r.get(name) for r in good]
-            try:
-                cols[name] = pa.array(values)
-            except (pa.ArrowException, TypeError, ValueError, OverflowError):
-                cols[name] = pa.array([None if v is None else str(v) for v in values],
-                                      pa.string())
-                text_cols.add(name)
-        table = pa.table(cols) if cols else pa.table({})
-        yield _Raw(table, np.array(ids, dtype=np.int64), frozenset(text_cols), bad, len(chunk))
+        table, text_cols = _columns(good, str)
+        yield _Raw(table, np.array(ids, dtype=np.int64), text_cols, bad, len(chunk))
         start += len(chunk)
 
 

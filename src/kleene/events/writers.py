@@ -142,32 +142,18 @@ class _LineFormatter:
     def line(self, m: Match) -> str:
         """One match as its line (without the newline)."""
         if self._datetime:
-            seconds, fracs = self._seconds, self._fracs
-            t = m.start
-            if type(t) is int:
-                sec, us = divmod(t, 1_000_000)
-                base = seconds.get(sec)
-                frac = fracs.get(us)
-            else:
-                base = None
-            if base is None or frac is None:
-                start = self.ts(t)
-            else:
-                start = '"' + base + frac
-            t = m.end
-            if type(t) is int:
-                sec, us = divmod(t, 1_000_000)
-                base = seconds.get(sec)
-                frac = fracs.get(us)
-            else:
-                base = None
-            if base is None or frac is None:
-                end = self.ts(t)
-            else:
-                end = '"' + base + frac
-        else:
-            start, end = self.ts(m.start), self.ts(m.end)
-        return self.line_with(m, start, end)
+            return self.line_with(m, self._cached_ts(m.start), self._cached_ts(m.end))
+        return self.line_with(m, self.ts(m.start), self.ts(m.end))
+
+    def _cached_ts(self, t: Any) -> str:
+        """A datetime timestamp from the per-second and per-microsecond text caches."""
+        if type(t) is int:
+            sec, us = divmod(t, 1_000_000)
+            base = self._seconds.get(sec)
+            frac = self._fracs.get(us)
+            if base is not None and frac is not None:
+                return '"' + base + frac
+        return self.ts(t)
 
     def line_with(self, m: Match, start: str, end: str) -> str:
         """The line of ``m`` with its start and end already formatted (JSON texts)."""
