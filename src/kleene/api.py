@@ -12,6 +12,7 @@ from typing import Any
 
 from . import ast
 from .backends import DEFAULT_BACKEND, get_backend
+from .errors import QueryValidationError
 from .events import EventBatch, Match
 from .semantic.analyzed import AnalyzedQuery
 
@@ -70,8 +71,22 @@ class CompiledQuery:
         return self.analyzed.name
 
     def run(self, events: EventBatch) -> list[Match]:
-        """Evaluate over a bounded, ordered batch; matches in the documented output order."""
-        return get_backend(self.engine)(self.analyzed, events)
+        """Evaluate over a bounded, ordered batch; matches in the documented output order.
+
+        The options given to :func:`compile` (caps, ``on_cap``, lateness) go to the backend; a
+        backend that takes no options (the oracle) refuses them with a clear error.
+        """
+        fn = get_backend(self.engine)
+        if not self.options:
+            return fn(self.analyzed, events)
+        try:
+            return fn(self.analyzed, events, **self.options)  # type: ignore[call-arg]
+        except TypeError as e:
+            if "unexpected keyword argument" not in str(e):
+                raise
+            raise QueryValidationError(
+                f"engine {self.engine!r} takes no options; got "
+                f"{', '.join(sorted(self.options))}") from None
 
     def start(self, **options: Any) -> Any:
         """Start a streaming runtime (``push``/``advance``/``close``) on the automaton engine."""

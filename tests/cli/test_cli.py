@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from kleene.backends import BACKENDS
 from kleene.cli.main import cli
 
 QUERY = "PATTERN SEQ(A a, B b) WHERE b.x > a.x WITHIN 10 seconds"
@@ -86,7 +87,8 @@ def test_run_option_errors(tmp_path: Path) -> None:
                               "skip or dead-letter=PATH\n")
     code, _, err = invoke("run", QUERY, "--input", p, "--engine", "quantum")
     assert (code, err) == (1, "kleene: query error: unknown engine 'quantum'; available: "
-                              "automaton, oracle\n")
+                              f"{', '.join(sorted(BACKENDS))}\n")
+    assert {"automaton", "oracle"} <= set(BACKENDS)
     code, _, err = invoke("run", QUERY, "--input", p, "--udf", "nomodule")
     assert (code, err) == (1, "kleene: query error: --udf 'nomodule': expected module:function "
                               "or name=module:function\n")
@@ -192,3 +194,13 @@ def test_explain_spark_names_the_execution_strategy() -> None:
     assert code == 0 and out.startswith("Spark execution of query 'query': single")
     code, _, err = invoke("explain", "--spark", "--dot", "PATTERN SEQ(A a, B b)")
     assert code == 1 and "--dot and --spark cannot be combined" in err
+
+
+def test_spark_backends_are_not_cli_engines(tmp_path: Path) -> None:
+    """The Spark backends are registered for the conformance suite; on the command line the
+    Spark pipeline is --spark, and --engine spark says so instead of nesting Spark in Spark."""
+    p = write(tmp_path / "e.csv", "ts,type,x\n1,A,1\n")
+    for name in sorted(n for n, b in BACKENDS.items() if b.needs_spark):
+        code, _, err = invoke("run", QUERY, "--input", p, "--engine", name)
+        assert (code, err) == (2, f"kleene: input error: --engine {name} is the Spark pipeline "
+                                  "itself: use --spark (with the default engine) instead\n")

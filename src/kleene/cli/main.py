@@ -15,6 +15,7 @@ import os
 import sys
 import time
 import traceback
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -306,6 +307,13 @@ def explain(query: str, dialect: str | None, dot: bool, spark: bool,
               help="Spark master with --spark (default local[*]).")
 @click.option("--partitions", default=None, type=click.IntRange(min=1), metavar="N",
               help="Spark partitions with --spark.")
+@click.option("--max-matches-per-call", default=None, type=click.IntRange(min=0), metavar="N",
+              help="Cap on the matches the engine buffers at once (default 2,000,000, about "
+                   "0.5-1 KB each; 0 = no cap). Without --stream the whole input is one call.")
+@click.option("--on-cap", type=click.Choice(["error", "truncate"]), default="error",
+              show_default=True,
+              help="When an engine cap is hit: fail, or keep going, drop the excess runs or "
+                   "matches and report how many.")
 @_guard
 @_without_cyclic_gc
 def run(query: str, input_path: str, input_format: str | None, time_col: str | None,
@@ -314,7 +322,7 @@ def run(query: str, input_path: str, input_format: str | None, time_col: str | N
         output: str | None, fmt: str | None, engine: str | None, count: bool,
         dialect: str | None, udfs: tuple[str, ...], quiet: bool, streaming: bool,
         allowed_lateness: float, spark: bool, master: str | None,
-        partitions: int | None) -> None:
+        partitions: int | None, max_matches_per_call: int | None, on_cap: str) -> None:
     """Run QUERY over the events in --input; write matches (JSON Lines by default)."""
     from ..backends import DEFAULT_BACKEND
     from ..events.readers import BadRowPolicy, ReadOptions, collect, iter_events
@@ -334,6 +342,17 @@ def run(query: str, input_path: str, input_format: str | None, time_col: str | N
     if spark and (streaming or allowed_lateness):
         raise InputError("--stream and --allowed-lateness are for the embedded engine, not "
                          "--spark")
+    if spark and (max_matches_per_call is not None or on_cap != "error"):
+        raise InputError("--max-matches-per-call and --on-cap are for the embedded engine, "
+                         "not --spark (yet)")
+    caps: dict[str, Any] = {"on_cap": on_cap}
+    if max_matches_per_call is not None:
+        caps["max_matches_per_call"] = max_matches_per_call or None
+    from ..backends import BACKENDS
+
+    if engine is not None and engine in BACKENDS and BACKENDS[engine].needs_spark:
+        raise InputError(f"--engine {engine} is the Spark pipeline itself: use --spark (with "
+                         "the default engine) instead")
     if spark:
         _run_spark(query, input_path, on_bad_row=on_bad_row, quiet=quiet,
                    **spark_options(output=output, fmt=out_fmt, input_format=input_format,
@@ -348,6 +367,10 @@ def run(query: str, input_path: str, input_format: str | None, time_col: str | N
     if allowed_lateness and not streaming:
         raise InputError("--allowed-lateness needs --stream (a bounded run sorts its input)")
     compiled = _compile(query, dialect, udfs, engine or DEFAULT_BACKEND)
+    if compiled.engine != "automaton" and (max_matches_per_call is not None
+                                           or on_cap != "error"):
+        raise InputError(f"--max-matches-per-call and --on-cap are options of the automaton "
+                         f"engine, not {compiled.engine!r}")
     compiled_at = time.perf_counter()
     options = ReadOptions(time_col=time_col, type_col=type_col, event_type=event_type,
                           id_col=id_col, time_unit=time_unit,  # type: ignore[arg-type]
@@ -360,7 +383,7 @@ def run(query: str, input_path: str, input_format: str | None, time_col: str | N
     if streaming:
         _run_streaming(compiled, stream, output=output, fmt=out_fmt, count=count,
                        lateness_s=allowed_lateness, quiet=quiet, progress=progress,
-                       clock=(started, compiled_at))
+                       clock=(started, compiled_at), caps=caps)
         return
     batches = []
     for b in stream:
@@ -373,13 +396,10 @@ def run(query: str, input_path: str, input_format: str | None, time_col: str | N
                    f"force, for tiny inputs); {len(events):,} events may take very long. "
                    "The default engine is automaton.", err=True)
     progress.show(f"matching {len(events):,} events with {compiled.engine}", force=True)
-    if count and compiled.engine == "automaton":
-        # --count: the engine only counts (no bindings, no Match objects)
-        from ..runtime.engine import evaluate
-
-        matches = _engine_call(compiled.engine, evaluate, compiled.analyzed, events,
-                               **{**compiled.options, "count_only": True}) \
-            if len(events) else []
+    if compiled.engine == "automaton":
+        # --count: the engine only counts (no bindings, no Match objects where it can)
+        matches = _engine_call(compiled.engine, _automaton, compiled, events,
+                               {**caps, "count_only": count}) if len(events) else []
     else:
         matches = _engine_call(compiled.engine, compiled.run, events) if len(events) else []
     progress.clear()
@@ -395,6 +415,31 @@ def run(query: str, input_path: str, input_format: str | None, time_col: str | N
     if not quiet:
         _summary(report, len(matches), compiled.engine,
                  (started, compiled_at, read_done, match_done, finished))
+
+
+def _automaton(compiled: Any, events: Any, options: dict[str, Any]) -> list[Any]:
+    """The automaton engine over the whole (ordered) input as one ``push``, with the
+    command's cap options; matches or runs dropped by ``--on-cap truncate`` are reported."""
+    from ..runtime.engine import start
+
+    runtime = start(compiled.analyzed, **{**compiled.options, **options})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # reported below, once, in kleene's words
+        out: list[Any] = runtime.push(events)
+        out += runtime.close()
+    if runtime.counters.late_events:  # the input is sorted; this would be a bug
+        raise EngineError(f"{runtime.counters.late_events} events came out of order")
+    _report_truncation(runtime.counters)
+    return out
+
+
+def _report_truncation(counters: Any) -> None:
+    """One warning line on stderr when ``--on-cap truncate`` dropped anything."""
+    runs, matches = counters.truncated_runs, counters.truncated_matches
+    if runs or matches:
+        click.echo(f"kleene: warning: a cap was reached and --on-cap truncate dropped "
+                   f"{matches:,} matches and {runs:,} partial matches (runs); the output is "
+                   "incomplete", err=True)
 
 
 def _engine_call(engine: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -415,7 +460,7 @@ def _engine_call(engine: str, fn: Callable[..., Any], *args: Any, **kwargs: Any)
 
 def _run_streaming(compiled: Any, stream: Any, *, output: str | None, fmt: str, count: bool,
                    lateness_s: float, quiet: bool, progress: _Progress,
-                   clock: tuple[float, float]) -> None:
+                   clock: tuple[float, float], caps: dict[str, Any]) -> None:
     """``run --stream``: push each chunk through the engine's runtime as it is read and write
     matches as they come (memory bounded by the chunk size and the engine's live state)."""
     from ..events.writers import MatchWriter, open_writer
@@ -424,7 +469,7 @@ def _run_streaming(compiled: Any, stream: Any, *, output: str | None, fmt: str, 
         raise QueryError(f"--stream needs the automaton engine, not {compiled.engine!r}")
     runtime = _engine_call(compiled.engine, compiled.start,
                            allowed_lateness_us=round(lateness_s * 1_000_000),
-                           count_only=count)
+                           count_only=count, **caps)
     writer: MatchWriter | None = None
     n_matches = 0
 
@@ -438,11 +483,14 @@ def _run_streaming(compiled: Any, stream: Any, *, output: str | None, fmt: str, 
         writer.write(matches)
 
     try:
-        for batch in stream:
-            emit(_engine_call(compiled.engine, runtime.push, batch))
-            progress.show(f"streaming: {_percent(stream)}{stream.report.events:,} events, "
-                          f"{n_matches:,} matches")
-        emit(_engine_call(compiled.engine, runtime.close))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # truncation: reported below
+            for batch in stream:
+                emit(_engine_call(compiled.engine, runtime.push, batch))
+                progress.show(f"streaming: {_percent(stream)}{stream.report.events:,} "
+                              f"events, {n_matches:,} matches")
+            emit(_engine_call(compiled.engine, runtime.close))
+        _report_truncation(runtime.counters)
         if count:
             click.echo(n_matches)
         elif writer is None:

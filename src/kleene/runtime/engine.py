@@ -29,6 +29,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import repeat
+from numbers import Integral
 from operator import itemgetter
 from typing import Any
 
@@ -45,11 +46,16 @@ from ..plan.groups import GroupPlan, compile_group_plan
 from ..semantic.analyzed import AnalyzedQuery
 from .groups import GroupMatcher
 from .kernel import build_kernel, kernel_supported
-from .linear import Candidate, LinearMatcher, cand_state
+from .linear import Candidate, LinearMatcher, cand_state, over_budget
 from .policies import _COUNT_MATCH, Policies
 from .union import UnionMatcher
 
 _FAR_PAST = -(2 ** 62)
+
+MAX_MATCHES_PER_CALL = 2_000_000
+"""Default of ``max_matches_per_call`` (docs/engine.md, "Bounded memory": 0.4-0.9 KB per
+buffered match measured, so 1-2 GB at the cap)."""
+
 _first = itemgetter(0)
 
 
@@ -120,16 +126,28 @@ class Runtime:
     def __init__(self, analyzed: AnalyzedQuery, *, allowed_lateness_us: int = 0,
                  max_runs_per_partition: int | None = 100_000,
                  max_matches_per_event: int | None = 1_000_000,
+                 max_matches_per_call: int | None = MAX_MATCHES_PER_CALL,
                  on_cap: str = "error", count_only: bool = False,
                  use_kernel: bool = True) -> None:
         if on_cap not in ("error", "truncate"):
             raise EngineError(f"on_cap must be 'error' or 'truncate', not {on_cap!r}")
+        for opt, val in (("max_runs_per_partition", max_runs_per_partition),
+                         ("max_matches_per_event", max_matches_per_event),
+                         ("max_matches_per_call", max_matches_per_call)):
+            if val is not None and (isinstance(val, bool) or not isinstance(val, Integral)
+                                    or val < 1):
+                raise EngineError(f"{opt} must be a positive integer or None (no cap), "
+                                  f"not {val!r}")
+        max_runs_per_partition, max_matches_per_event, max_matches_per_call = (
+            None if v is None else int(v)
+            for v in (max_runs_per_partition, max_matches_per_event, max_matches_per_call))
         self.analyzed = analyzed
         self.plan = _plan_for(analyzed)
         self.matcher: Any
         if isinstance(self.plan, Plan):
             self.matcher = LinearMatcher(self.plan, max_runs=max_runs_per_partition,
                                          on_cap=on_cap)
+            self.matcher.max_matches_per_call = max_matches_per_call
             if use_kernel and kernel_supported(self.plan):
                 self.matcher.max_matches = max_matches_per_event
                 q = analyzed.query
@@ -141,6 +159,7 @@ class Runtime:
         elif isinstance(self.plan, UnionPlan):
             self.matcher = UnionMatcher(self.plan, max_runs=max_runs_per_partition,
                                         on_cap=on_cap)
+            self.matcher.max_matches_per_call = max_matches_per_call
             for bm in self.matcher.branches:
                 if use_kernel and kernel_supported(bm.plan):
                     bm.max_matches = max_matches_per_event
@@ -148,8 +167,13 @@ class Runtime:
         else:
             self.matcher = GroupMatcher(self.plan, max_runs=max_runs_per_partition,
                                         on_cap=on_cap)
+            self.matcher.max_matches_per_call = max_matches_per_call
         self.allowed_lateness_us = int(allowed_lateness_us)
         self.max_matches_per_event = max_matches_per_event
+        # the kernel's count mode builds no matches: nothing for the per-call cap to bound
+        self.max_matches_per_call = None if getattr(self.matcher, "count_mode", False) \
+            else max_matches_per_call
+        self._budgeted = bool(getattr(self.matcher, "accepts_budget", False))
         self.on_cap = on_cap
         self.count_only = count_only
         self.counters = Counters()
@@ -518,6 +542,14 @@ class Runtime:
         direct = self.direct
         sort_key = matcher.sort_key
         groups_done = []
+        # the matches-per-call cap: every complete match buffered (held, waiting on a trailing
+        # NOT, or made by this call) counts; each partition's matcher gets what is left
+        cap = self.max_matches_per_call
+        used = 0
+        if cap is not None:
+            used = len(self.held)
+            if matcher.has_trailing:
+                used += sum(len(x.pending) for x in self.states.values())
         for code, s, e in groups:
             groups_done.append((code, s, e))
             key = rkeys[code]
@@ -525,7 +557,19 @@ class Runtime:
             if st is None:
                 st = self.states[key] = matcher.new_state()
             cands: list[Any] = []  # Candidates, or (key, Match, None) entries when direct
-            matcher.process(st, recs[s:e], bl[s:e], cands, mm)
+            if cap is None:
+                matcher.process(st, recs[s:e], bl[s:e], cands, mm)
+            else:
+                budget = cap - used if cap > used else 0
+                if self._budgeted:
+                    matcher.process(st, recs[s:e], bl[s:e], cands, mm, budget)
+                else:
+                    # a matcher without the budget argument: checked per partition instead
+                    # of per event (the overshoot is one partition's share of the batch)
+                    matcher.process(st, recs[s:e], bl[s:e], cands, mm)
+                if len(cands) > budget:
+                    over_budget(matcher, None, cands, budget)
+                used += len(cands)
             if cands:
                 if direct:
                     self.held.extend(cands)  # already (key, Match, None)
@@ -729,10 +773,12 @@ def start(analyzed: AnalyzedQuery, **options: Any) -> Runtime:
 
     Options: ``allowed_lateness_us`` (default 0), ``max_runs_per_partition`` (default
     100000; ``None`` for no cap), ``max_matches_per_event`` (default 1000000),
-    ``on_cap`` (``"error"`` or ``"truncate"``), ``count_only``.
+    ``max_matches_per_call`` (default 2000000: complete matches buffered by one
+    ``push`` / ``advance`` / ``close``), ``on_cap`` (``"error"`` or ``"truncate"``),
+    ``count_only``.
     """
     known = {"allowed_lateness_us", "max_runs_per_partition", "max_matches_per_event",
-             "on_cap", "count_only", "use_kernel"}
+             "max_matches_per_call", "on_cap", "count_only", "use_kernel"}
     unknown = set(options) - known
     if unknown:
         raise EngineError(f"unknown runtime option(s) {sorted(unknown)}; known: "

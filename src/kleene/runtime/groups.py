@@ -2,16 +2,22 @@
 groups and sub-pattern windows (LogCEP's pushdown automaton: a logical block's state is the
 tuple of its children's states and it proceeds when its condition holds).
 
-A run is ``(state, B, first_ts, first_wpos, first_gpos, last_cpos)``. Conjuncts are checked
-when a run completes (they may mention variables of any block, bound in any order); one-variable
-conjuncts are already in the candidate masks. Negation follows docs/semantics.md 4 over the
-partition's history of possible negating events; a match whose NOT interval is open to the
-future (a trailing NOT) waits until its window has passed.
+A run is ``(key, B, first_ts, first_wpos, first_gpos, last_cpos, pending)`` under
+skip-till-any-match, where runs live in buckets per interned :class:`_Key` and the run loop is
+generated for the plan (:meth:`GroupMatcher._build_loop`); otherwise
+``(state, B, first_ts, first_wpos, first_gpos, last_cpos)``. Conjuncts are checked when a run
+completes (they may mention variables of any block, bound in any order); one-variable
+conjuncts are already in the candidate masks. Simple NOTs with a bounded interval are decided
+inside the automaton (taint bits and pending predicates, LogCEP 4.3; docs/engine.md); the
+others follow docs/semantics.md 4 over the partition's history of possible negating events,
+and a match whose NOT interval is open to the future (a trailing NOT) waits until its window
+has passed.
 """
 
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +25,7 @@ from .. import ast
 from ..errors import CapacityError
 from ..plan.expr import CPOS, GPOS, TS, WPOS
 from ..plan.groups import And, AnyK, Ev, GroupPlan, Node, Rep, Seq, Win
-from .linear import Candidate, cand_state, output_sort_key
+from .linear import Candidate, cand_state, output_sort_key, over_budget
 
 Rec = tuple[Any, ...]
 _INF = 1 << 62
@@ -35,14 +41,17 @@ class GroupState:
     last_wpos: int = -1
     last_ts: int = -(2 ** 62)
     buckets: dict[Any, list[tuple[Any, ...]]] = field(default_factory=dict)
-    """Live runs grouped by automaton state (skip-till-any with memoised transitions): an
-    event is tested once per state, and runs that cannot take it are never touched."""
+    """Live runs grouped by key (skip-till-any with memoised transitions): an event is tested
+    once per key, and runs that cannot take it are never touched. The bucket's key is the
+    run's key: a negating event moves a whole list to a tainted key without rewriting the
+    runs, so ``r[0]`` is only the key the run was born with."""
 
     def all_runs(self) -> list[tuple[Any, ...]]:
-        """Every live run, oldest first."""
+        """Every live run (with its bucket's key), oldest first."""
         if not self.buckets:
             return self.runs
-        out = [r for lst in self.buckets.values() for r in lst]
+        out = [r if r[0] is k else (k,) + r[1:]
+               for k, lst in self.buckets.items() for r in lst]
         out.sort(key=lambda r: (r[2], r[4]))
         return out
 
@@ -141,69 +150,66 @@ class NodeRunner:
             return n.max is None or bool(after < n.max)
         return self._alive(n.body, s[0])
 
-    def _steps(self, n: Node, s: Any, e: Rec, b: int, B: tuple[Any, ...]
-               ) -> list[tuple[Any, tuple[Any, ...]]]:
+    def _walk(self, n: Node, s: Any, b: int, leaf: Callable[[Ev], Any],
+              mark: Callable[[Win, Any], Any] | None) -> list[tuple[Any, Any]]:
+        """Every way state ``s`` of ``n`` takes an event with candidate bits ``b``: (new state,
+        ``leaf(the Ev that takes it)``). ``mark(win, old mark)`` is a sub-pattern window's new
+        mark, None when the event falls outside it (``mark`` None: no windows here)."""
         if isinstance(n, Ev):
-            if s != 0 or not b & n.bit:
-                return []
-            slot = n.slot
-            if n.is_list:
-                cur = B[slot]
-                val: Any = (e,) if cur is None else cur + (e,)
-            else:
-                val = e
-            return [(1, B[:slot] + (val,) + B[slot + 1:])]
+            return [(1, leaf(n))] if s == 0 and b & n.bit else []
         if isinstance(n, Seq):
             idx, cs = s
-            out = [((idx, s2), B2) for s2, B2 in self._steps(n.items[idx], cs, e, b, B)]
+            out = [((idx, s2), x) for s2, x in self._walk(n.items[idx], cs, b, leaf, mark)]
             j, cur = idx, cs
             while j + 1 < len(n.items) and self._done(n.items[j], cur):
                 j += 1
                 cur = self.init[id(n.items[j])]
-                out.extend(((j, s2), B2) for s2, B2 in self._steps(n.items[j], cur, e, b, B))
+                out.extend(((j, s2), x) for s2, x in self._walk(n.items[j], cur, b, leaf, mark))
             return out
-        if isinstance(n, And):
+        if isinstance(n, And | AnyK):
+            init = self.init
+            full = isinstance(n, AnyK) and sum(
+                1 for i, x in zip(n.items, s, strict=True) if x != init[id(i)]) >= n.k
             out = []
             for i, (it, x) in enumerate(zip(n.items, s, strict=True)):
-                for s2, B2 in self._steps(it, x, e, b, B):
-                    out.append((s[:i] + (s2,) + s[i + 1:], B2))
-            return out
-        if isinstance(n, AnyK):
-            started = sum(1 for i, x in zip(n.items, s, strict=True) if x != self.init[id(i)])
-            out = []
-            for i, (it, x) in enumerate(zip(n.items, s, strict=True)):
-                if x == self.init[id(it)] and started >= n.k:
-                    continue
-                for s2, B2 in self._steps(it, x, e, b, B):
-                    out.append((s[:i] + (s2,) + s[i + 1:], B2))
+                if full and x == init[id(it)]:
+                    continue  # ANY: k items started, no other may start
+                for s2, y in self._walk(it, x, b, leaf, mark):
+                    out.append((s[:i] + (s2,) + s[i + 1:], y))
             return out
         if isinstance(n, Rep):
             count, cs = s
             out = []
             if cs is not None:
-                out.extend(((count, s2), B2) for s2, B2 in self._steps(n.body, cs, e, b, B))
+                out.extend(((count, s2), x) for s2, x in self._walk(n.body, cs, b, leaf, mark))
             if cs is None or self._done(n.body, cs):
                 after = count + (1 if cs is not None else 0)
                 if n.max is None or after < n.max:
-                    out.extend(((after, s2), B2) for s2, B2 in
-                               self._steps(n.body, self.init[id(n.body)], e, b, B))
+                    out.extend(((after, s2), x) for s2, x in
+                               self._walk(n.body, self.init[id(n.body)], b, leaf, mark))
             return out
-        cs, mark = s
-        out = []
-        for s2, B2 in self._steps(n.body, cs, e, b, B):
-            m = mark
-            if n.count:
-                if m is None:
-                    m = e[WPOS]
-                elif e[WPOS] - m >= n.amount:
-                    continue
-            else:
-                if m is None:
-                    m = e[TS]
-                elif e[TS] - m > n.amount:
-                    continue
-            out.append(((s2, m), B2))
-        return out
+        if mark is None:
+            raise AssertionError("sub-pattern windows are not memoised")
+        cs, m0 = s
+        m = mark(n, m0)
+        if m is None:
+            return []
+        return [((s2, m), x) for s2, x in self._walk(n.body, cs, b, leaf, mark)]
+
+    def _steps(self, n: Node, s: Any, e: Rec, b: int, B: tuple[Any, ...]
+               ) -> list[tuple[Any, tuple[Any, ...]]]:
+        """Every way state ``s`` takes event ``e``: (new state, new bindings)."""
+        def leaf(ev: Ev) -> tuple[Any, ...]:
+            return _bind(B, ev.slot, ev.is_list, e)
+
+        def mark(w: Win, m: Any) -> Any:
+            at = e[WPOS] if w.count else e[TS]
+            if m is None:
+                return at
+            inside = at - m < w.amount if w.count else at - m <= w.amount
+            return m if inside else None
+
+        return self._walk(n, s, b, leaf, mark)
 
     def _init_of(self, n: Node) -> Any:
         got = self.init.get(id(n))
@@ -229,6 +235,61 @@ class NodeRunner:
         return False
 
 
+class _Key:
+    """A bucket key of the run loop: an automaton state, the positive variables its runs have
+    bound (bit mask) and the *taint* bits (fast NOTs, by index, for which a negating event has
+    arrived since the interval opened: a confirming binding is then forbidden). Interned and
+    memoised: its expected bits, which NOTs an arriving event arms, whether it is dead, and
+    its transitions per candidate bit set (identity hash: dict lookups never rehash a
+    state tuple)."""
+
+    __slots__ = ("s", "bm", "taint", "exp", "arm", "dead", "trans")
+
+    def __init__(self, s: Any, bm: int, taint: int, exp: int, arm: int) -> None:
+        self.s = s
+        self.bm = bm
+        self.taint = taint
+        self.exp = exp
+        self.arm = arm
+        self.dead = False
+        self.trans: dict[int, tuple[Any, ...]] = {}
+
+    def plain(self) -> tuple[Any, int, int]:
+        """As plain data (snapshots)."""
+        return (self.s, self.bm, self.taint)
+
+
+@dataclass(frozen=True, slots=True)
+class _FastNot:
+    """A simple NOT (one event pattern or an OR of them) checked inside the automaton
+    (LogCEP 4.3): a negating event arms the runs whose interval is open, a later binding
+    confirms or clears it. In a SEQ the interval is (last left event, first right event);
+    in an AND it is (first, last event of the block)."""
+
+    index: int
+    in_and: bool
+    left: int
+    """SEQ: bits of the positive variables before the NOT (a binding clears); AND: 0."""
+    right: int
+    """SEQ: bits after the NOT; AND: bits of the block (a binding confirms)."""
+    negs: tuple[_NegVar, ...]
+    """Each negated variable (one, or the events of an OR)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _NegVar:
+    """A negated variable of a fast NOT and the conjuncts that mention it."""
+
+    bit: int
+    slot: int
+    preds: tuple[Any, ...]
+    need: int
+    """Bits of the positive variables the predicates mention."""
+    early: bool
+    """Can the predicates be decided as soon as the ``need`` variables are bound (no list
+    variable, nothing iterated)?"""
+
+
 class GroupMatcher(NodeRunner):
     """The run loop and the checks of a group plan (same interface as LinearMatcher)."""
 
@@ -251,7 +312,6 @@ class GroupMatcher(NodeRunner):
             None if (v not in plan.layout.list_vars or v in plan.optional_lists) else ()
             for v in plan.layout.var_slots)
         self.neg_bit = {v: 1 << (self.npos + i) for i, v in enumerate(plan.neg_vars)}
-        self.has_trailing = bool(plan.negations)
         self.iter_slot = {v: plan.layout.var_slots[v] for v in plan.layout.list_vars}
         self.expire_us = plan.window_us
         self.expire_events = plan.window_events
@@ -261,6 +321,33 @@ class GroupMatcher(NodeRunner):
         self._sides_cache: dict[tuple[int, int], tuple[list[str], list[str]]] = {}
         self.memo_ok = not _has_win(plan.root)
         self.bucketed = self.memo_ok and plan.strategy is ast.Strategy.SKIP_TILL_ANY_MATCH
+        self.bit = {v: 1 << i for i, v in enumerate(plan.order)}
+        self.fast = self._classify_nots() if self.bucketed else {}
+        """NOTs checked inside the automaton (by index in ``plan.negations``); the others are
+        checked against the history when a match completes."""
+        self.fast_neg = self.slow_neg = self.free_nots = 0
+        for i, blk in enumerate(plan.negations):
+            nb = 0
+            for v in blk.vars:
+                nb |= self.neg_bit[v]
+            if i in self.fast:
+                self.fast_neg |= nb
+                if not blk.preds:
+                    self.free_nots |= 1 << i
+            else:
+                self.slow_neg |= nb
+        self.has_trailing = bool(self.slow_neg)
+        self._conf: dict[int, int] = {}
+        self._clr: dict[int, int] = {}
+        for bit in self.bit.values():
+            for f in self.fast.values():
+                if bit & f.right:
+                    self._conf[bit] = self._conf.get(bit, 0) | 1 << f.index
+                if bit & f.left:
+                    self._clr[bit] = self._clr.get(bit, 0) | 1 << f.index
+        self._keys: dict[tuple[Any, int, int], _Key] = {}
+        self._nots_memo: dict[int, int] = {}
+        self._loop = self._build_loop() if self.bucketed else None
 
     # -- candidate masks -------------------------------------------------------------------
     def mask_specs(self) -> list[tuple[str | None, Any]]:
@@ -279,7 +366,10 @@ class GroupMatcher(NodeRunner):
 
     def dump_state(self, st: GroupState) -> Any:
         """Plain data for a snapshot."""
-        return (list(st.all_runs()), list(st.hist), [cand_state(c) for c in st.pending],
+        runs = st.all_runs()
+        if self.bucketed:
+            runs = [(r[0].plain(),) + r[1:] for r in runs]
+        return (list(runs), list(st.hist), [cand_state(c) for c in st.pending],
                 st.last_wpos, st.last_ts)
 
     def load_state(self, data: Any) -> GroupState:
@@ -288,7 +378,14 @@ class GroupMatcher(NodeRunner):
         st = GroupState([], list(hist), [Candidate(*c) for c in pending], lw, lt)
         if self.bucketed:
             for r in runs:
-                st.buckets.setdefault(r[0], []).append(r)
+                if len(r) == 6:  # a snapshot from before keys and pending lists
+                    bm = 0
+                    for v, bit in self.bit.items():
+                        if r[1][self.slot[v]] not in (None, ()):
+                            bm |= bit
+                    r = ((r[0], bm, 0),) + tuple(r[1:]) + ((),)
+                nr = (self._key(*r[0]),) + tuple(r[1:])
+                st.buckets.setdefault(nr[0], []).append(nr)
         else:
             st.runs = list(runs)
         return st
@@ -300,40 +397,10 @@ class GroupMatcher(NodeRunner):
     # -- node semantics --------------------------------------------------------------------
     def _expect(self, n: Node, s: Any) -> int:
         """Bits of the variables this state could take next (a run skips other events)."""
-        if isinstance(n, Ev):
-            return n.bit if s == 0 else 0
-        if isinstance(n, Seq):
-            idx, cs = s
-            out = self._expect(n.items[idx], cs)
-            j, cur = idx, cs
-            while j + 1 < len(n.items) and self._done(n.items[j], cur):
-                j += 1
-                cur = self.init[id(n.items[j])]
-                out |= self._expect(n.items[j], cur)
-            return out
-        if isinstance(n, And):
-            out = 0
-            for i, x in zip(n.items, s, strict=True):
-                out |= self._expect(i, x)
-            return out
-        if isinstance(n, AnyK):
-            started = sum(1 for i, x in zip(n.items, s, strict=True) if x != self.init[id(i)])
-            out = 0
-            for i, x in zip(n.items, s, strict=True):
-                if x != self.init[id(i)] or started < n.k:
-                    out |= self._expect(i, x)
-            return out
-        if isinstance(n, Rep):
-            count, cs = s
-            out = 0
-            if cs is not None:
-                out |= self._expect(n.body, cs)
-            if cs is None or self._done(n.body, cs):
-                after = count + (1 if cs is not None else 0)
-                if n.max is None or after < n.max:
-                    out |= self._expect(n.body, self.init[id(n.body)])
-            return out
-        return self._expect(n.body, s[0])
+        out = 0
+        for _s2, bit in self._walk(n, s, -1, _ev_bit, _keep_mark):
+            out |= bit
+        return out
 
     def _root_info(self, s: Any) -> tuple[int, bool, bool]:
         """(expected bits, done, alive) of a root state, memoised (states repeat a lot)."""
@@ -349,44 +416,7 @@ class GroupMatcher(NodeRunner):
     def _sym_steps(self, n: Node, s: Any, b: int) -> list[tuple[Any, Ev]]:
         """Like :meth:`_steps` without the event: (new state, the leaf that takes it). Valid
         for trees without sub-pattern windows (whose marks depend on the event)."""
-        if isinstance(n, Ev):
-            return [(1, n)] if s == 0 and b & n.bit else []
-        if isinstance(n, Seq):
-            idx, cs = s
-            out = [((idx, s2), ev) for s2, ev in self._sym_steps(n.items[idx], cs, b)]
-            j, cur = idx, cs
-            while j + 1 < len(n.items) and self._done(n.items[j], cur):
-                j += 1
-                cur = self.init[id(n.items[j])]
-                out.extend(((j, s2), ev) for s2, ev in self._sym_steps(n.items[j], cur, b))
-            return out
-        if isinstance(n, And):
-            out = []
-            for i, (it, x) in enumerate(zip(n.items, s, strict=True)):
-                for s2, ev in self._sym_steps(it, x, b):
-                    out.append((s[:i] + (s2,) + s[i + 1:], ev))
-            return out
-        if isinstance(n, AnyK):
-            started = sum(1 for i, x in zip(n.items, s, strict=True) if x != self.init[id(i)])
-            out = []
-            for i, (it, x) in enumerate(zip(n.items, s, strict=True)):
-                if x == self.init[id(it)] and started >= n.k:
-                    continue
-                for s2, ev in self._sym_steps(it, x, b):
-                    out.append((s[:i] + (s2,) + s[i + 1:], ev))
-            return out
-        if isinstance(n, Rep):
-            count, cs = s
-            out = []
-            if cs is not None:
-                out.extend(((count, s2), ev) for s2, ev in self._sym_steps(n.body, cs, b))
-            if cs is None or self._done(n.body, cs):
-                after = count + (1 if cs is not None else 0)
-                if n.max is None or after < n.max:
-                    out.extend(((after, s2), ev) for s2, ev in
-                               self._sym_steps(n.body, self.init[id(n.body)], b))
-            return out
-        raise AssertionError("sub-pattern windows are not memoised")
+        return self._walk(n, s, b, _same_ev, None)
 
     def _transitions(self, s: Any, b: int) -> tuple[tuple[Any, int, bool, bool, bool], ...]:
         """Memoised root transitions: (new state, slot, is_list, done, alive) per way to take
@@ -404,125 +434,423 @@ class GroupMatcher(NodeRunner):
             self._trans[key] = got
         return got
 
-    # -- the run loop ------------------------------------------------------------------------
-    def _process_buckets(self, st: GroupState, recs: list[Rec], bits: list[int],
-                         out: list[Candidate], max_matches: int | None) -> None:
-        """The run loop with runs bucketed by state (skip-till-any / next without contiguity
-        and with memoised transitions): the ignore edge keeps runs where they are, so an
-        event only visits the states that expect it."""
-        pos_mask = (1 << self.npos) - 1
-        W, CW = self.expire_us, self.expire_events
-        init = self.init[id(self.plan.root)]
-        info = self._root_info
-        trans = self._transitions
-        buckets = st.buckets
-        nruns = sum(len(x) for x in buckets.values())
-        for e, b in zip(recs, bits, strict=True):
-            st.last_ts, st.last_wpos = e[TS], e[WPOS]
-            if b & ~pos_mask:
-                st.hist.append((e, b))
-            if not b & pos_mask:
+    # -- keys, fast NOTs and pending predicates (bucketed run loop) -------------------------
+    def _classify_nots(self) -> dict[int, _FastNot]:
+        """The simple NOTs that can be checked inside the automaton: in a SEQ with a positive
+        part on both sides that cannot be empty (so the interval is bounded by bound events
+        and no window is involved), or directly in an AND. Others use the history."""
+        plan = self.plan
+        fast: dict[int, _FastNot] = {}
+        lists = plan.layout.list_vars
+
+        def mask(vars_: list[str]) -> int:
+            out = 0
+            for v in vars_:
+                out |= self.bit.get(v, 0)
+            return out
+
+        def add(item: ast.Not, in_and: bool, left: int, right: int) -> None:
+            k = plan.not_index[id(item)]
+            blk = plan.negations[k]
+            if blk.node is not None:
+                return
+            negs = []
+            for v in blk.vars:
+                # docs/semantics.md 4: the conjuncts that mention this negated variable
+                preds = tuple(p for p in blk.preds if v in p.vars)
+                need = mask([x for p in preds for x in p.vars if x in self.bit])
+                early = not any(p.iter_var is not None or p.general is not None
+                                or any(x in lists for x in p.vars) for p in preds)
+                negs.append(_NegVar(self.neg_bit[v], self.slot[v], preds, need, early))
+            fast[k] = _FastNot(k, in_and, left, right, tuple(negs))
+
+        def walk(p: ast.Pattern) -> None:
+            if isinstance(p, ast.EventPattern | ast.Kleene | ast.Not):
+                return
+            if isinstance(p, ast.Within):
+                walk(p.body)
+                return
+            if isinstance(p, ast.Or | ast.AnyOf):
+                for branch in p.items:
+                    walk(branch)
+                return
+            items = _flat_items(p) if isinstance(p, ast.Seq) else list(p.items)
+            for i, item in enumerate(items):
+                if not isinstance(item, ast.Not):
+                    walk(item)
+                elif isinstance(p, ast.And):
+                    add(item, True, 0, mask(self._pvars(p)))
+                elif (any(not _nullable(x) for x in items[:i])
+                      and any(not _nullable(x) for x in items[i + 1:])):
+                    lv, rv = self._sides(p, items, i)
+                    add(item, False, mask(lv), mask(rv))
+
+        walk(plan.analyzed.pattern)
+        return fast
+
+    def _key(self, s: Any, bm: int, taint: int) -> _Key:
+        """The interned bucket key of (state, bound variables, taint)."""
+        t = (s, bm, taint)
+        k = self._keys.get(t)
+        if k is None:
+            if len(self._keys) > 200_000:
+                self._keys.clear()
+            arm = 0
+            for f in self.fast.values():
+                if (bm & f.right) if f.in_and else (bm & f.left and not bm & f.right):
+                    arm |= 1 << f.index
+            k = _Key(s, bm, taint, self._root_info(s)[0], arm & ~taint)
+            if taint:
+                conf = self._conf
+                k.dead = all(taint & conf.get(ev.bit, 0)
+                             for _s2, ev in self._sym_steps(self.plan.root, s, k.exp))
+            self._keys[t] = k
+        return k
+
+    def _ktrans(self, key: _Key, b: int) -> tuple[tuple[Any, ...], ...]:
+        """Memoised transitions of a key for candidate bits ``b``: (next key or None when the
+        run ends, slot, is_list, done, alive, confirmed NOTs, cleared NOTs, NOTs the event
+        arms on the new run, bound bits). A binding that confirms a tainted NOT is absent."""
+        got = key.trans.get(b)
+        if got is not None:
+            return got
+        out = []
+        for s2, ev in self._sym_steps(self.plan.root, key.s, b):
+            bit = ev.bit
+            conf = self._conf.get(bit, 0)
+            if key.taint & conf:
                 continue
-            ets, ewp, ecp = e[TS], e[WPOS], e[CPOS]
-            born: list[tuple[Any, ...]] = []
-            nm = 0
-            dead = []
-            for s, lst in buckets.items():
-                if W is not None or CW is not None:
-                    cut = 0
-                    n = len(lst)
-                    while cut < n and ((W is not None and ets - lst[cut][2] > W) or (
-                            CW is not None and ewp - lst[cut][3] >= CW)):
-                        cut += 1
-                    if cut:
-                        del lst[:cut]
-                        nruns -= cut
-                        if not lst:
-                            dead.append(s)
-                            continue
-                exp = info(s)[0]
-                if not b & exp:
+            clr = self._clr.get(bit, 0)
+            _x, done, alive = self._root_info(s2)
+            bm2 = key.bm | bit
+            k2 = self._key(s2, bm2, key.taint & ~clr) if alive else None
+            if k2 is not None and k2.dead:
+                alive = False
+            arms = 0
+            for f in self.fast.values():
+                if (key.bm & f.right) if f.in_and else (
+                        key.bm & f.left and not key.bm & f.right
+                        and not bit & (f.left | f.right)):
+                    arms |= 1 << f.index
+            out.append((k2, ev.slot, ev.is_list, done, alive, conf, clr, arms, bm2))
+        got = tuple(out)
+        if len(key.trans) > 4096:
+            key.trans.clear()
+        key.trans[b] = got
+        return got
+
+    def _nots_of(self, fb: int) -> int:
+        """The fast NOTs (bit per index) an event with negated-candidate bits ``fb`` could
+        violate."""
+        got = self._nots_memo.get(fb)
+        if got is None:
+            got = 0
+            for f in self.fast.values():
+                if any(fb & nv.bit for nv in f.negs):
+                    got |= 1 << f.index
+            self._nots_memo[fb] = got
+        return got
+
+    def _holds(self, nv: _NegVar, B: tuple[Any, ...], q: Rec) -> bool:
+        """Would ``q`` bound to ``nv`` make every conjunct that mentions it TRUE?"""
+        slot = nv.slot
+        return _all_true(nv.preds, B[:slot] + (q,) + B[slot + 1:], self.iter_slot)
+
+    def _arm_run(self, key: _Key, r: tuple[Any, ...], e: Rec, b: int,
+                 am: int) -> tuple[Any, ...] | None:
+        """Event ``e`` arrives inside the open interval of the NOTs ``am`` of run ``r`` (in
+        the bucket of ``key``): taint the run (predicates known TRUE or absent) or park ``e``
+        on its pending list (predicates that need variables bound later, LogCEP 4.3).
+        Returns the run with its new key first; None: the run is dead."""
+        add = am & self.free_nots
+        P = r[6]
+        rest = am & ~add
+        while rest:
+            low = rest & -rest
+            rest ^= low
+            f = self.fast[low.bit_length() - 1]
+            for j, nv in enumerate(f.negs):
+                if not b & nv.bit:
                     continue
-                tr = trans(s, b & exp)
-                if not tr:
-                    continue
-                for r in lst:
-                    # a bucket is not strictly in first-timestamp order (runs arrive from
-                    # older states), so the window is also checked here
-                    if (W is not None and ets - r[2] > W) or (
-                            CW is not None and ewp - r[3] >= CW):
-                        continue
-                    B = r[1]
-                    for s2, slot, is_list, done, alive in tr:
-                        if is_list:
-                            cur = B[slot]
-                            B2 = B[:slot] + (((e,) if cur is None else cur + (e,)),) + \
-                                B[slot + 1:]
-                        else:
-                            B2 = B[:slot] + (e,) + B[slot + 1:]
-                        nr = (s2, B2, r[2], r[3], r[4], ecp)
-                        if done:
-                            c = self._complete(nr, e)
-                            if c is not None:
-                                out.append(c)
-                                nm += 1
-                        if alive:
-                            born.append(nr)
-            for s in dead:
-                del buckets[s]
-            exp0 = info(init)[0]
-            if b & exp0:
-                B = self.empty_B
-                for s2, slot, is_list, done, alive in trans(init, b & exp0):
-                    B2 = B[:slot] + (((e,) if is_list else e),) + B[slot + 1:]
-                    nr = (s2, B2, ets, ewp, e[GPOS], ecp)
-                    if done:
-                        c = self._complete(nr, e)
-                        if c is not None:
-                            out.append(c)
-                            nm += 1
-                    if alive:
-                        born.append(nr)
-            for nr in born:
-                lst2 = buckets.get(nr[0])
-                if lst2 is None:
-                    buckets[nr[0]] = [nr]
+                if nv.early and not nv.need & ~key.bm:
+                    if self._holds(nv, r[1], e):
+                        add |= low
+                        break
                 else:
-                    lst2.append(nr)
-            nruns += len(born)
-            if max_matches is not None and nm > max_matches:
-                if self.on_cap != "truncate":
-                    raise CapacityError(
-                        f"query {self.plan.name!r}: event {e[2]!r} completed {nm} matches, "
-                        f"more than max_matches_per_event={max_matches}")
-                self.truncated_matches += nm - max_matches
-                del out[len(out) - (nm - max_matches):]
-            if self.max_runs is not None and nruns > self.max_runs:
-                if self.on_cap != "truncate":
-                    raise CapacityError(
-                        f"query {self.plan.name!r}: {nruns} live runs in one partition "
-                        f"exceed max_runs_per_partition={self.max_runs}; narrow the pattern "
-                        "(a window, a stricter strategy) or raise the cap, or pass "
-                        "on_cap='truncate'")
-                keep = st.all_runs()[nruns - self.max_runs:]
-                self.truncated_runs += nruns - self.max_runs
-                buckets.clear()
-                for r in keep:
-                    buckets.setdefault(r[0], []).append(r)
-                nruns = len(keep)
+                    P = P + ((f.index, j, e, False),)
+        if add & ~key.taint:
+            key = self._key(key.s, key.bm, key.taint | add)
+            if key.dead:
+                return None
+        return (key, r[1], r[2], r[3], r[4], r[5], P)
+
+    def _pend_step(self, P: tuple[Any, ...], B: tuple[Any, ...], bm: int, conf: int,
+                   clr: int) -> tuple[Any, ...] | None:
+        """The pending list after a binding (new bindings ``B``, bound bits ``bm``): entries of
+        cleared NOTs go, confirmed ones are decided once their variables are bound. None: a
+        pending predicate held, the binding is forbidden."""
+        out = []
+        for ent in P:
+            k, j, q, c = ent
+            kb = 1 << k
+            if clr & kb:
+                continue
+            if conf & kb or c:
+                nv = self.fast[k].negs[j]
+                if nv.early and not nv.need & ~bm:
+                    if self._holds(nv, B, q):
+                        return None
+                    continue
+                if not c:
+                    ent = (k, j, q, True)
+            out.append(ent)
+        return tuple(out)
+
+    # -- the run loop ------------------------------------------------------------------------
+    def _caps(self, e: Rec, nm: int, out: list[Candidate], max_matches: int | None,
+              budget: int | None, nruns: int) -> bool:
+        """The per-event caps: matches per event, the matches-per-call budget, runs per
+        partition. True when the live runs must be cut to ``max_runs``."""
+        if max_matches is not None and nm > max_matches:
+            if self.on_cap != "truncate":
+                raise CapacityError(
+                    f"query {self.plan.name!r}: event {e[2]!r} completed {nm} matches, "
+                    f"more than max_matches_per_event={max_matches}")
+            self.truncated_matches += nm - max_matches
+            del out[len(out) - (nm - max_matches):]
+        if budget is not None and len(out) > budget:
+            over_budget(self, e, out, budget)
+        if self.max_runs is not None and nruns > self.max_runs:
+            if self.on_cap != "truncate":
+                raise CapacityError(
+                    f"query {self.plan.name!r}: {nruns} live runs in one partition "
+                    f"exceed max_runs_per_partition={self.max_runs}; narrow the pattern "
+                    "(a window, a stricter strategy) or raise the cap, or pass "
+                    "on_cap='truncate'")
+            self.truncated_runs += nruns - self.max_runs
+            return True
+        return False
+
+    def _build_loop(self) -> Callable[..., None]:
+        """The bucketed run loop as Python source specialised on the plan's shape (windows,
+        list variables, fast NOTs, pending predicates, how matches are completed). Generated
+        from booleans and integers of the plan only: no query text, no identifier or literal
+        of the query reaches the source; predicates stay function objects."""
+        plan = self.plan
+        W, CW = self.expire_us, self.expire_events
+        lists = any(ev.is_list for ev in _leaves(plan.root))
+        fast = bool(self.fast)
+        pend = any(nv.preds for f in self.fast.values() for nv in f.negs)
+        simple = not plan.preds and not pend and _always_bound(plan.root)
+        src: list[str] = []
+
+        def emit(depth: int, *lines: str) -> None:
+            src.extend("    " * depth + line for line in lines)
+
+        def bind(depth: int, to: str, B: str) -> None:
+            if lists:
+                emit(depth, "if is_list:",
+                     f"    cur = {B}[slot]",
+                     f"    {to} = {B}[:slot] + (((e,) if cur is None else cur + (e,)),) + "
+                     f"{B}[slot + 1:]",
+                     "else:",
+                     f"    {to} = {B}[:slot] + (e,) + {B}[slot + 1:]")
+            else:
+                emit(depth, f"{to} = {B}[:slot] + (e,) + {B}[slot + 1:]")
+
+        def done(depth: int, nr: str, B: str) -> None:
+            emit(depth, "if done:")
+            if simple:
+                emit(depth + 1, f"rs = {B}[:{self.npos}]",
+                     f"out.append(Candidate({B}, min([x[{TS}] for x in rs]), {nr}[3], "
+                     f"e[{GPOS}], ets, ewp, tuple(sorted([x[{GPOS}] for x in rs]))))",
+                     "nm += 1")
+            else:
+                emit(depth + 1, f"c = complete({nr}, e)",
+                     "if c is not None:",
+                     "    out.append(c)",
+                     "    nm += 1")
+
+        emit(0, "def process(st, recs, bits, out, max_matches, budget):",
+             "    buckets = st.buckets",
+             "    hist = st.hist",
+             "    nruns = 0",
+             "    for lst in buckets.values():",
+             "        nruns += len(lst)",
+             "    e = None",
+             "    try:")
+        emit(2, "for e, b in zip(recs, bits, strict=True):")
+        if self.slow_neg:
+            emit(3, f"if b & {self.slow_neg}:", "    hist.append((e, b))")
+        emit(3, f"pb = b & {(1 << self.npos) - 1}")
+        if fast:
+            emit(3, f"fb = b & {self.fast_neg}",
+                 "if not pb and not fb:",
+                 "    continue",
+                 "fbn = nots_of(fb) if fb else 0")
+        else:
+            emit(3, "if not pb:", "    continue")
+        emit(3, f"ets = e[{TS}]", f"ewp = e[{WPOS}]", f"ecp = e[{CPOS}]", "born = []",
+             "nm = 0", "if pb:")
+        if W is not None:
+            emit(4, f"lim = ets - {int(W)}")
+        if CW is not None:
+            emit(4, f"limw = ewp - {int(CW)}")
+        expired = " or ".join((["{r}[2] < lim"] if W is not None else [])
+                              + (["{r}[3] <= limw"] if CW is not None else []))
+        emit(4, "dead = None", "for key, lst in buckets.items():")
+        if expired:
+            emit(5, "if " + expired.format(r="lst[0]") + ":",
+                 "    cut = 1",
+                 "    n = len(lst)",
+                 "    while cut < n and (" + expired.format(r="lst[cut]") + "):",
+                 "        cut += 1",
+                 "    del lst[:cut]",
+                 "    nruns -= cut",
+                 "    if not lst:",
+                 "        if dead is None:",
+                 "            dead = []",
+                 "        dead.append(key)",
+                 "        continue")
+        emit(5, "bb = pb & key.exp",
+             "if not bb:",
+             "    continue",
+             "tr = key.trans.get(bb)",
+             "if tr is None:",
+             "    tr = ktrans(key, bb)",
+             "if not tr:",
+             "    continue",
+             "for r in lst:")
+        if expired:
+            # a bucket is not in first-timestamp order (runs arrive from older keys)
+            emit(6, "if " + expired.format(r="r") + ":", "    continue")
+        emit(6, "B = r[1]")
+        if pend:
+            emit(6, "P = r[6]")
+        emit(6, "for k2, slot, is_list, done, alive, conf, clr, arms, bm2 in tr:")
+        bind(7, "B2", "B")
+        if pend:
+            emit(7, "P2 = P",
+                 "if P:",
+                 "    P2 = pend_step(P, B2, bm2, conf, clr)",
+                 "    if P2 is None:",
+                 "        continue",
+                 "nr = (k2, B2, r[2], r[3], r[4], ecp, P2)")
+        else:
+            emit(7, "nr = (k2, B2, r[2], r[3], r[4], ecp, ())")
+        done(7, "nr", "B2")
+        emit(7, "if alive:")
+        if fast:
+            emit(8, "if arms & fbn:",
+                 "    nr = arm_run(k2, nr, e, b, arms & fbn)",
+                 "    if nr is None:",
+                 "        continue")
+        emit(8, "born.append(nr)")
+        emit(4, "if dead is not None:",
+             "    for key in dead:",
+             "        del buckets[key]",
+             "bb = pb & key0.exp",
+             "if bb:",
+             "    tr = key0.trans.get(bb)",
+             "    if tr is None:",
+             "        tr = ktrans(key0, bb)",
+             "    for k2, slot, is_list, done, alive, conf, clr, arms, bm2 in tr:")
+        bind(6, "B2", "empty_B")
+        emit(6, f"nr = (k2, B2, ets, ewp, e[{GPOS}], ecp, ())")
+        done(6, "nr", "B2")
+        emit(6, "if alive:", "    born.append(nr)")
+        if fast:
+            emit(3, "if fbn:", "    nruns -= arm_buckets(buckets, e, b, fbn)")
+        emit(3, "for nr in born:",
+             "    lst = buckets.get(nr[0])",
+             "    if lst is None:",
+             "        buckets[nr[0]] = [nr]",
+             "    else:",
+             "        lst.append(nr)",
+             "nruns += len(born)",
+             "if (nm and (max_matches is not None or budget is not None)) or "
+             f"nruns > {_INF if self.max_runs is None else int(self.max_runs)}:",
+             "    nruns = caps(st, e, nm, out, max_matches, budget, nruns)")
+        emit(1, "finally:",
+             "    if e is not None:",
+             f"        st.last_ts = e[{TS}]",
+             f"        st.last_wpos = e[{WPOS}]")
+        ns: dict[str, Any] = {
+            "Candidate": Candidate, "ktrans": self._ktrans, "complete": self._complete,
+            "pend_step": self._pend_step, "arm_run": self._arm_run,
+            "arm_buckets": self._arm_buckets, "nots_of": self._nots_of,
+            "caps": self._bucket_caps, "empty_B": self.empty_B,
+            "key0": self._key(self.init[id(plan.root)], 0, 0)}
+        _run_generated(compile("\n".join(src) + "\n", f"<kleene groups {plan.name}>", "exec"),
+                       ns)
+        return ns["process"]  # type: ignore[no-any-return]
+
+    def _bucket_caps(self, st: GroupState, e: Rec, nm: int, out: list[Candidate],
+                     max_matches: int | None, budget: int | None, nruns: int) -> int:
+        """:meth:`_caps` for the bucketed loop: cuts the oldest runs when truncating;
+        returns the number of live runs."""
+        if not self._caps(e, nm, out, max_matches, budget, nruns):
+            return nruns
+        keep = st.all_runs()[nruns - (self.max_runs or 0):]
+        st.buckets.clear()
+        for r in keep:
+            st.buckets.setdefault(r[0], []).append(r)
+        return len(keep)
+
+    def _arm_buckets(self, buckets: dict[Any, list[tuple[Any, ...]]], e: Rec, b: int,
+                     fbn: int) -> int:
+        """Arm every bucket whose interval of a NOT in ``fbn`` is open (moved whole when the
+        NOTs have no predicates); returns how many runs died."""
+        moves = [(key, lst, key.arm & fbn) for key, lst in buckets.items() if key.arm & fbn]
+        free = self.free_nots
+        died = 0
+        for key, _lst, _am in moves:
+            del buckets[key]
+        for key, lst, am in moves:
+            if not am & ~free:
+                k2 = self._key(key.s, key.bm, key.taint | am)
+                if k2.dead:
+                    died += len(lst)
+                    continue
+                got = buckets.get(k2)
+                if got is None:
+                    buckets[k2] = lst
+                else:
+                    got.extend(lst)
+                continue
+            for r in lst:
+                r2 = self._arm_run(key, r, e, b, am)
+                if r2 is None:
+                    died += 1
+                    continue
+                got = buckets.get(r2[0])
+                if got is None:
+                    buckets[r2[0]] = [r2]
+                else:
+                    got.append(r2)
+        return died
+
+    accepts_budget = True
+    """:meth:`process` takes the ``budget`` argument (the engine checks this attribute)."""
 
     def process(self, st: GroupState, recs: list[Rec], bits: list[int],
-                out: list[Candidate], max_matches: int | None) -> None:
-        """Feed one partition's events in order."""
-        if self.bucketed:
-            self._process_buckets(st, recs, bits, out, max_matches)
+                out: list[Candidate], max_matches: int | None,
+                budget: int | None = None) -> None:
+        """Feed one partition's events in order; complete matches go to ``out``.
+
+        ``budget``: how many matches ``out`` may hold (the matches-per-call cap minus what the
+        runtime already buffers); checked after each event (:func:`over_budget` raises or
+        truncates). None: no cap.
+        """
+        if self._loop is not None:
+            self._loop(st, recs, bits, out, max_matches, budget)
             return
-        root = self.plan.root
         pos_mask = (1 << self.npos) - 1
         strict = self.strict
         W, CW = self.expire_us, self.expire_events
-        init = self.init[id(root)]
+        init = self.init[id(self.plan.root)]
         runs = st.runs
+        extend = self._extend
         for e, b in zip(recs, bits, strict=True):
             st.last_ts, st.last_wpos = e[TS], e[WPOS]
             if b & ~pos_mask:
@@ -538,85 +866,43 @@ class GroupMatcher(NodeRunner):
                 del runs[:cut]
             new: list[tuple[Any, ...]] = []
             nm = 0
-            info = self._root_info
             for r in runs:
                 if strict and e[CPOS] != r[5] + 1:
                     continue
                 if not strict:
                     new.append(r)
-                exp = info(r[0])[0]
-                if not b & exp:
-                    continue
-                if self.memo_ok:
-                    B = r[1]
-                    for s2, slot, is_list, done, alive in self._transitions(r[0], b & exp):
-                        if is_list:
-                            cur = B[slot]
-                            B2 = B[:slot] + (((e,) if cur is None else cur + (e,)),) + \
-                                B[slot + 1:]
-                        else:
-                            B2 = B[:slot] + (e,) + B[slot + 1:]
-                        nr = (s2, B2, r[2], r[3], r[4], e[CPOS])
-                        if done:
-                            c = self._complete(nr, e)
-                            if c is not None:
-                                out.append(c)
-                                nm += 1
-                        if alive:
-                            new.append(nr)
-                    continue
-                for s2, B2 in self._steps(root, r[0], e, b, r[1]):
-                    nr = (s2, B2, r[2], r[3], r[4], e[CPOS])
-                    _x, done, alive = info(s2)
-                    if done:
-                        c = self._complete(nr, e)
-                        if c is not None:
-                            out.append(c)
-                            nm += 1
-                    if alive:
-                        new.append(nr)
-            exp0 = info(init)[0]
-            if b & exp0 and self.memo_ok:
-                B = self.empty_B
-                for s2, slot, is_list, done, alive in self._transitions(init, b & exp0):
-                    B2 = B[:slot] + (((e,) if is_list else e),) + B[slot + 1:]
-                    nr = (s2, B2, e[TS], e[WPOS], e[GPOS], e[CPOS])
-                    if done:
-                        c = self._complete(nr, e)
-                        if c is not None:
-                            out.append(c)
-                            nm += 1
-                    if alive:
-                        new.append(nr)
-            elif b & exp0:
-                for s2, B2 in self._steps(root, init, e, b, self.empty_B):
-                    nr = (s2, B2, e[TS], e[WPOS], e[GPOS], e[CPOS])
-                    _x, done, alive = info(s2)
-                    if done:
-                        c = self._complete(nr, e)
-                        if c is not None:
-                            out.append(c)
-                            nm += 1
-                    if alive:
-                        new.append(nr)
-            if max_matches is not None and nm > max_matches:
-                if self.on_cap != "truncate":
-                    raise CapacityError(
-                        f"query {self.plan.name!r}: event {e[2]!r} completed {nm} matches, "
-                        f"more than max_matches_per_event={max_matches}")
-                self.truncated_matches += nm - max_matches
-                del out[len(out) - (nm - max_matches):]
-            if self.max_runs is not None and len(new) > self.max_runs:
-                if self.on_cap == "truncate":
-                    self.truncated_runs += len(new) - self.max_runs
-                    del new[: len(new) - self.max_runs]
-                else:
-                    raise CapacityError(
-                        f"query {self.plan.name!r}: {len(new)} live runs in one partition "
-                        f"exceed max_runs_per_partition={self.max_runs}; narrow the pattern "
-                        "(a window, a stricter strategy) or raise the cap, or pass "
-                        "on_cap='truncate'")
+                nm += extend(r[0], r[1], r[2], r[3], r[4], e, b, out, new)
+            nm += extend(init, self.empty_B, e[TS], e[WPOS], e[GPOS], e, b, out, new)
+            if self._caps(e, nm, out, max_matches, budget, len(new)):
+                del new[: len(new) - self.max_runs]  # type: ignore[operator]
             st.runs = runs = new
+
+    def _extend(self, s: Any, B: tuple[Any, ...], ts0: int, wp0: int, gp0: int, e: Rec,
+                b: int, out: list[Candidate], new: list[tuple[Any, ...]]) -> int:
+        """Every way the run (state ``s``, bindings ``B``) takes ``e``: complete matches go to
+        ``out``, live runs to ``new``; returns the number of matches."""
+        info = self._root_info
+        exp = info(s)[0]
+        if not b & exp:
+            return 0
+        steps: Any
+        if self.memo_ok:
+            steps = ((s2, _bind(B, slot, is_list, e))
+                     for s2, slot, is_list, _d, _a in self._transitions(s, b & exp))
+        else:
+            steps = self._steps(self.plan.root, s, e, b, B)
+        nm = 0
+        for s2, B2 in steps:
+            nr = (s2, B2, ts0, wp0, gp0, e[CPOS])
+            _x, done, alive = info(s2)
+            if done:
+                c = self._complete(nr, e)
+                if c is not None:
+                    out.append(c)
+                    nm += 1
+            if alive:
+                new.append(nr)
+        return nm
 
     def oldest(self, st: GroupState) -> int | None:
         """The smallest position a future match of this key can bind (None: no live run)."""
@@ -633,20 +919,18 @@ class GroupMatcher(NodeRunner):
             it = p.iter_var
             if not p.check_all(B, None if it is None else self.iter_slot[it]):
                 return None
-        positions = sorted(x[GPOS] for x in self._records(B))
-        return Candidate(B, min(x[TS] for x in self._records(B)), r[3], e[GPOS], e[TS],
-                         e[WPOS], tuple(positions))
+        if len(r) > 6 and r[6]:
+            # pending predicates of negating events inside a confirmed interval: decided now
+            for k, j, q, confirmed in r[6]:
+                if confirmed and self._holds(self.fast[k].negs[j], B, q):
+                    return None
+        recs = self._records(B)
+        return Candidate(B, min(x[TS] for x in recs), r[3], e[GPOS], e[TS], e[WPOS],
+                         tuple(sorted(x[GPOS] for x in recs)))
 
     def _records(self, B: tuple[Any, ...]) -> list[Rec]:
-        out: list[Rec] = []
-        for x in B[: self.npos]:
-            if x is None:
-                continue
-            if isinstance(x, tuple) and (not x or isinstance(x[0], tuple)):
-                out.extend(x)
-            else:
-                out.append(x)
-        return out
+        """The events a match binds (positive variables)."""
+        return _flatten(B[: self.npos])
 
     def _prune(self, st: GroupState) -> None:
         if len(st.hist) < 256:
@@ -699,16 +983,8 @@ class GroupMatcher(NodeRunner):
         return got
 
     def _bound(self, vars_: list[str], B: tuple[Any, ...]) -> list[Rec]:
-        out: list[Rec] = []
-        for v in vars_:
-            x = B[self.slot[v]]
-            if x is None:
-                continue
-            if isinstance(x, tuple) and (not x or isinstance(x[0], tuple)):
-                out.extend(x)
-            else:
-                out.append(x)
-        return out
+        """The events bound to ``vars_``."""
+        return _flatten([B[self.slot[v]] for v in vars_])
 
     def _forbidden(self, st: GroupState, nblock: int, B: tuple[Any, ...],
                    inside: Any) -> bool:
@@ -730,9 +1006,8 @@ class GroupMatcher(NodeRunner):
                 if not b & self.neg_bit[v]:
                     continue
                 slot = self.slot[v]
-                B2 = B[:slot] + (rec,) + B[slot + 1:]
-                if all(p.check_all(B2, None if p.iter_var is None else
-                                   self.iter_slot.get(p.iter_var)) for p in blk.preds):
+                if _all_true([p for p in blk.preds if v in p.vars],
+                             B[:slot] + (rec,) + B[slot + 1:], self.iter_slot):
                     return True
         return False
 
@@ -756,6 +1031,7 @@ class GroupMatcher(NodeRunner):
         interval closes (a ts for time windows, -wpos-1 encoded for count windows)."""
         B = c.B
         not_index = self.plan.not_index
+        fast = self.fast
         deadline: list[int] = []
         ok = [True]
 
@@ -815,7 +1091,7 @@ class GroupMatcher(NodeRunner):
                 for item in items:
                     if isinstance(item, ast.Not):
                         k = not_index[id(item)]
-                        if mine:
+                        if mine and k not in fast:
                             a = min(x[GPOS] for x in mine)
                             z = max(x[GPOS] for x in mine)
                             between = _Between(a, z)
@@ -826,6 +1102,8 @@ class GroupMatcher(NodeRunner):
                     if not isinstance(item, ast.Not):
                         continue
                     k = not_index[id(item)]
+                    if k in fast:
+                        continue
                     lv, rv = self._sides(p, items, i)
                     left = self._bound(lv, B)
                     right = self._bound(rv, B)
@@ -839,7 +1117,7 @@ class GroupMatcher(NodeRunner):
 
     def negation_ok(self, st: GroupState, c: Candidate) -> bool:
         """Check NOTs whose interval is already complete; mark matches that must wait."""
-        if not self.plan.negations:
+        if not self.slow_neg:
             return True
         ok, deadline = self._neg_walk(st, c, final=False)
         c.trailing = () if deadline is None else (deadline,)
@@ -897,6 +1175,28 @@ def _gpos_of(item: tuple[Rec, int]) -> int:
     return int(item[0][GPOS])
 
 
+def _leaves(n: Node) -> list[Ev]:
+    if isinstance(n, Ev):
+        return [n]
+    if isinstance(n, Rep | Win):
+        return _leaves(n.body)
+    return [x for i in n.items for x in _leaves(i)]
+
+
+def _always_bound(n: Node) -> bool:
+    """Does every completion bind each leaf to exactly one event (no OR / ANY / repetition)?"""
+    if isinstance(n, Ev):
+        return not n.is_list
+    if isinstance(n, Seq | And):
+        return all(_always_bound(i) for i in n.items)
+    return False
+
+
+def _run_generated(code: Any, ns: dict[str, Any]) -> None:
+    # Generated from the plan's booleans and integers only (see GroupMatcher._build_loop).
+    exec(code, ns)  # noqa: S102
+
+
 def _has_win(n: Node) -> bool:
     if isinstance(n, Win):
         return True
@@ -905,6 +1205,64 @@ def _has_win(n: Node) -> bool:
     if isinstance(n, Rep):
         return _has_win(n.body)
     return any(_has_win(i) for i in n.items)
+
+
+def _flatten(values: Any) -> list[Rec]:
+    """The events of binding values: None (unbound), one event, or a list variable's tuple."""
+    out: list[Rec] = []
+    for x in values:
+        if x is None:
+            continue
+        if isinstance(x, tuple) and (not x or isinstance(x[0], tuple)):
+            out.extend(x)
+        else:
+            out.append(x)
+    return out
+
+
+def _ev_bit(ev: Ev) -> int:
+    return ev.bit
+
+
+def _same_ev(ev: Ev) -> Ev:
+    return ev
+
+
+def _keep_mark(w: Win, m: Any) -> Any:
+    del w
+    return 0 if m is None else m
+
+
+def _all_true(preds: Any, B: tuple[Any, ...], iter_slot: dict[str, int]) -> bool:
+    """Is every predicate TRUE for the bindings ``B`` (over each element of an iterated list
+    variable)?"""
+    return all(p.check_all(B, None if p.iter_var is None else iter_slot.get(p.iter_var))
+               for p in preds)
+
+
+def _bind(B: tuple[Any, ...], slot: int, is_list: bool, e: Rec) -> tuple[Any, ...]:
+    """``B`` with ``e`` bound at ``slot`` (appended for a list variable)."""
+    if is_list:
+        cur = B[slot]
+        return B[:slot] + (((e,) if cur is None else cur + (e,)),) + B[slot + 1:]
+    return B[:slot] + (e,) + B[slot + 1:]
+
+
+def _nullable(p: ast.Pattern) -> bool:
+    """Could ``p`` match binding no event (conservative: True when unsure)?"""
+    if isinstance(p, ast.EventPattern):
+        return False
+    if isinstance(p, ast.Kleene):
+        return p.min == 0 or _nullable(p.body)
+    if isinstance(p, ast.Within):
+        return _nullable(p.body)
+    if isinstance(p, ast.Not):
+        return True
+    if isinstance(p, ast.Seq | ast.And):
+        return all(_nullable(i) for i in p.items)
+    if isinstance(p, ast.AnyOf) and p.k < 1:
+        return True
+    return any(_nullable(i) for i in p.items)
 
 
 def _flat_items(p: ast.Seq) -> list[ast.Pattern]:

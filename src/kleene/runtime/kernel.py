@@ -22,7 +22,7 @@ from .. import ast
 from ..events.match import Match
 from ..plan.automaton import CompKind, Plan
 from ..plan.expr import NotInlinable, inline_condition
-from .linear import Candidate, LinearMatcher
+from .linear import Candidate, LinearMatcher, over_budget
 
 
 def kernel_supported(plan: Plan) -> bool:
@@ -41,8 +41,12 @@ def _tuple(parts: list[str]) -> str:
     return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
 
 
-def build_kernel(m: LinearMatcher) -> Any:
-    """Generate and compile the ``process(st, recs, bits, out, max_matches)`` function."""
+def build_kernel(m: LinearMatcher, count_mode: bool | None = None) -> Any:
+    """Generate and compile the ``process(st, recs, bits, out, max_matches, budget)``
+    function (arguments as :meth:`LinearMatcher.process`; ``max_matches`` is baked in, and
+    ``budget`` is checked only when ``m.max_matches_per_call`` is set and not counting).
+    ``count_mode`` overrides ``m.count_mode`` (the counting variant a truncating kernel hands
+    the rest of its events to once the budget is spent)."""
     plan = m.plan
     comps = plan.components
     nc = len(comps)
@@ -52,7 +56,13 @@ def build_kernel(m: LinearMatcher) -> Any:
                                ast.Strategy.PARTITION_CONTIGUITY)
     stnm = plan.strategy is ast.Strategy.SKIP_TILL_NEXT_MATCH
     mm = m.max_matches
-    count_mode = m.count_mode
+    count_mode = m.count_mode if count_mode is None else count_mode
+    # the matches-per-call cap: count mode builds no matches, so it has nothing to bound
+    capped = m.max_matches_per_call is not None and not count_mode
+    if capped:
+        env["OVER"] = over_budget
+        if m.on_cap == "truncate":
+            env["DRAIN"] = build_kernel(m, count_mode=True)
     direct = m.direct
     if direct is not None:
         env["Match"] = Match
@@ -250,8 +260,11 @@ def build_kernel(m: LinearMatcher) -> Any:
         emit_take(depth + 1, j, True, B2, "1", body)
 
     env["EMPTY"] = m.empty_B
-    emit(0, "def process(st, recs, bits, out, max_matches):")
+    emit(0, "def process(st, recs, bits, out, max_matches, budget=None):")
     emit(1, "runs = st.runs")
+    if capped:
+        emit(1, "if budget is None:")
+        emit(2, f"budget = {1 << 62}")
     if count_mode:
         emit(1, "cnt = 0")
     emit(1, "negs = m.plan.negations")
@@ -376,6 +389,17 @@ def build_kernel(m: LinearMatcher) -> Any:
         emit(2, f"if len(new) > {int(m.max_runs)}:")
         emit(3, "m.too_many_runs(new)")
     emit(2, "runs = new")
+    if capped:
+        emit(2, "if len(out) > budget:")
+        emit(3, "OVER(m, e, out, budget)")
+        if "DRAIN" in env:
+            # truncating and the budget is spent: the rest of the events only advance the
+            # runs, and their matches are counted as truncated, never built
+            emit(3, "st.runs = runs; rest = recs.index(e) + 1; c0 = m.counted")
+            emit(3, "DRAIN(st, recs[rest:], bits[rest:], None, None)")
+            emit(3, "m.truncated_matches += m.counted - c0; m.counted = c0")
+            emit(3, "st.last_ts = recs[-1][1]; st.last_wpos = recs[-1][4]")
+            emit(3, "return")
     emit(1, "st.runs = runs")
     if count_mode:
         emit(1, "m.counted += cnt")

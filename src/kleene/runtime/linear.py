@@ -60,6 +60,30 @@ def cand_state(c: Candidate) -> tuple[Any, ...]:
             c.trailing)
 
 
+def over_budget(m: Any, e: Rec | None, out: list[Any], budget: int) -> None:
+    """The matches-per-call cap (``Runtime(max_matches_per_call=...)``, docs/engine.md):
+    ``out`` holds more than ``budget`` matches after event ``e`` (None: not known).
+
+    Shared by every matcher (``m`` has ``on_cap``, ``truncated_matches``, ``plan.name`` and
+    ``max_matches_per_call``). Raises :class:`CapacityError`, or with ``on_cap='truncate'``
+    drops the excess -- the matches produced last -- and counts it in ``truncated_matches``.
+    """
+    over = len(out) - budget
+    if m.on_cap == "truncate":
+        m.truncated_matches += over
+        del out[budget:]
+        return
+    cap = getattr(m, "max_matches_per_call", None)
+    at = "" if e is None else f" (reached at event {e[2]!r})"
+    raise CapacityError(
+        f"query {m.plan.name!r}: more than max_matches_per_call={cap} complete matches in "
+        f"one push/advance/close call{at}; raise the cap (Runtime option "
+        "max_matches_per_call=N, None for no cap; CLI --max-matches-per-call N, 0 for no "
+        "cap), push smaller batches, narrow the pattern (WITHIN, PARTITION BY, a stricter "
+        "strategy), or pass on_cap='truncate' (CLI --on-cap truncate) to keep the first "
+        "matches and count the rest")
+
+
 @dataclass(slots=True)
 class PartState:
     """Per-key runtime state: live runs, negation history and matches waiting on a trailing
@@ -103,6 +127,9 @@ class LinearMatcher:
         self.truncated_matches = 0
         self.max_matches: int | None = None
         """The matches-per-event cap baked into the generated kernel (set before building)."""
+        self.max_matches_per_call: int | None = None
+        """The runtime's matches-per-call cap (for messages; set before building the kernel:
+        the kernel checks the ``budget`` argument only when it is not None)."""
         self.count_mode = False
         """Count complete matches (``counted``) instead of building candidates (kernel)."""
         self.counted = 0
@@ -350,11 +377,20 @@ class LinearMatcher:
             "or raise the cap, or pass on_cap='truncate'")
 
     # ---------------------------------------------------------------------------------------
+    accepts_budget = True
+    """:meth:`process` takes the ``budget`` argument (the engine checks this attribute)."""
+
     def process(self, st: PartState, recs: list[Rec], bits: list[int],
-                out: list[Candidate], max_matches: int | None) -> None:
-        """Feed one partition's events (in order) to its runs; complete matches go to ``out``."""
+                out: list[Candidate], max_matches: int | None,
+                budget: int | None = None) -> None:
+        """Feed one partition's events (in order) to its runs; complete matches go to ``out``.
+
+        ``budget``: how many matches ``out`` may hold (the matches-per-call cap minus what the
+        runtime already buffers); checked after each event, so ``out`` never holds more than
+        ``budget`` on return (:func:`over_budget` raises or truncates). None: no cap.
+        """
         if self.kernel is not None:
-            self.kernel(st, recs, bits, out, max_matches)
+            self.kernel(st, recs, bits, out, max_matches, budget)
             return
         runs = st.runs
         negs = self.plan.negations
@@ -402,6 +438,8 @@ class LinearMatcher:
             if max_matches is not None and nm > max_matches:
                 drop = self.too_many_matches(e, nm, max_matches)
                 del out[len(out) - drop:]
+            if budget is not None and len(out) > budget:
+                over_budget(self, e, out, budget)
             if self.max_runs is not None and len(new_runs) > self.max_runs:
                 self.too_many_runs(new_runs)
             st.runs = runs = new_runs
@@ -619,4 +657,4 @@ def _same(x: Any) -> Any:
     return x
 
 
-__all__ = ["Candidate", "LinearMatcher", "PartState", "Run", "cand_state"]
+__all__ = ["Candidate", "LinearMatcher", "PartState", "Run", "cand_state", "over_budget"]

@@ -104,14 +104,30 @@ class UnionMatcher:
             self.origin[id(lifted)] = (bi, c)
         return lifted
 
+    accepts_budget = True
+    """:meth:`process` takes the ``budget`` argument (see :meth:`LinearMatcher.process`)."""
+
+    @property
+    def max_matches_per_call(self) -> int | None:
+        """The runtime's matches-per-call cap (the same in every branch)."""
+        return self.branches[0].max_matches_per_call
+
+    @max_matches_per_call.setter
+    def max_matches_per_call(self, value: int | None) -> None:
+        for m in self.branches:
+            m.max_matches_per_call = value
+
     def process(self, st: UnionState, recs: list[Any], bits: list[int],
-                out: list[Candidate], max_matches: int | None) -> None:
-        """Run every branch on its slice of the bits."""
+                out: list[Candidate], max_matches: int | None,
+                budget: int | None = None) -> None:
+        """Run every branch on its slice of the bits; ``out`` holds at most ``budget``
+        matches in all (a branch gets what the branches before it left)."""
         for bi, m in enumerate(self.branches):
             off, mask = self.offsets[bi], (1 << self.widths[bi]) - 1
             sub = [(b >> off) & mask for b in bits]
             tmp: list[Candidate] = []
-            m.process(st.parts[bi], recs, sub, tmp, max_matches)
+            m.process(st.parts[bi], recs, sub, tmp, max_matches,
+                      None if budget is None else max(0, budget - len(out)))
             out.extend(self._lift(bi, c) for c in tmp)
 
     def negation_ok(self, st: UnionState, c: Candidate) -> bool:
