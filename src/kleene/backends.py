@@ -4,35 +4,63 @@ A backend evaluates an analyzed query over a bounded, ordered :class:`EventBatch
 matches in the documented output order (docs/semantics.md). The CLI's ``--engine`` and the
 conformance suite (tests/semantics) both read this registry, so a new engine joins every
 conformance case by adding one line here.
+
+A backend whose every call is expensive (a Spark job) may also declare ``batch``: a
+``"module:function"`` that evaluates many ``(query, events)`` pairs at once (one Spark job for
+all of them) and returns, per pair, its matches or the error that pair raised. The conformance
+suite uses it to evaluate every case it is about to run in one go, then serves the cases from
+that result (kleene.testing.timeline.BatchedBackend); the one-pair function stays the reference.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from .errors import QueryValidationError
 from .events import EventBatch, Match
 from .semantic.analyzed import AnalyzedQuery
 
 BackendFn = Callable[[AnalyzedQuery, EventBatch], list[Match]]
+BatchFn = Callable[[Sequence[tuple[AnalyzedQuery, EventBatch]]], list["list[Match] | Exception"]]
+"""Evaluates many pairs at once: per pair (same order), its matches or the error it raised."""
 
 
 @dataclass(frozen=True, slots=True)
 class Backend:
-    """A registered backend: ``target`` is ``"module:function"``, imported lazily."""
+    """A registered backend: ``target`` (and ``batch``) are ``"module:function"``, imported
+    lazily."""
 
     name: str
     target: str
     description: str
     needs_spark: bool = False
+    batch: str | None = None
+    """Optional: evaluates many (query, events) pairs at once (:data:`BatchFn`)."""
+    conformance_sample: int | None = None
+    """``None``: the conformance suite runs every case on this backend. A number: only that
+    many cases, evenly spread over the suite (the others are reported as skipped, with the
+    reason), for a backend whose every distinct query costs seconds even when batched.
+    ``KLEENE_CONFORMANCE_ALL=1`` runs every case anyway."""
 
     def load(self) -> BackendFn:
         """Import and return the evaluation function."""
-        module, _, func = self.target.partition(":")
-        fn: BackendFn = getattr(importlib.import_module(module), func)
+        fn: BackendFn = _import(self.target)
         return fn
+
+    def load_batch(self) -> BatchFn | None:
+        """Import and return the many-pairs function, if the backend declares one."""
+        if self.batch is None:
+            return None
+        fn: BatchFn = _import(self.batch)
+        return fn
+
+
+def _import(target: str) -> Any:
+    module, _, func = target.partition(":")
+    return getattr(importlib.import_module(module), func)
 
 
 BACKENDS: dict[str, Backend] = {
@@ -42,6 +70,15 @@ BACKENDS: dict[str, Backend] = {
                 "brute-force reference implementation of docs/semantics.md (tiny inputs only)"),
         Backend("automaton", "kleene.runtime.engine:evaluate",
                 "the streaming NFA^b engine with a shared match buffer (default)"),
+        Backend("spark", "kleene.spark.backend:evaluate",
+                "kleene.spark.match: the batch Spark pipeline (keyed / split / single tasks)",
+                needs_spark=True, batch="kleene.spark.backend:evaluate_many"),
+        Backend("spark-stream", "kleene.spark.backend:evaluate_stream",
+                "kleene.spark.match_stream over a bounded replay (Structured Streaming, "
+                "event-time watermark, RocksDB state)",
+                needs_spark=True, batch="kleene.spark.backend:evaluate_stream_many",
+                # one stateful operator per distinct query: ~10 s each on a loaded 2-core box
+                conformance_sample=6),
     )
 }
 
@@ -57,4 +94,4 @@ def get_backend(name: str) -> BackendFn:
             f"unknown engine {name!r}; available: {', '.join(sorted(BACKENDS))}") from None
 
 
-__all__ = ["BACKENDS", "DEFAULT_BACKEND", "Backend", "BackendFn", "get_backend"]
+__all__ = ["BACKENDS", "DEFAULT_BACKEND", "Backend", "BackendFn", "BatchFn", "get_backend"]

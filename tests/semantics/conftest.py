@@ -4,16 +4,31 @@ A new engine joins every case by being registered there — no case is edited. B
 module cannot be imported yet are left out of the parametrization, and
 ``test_every_registered_backend_importable`` (test_registry.py) fails loudly for them instead.
 Spark backends carry the ``spark`` marker.
+
+A backend that declares a batch function (the Spark ones: a job per call costs a second or
+more) is served by a :class:`~kleene.testing.timeline.BatchedBackend`: the first test that asks
+for it evaluates, in ONE batch call, every conformance :class:`Case` the session is about to
+run on it (the ``Case`` parameters of the collected test items); each test then gets its own
+pair's result. A call that was not prepared (a test calling ``run`` with its own stream) is a
+real per-call evaluation, counted and listed in the terminal summary.
 """
 
 from __future__ import annotations
 
+import os
+import sys
+import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from kleene.backends import BACKENDS, BackendFn
-from kleene.testing.timeline import importable_backends
+from kleene.testing.timeline import BatchedBackend, Case, importable_backends
+
+_BATCHED: dict[str, BatchedBackend] = {}
+_SECONDS: dict[str, float] = {}
+_SAMPLED: dict[str, tuple[set[int], int]] = {}
 
 
 def backend_params(*, include_oracle: bool = True) -> list[Any]:
@@ -30,7 +45,72 @@ def backend_name(request: pytest.FixtureRequest) -> str:
     return name
 
 
+@pytest.fixture(scope="session")
+def spark_for_backends() -> Iterator[Any]:
+    """The local SparkSession the Spark backends run on (shared with tests/spark)."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from kleene.spark.backend import local_session
+
+    yield local_session()
+
+
+def _cases_for(name: str, session: pytest.Session) -> list[Case]:
+    """Every Case parameter of the collected items that run on backend ``name``."""
+    out = []
+    for item in session.items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is None or callspec.params.get("backend_name") != name:
+            continue
+        out += [v for v in callspec.params.values() if isinstance(v, Case)]
+    return out
+
+
+def _sample(name: str, cases: list[Case]) -> list[Case]:
+    """The cases a sampled backend runs (``Backend.conformance_sample``): evenly spread."""
+    k = BACKENDS[name].conformance_sample
+    if k is None or os.environ.get("KLEENE_CONFORMANCE_ALL") == "1" or len(cases) <= k:
+        return cases
+    return [cases[round(i * (len(cases) - 1) / max(1, k - 1))] for i in range(k)]
+
+
 @pytest.fixture
-def backend(backend_name: str) -> BackendFn:
+def backend(backend_name: str, request: pytest.FixtureRequest) -> BackendFn:
     """A registered backend's evaluation function ``(AnalyzedQuery, EventBatch) -> matches``."""
-    return BACKENDS[backend_name].load()
+    entry = BACKENDS[backend_name]
+    batch = entry.load_batch()
+    if batch is None:
+        return entry.load()
+    if entry.needs_spark:
+        request.getfixturevalue("spark_for_backends")
+    if backend_name not in _BATCHED:
+        b = BatchedBackend(backend_name, entry.load(), batch)
+        cases = _cases_for(backend_name, request.session)
+        chosen = _sample(backend_name, cases)
+        _SAMPLED[backend_name] = ({id(c) for c in chosen}, len(cases))
+        t0 = time.perf_counter()
+        b.prepare([(c.query, c.stream) for c in chosen])
+        _SECONDS[backend_name] = time.perf_counter() - t0
+        _BATCHED[backend_name] = b
+    chosen_ids, total = _SAMPLED[backend_name]
+    if len(chosen_ids) < total:
+        callspec = getattr(request.node, "callspec", None)
+        params = callspec.params.values() if callspec is not None else ()
+        if not any(isinstance(v, Case) and id(v) in chosen_ids for v in params):
+            pytest.skip(f"{backend_name}: outside its conformance sample of {len(chosen_ids)} "
+                        f"of {total} cases (Backend.conformance_sample: every distinct query "
+                        "is a stateful streaming operator costing seconds); "
+                        "KLEENE_CONFORMANCE_ALL=1 runs every case")
+    return _BATCHED[backend_name]
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """How each batched backend was served: prepared in one call, hits, per-call misses."""
+    for name, b in _BATCHED.items():
+        terminalreporter.write_line(
+            f"batched backend {name}: {b.prepared} pairs in one batch call "
+            f"({_SECONDS.get(name, 0.0):.1f} s), {b.hits} served from it, "
+            f"{len(b.misses)} per-call evaluations (misses)"
+            + (f" {b.misses}" if b.misses else "")
+            + (f"; only {len(_SAMPLED[name][0])} of {_SAMPLED[name][1]} cases sampled"
+               if len(_SAMPLED[name][0]) < _SAMPLED[name][1] else ""))

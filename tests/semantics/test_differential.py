@@ -3,6 +3,10 @@
 Random canonical queries from a grammar of every feature (kleene.testing.strategies) × small
 random streams with timestamp ties, two partitions, NULLs and every event type. One test per
 feature group so a failure names the feature; a fixed seed (derandomize) keeps CI reproducible.
+
+Backends with a batch function (the Spark ones: a job per call costs seconds) are not called per
+example: a fixed, derandomized draw of (query, stream) pairs over every feature group is
+evaluated in ONE batch call and compared with the oracle pair by pair.
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, note, settings
+from hypothesis import HealthCheck, Phase, given, note, settings
 
 from kleene.api import analyze
 from kleene.backends import BACKENDS
@@ -19,12 +23,25 @@ from kleene.testing.oracle import evaluate as oracle
 from kleene.testing.strategies import FEATURES, describe, queries, streams
 from kleene.testing.timeline import importable_backends
 
-OTHERS = [pytest.param(n, id=n, marks=[pytest.mark.spark] if BACKENDS[n].needs_spark else [])
-          for n in importable_backends() if n != "oracle"]
+
+def _params(*, batched: bool) -> list[Any]:
+    return [pytest.param(n, id=n, marks=[pytest.mark.spark] if BACKENDS[n].needs_spark else [])
+            for n in importable_backends()
+            if n != "oracle" and (BACKENDS[n].batch is not None) == batched]
+
+
+OTHERS = _params(batched=False)
+BATCHED = _params(batched=True)
 EXAMPLES = 100
 """Examples per feature group and in-process backend (10 groups): well under a minute each."""
-SPARK_EXAMPLES = 4
-"""Spark backends start a job per example: a few per feature group."""
+BATCH_DRAWS: dict[str, tuple[tuple[str, ...], int]] = {
+    "spark": (FEATURES, 14),
+    "spark-stream": (("mixed",), 3),
+}
+"""Per batched backend: the feature groups and pairs per group, all in ONE batch call. Spark
+batch runs every pair in one stage (~150 pairs: seconds); streaming runs one stateful operator
+per pair (seconds each), so it gets a few pairs of the ``mixed`` group."""
+DEFAULT_DRAWS = (FEATURES, 5)
 
 
 def _key(ms: list[Match]) -> list[tuple[Any, ...]]:
@@ -37,9 +54,7 @@ def _key(ms: list[Match]) -> list[tuple[Any, ...]]:
 def test_backend_equals_oracle(name: str, feature: str) -> None:
     fn = BACKENDS[name].load()
 
-    examples = SPARK_EXAMPLES if BACKENDS[name].needs_spark else EXAMPLES
-
-    @settings(max_examples=examples, derandomize=True, deadline=None, database=None,
+    @settings(max_examples=EXAMPLES, derandomize=True, deadline=None, database=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(query=queries(feature=feature), stream=streams())
     def check(query: str, stream: EventBatch) -> None:
@@ -51,3 +66,45 @@ def test_backend_equals_oracle(name: str, feature: str) -> None:
         assert got == want, f"{name} differs from the oracle"
 
     check()
+
+
+def _draw(feature: str, n: int) -> list[tuple[str, EventBatch]]:
+    """``n`` (query, stream) pairs of one feature group, the same on every run."""
+    pairs: list[tuple[str, EventBatch]] = []
+
+    @settings(max_examples=n, derandomize=True, deadline=None, database=None,
+              phases=[Phase.generate],
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(query=queries(feature=feature), stream=streams())
+    def collect(query: str, stream: EventBatch) -> None:
+        pairs.append((query, stream))
+
+    collect()
+    return pairs[:n]
+
+
+@pytest.mark.parametrize("name", BATCHED or [pytest.param("none", marks=pytest.mark.skip(
+    reason="no batched backend is importable"))])
+def test_batched_backend_equals_oracle(name: str) -> None:
+    entry = BACKENDS[name]
+    batch = entry.load_batch()
+    assert batch is not None
+    if entry.needs_spark:
+        from kleene.spark.backend import local_session
+
+        local_session()
+    features, per = BATCH_DRAWS.get(name, DEFAULT_DRAWS)
+    drawn = [(f, q, s) for f in features for q, s in _draw(f, per)]
+    assert len(drawn) >= max(1, per * len(features) // 2), "the strategies drew too few pairs"
+    analyzed = [analyze(q) for _, q, _ in drawn]
+    got = batch([(aq, s) for aq, (_, _, s) in zip(analyzed, drawn, strict=True)])
+    assert len(got) == len(drawn)
+    bad = []
+    for aq, (feature, query, stream), result in zip(analyzed, drawn, got, strict=True):
+        want = _key(oracle(aq, stream))
+        have: Any = result if isinstance(result, Exception) else _key(result)
+        if have != want:
+            bad.append(f"[{feature}] query:  {query}\n  stream: {describe(stream)}\n"
+                       f"  oracle: {want}\n  {name}: {have!r}")
+    assert not bad, (f"{name} differs from the oracle on {len(bad)} of {len(drawn)} random "
+                     "pairs:\n" + "\n".join(bad))

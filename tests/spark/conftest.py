@@ -18,17 +18,12 @@ sys.path.insert(0, str(HERE))  # kleene_spark_helpers
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
-    """A local[2] session configured by kleene (UTC, few shuffle partitions, RocksDB)."""
+    """A local[2] session configured by kleene (UTC, few shuffle partitions, RocksDB); the
+    same one the Spark backends of the conformance suite use (kleene.spark.backend)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from kleene.spark import get_session
+    from kleene.spark.backend import local_session
 
-    session = get_session("local[2]", conf={"spark.sql.shuffle.partitions": "4",
-                                            "spark.ui.showConsoleProgress": "false",
-                                            # hundreds of tiny stages: AQE re-planning
-                                            # doubled the suite's time
-                                            "spark.sql.adaptive.enabled": "false",
-                                            "spark.driver.memory": "2g"})
-    session.sparkContext.setLogLevel("ERROR")
+    session = local_session()
     yield session
     session.stop()

@@ -147,6 +147,88 @@ def importable_backends() -> list[str]:
     return names
 
 
+class BatchedBackend:
+    """A backend served from one batch evaluation of the pairs a suite is about to run.
+
+    For backends whose every call is expensive (a Spark job) and that declare a batch function
+    (``kleene.backends.Backend.batch``): :meth:`prepare` evaluates every known
+    ``(query, stream)`` pair at once; a call then returns the cached matches (or raises the
+    cached error) for its pair, keyed by the canonical query text and the stream's content.
+    A pair that was not prepared is a *miss*: evaluated by a real call of ``fn`` and counted
+    (``misses`` names them), never skipped.
+
+    Example:
+        >>> from kleene.testing.oracle import evaluate
+        >>> def many(pairs):
+        ...     return [evaluate(q, s) for q, s in pairs]
+        >>> b = BatchedBackend("oracle", evaluate, many)
+        >>> s = events("a1@1 b1@2")
+        >>> b.prepare([("PATTERN SEQ(A a, B b)", s)])
+        >>> bindings_of(run(b, "PATTERN SEQ(A a, B b)", s)), b.hits, len(b.misses)
+        ([{'a': 'a1', 'b': 'b1'}], 1, 0)
+    """
+
+    def __init__(self, name: str, fn: Backend,
+                 batch: Callable[[Sequence[tuple[AnalyzedQuery, EventBatch]]],
+                                 Sequence[list[Match] | Exception]]) -> None:
+        self.name = name
+        self.fn = fn
+        self.batch = batch
+        self.cache: dict[tuple[str, ...], list[Match] | Exception] = {}
+        self.prepared = 0
+        self.hits = 0
+        self.misses: list[str] = []
+        """The query text of every call that was not prepared (a real per-call evaluation)."""
+
+    @staticmethod
+    def key(analyzed: AnalyzedQuery, stream: EventBatch) -> tuple[str, ...]:
+        """The cache key: canonical query text, name, UDF names, and the stream's content."""
+        from ..lang.printer import to_text
+
+        t = stream.table
+        return (to_text(analyzed.query), analyzed.name, repr(sorted(analyzed.udfs)),
+                str(t.schema), repr(t.to_pydict()), repr(stream.time))
+
+    def prepare(self, pairs: Sequence[tuple[str | AnalyzedQuery, EventBatch]]) -> None:
+        """Evaluate every pair not cached yet with ONE call of the batch function.
+
+        A query that does not analyze is left out: the test's own call raises that error
+        before reaching the backend.
+        """
+        from ..api import analyze
+        from ..errors import KleeneError
+
+        todo: dict[tuple[str, ...], tuple[AnalyzedQuery, EventBatch]] = {}
+        for query, stream in pairs:
+            try:
+                aq = analyze(query) if isinstance(query, str) else query
+            except KleeneError:
+                continue
+            k = self.key(aq, stream)
+            if k not in self.cache:
+                todo.setdefault(k, (aq, stream))
+        if not todo:
+            return
+        results = self.batch(list(todo.values()))
+        if len(results) != len(todo):
+            raise AssertionError(f"{self.name}: the batch function returned {len(results)} "
+                                 f"results for {len(todo)} pairs")
+        self.cache.update(zip(todo, results, strict=True))
+        self.prepared += len(todo)
+
+    def __call__(self, analyzed: AnalyzedQuery, stream: EventBatch) -> list[Match]:
+        got = self.cache.get(self.key(analyzed, stream))
+        if got is None:
+            from ..lang.printer import to_text
+
+            self.misses.append(to_text(analyzed.query))
+            return self.fn(analyzed, stream)
+        self.hits += 1
+        if isinstance(got, Exception):
+            raise got
+        return list(got)
+
+
 def run(backend: Backend, query: str | AnalyzedQuery, stream: EventBatch) -> list[Match]:
     """Analyze ``query`` (text in the canonical language) and evaluate it with ``backend``."""
     from ..api import analyze
@@ -207,5 +289,5 @@ def _show(ms: Sequence[Mapping[str, Any]]) -> str:
     return "[" + ", ".join(repr(one(m)) for m in ms) + "]" if ms else "{}"
 
 
-__all__ = ["Backend", "Case", "Expected", "assert_matches", "bindings_of", "case", "events",
+__all__ = ["Backend", "BatchedBackend", "Case", "Expected", "assert_matches", "bindings_of", "case", "events",
            "importable_backends", "parse_expected", "run", "timeline", "type_of"]
