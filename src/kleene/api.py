@@ -80,7 +80,7 @@ class CompiledQuery:
         if not self.options:
             return fn(self.analyzed, events)
         try:
-            return fn(self.analyzed, events, **self.options)  # type: ignore[call-arg]
+            return fn(self.analyzed, events, **self.options)
         except TypeError as e:
             if "unexpected keyword argument" not in str(e):
                 raise

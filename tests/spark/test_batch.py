@@ -198,3 +198,43 @@ def test_spark_backend_returns_match_objects(spark: Any) -> None:
         ({"a": "e5", "b": ("e6",)}, 7_000_000, 8_000_000),
     ]
     assert [m.key() for m in got] == [m.key() for m in kleene.compile(text).run(batch)]
+
+
+def test_referenced_attributes_are_what_the_task_receives() -> None:
+    from kleene.spark.batch import referenced_attributes
+
+    q = kleene.analyze("PATTERN SEQ(A a, B+ b[], !(C n)) WHERE b[i].x > a.y AND n.z = 1 "
+                       "AND [w] PARTITION BY k WITHIN 5 seconds RETURN sum(b.v) AS s")
+    assert referenced_attributes(q) == {"x", "y", "z", "w", "k", "v"}
+
+
+def test_task_adds_a_constant_type_and_orders_ties_by_id() -> None:
+    """Without a type column and with row-number ids, the task gets neither ``__type`` nor
+    ``__ord``: it adds the type and checks the tie order on ``__id``."""
+    q = kleene.analyze("PATTERN SEQ(T a, T b) WHERE b.x > a.x PARTITION BY k WITHIN 5 seconds")
+    spec = TaskSpec(analyzed=q, engine="automaton", time=TimeInfo(), group_cols=("k",),
+                    attr_cols=("k", "x"), id_type=pa.int64(), output="json",
+                    time_out="long", returns=(), event_type="T", order_col="__id")
+    batch = pa.record_batch({"__id": [0, 1, 2], "__ts": [1_000_000, 1_000_000, 2_000_000],
+                             "k": ["k1", "k1", "k1"], "x": [1, 2, 3]})
+    out = pa.Table.from_batches(list(TaskRunner(spec)(iter([batch]))))
+    assert out.column("record").to_pylist() == embedded_lines(
+        "PATTERN SEQ(T a, T b) WHERE b.x > a.x PARTITION BY k WITHIN 5 seconds",
+        [{"ts": 1, "type": "T", "k": "k1", "x": 1}, {"ts": 1, "type": "T", "k": "k1", "x": 2},
+         {"ts": 2, "type": "T", "k": "k1", "x": 3}], "automaton")
+    swapped = pa.record_batch({"__id": [1, 0], "__ts": [1_000_000, 1_000_000],
+                               "k": ["k1", "k1"], "x": [1, 2]})
+    with pytest.raises(EngineError, match="out of \\(ts, position\\) order"):
+        list(TaskRunner(spec)(iter([swapped])))
+
+
+def test_unused_columns_do_not_change_the_matches(spark: Any) -> None:
+    """Only the attributes the query reads reach the task; the matches stay the embedded
+    engine's (here with an extra text column and a constant event type)."""
+    q = "PATTERN SEQ(T a, T b) WHERE b.x > a.x PARTITION BY k WITHIN 4 seconds"
+    rows = [dict(r, type="T", note=f"n{i}") for i, r in enumerate(random_rows(5, n=40))]
+    df = spark.createDataFrame([(r["ts"], r["k"], r["x"], r["note"]) for r in rows],
+                               "ts long, k string, x long, note string")
+    got = match(df, q, time_col="ts", event_type="T", output="json")
+    lines = [r[0] for r in in_output_order(got).collect()]
+    assert lines == embedded_lines(q, rows, "automaton") and len(lines) > 5

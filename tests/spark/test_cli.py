@@ -26,9 +26,9 @@ def _csv(path: Path, rows: list[dict[str, Any]]) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
-def _embedded(query: str, src: Path, out: Path) -> bytes:
+def _embedded(query: str, src: Path, out: Path, fmt: str = "jsonl") -> bytes:
     res = CliRunner().invoke(cli, ["run", query, "--input", str(src), "--output", str(out),
-                                   "--quiet"])
+                                   "--format", fmt, "--quiet"])
     assert res.exit_code == 0, res.output
     return out.read_bytes()
 
@@ -77,3 +77,23 @@ def test_parquet_output_has_typed_columns(spark: Any, tmp_path: Path) -> None:
     assert types["match"] == "map<string,array<bigint>>"
     assert types["start"] == "timestamp_ntz" and types["n"] == "bigint"
     assert df.count() == summary["matches"]
+
+
+@pytest.mark.parametrize("query", [
+    QUERY,
+    # a float RETURN, a list of ids, a bool, a NULL and a text value with a comma and quotes
+    "PATTERN SEQ(A a, B+ b[]) WHERE b[i].x >= a.x PARTITION BY k WITHIN 5 seconds "
+    "RETURN a.x / 4 AS q, a.x > 3 AS big, NULL AS nothing, 'x, \"y\"' AS s, b[1].x AS bx",
+    "PATTERN SEQ(A a, C c) WHERE c.x > 100 PARTITION BY k WITHIN 5 seconds",  # no match
+])
+def test_spark_csv_equals_embedded_cli_csv(spark: Any, tmp_path: Path, query: str) -> None:
+    src = tmp_path / "events.csv"
+    _csv(src, random_rows(11, n=120, keys=2))
+    expected = _embedded(query, src, tmp_path / "embedded.csv", fmt="csv")
+    summary = run_query(query, str(src), spark=spark, output=str(tmp_path / "spark.csv"),
+                        fmt="csv")
+    assert (tmp_path / "spark.csv").read_bytes() == expected
+    assert summary["matches"] == expected.count(b"\n") - 1
+    buf = io.StringIO()
+    run_query(query, str(src), spark=spark, stdout=buf, fmt="csv")
+    assert buf.getvalue().encode() == expected

@@ -337,9 +337,10 @@ def _split_bounds(df: Any, plan: SparkPlan, ranges: int, *, exact: bool) -> tupl
 
 
 def distribute(prepared: Any, plan: SparkPlan, *, partitions: int,
-               ranges: int | None = None) -> tuple[Any, tuple[str, ...],
-                                                   tuple[int, ...] | None]:
-    """Shuffle and sort the prepared rows for the plan; returns (df, group cols, bounds)."""
+               ranges: int | None = None, order_col: str = ORD) -> tuple[
+                   Any, tuple[str, ...], tuple[int, ...] | None]:
+    """Shuffle and sort the prepared rows for the plan; returns (df, group cols, bounds).
+    ``order_col`` breaks ties in time (``__ord``, or ``__id`` when the ids are row numbers)."""
     from pyspark.sql import functions as F
 
     if plan.mode == "keyed":
@@ -349,15 +350,15 @@ def distribute(prepared: Any, plan: SparkPlan, *, partitions: int,
             raise InputError(f"PARTITION BY / equivalence attribute {missing[0]!r} is not a "
                              f"column; columns: {', '.join(prepared.columns)}",
                              column=missing[0])
-        out = prepared.repartition(partitions, *keys).sortWithinPartitions(*keys, TS, ORD)
+        out = prepared.repartition(partitions, *keys).sortWithinPartitions(*keys, TS, order_col)
         return out, tuple(plan.keys), None
     if plan.mode == "single":
-        return prepared.repartition(1).sortWithinPartitions(TS, ORD), (), None
+        return prepared.repartition(1).sortWithinPartitions(TS, order_col), (), None
     bounds = _split_bounds(prepared, plan, min(256, ranges or 4 * partitions),
                            exact=ranges is not None)
     if not bounds:
         df = prepared.withColumn(RANGE, F.lit(0))
-        return df.repartition(1).sortWithinPartitions(TS, ORD), (RANGE,), ()
+        return df.repartition(1).sortWithinPartitions(TS, order_col), (RANGE,), ()
 
     def bucket(x: Any) -> Any:
         # the number of bounds <= x, as plain comparisons (code-generated; a higher-order
@@ -372,7 +373,7 @@ def distribute(prepared: Any, plan: SparkPlan, *, partitions: int,
     df = prepared.withColumn(RANGE, F.explode(F.sequence(first, last)))
     # more ranges than partitions, hash-spread: no sampling pass (repartitionByRange would
     # read the whole input once more to sample it)
-    out = df.repartition(partitions, RANGE).sortWithinPartitions(RANGE, TS, ORD)
+    out = df.repartition(partitions, RANGE).sortWithinPartitions(RANGE, TS, order_col)
     return out, (RANGE,), bounds
 
 
@@ -391,6 +392,9 @@ def match(df: Any, query: Any, *, time_col: str, type_col: str | None = None,
     ``start``, ``end`` (the input's time type); one column per RETURN field; and, unless
     ``order_columns=False``, ``__end_us``, ``__last_pos``, ``__seq``: sort by them for
     kleene's documented output order (:func:`kleene.spark.in_output_order`).
+    ``output="json"`` gives one ``record`` column, the embedded JSON Lines line of each match;
+    ``output="csv"`` gives ``record`` (the embedded CSV writer's data line) and ``header``
+    (its header line), with the order columns.
 
     Example:
         >>> m = match(df, "PATTERN SEQ(A a, B b) WITHIN 10 seconds", time_col="ts",
@@ -399,8 +403,8 @@ def match(df: Any, query: Any, *, time_col: str, type_col: str | None = None,
     require_pyspark()
     from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_type
 
-    if output not in ("map", "columns", "json"):
-        raise InputError(f"output {output!r}: use 'map' or 'columns'")
+    if output not in ("map", "columns", "json", "csv"):
+        raise InputError(f"output {output!r}: use 'map', 'columns', 'json' or 'csv'")
     from ..backends import BACKENDS
 
     if engine not in BACKENDS and ":" not in engine:
@@ -419,15 +423,53 @@ def match(df: Any, query: Any, *, time_col: str, type_col: str | None = None,
             continue
     spark = df.sparkSession
     parts = partitions or default_partitions(spark)
-    sorted_df, group_cols, bounds = distribute(prep.df, plan, partitions=parts, ranges=ranges)
+    # move only what the task needs through the shuffle and Arrow: the attributes the query
+    # reads (a custom evaluator may read any), no constant type column, one column for both
+    # id and tie-break order when the ids are the row index
+    attrs = prep.attr_cols
+    missing = [k for k in plan.keys if k not in prep.df.columns]
+    if missing:
+        raise InputError(f"PARTITION BY / equivalence attribute {missing[0]!r} is not a "
+                         f"column; columns: {', '.join(df.columns)}", column=missing[0])
+    if ":" not in engine:
+        used = referenced_attributes(q)
+        attrs = tuple(c for c in attrs if c in used)
+    same_order = id_col is None and (order_col is None or order_col == row_index_col)
+    order_of = ID if same_order else ORD
+    const_type = event_type if type_col is None else None
+    keep = [ID, TS, *([] if const_type is not None else [TYPE]),
+            *([] if same_order else [ORD]), *attrs]
+    lean = prep.df.select(*[f"`{c}`" for c in keep])
+    sorted_df, group_cols, bounds = distribute(lean, plan, partitions=parts, ranges=ranges,
+                                               order_col=order_of)
     spec = TaskSpec(analyzed=q, engine=engine, time=prep.time, group_cols=group_cols,
-                    attr_cols=prep.attr_cols, id_type=prep.id_type, output=output,
+                    attr_cols=attrs, id_type=prep.id_type, output=output,
+                    event_type=const_type, order_col=order_of,
                     time_out=prep.time_out, returns=return_fields(q, attr_types),
                     range_bounds=bounds if plan.mode == "split" else None,
-                    include_internal=order_columns or output == "json")
+                    include_internal=order_columns or output in ("json", "csv"))
     _check_output_names(spec)
     schema = from_arrow_schema(output_schema(spec))
     return sorted_df.mapInArrow(TaskRunner(spec), schema)
+
+
+def referenced_attributes(q: AnalyzedQuery) -> frozenset[str]:
+    """Every attribute name the query reads (``v.attr`` anywhere, PARTITION BY, ``[attr]``)."""
+    import dataclasses
+
+    found: set[str] = set(q.partition_by) | set(q.equivalence)
+    stack: list[Any] = [q.query, *q.conjuncts]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.AttrRef):
+            found.add(node.attr)
+        elif isinstance(node, ast.Equivalence):
+            found.update(node.attrs)
+        if dataclasses.is_dataclass(node) and not isinstance(node, type):
+            stack.extend(getattr(node, f.name) for f in dataclasses.fields(node))
+        elif isinstance(node, tuple | list):
+            stack.extend(node)
+    return frozenset(found)
 
 
 def _check_output_names(spec: TaskSpec) -> None:
@@ -445,4 +487,4 @@ def in_output_order(matches: Any) -> Any:
 
 
 __all__ = ["Prepared", "analyzed_of", "distribute", "in_output_order", "match", "prepare",
-           "return_fields", "with_row_index"]
+           "referenced_attributes", "return_fields", "with_row_index"]

@@ -1,9 +1,11 @@
 """``kleene run QUERY --input PATH --spark [--master URL]``: read, match and write with Spark.
 
 The result equals the embedded CLI's: the same events (row index ids, the same column type
-inference for CSV), the same matches, and for JSON Lines byte-for-byte the same file, because
-every line is produced by the embedded writer's :func:`kleene.events.writers.match_line` and the
-lines are sorted into kleene's documented order before they are written.
+inference for CSV), the same matches, and for JSON Lines and CSV byte-for-byte the same file,
+because every line is produced by the embedded writers' code in the task
+(:func:`kleene.events.writers.match_line`, :class:`kleene.spark.tasks.CsvRows`) and the lines are
+sorted into kleene's documented order before they are written. Parquet output keeps
+:func:`kleene.spark.match`'s typed columns (``match`` as a map of variable to ids).
 
 Input may be a file, a glob (``data/*.csv.gz``) or a directory. Several files are read in the
 order of their sorted paths and row ids continue from one file to the next (the embedded CLI
@@ -61,14 +63,17 @@ def _format_of(files: list[str], fmt: str | None) -> str:
 
 
 def read_input(spark: Any, files: list[str], fmt: str, *, delimiter: str | None = None,
-               column_types: Mapping[str, str] | None = None) -> tuple[Any, int, Any]:
+               column_types: Mapping[str, str] | None = None,
+               cache: bool = False) -> tuple[Any, int, Any]:
     """Read the files with Spark and add ``__kleene_row``: the 0-based input row index.
     Returns the DataFrame, the number of rows and the cached scan (``unpersist()`` it when
-    done; ``None`` when ``KLEENE_SPARK_CACHE_INPUT=0``).
+    done; ``None`` unless ``cache``).
 
-    The index comes from the file scan's metadata: rows of one file split are contiguous in
-    one task, so (file order, split start, ``monotonically_increasing_id``) orders them; a small
-    job counts the rows of each split to turn that into a dense index.
+    The index comes from the file scan: rows of one file split are contiguous in one task, so
+    (file order, split start, ``monotonically_increasing_id``) orders them; a small job counts
+    the rows of each split (a scan that parses no column) to turn that into a dense index.
+    ``cache`` parses the input once into memory and disk for callers that read it several
+    times (the time split's quantiles); ``KLEENE_SPARK_CACHE_INPUT=1`` / ``0`` overrides it.
     """
 
     if fmt == "csv":
@@ -83,7 +88,10 @@ def read_input(spark: Any, files: list[str], fmt: str, *, delimiter: str | None 
         df = spark.read.parquet(*files)
     else:
         raise InputError(f"unknown input format {fmt!r}; use csv, jsonl or parquet")
-    return _with_file_row_index(df, files)
+    env = os.environ.get("KLEENE_SPARK_CACHE_INPUT")
+    if env is not None:
+        cache = env != "0"
+    return _with_file_row_index(df, files, cache)
 
 
 def _type_csv_columns(df: Any, overrides: Mapping[str, str]) -> Any:
@@ -117,25 +125,28 @@ def _type_csv_columns(df: Any, overrides: Mapping[str, str]) -> Any:
     return df.select(*[casts.get(n, F.col(f"`{n}`")).alias(n) for n in names]) if casts else df
 
 
-def _with_file_row_index(df: Any, files: list[str]) -> tuple[Any, int, Any]:
+def _with_file_row_index(df: Any, files: list[str], cache: bool) -> tuple[Any, int, Any]:
     from pyspark.sql import functions as F
 
     mid = "__kleene_mid"
-    withm = df.select("*", F.col(f"{_META}.file_path").alias("__f"),
-                      F.col(f"{_META}.file_block_start").alias("__b"),
-                      F.monotonically_increasing_id().alias(mid))
     cached = None
-    if os.environ.get("KLEENE_SPARK_CACHE_INPUT", "1") != "0":
-        # the row count job, the time split's quantiles and the match job all read the
-        # input: parse it once (memory and disk)
+    if cache:
         from pyspark import StorageLevel
 
-        withm = cached = withm.persist(StorageLevel.MEMORY_AND_DISK)
-    stats = (withm.groupBy("__f", "__b").agg(F.min(mid).alias("m"), F.count("*").alias("n"))
+        scan = cached = df.select("*", F.col(f"{_META}.file_path").alias("__f"),
+                                  F.col(f"{_META}.file_block_start").alias("__b"),
+                                  F.monotonically_increasing_id().alias(mid)) \
+            .persist(StorageLevel.MEMORY_AND_DISK)
+        counted = scan
+    else:
+        # no data column: the CSV / JSON parser converts nothing, Parquet reads no column
+        counted = df.select(F.col(f"{_META}.file_path").alias("__f"),
+                            F.col(f"{_META}.file_block_start").alias("__b"),
+                            F.monotonically_increasing_id().alias(mid))
+    stats = (counted.groupBy("__f", "__b").agg(F.min(mid).alias("m"), F.count("*").alias("n"))
              .collect())
     rank = {_norm(f): i for i, f in enumerate(files)}
     stats.sort(key=lambda r: (rank.get(_norm(r["__f"]), len(rank)), r["__f"], r["__b"]))
-    spark = df.sparkSession
     offset = 0
     rows = []
     for r in stats:
@@ -143,7 +154,26 @@ def _with_file_row_index(df: Any, files: list[str]) -> tuple[Any, int, Any]:
         offset += int(r["n"])
     if not rows:
         raise InputError("no events: the input is empty", path=files[0])
-    base = spark.createDataFrame(rows, "__f string, __b long, __base long")
+    # the scan partition of a split is in the top bits of its ids; when every partition
+    # holds one split, the partition alone gives the base (no per-row file path lookup)
+    by_part: dict[int, int] = {}
+    for r in stats:
+        by_part.setdefault(int(r["m"]) >> 33, 0)
+        by_part[int(r["m"]) >> 33] += 1
+    if cached is None and all(n == 1 for n in by_part.values()) and len(by_part) <= 4096:
+        bases = {int(r["m"]) >> 33: base for r, (_f, _b, base) in
+                 zip(stats, rows, strict=True)}
+        parts = max(bases) + 1
+        arr = F.array(*[F.lit(bases.get(p, 0)).cast("long") for p in range(parts)])
+        m = F.col(mid)
+        row = m + F.element_at(arr, F.shiftright(m, 33).cast("int") + 1)
+        return (df.withColumn(mid, F.monotonically_increasing_id()).withColumn(ROW, row)
+                .drop(mid), offset, None)
+    withm = cached if cached is not None else df.select(
+        "*", F.col(f"{_META}.file_path").alias("__f"),
+        F.col(f"{_META}.file_block_start").alias("__b"),
+        F.monotonically_increasing_id().alias(mid))
+    base = df.sparkSession.createDataFrame(rows, "__f string, __b long, __base long")
     joined = withm.join(F.broadcast(base), ["__f", "__b"])
     return joined.withColumn(ROW, F.col(mid) + F.col("__base")).drop(
         "__f", "__b", "__base", mid), offset, cached
@@ -201,8 +231,10 @@ def run_query(query: str, input_path: str, *, master: str | None = None,
     files = list_inputs(input_path)
     in_fmt = _format_of(files, input_format)
     session = spark if spark is not None else get_session(master)
+    mode = plan_query(compiled.analyzed).mode
+    # only the time split reads the input more than once (its quantiles)
     df, n_events, cached = read_input(session, files, in_fmt, delimiter=delimiter,
-                                      column_types=column_types)
+                                      column_types=column_types, cache=mode == "split")
     tcol = _time_column(df, time_col)
     if event_type is None:
         type_col = type_col or "type"
@@ -213,7 +245,7 @@ def run_query(query: str, input_path: str, *, master: str | None = None,
     else:
         type_col = None
     df = _parse_time_strings(df, tcol)
-    out_mode: Any = "json" if fmt == "jsonl" else "map"
+    out_mode: Any = {"jsonl": "json", "csv": "csv"}.get(fmt, "map")
     matches = match(df, compiled.analyzed, time_col=tcol, type_col=type_col,
                     event_type=event_type, id_col=id_col, time_unit=time_unit,
                     engine=engine, output=out_mode, partitions=partitions,
@@ -230,7 +262,7 @@ def run_query(query: str, input_path: str, *, master: str | None = None,
             cached.unpersist()
     return {"events": n_events, "matches": n, "seconds": time.perf_counter() - started,
             "source": input_path, "files": len(files), "format": in_fmt,
-            "plan": plan_query(compiled.analyzed).mode, "engine": engine,
+            "plan": mode, "engine": engine,
             "output": output, "master": _master_of(session, master)}
 
 
@@ -276,48 +308,55 @@ def _parse_time_strings(df: Any, tcol: str) -> Any:
 
 
 def _write(ordered: Any, fmt: str, output: str | None, stdout: IO[str]) -> int:
-    from pyspark.sql import functions as F
-
+    """JSON Lines and CSV: the lines the tasks formatted with the embedded writers' code, in
+    output order (CSV: the header of the first match first, as the embedded writer does);
+    Parquet: the typed columns of :func:`kleene.spark.match`."""
     body = ordered.drop(END_US, LAST_POS, SEQ)
-    if fmt == "jsonl" and output is None:
-        n = 0
-        for row in body.toLocalIterator():
-            stdout.write(row[0] + "\n")
-            n += 1
-        stdout.flush()
-        return n
-    assert output is not None
-    if fmt == "csv":
-        values = [c for c in body.columns if c not in ("query", "match", "start", "end")]
-        body = body.select("query", "start", "end", F.to_json("match").alias("match"),
-                           *[F.col(f"`{c}`") for c in values])
-    single = fmt in ("jsonl", "csv") and not _is_remote(output)
-    target = output
-    tmp = None
-    if single:
+    text = fmt in ("jsonl", "csv")
+    if output is None and not text:
+        raise InputError(f"{fmt} output needs a path: pass --output PATH")
+    single = text and (output is None or not _is_remote(output))
+    cached = body = body.cache()  # one partition in output order: counted, header, written
+    try:
+        n = int(body.count())
+        header = None
+        if fmt == "csv":
+            first = body.select("header").limit(1).collect()
+            header = first[0][0] if first else "query,start,end,match"
+            body = body.select("record")
+        if output is None:
+            if header is not None:
+                stdout.write(header + "\n")
+            for row in body.toLocalIterator():
+                stdout.write(row[0] + "\n")
+            stdout.flush()
+            return n
+        if not single:
+            if header is not None:  # a directory of part files: the header is the first line
+                body = body.sparkSession.createDataFrame([(header,)], "record string") \
+                    .union(body).coalesce(1)
+            writer = body.write.mode("overwrite")
+            if text:
+                writer.text(output)
+            else:
+                writer.parquet(output)
+            return n
         tmp = tempfile.mkdtemp(prefix=".kleene-spark-",
                                dir=os.path.dirname(os.path.abspath(output)) or ".")
-        target = os.path.join(tmp, "out")
-    body = body.cache()
-    n = int(body.count())
-    writer = body.write.mode("overwrite")
-    if fmt == "jsonl":
-        writer.text(target)
-    elif fmt == "csv":
-        writer.option("header", True).csv(target)
-    else:
-        writer.parquet(target)
-    body.unpersist()
-    if single and tmp is not None:
-        parts = sorted(Path(target).glob("part-*"))
-        with open(output, "wb") as dst:
-            if not parts and fmt == "csv":
-                dst.write(b"query,start,end,match\n")
-            for p in parts:
-                with open(p, "rb") as srcf:
-                    shutil.copyfileobj(srcf, dst)
-        shutil.rmtree(tmp, ignore_errors=True)
-    return n
+        try:
+            target = os.path.join(tmp, "out")
+            body.write.mode("overwrite").text(target)
+            with open(output, "wb") as dst:
+                if header is not None:
+                    dst.write(header.encode("utf-8") + b"\n")
+                for p in sorted(Path(target).glob("part-*")):
+                    with open(p, "rb") as srcf:
+                        shutil.copyfileobj(srcf, dst)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return n
+    finally:
+        cached.unpersist()
 
 
 __all__ = ["list_inputs", "load_query", "read_input", "run_query"]

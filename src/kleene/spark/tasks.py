@@ -38,7 +38,8 @@ END_US = "__end_us"
 LAST_POS = "__last_pos"
 SEQ = "__seq"
 
-OutputMode = Literal["map", "columns", "json"]
+OutputMode = Literal["map", "columns", "json", "csv"]
+"""``csv``: the embedded CSV writer's row text (``record``) and header (``header``) per match."""
 TimeOut = Literal["timestamp", "timestamp_ntz", "long", "double"]
 
 
@@ -66,6 +67,10 @@ class TaskSpec:
     range_bounds: tuple[int, ...] | None = None
     """Split mode: ``b_1 < ... < b_{N-1}``; range j is ``[b_j, b_{j+1})`` with b_0 = -inf."""
     include_internal: bool = True
+    event_type: str | None = None
+    """One event type for every row: the input has no ``__type`` column, the task adds it."""
+    order_col: str = ORD
+    """The column that orders events with equal timestamps (``__id`` when ids are row numbers)."""
 
 
 def match_json(m: Match, time: TimeInfo) -> str:
@@ -75,11 +80,52 @@ def match_json(m: Match, time: TimeInfo) -> str:
     return match_line(m, time)
 
 
+class CsvRows:
+    """The embedded CSV writer's text for one match at a time: its header line and data line
+    (:class:`kleene.events.writers.CsvWriter` writes the header of the first match, then one
+    line per match; the same ``_flat`` row and the same ``csv`` settings give the same bytes)."""
+
+    def __init__(self, time: TimeInfo) -> None:
+        import io
+
+        from ..events.writers import _LineFormatter
+
+        self.time = time
+        self.fmt = _LineFormatter(time)
+        self.buf = io.StringIO()
+        self._headers: dict[tuple[str, ...], str] = {}
+
+    def texts(self, m: Match) -> tuple[str, str]:
+        """(header line, data line) of ``m``, without the newlines."""
+        import csv
+
+        from ..events.writers import _flat, _json_default
+
+        row = _flat(m, self.time, self.fmt)
+        keys = tuple(row)
+        buf = self.buf
+        header = self._headers.get(keys)
+        if header is None:
+            buf.seek(0)
+            buf.truncate()
+            csv.writer(buf, lineterminator="\n").writerow(keys)
+            header = self._headers[keys] = buf.getvalue()[:-1]
+        buf.seek(0)
+        buf.truncate()
+        csv.DictWriter(buf, fieldnames=list(keys), extrasaction="ignore",
+                       lineterminator="\n").writerow(
+            {k: (json.dumps(v, default=_json_default) if isinstance(v, (list, dict)) else v)
+             for k, v in row.items()})
+        return header, buf.getvalue()[:-1]
+
+
 def output_schema(spec: TaskSpec) -> pa.Schema:
     """The Arrow schema of the task's output batches."""
     fields: list[pa.Field] = [pa.field("query", pa.string())]
     if spec.output == "json":
         fields = [pa.field("record", pa.string())]
+    elif spec.output == "csv":
+        fields = [pa.field("record", pa.string()), pa.field("header", pa.string())]
     else:
         if spec.output == "map":
             fields.append(pa.field("match", pa.map_(pa.string(), pa.list_(spec.id_type))))
@@ -93,7 +139,7 @@ def output_schema(spec: TaskSpec) -> pa.Schema:
         fields += [pa.field("start", tt), pa.field("end", tt)]
         for r in spec.returns:
             fields.append(pa.field(r.name, r.arrow_type or pa.string()))
-    if spec.include_internal or spec.output == "json":
+    if spec.include_internal or spec.output in ("json", "csv"):
         fields += [pa.field(END_US, pa.int64()), pa.field(LAST_POS, pa.int64()),
                    pa.field(SEQ, pa.int64())]
     return pa.schema(fields)
@@ -124,12 +170,19 @@ class _Out:
                          if v.kind is not VarKind.NEGATED]
         self.list_vars = {v.name for v in spec.analyzed.variables.values()
                           if v.kind is VarKind.LIST}
+        self.csv: CsvRows | None = None
 
     def add(self, m: Match, last_pos: int) -> None:
         c = self.cols
         spec = self.spec
         if spec.output == "json":
             c["record"].append(match_json(m, spec.time))
+        elif spec.output == "csv":
+            if self.csv is None:
+                self.csv = CsvRows(spec.time)
+            header, line = self.csv.texts(m)
+            c["record"].append(line)
+            c["header"].append(header)
         else:
             c["query"].append(m.query)
             if spec.output == "map":
@@ -247,6 +300,9 @@ class TaskRunner:
     def _run_group(self, table: pa.Table, key: tuple[Any, ...], backend: Any,
                    out: _Out) -> None:
         spec = self.spec
+        if spec.event_type is not None:
+            table = table.append_column(TYPE, pa.repeat(pa.scalar(spec.event_type, pa.string()),
+                                                         table.num_rows))
         for col, what in ((TS, "time"), (TYPE, "event type"), (ID, "id")):
             nulls = table.column(col).null_count
             if nulls:
@@ -255,7 +311,7 @@ class TaskRunner:
                                  f"has id {table.column(ID)[where].as_py()!r}); every event "
                                  "needs a time, a type and an id")
         ts = table.column(TS).to_numpy()
-        ordv = table.column(ORD).to_numpy()
+        ordv = table.column(spec.order_col).to_numpy()
         if len(ts) > 1:
             dts = np.diff(ts)
             bad = np.flatnonzero((dts < 0) | ((dts == 0) & (np.diff(ordv) <= 0)))
@@ -349,6 +405,6 @@ def range_of(ts_us: int, bounds: Sequence[int]) -> int:
 
 
 __all__ = [
-    "END_US", "LAST_POS", "ORD", "RANGE", "SEQ", "OutputMode", "ReturnField", "TaskRunner",
+    "END_US", "LAST_POS", "ORD", "RANGE", "SEQ", "CsvRows", "OutputMode", "ReturnField", "TaskRunner",
     "TaskSpec", "TimeOut", "match_json", "output_schema", "range_of", "resolve_backend",
 ]
