@@ -174,6 +174,9 @@ class Runtime:
         self.max_matches_per_call = None if getattr(self.matcher, "count_mode", False) \
             else max_matches_per_call
         self._budgeted = bool(getattr(self.matcher, "accepts_budget", False))
+        self.no_negation = not self.plan.negations or _decides_negation(self.matcher)
+        """Every NOT (if any) is decided inside the automaton: complete matches go straight
+        to the output buffer (no history check, nothing waits on a trailing NOT)."""
         self.on_cap = on_cap
         self.count_only = count_only
         self.counters = Counters()
@@ -538,7 +541,7 @@ class Runtime:
             ends = np.r_[starts[1:], n_sel]
             groups = zip(src[starts].tolist(), starts.tolist(), ends.tolist(), strict=True)
         mm = self.max_matches_per_event
-        no_negation = not self.plan.negations
+        no_negation = self.no_negation
         direct = self.direct
         sort_key = matcher.sort_key
         groups_done = []
@@ -609,7 +612,7 @@ class Runtime:
 
     def _admit(self, st: Any, c: Candidate) -> None:
         m = self.matcher
-        if not self.plan.negations:
+        if self.no_negation:
             self.held.append((m.sort_key(c), c, None))
             return
         if not m.negation_ok(st, c) or not m.match_preds_ok(c):
@@ -766,6 +769,15 @@ def _safe_loads(blob: bytes) -> Any:
         raise
     except Exception as exc:
         raise EngineError(f"not a kleene runtime snapshot: {exc}") from exc
+
+
+def _decides_negation(m: Any) -> bool:
+    """Does the matcher decide every NOT inside its automaton (no history check of complete
+    matches, no trailing wait)? Linear and union matchers say so (``decides_negation``); the
+    group matcher when it keeps no history (no NOT left to ``negation_ok``)."""
+    if isinstance(m, GroupMatcher):
+        return not m.slow_neg and not m.has_trailing
+    return bool(getattr(m, "decides_negation", False)) and not m.has_trailing
 
 
 def start(analyzed: AnalyzedQuery, **options: Any) -> Runtime:

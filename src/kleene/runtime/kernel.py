@@ -5,7 +5,12 @@ whole pattern), :func:`build_kernel` writes the run loop of
 :meth:`kleene.runtime.linear.LinearMatcher.process` as straight-line Python with the
 components unrolled: each state's take / proceed edges become an ``if`` block, bindings are
 rebuilt by explicit tuple displays, and the strategy's ignore rule is fixed at generation time.
-Runs are plain tuples ``(k, n, B, first_ts, first_wpos, first_gpos, last_cpos)``.
+Runs are plain tuples ``(k, n, B, first_ts, first_wpos, first_gpos, last_cpos)``, plus the
+pending list ``P`` when a NOT decided inside the automaton has predicates
+(:class:`~kleene.runtime.linear.FastNot`): such NOTs are decided on the proceed edge into the
+component after them, without predicates by one look at the last negating event before the
+new event, with predicates through ``LinearMatcher.confirm_nots`` / ``pending_step`` /
+``pending_ok``.
 
 The source is generated from the plan only (component indices, bit masks and integer window
 lengths); predicates are passed in as function objects, never as text. The interpreter in
@@ -21,7 +26,7 @@ from typing import Any
 from .. import ast
 from ..events.match import Match
 from ..plan.automaton import CompKind, Plan
-from ..plan.expr import NotInlinable, inline_condition
+from ..plan.expr import GPOS, NotInlinable, inline_condition
 from .linear import Candidate, LinearMatcher, over_budget
 
 
@@ -69,6 +74,11 @@ def build_kernel(m: LinearMatcher, count_mode: bool | None = None) -> Any:
         env["NAME"], env["BINDS"] = direct
     W = plan.window_us
     CW = plan.window_events
+    pend = m.pend
+    if pend:
+        env["PSTEP"] = m.pending_step
+        env["CONF"] = m.confirm_nots
+        env["PEND_OK"] = m.pending_ok
     L: list[str] = []
 
     def emit(depth: int, line: str) -> None:
@@ -206,9 +216,10 @@ def build_kernel(m: LinearMatcher, count_mode: bool | None = None) -> Any:
         return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
 
     def on_new(depth: int, k: int, nr_parts: str, n_new: str, B2: str,
-               first: tuple[str, str]) -> None:
+               first: tuple[str, str], P: str = "()") -> None:
         """Code for a freshly created run at component k holding n_new events (``first``:
-        the expressions of its first timestamp and first window position)."""
+        the expressions of its first timestamp and first window position; ``P``: of its
+        pending list)."""
         c = comps[k]
         last = k == nc - 1
         if last:
@@ -216,6 +227,8 @@ def build_kernel(m: LinearMatcher, count_mode: bool | None = None) -> Any:
             if keeps:
                 emit(depth, f"nr = {nr_parts}")
             cc = close_cond(k, B2, n_new)
+            if pend and P != "()":
+                cc = f"({cc}) and (not {P} or PEND_OK({B2}, {P}))"
             emit(depth, f"if {cc}:")
             if count_mode:
                 emit(depth + 1, "cnt += 1")
@@ -243,25 +256,67 @@ def build_kernel(m: LinearMatcher, count_mode: bool | None = None) -> Any:
         vp = plan.vars[c.vars[0]]
         emit(depth, f"if b & {1 << plan.order.index(c.vars[0])}:")
         val = "(e,)" if vp.is_list else "e"
+        tail = ", P2" if pend else ""
         if src_first == "begin":
             B2 = _tuple([val if x == vp.slot else repr(m.empty_B[x]) for x in range(nslots)])
-            parts = f"({j}, 1, B2, ets, ewp, e[0], ecp)"
+            parts = f"({j}, 1, B2, ets, ewp, e[0], ecp{', ()' if pend else ''})"
             first = ("ets", "ewp")
         else:
             B2 = b_with(vp.slot, val, "B")
-            parts = f"({j}, 1, B2, r[3], r[4], r[5], ecp)"
+            parts = f"({j}, 1, B2, r[3], r[4], r[5], ecp{tail})"
             first = ("r[3]", "r[4]")
 
         def body(d: int) -> None:
-            if stnm and src_first != "begin":
+            if src_first == "begin":
+                on_new(d, j, parts, "1", "B2", first)
+                return
+            if stnm:
                 emit(d, "took = True")
-            on_new(d, j, parts, "1", "B2", first)
+            # NOTs decided inside the automaton: pending entries now decidable, and the NOTs
+            # whose interval this binding closes (last event before them: component j - 1)
+            free = [f for f in m.fast.values() if f.gap == j and not f.guard.preds]
+            withp = tuple(f for f in m.fast.values() if f.gap == j and f.guard.preds)
+            if not (pend or free):
+                on_new(d, j, parts, "1", "B2", first)
+                return
+            pk = comps[j - 1]
+            ps = plan.vars[pk.vars[0]].slot
+            lo = f"B[{ps}][-1][{GPOS}]" if pk.kind is CompKind.KLEENE else f"B[{ps}][{GPOS}]"
+            emit(d, "ok2 = True")
+            if pend:
+                emit(d, "P2 = r[7]")
+                emit(d, "if P2:")
+                emit(d + 1, "P2 = PSTEP(B2, P2)")
+                emit(d + 1, "if P2 is None:")
+                emit(d + 2, "ok2 = False")
+            for f in free:
+                h = f"H{f.gi}"
+                emit(d, f"if ok2 and {h}:")
+                emit(d + 1, f"x = {h}[-1]")
+                emit(d + 1, "if x is e:")
+                emit(d + 2, f"x = {h}[-2] if len({h}) > 1 else None")
+                emit(d + 1, f"if x is not None and x[{GPOS}] > {lo}:")
+                if pk.kind is CompKind.KLEENE or pend:
+                    emit(d + 2, "ok2 = False")
+                else:
+                    # the run's only edge is this one and its interval already holds a
+                    # negating event: it can never proceed, so it is dropped, not kept
+                    emit(d + 2, "continue")
+            if withp:
+                emit(d, "if ok2:")
+                emit(d + 1, f"P2 = CONF(st, {const('F', withp)}, {lo}, e[{GPOS}], B2, P2)")
+                emit(d + 1, "if P2 is None:")
+                emit(d + 2, "ok2 = False")
+            emit(d, "if ok2:")
+            on_new(d + 1, j, parts, "1", "B2", first, "P2" if pend else "()")
 
         emit_take(depth + 1, j, True, B2, "1", body)
 
     env["EMPTY"] = m.empty_B
     emit(0, "def process(st, recs, bits, out, max_matches, budget=None):")
     emit(1, "runs = st.runs")
+    for gi in m.fast:
+        emit(1, f"H{gi} = st.neg_hist[{gi}]")
     if capped:
         emit(1, "if budget is None:")
         emit(2, f"budget = {1 << 62}")
@@ -283,7 +338,18 @@ def build_kernel(m: LinearMatcher, count_mode: bool | None = None) -> Any:
     emit(2, "ets = e[1]; ewp = e[4]; ecp = e[3]")
     if plan.negations:
         emit(2, "if b & ~POS:")
-        emit(3, "m.neg_event(st, e, b)")
+        slow_bits = 0
+        for gi, nb in enumerate(m.neg_bits):
+            if gi in m.fast:
+                # a NOT decided inside the automaton only needs its history
+                emit(3, f"if b & {nb}:")
+                emit(4, f"H{gi}.append(e)")
+            else:
+                slow_bits |= nb
+        if slow_bits:
+            fast_bits = sum(m.neg_bits[gi] for gi in m.fast)
+            emit(3, f"if b & {slow_bits}:")
+            emit(4, f"m.neg_event(st, e, b & ~{fast_bits})")
     emit(2, "if not b & POS:")
     emit(3, "continue")
     if (W is not None or CW is not None) and not strict:
@@ -352,8 +418,9 @@ def build_kernel(m: LinearMatcher, count_mode: bool | None = None) -> Any:
             def body(dd: int, k: int = k) -> None:
                 if stnm:
                     emit(dd, "took = True")
-                on_new(dd, k, "(k, n + 1, B2, r[3], r[4], r[5], ecp)", "n + 1", "B2",
-                       ("r[3]", "r[4]"))
+                on_new(dd, k, "(k, n + 1, B2, r[3], r[4], r[5], ecp"
+                       + (", r[7])" if pend else ")"), "n + 1", "B2", ("r[3]", "r[4]"),
+                       "r[7]" if pend else "()")
 
             emit_take(d + 1, k, False, b_with(vp.slot, f"B[{vp.slot}] + (e,)"), "n + 1", body)
             if k < nc - 1:
@@ -390,7 +457,8 @@ def build_kernel(m: LinearMatcher, count_mode: bool | None = None) -> Any:
         emit(3, "m.too_many_runs(new)")
     emit(2, "runs = new")
     if capped:
-        emit(2, "if len(out) > budget:")
+        # out only grows with this event's matches (nm counts them when tracked)
+        emit(2, "if nm and len(out) > budget:" if mm is not None else "if len(out) > budget:")
         emit(3, "OVER(m, e, out, budget)")
         if "DRAIN" in env:
             # truncating and the budget is spent: the rest of the events only advance the

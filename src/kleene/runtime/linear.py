@@ -33,9 +33,11 @@ from ..plan.expr import CPOS, GPOS, TS, WPOS
 Rec = tuple[Any, ...]
 
 
-#: A run is a plain tuple ``(k, n, B, first_ts, first_wpos, first_gpos, last_cpos, subs)``:
-#: component, events in it, bindings, where it started, its last contiguity position and the
-#: first-event marks of its sub-pattern windows (the generated kernel omits ``subs``).
+#: A run is a plain tuple ``(k, n, B, first_ts, first_wpos, first_gpos, last_cpos, subs, P)``:
+#: component, events in it, bindings, where it started, its last contiguity position, the
+#: first-event marks of its sub-pattern windows and its pending NOT predicates ``P`` (a tuple
+#: of ``(guard index, negating record)``; see :class:`FastNot`). The generated kernel omits
+#: ``subs``, and ``P`` unless the plan has a NOT decided in the automaton with predicates.
 Run = tuple[Any, ...]
 
 
@@ -82,6 +84,32 @@ def over_budget(m: Any, e: Rec | None, out: list[Any], budget: int) -> None:
         "cap), push smaller batches, narrow the pattern (WITHIN, PARTITION BY, a stricter "
         "strategy), or pass on_cap='truncate' (CLI --on-cap truncate) to keep the first "
         "matches and count the rest")
+
+
+@dataclass(frozen=True, slots=True)
+class FastNot:
+    """A middle NOT of one event decided inside the automaton (LogCEP 4.3, docs/engine.md).
+
+    Its interval is bounded by bound events on both sides (a positive part that cannot be empty
+    before and after it in its SEQ), so it opens when a run takes its last left event and is
+    decided when the run takes its first right event (*confirmation*): the negating events in
+    between are found by bisection in the partition's time-ordered history of the NOT's events.
+    Without predicates any such event kills the new run. With predicates, an event whose
+    conjuncts can already be decided (every positive variable they mention is bound and none is
+    a list variable) kills it when they are TRUE; otherwise the event goes on the run's pending
+    list and is decided as soon as those variables are bound, at the latest when the match
+    completes.
+    """
+
+    gi: int
+    """Index in ``plan.negations``."""
+    gap: int
+    seq_lo: int
+    guard: NegGuard
+    need: tuple[int, ...]
+    """Slots of the positive variables the predicates mention."""
+    early: bool
+    """Decidable as soon as the ``need`` slots are bound (no list variable, no iteration)."""
 
 
 @dataclass(slots=True)
@@ -195,6 +223,30 @@ class LinearMatcher:
 
             self.nodes = NodeRunner()
         self.iter_slot = {v: plan.layout.var_slots[v] for v in plan.layout.list_vars}
+        # NOTs decided inside the automaton (FastNot); the others keep the history check
+        self.fast: dict[int, FastNot] = {}
+        lists = plan.layout.list_vars
+        for gi, g in enumerate(plan.negations):
+            if g.node is not None or not any(
+                    not comps[i].nullable for i in range(g.seq_lo, g.gap)) or not any(
+                    not comps[i].nullable for i in range(g.gap, g.seq_hi)):
+                continue
+            need = sorted({plan.layout.var_slots[v] for p in g.preds for v in p.vars
+                           if v in plan.vars})
+            early = not any(p.iter_var is not None or p.general is not None
+                            or any(v in lists for v in p.vars) for p in g.preds)
+            self.fast[gi] = FastNot(gi, g.gap, g.seq_lo, g, tuple(need), early)
+        self.pend = any(f.guard.preds for f in self.fast.values())
+        """Runs carry a pending list (some NOT decided in the automaton has predicates)."""
+        self.decides_negation = bool(plan.negations) and len(self.fast) == len(plan.negations)
+        """Every NOT is decided inside the automaton: complete matches need no check."""
+        # the fast NOTs whose interval closes when a run proceeds from component k into j
+        self.confirm: dict[tuple[int, int], tuple[FastNot, ...]] = {}
+        for k in range(self.ncomp):
+            for j in range(k + 1, self.ncomp):
+                fs = tuple(f for f in self.fast.values() if k < f.gap <= j)
+                if fs:
+                    self.confirm[(k, j)] = fs
         self.close_preds = [tuple(p for v in c.vars for p in plan.vars[v].close) for c in comps]
 
     # ---------------------------------------------------------------------------------------
@@ -225,6 +277,9 @@ class LinearMatcher:
     def load_state(self, data: Any) -> PartState:
         """Inverse of :meth:`dump_state`."""
         runs, hist, pending, lw, lt = data
+        width = 9 if self.kernel is None else (8 if self.pend else 7)
+        # a snapshot from before runs carried pending lists: none pending
+        runs = [r + ((),) if len(r) == width - 1 else r for r in runs]
         return PartState(list(runs), [list(h) for h in hist],
                          [Candidate(*c) for c in pending], lw, lt)
 
@@ -305,7 +360,7 @@ class LinearMatcher:
                     B2 = B[:slot] + (B[slot] + (e,),) + B[slot + 1:]
                     if self._check_take(preds, B2, v, n + 1, True):
                         assert r is not None
-                        out.append((k, n + 1, B2, r[3], r[4], r[5], e[CPOS], subs2))
+                        out.append((k, n + 1, B2, r[3], r[4], r[5], e[CPOS], subs2, r[8]))
         # proceed edges
         if k >= 0 and not self._close_ok(k, B, n):
             return out
@@ -321,9 +376,9 @@ class LinearMatcher:
                 if not self._check_take(preds, B2, v, 1, is_list):
                     continue
                 if r is None:
-                    out.append((j, 1, B2, e[TS], e[WPOS], e[GPOS], e[CPOS], subs2))
+                    out.append((j, 1, B2, e[TS], e[WPOS], e[GPOS], e[CPOS], subs2, ()))
                 else:
-                    out.append((j, 1, B2, r[3], r[4], r[5], e[CPOS], subs2))
+                    out.append((j, 1, B2, r[3], r[4], r[5], e[CPOS], subs2, r[8]))
             # skipping component j (nullable): it binds nothing and closes empty
             if self.cmin[j] == 0 and not self._close_ok(j, Bp, 0):
                 break
@@ -350,7 +405,7 @@ class LinearMatcher:
         for gi, g in enumerate(self.plan.negations):
             if b & self.neg_bits[gi]:
                 st.neg_hist[gi].append(e if g.node is None else (e, b))
-                if st.pending:
+                if st.pending and gi not in self.fast:
                     self._trailing_kill(st, gi, g, e)
 
     def too_many_matches(self, e: Rec, nm: int, cap: int) -> int:
@@ -397,6 +452,7 @@ class LinearMatcher:
         strict, stnm = self.strict, self.stnm
         expire_us, expire_ev = self.expire_us, self.expire_events
         pos_bits = (1 << len(self.plan.order)) - 1
+        fast = bool(self.fast)
         for e, b in zip(recs, bits, strict=True):
             st.last_wpos = e[WPOS]
             st.last_ts = e[TS]
@@ -424,7 +480,12 @@ class LinearMatcher:
                 if not strict and not (stnm and opts):
                     new_runs.append(r)
                 for o in opts:
-                    if self._accepts(o):
+                    if fast:
+                        o2 = self._neg_step(st, r, o, e)
+                        if o2 is None:
+                            continue  # a NOT decided inside the automaton forbids it
+                        o = o2
+                    if self._accepts(o) and (not o[8] or self.pending_ok(o[2], o[8])):
                         nm += 1
                         out.append(self._candidate(o, e))
                     if self._alive_after(o):
@@ -457,7 +518,83 @@ class LinearMatcher:
         return Candidate(r[2], r[3], r[4], e[GPOS], e[TS], e[WPOS], tuple(positions))
 
     # ---------------------------------------------------------------------------------------
-    # negation
+    # negation decided inside the automaton (FastNot)
+    def _last_gpos(self, r: Run) -> int:
+        """Position of the last event run ``r`` took (in its current component)."""
+        B = r[2]
+        for _v, _bit, slot, is_list, _p in self.comp_vars[r[0]]:
+            x = B[slot]
+            if x is None or x == ():
+                continue
+            return int((x[-1] if is_list else x)[GPOS])
+        raise AssertionError("a run holds an event in its current component")
+
+    def _neg_step(self, st: PartState, r: Run, o: Run, e: Rec) -> Run | None:
+        """The new run ``o`` (run ``r`` took ``e``) after its NOTs decided in the automaton:
+        None when one forbids it, else ``o`` with its pending list updated."""
+        P = r[8]
+        fs = self.confirm.get((r[0], o[0])) if o[0] != r[0] else None
+        if not P and not fs:
+            return o
+        B2 = o[2]
+        P2 = self.pending_step(B2, P) if P else P
+        if P2 is None:
+            return None
+        if fs:
+            P2 = self.confirm_nots(st, fs, self._last_gpos(r), e[GPOS], B2, P2)
+            if P2 is None:
+                return None
+        return o if P2 is P else o[:8] + (P2,)
+
+    def confirm_nots(self, st: PartState, fs: tuple[FastNot, ...], lo: int, hi: int,
+                     B2: tuple[Any, ...], P: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        """A run takes its first event after the NOTs ``fs`` (position ``hi``; its last event
+        before them is at ``lo``): each negating event strictly between them (bisection in the
+        NOT's history) forbids the binding ``B2``, is decided now, or goes on the pending list.
+        None: forbidden."""
+        for f in fs:
+            hist = st.neg_hist[f.gi]
+            i = bisect.bisect_right(hist, lo, key=_gpos)
+            n = len(hist)
+            if i == n or hist[i][GPOS] >= hi:
+                continue
+            g = f.guard
+            if not g.preds:
+                return None
+            decide = f.early and all(B2[s] is not None for s in f.need)
+            while i < n:
+                q = hist[i]
+                if q[GPOS] >= hi:
+                    break
+                i += 1
+                if not decide:
+                    P = P + ((f.gi, q),)
+                elif self._neg_violates(g, B2, q):
+                    return None
+        return P
+
+    def pending_step(self, B2: tuple[Any, ...], P: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        """Decide the pending entries whose variables ``B2`` now binds (None: one holds, the
+        binding is forbidden); the rest stay pending."""
+        keep = []
+        for ent in P:
+            f = self.fast[ent[0]]
+            if f.early and all(B2[s] is not None for s in f.need):
+                if self._neg_violates(f.guard, B2, ent[1]):
+                    return None
+            else:
+                keep.append(ent)
+        return P if len(keep) == len(P) else tuple(keep)
+
+    def pending_ok(self, B: tuple[Any, ...], P: tuple[Any, ...]) -> bool:
+        """A complete match (bindings ``B``): does no pending entry's predicate hold?"""
+        for gi, q in P:
+            if self._neg_violates(self.fast[gi].guard, B, q):
+                return False
+        return True
+
+    # ---------------------------------------------------------------------------------------
+    # negation checked on complete matches (history)
     def _bound_in(self, B: tuple[Any, ...], lo: int, hi: int) -> list[Rec]:
         """Records bound by components ``lo..hi-1``."""
         out: list[Rec] = []
@@ -487,7 +624,10 @@ class LinearMatcher:
         been seen makes the match wait (``c.trailing``: (guard, lower gpos, last ts, last
         wpos) per open tail, None meaning unbounded)."""
         trailing: list[tuple[Any, ...]] = []
+        fast = self.fast
         for gi, g in enumerate(self.plan.negations):
+            if gi in fast:
+                continue
             left = self._bound_in(c.B, g.seq_lo, g.gap)
             right = self._bound_in(c.B, g.gap, g.seq_hi)
             lo = max((x[GPOS] for x in left), default=None)
@@ -517,12 +657,13 @@ class LinearMatcher:
                     dl_wp = first[WPOS] + W - 1
                 else:
                     dl_ts = first[TS] + W
+            # upper end: bisection when the interval ends at a bound event
+            stop = len(hist) if hi is None else bisect.bisect_left(
+                hist, hi, lo=start, key=lambda r: rec_of(r)[GPOS])
             if g.node is not None:
                 inside = []
-                for j in range(start, len(hist)):
+                for j in range(start, stop):
                     n = hist[j][0]
-                    if hi is not None and n[GPOS] >= hi:
-                        break
                     if dl_ts is not None and n[TS] > dl_ts:
                         break
                     if dl_wp is not None and n[WPOS] > dl_wp:
@@ -530,11 +671,12 @@ class LinearMatcher:
                     inside.append(hist[j])
                 if inside and self._occurs(g, c.B, inside):
                     return False
+            elif not g.preds and hi is not None:
+                if start < stop:  # any event in the interval negates
+                    return False
             else:
-                for j in range(start, len(hist)):
+                for j in range(start, stop):
                     n = hist[j]
-                    if hi is not None and n[GPOS] >= hi:
-                        break
                     if dl_ts is not None and n[TS] > dl_ts:
                         break
                     if dl_wp is not None and n[WPOS] > dl_wp:
@@ -645,6 +787,15 @@ class LinearMatcher:
                     cut = len(hist)
                 else:
                     cut = bisect.bisect_left(hist, oldest, key=lambda r: rec_of(r)[GPOS])
+                if gi in self.fast and cut < len(hist):
+                    # a run whose first event is outside the window dies before it takes
+                    # another event, so no confirmation can reach further back
+                    if self.expire_us is not None:
+                        cut = max(cut, bisect.bisect_left(hist, st.last_ts - self.expire_us,
+                                                          key=_ts))
+                    if self.expire_events is not None:
+                        cut = max(cut, bisect.bisect_left(
+                            hist, st.last_wpos + 1 - self.expire_events, key=_wpos))
             if cut:
                 del hist[:cut]
 
@@ -653,8 +804,20 @@ def _first(x: Any) -> Any:
     return x[0]
 
 
+def _gpos(x: Rec) -> int:
+    return int(x[GPOS])
+
+
+def _ts(x: Rec) -> int:
+    return int(x[TS])
+
+
+def _wpos(x: Rec) -> int:
+    return int(x[WPOS])
+
+
 def _same(x: Any) -> Any:
     return x
 
 
-__all__ = ["Candidate", "LinearMatcher", "PartState", "Run", "cand_state", "over_budget"]
+__all__ = ["Candidate", "FastNot", "LinearMatcher", "PartState", "Run", "cand_state", "over_budget"]

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..plan.automaton import UnionPlan
+from ..plan.expr import GPOS
 from .linear import Candidate, LinearMatcher, PartState, output_sort_key
 
 
@@ -64,8 +65,20 @@ class UnionMatcher:
                      for m in self.branches]
         self.nslots = len(self.slot)
         self.has_trailing = any(m.has_trailing for m in self.branches)
+        # the output key's per-variable part, when every branch binds each of its variables
+        # to one event: (first slot, [(index in the union order, slot)]) per branch
+        self.simple_branches: list[tuple[int, list[tuple[int, int]]]] | None = None
+        if all(m.simple_key and not m.plan.layout.list_vars for m in self.branches):
+            where = {v: i for i, v in enumerate(plan.order)}
+            self.simple_branches = [
+                (self.slot[m.plan.order[0]],
+                 [(where[v], self.slot[v]) for v in m.plan.order]) for m in self.branches]
+            self.unbound_key: tuple[tuple[int, ...], ...] = ((0,),) * len(plan.order)
         self.origin: dict[int, tuple[int, Candidate]] = {}
-        self.track = bool(plan.negations)
+        self.decides_negation = bool(plan.negations) and all(
+            m.decides_negation or not m.plan.negations for m in self.branches)
+        """Every NOT of every branch is decided inside its automaton (see LinearMatcher)."""
+        self.track = bool(plan.negations) and not self.decides_negation
         """Remember each lifted match's branch (only needed for negation checks)."""
 
     @property
@@ -177,7 +190,17 @@ class UnionMatcher:
             m.prune(st.parts[bi])
 
     def sort_key(self, c: Candidate) -> tuple[Any, ...]:
-        """Output order (docs/semantics.md 10)."""
+        """Output order (docs/semantics.md 10): :func:`output_sort_key`, built directly from
+        the branch's variables when each binds one event (the others are unbound)."""
+        sb = self.simple_branches
+        if sb is not None:
+            B = c.B
+            for first, where in sb:
+                if B[first] is not None:
+                    per: list[tuple[Any, ...]] = list(self.unbound_key)
+                    for i, slot in where:
+                        per[i] = (1, (B[slot][GPOS],))
+                    return (c.last_gpos, c.positions, tuple(per))
         return output_sort_key(c, self.plan.order, self.slot)
 
 
