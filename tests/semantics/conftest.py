@@ -28,7 +28,6 @@ from kleene.testing.timeline import BatchedBackend, Case, importable_backends
 
 _BATCHED: dict[str, BatchedBackend] = {}
 _SECONDS: dict[str, float] = {}
-_SAMPLED: dict[str, tuple[set[int], int]] = {}
 
 
 def backend_params(*, include_oracle: bool = True) -> list[Any]:
@@ -66,14 +65,6 @@ def _cases_for(name: str, session: pytest.Session) -> list[Case]:
     return out
 
 
-def _sample(name: str, cases: list[Case]) -> list[Case]:
-    """The cases a sampled backend runs (``Backend.conformance_sample``): evenly spread."""
-    k = BACKENDS[name].conformance_sample
-    if k is None or os.environ.get("KLEENE_CONFORMANCE_ALL") == "1" or len(cases) <= k:
-        return cases
-    return [cases[round(i * (len(cases) - 1) / max(1, k - 1))] for i in range(k)]
-
-
 @pytest.fixture
 def backend(backend_name: str, request: pytest.FixtureRequest) -> BackendFn:
     """A registered backend's evaluation function ``(AnalyzedQuery, EventBatch) -> matches``."""
@@ -86,21 +77,10 @@ def backend(backend_name: str, request: pytest.FixtureRequest) -> BackendFn:
     if backend_name not in _BATCHED:
         b = BatchedBackend(backend_name, entry.load(), batch)
         cases = _cases_for(backend_name, request.session)
-        chosen = _sample(backend_name, cases)
-        _SAMPLED[backend_name] = ({id(c) for c in chosen}, len(cases))
         t0 = time.perf_counter()
-        b.prepare([(c.query, c.stream) for c in chosen])
+        b.prepare([(c.query, c.stream) for c in cases])
         _SECONDS[backend_name] = time.perf_counter() - t0
         _BATCHED[backend_name] = b
-    chosen_ids, total = _SAMPLED[backend_name]
-    if len(chosen_ids) < total:
-        callspec = getattr(request.node, "callspec", None)
-        params = callspec.params.values() if callspec is not None else ()
-        if not any(isinstance(v, Case) and id(v) in chosen_ids for v in params):
-            pytest.skip(f"{backend_name}: outside its conformance sample of {len(chosen_ids)} "
-                        f"of {total} cases (Backend.conformance_sample: every distinct query "
-                        "is a stateful streaming operator costing seconds); "
-                        "KLEENE_CONFORMANCE_ALL=1 runs every case")
     return _BATCHED[backend_name]
 
 
@@ -111,6 +91,4 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
             f"batched backend {name}: {b.prepared} pairs in one batch call "
             f"({_SECONDS.get(name, 0.0):.1f} s), {b.hits} served from it, "
             f"{len(b.misses)} per-call evaluations (misses)"
-            + (f" {b.misses}" if b.misses else "")
-            + (f"; only {len(_SAMPLED[name][0])} of {_SAMPLED[name][1]} cases sampled"
-               if len(_SAMPLED[name][0]) < _SAMPLED[name][1] else ""))
+            + (f" {b.misses}" if b.misses else ""))

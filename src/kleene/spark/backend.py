@@ -17,8 +17,10 @@ in ONE job and return per pair its matches or the error it raised:
   range ownership check); :func:`kleene.spark.batch.prepare`, ``plan_query`` and
   ``return_fields`` are the real ones. Only the shuffle that places the groups differs (one
   shuffle by pair instead of one per query).
-* streaming: one streaming query, a union of one ``match_stream`` per pair (each pair its own
-  stateful operator, as a user would run it); every operator costs seconds per micro-batch.
+* streaming: one streaming query with ONE stateful operator grouped by (pair, bucket):
+  ``match_stream``'s own preparation per pair (:func:`kleene.spark.stream.prepare_stream`) and
+  its own operator (:func:`kleene.spark.stream.stateful_operator`), whose processor runs each
+  group with its pair's query.
 """
 
 from __future__ import annotations
@@ -321,15 +323,23 @@ def evaluate_stream(analyzed: AnalyzedQuery, events: EventBatch) -> list[Match]:
 
 
 def evaluate_stream_many(pairs: Sequence[Pair]) -> list[Result]:
-    """Replay many pairs through ``match_stream`` in ONE streaming query (a union of one
-    ``match_stream`` per pair over one bounded file source); per pair, its matches or error.
+    """Replay many pairs through ``match_stream``'s stateful operator in ONE streaming query;
+    per pair, its matches or the error it raised.
 
-    The source holds every pair's rows in one file and, in a second file, one sentinel row per
-    pair far in the future: once read, Spark's watermark passes every real row, the operators'
-    timers fire and every match is final (the sentinel itself never reaches the engine).
-    A row reported late is an error: in a bounded replay nothing is behind the watermark.
-    If the streaming query itself fails (an operator raised), the pairs are split in halves and
-    replayed again, so the failing pair gets the error and the others their matches.
+    Every pair's rows are in one bounded file source (``availableNow``), one attribute column
+    per (name, type) as in :func:`evaluate_many`, with a ``__kcase`` column saying whose. Per
+    pair, :func:`kleene.spark.stream.prepare_stream` (``match_stream``'s own preparation) lays
+    out its rows; the union of those goes through ONE
+    :func:`~kleene.spark.stream.stateful_operator` grouped by (pair, bucket), whose processor
+    runs each group with its pair's query: the code ``match_stream`` runs, per group.
+
+    A second file holds one sentinel row per pair far in the future: once read, the watermark
+    passes every real row, the groups' timers fire, every row is fed and every engine closed
+    (the pair's ``end_us``: a bounded input ends, so PICK groups without a time window are
+    released as ``close()`` releases them); the sentinel itself is not an event. A row
+    reported late, or dropped by Spark's watermark, is an error: in a bounded replay nothing
+    is behind the watermark. If the streaming query fails outside a pair's processing, the
+    pairs are split in halves and replayed again, so the failing pair gets the error.
     """
     try:
         return _replay(pairs)
@@ -340,12 +350,19 @@ def evaluate_stream_many(pairs: Sequence[Pair]) -> list[Result]:
         return evaluate_stream_many(pairs[:half]) + evaluate_stream_many(pairs[half:])
 
 
+def _id_column(t: pa.DataType) -> str:
+    """The replay operator's id column for ids of type ``t`` (one column per id type)."""
+    return ID if pa.types.is_integer(t) else f"{ID}_{t}"
+
+
 def _replay(pairs: Sequence[Pair]) -> list[Result]:
+    import base64
+
     import pyarrow.parquet as pq
     from pyspark.sql import functions as F
 
     from .session import get_session
-    from .stream import KIND, match_stream
+    from .stream import KIND, QUERY_IX, prepare_stream, stateful_operator
 
     results: list[Result | None] = [None] * len(pairs)
     parts: list[tuple[int, pa.Table]] = []
@@ -358,11 +375,11 @@ def _replay(pairs: Sequence[Pair]) -> list[Result]:
         return [r if r is not None else [] for r in results]
     spark = get_session()
     big, layout = _combined(parts)
-    far = int(pc.max(big.column("_kts")).as_py()) + 10**12
+    end = int(pc.max(big.column("_kts")).as_py()) + 1
+    far = end + 10**12
     cases = [i for i, _ in parts]
     sentinel = pa.table({f.name: pa.nulls(len(cases), f.type) for f in big.schema})
     for col, vals in ((CASE, cases), ("_kts", [far] * len(cases)),
-                      ("_kid", [f"__sentinel_{i}" for i in cases]),
                       ("_ktype", [SENTINEL_TYPE] * len(cases)),
                       ("_kord", [big.num_rows + i for i in cases])):
         j = sentinel.column_names.index(col)
@@ -374,45 +391,84 @@ def _replay(pairs: Sequence[Pair]) -> list[Result]:
         pq.write_table(sentinel.cast(big.schema), f"{tmp}/src/p1.parquet")
         src = spark.readStream.schema(spark.read.parquet(f"{tmp}/src").schema) \
             .parquet(f"{tmp}/src")
-        frames = []
+        queries: dict[int, tuple[TaskSpec, tuple[str, ...], int, int | None]] = {}
+        branches: dict[tuple[Any, ...], list[tuple[int, Any]]] = {}
+        views: dict[tuple[tuple[str, str], ...], Any] = {}
         for i in cases:
-            df = src.where(F.col(CASE) == i).select(
-                *[F.col(f"`{p}`").alias(o) for p, o in layout[i]])
-            try:
-                m = match_stream(df, pairs[i][0], watermark="1 millisecond",
-                                 late_margin="0 milliseconds", time_col="_kts",
-                                 type_col="_ktype", id_col="_kid", order_col="_kord",
-                                 time_unit="us", output="json")
+            phys = {o: p for p, o in layout[i]}
+            cols = tuple(layout[i])
+            if cols not in views:  # this pair's columns under its own names
+                views[cols] = src.select(*[F.col(f"`{p}`").alias(o) for p, o in cols])
+            try:  # match_stream's own preparation (it reads the view's schema only)
+                prep = prepare_stream(views[cols], pairs[i][0], time_col="_kts", type_col="_ktype",
+                                      id_col="_kid", order_col="_kord", time_unit="us",
+                                      output="json")
             except Exception as e:  # noqa: BLE001 - this pair's error
                 results[i] = e
                 continue
-            frames.append(m.select(KIND, "record", END_US, LAST_POS, SEQ,
-                                   F.lit(i).cast("long").alias(CASE)))
+            # pairs whose prepared columns are the same expressions of the same source
+            # columns share one branch of the operator's input (a branch scans the source)
+            sig = (tuple(str(c) for _, c in prep.exprs),
+                   tuple((o, phys[o]) for o in prep.inputs))
+            branches.setdefault(sig, []).append((i, prep))
+            queries[i] = (prep.task, (_id_column(prep.task.id_type), TS, TYPE, ORD,
+                                      *[phys[a] for a in prep.task.attr_cols]),
+                          prep.buckets, end)
+        frames: list[Any] = []
+        for (_, inputs), members in branches.items():
+            first = members[0][1]
+            wanted = {a for _, m in members for a in m.task.attr_cols}
+            attrs = list(dict.fromkeys(p for i, _ in members for p, o in layout[i]
+                                       if o in wanted))
+            # the inputs under the pairs' own names (shared: same signature), the attributes
+            # under their source names (an attribute that is also an input has both equal)
+            base = (src.where(F.col(CASE).isin([i for i, _ in members]))
+                    .select(*[F.col(f"`{p}`").alias(o) for o, p in inputs],
+                            *[f"`{a}`" for a in attrs if a not in dict(inputs)], CASE))
+            frames.append(base.select(
+                *[c.alias(_id_column(first.task.id_type) if n == ID else n)
+                  for n, c in first.exprs],
+                *[f"`{a}`" for a in attrs], F.col(CASE).alias(QUERY_IX)))
         if frames:
             while len(frames) > 1:  # balanced: a chain of unions is re-analysed per step
-                frames = [frames[k].unionByName(frames[k + 1]) if k + 1 < len(frames)
-                          else frames[k] for k in range(0, len(frames), 2)]
+                frames = [frames[k].unionByName(frames[k + 1], allowMissingColumns=True)
+                          if k + 1 < len(frames) else frames[k]
+                          for k in range(0, len(frames), 2)]
+            out = stateful_operator(frames[0], queries, delay_ms=1, margin_ms=0, by_query=True)
             name = f"kleene_replay_{os.getpid()}_{abs(hash(tmp))}"
-            q = (frames[0].writeStream.format("memory").queryName(name)
+            q = (out.select(KIND, "record", END_US, LAST_POS, SEQ, QUERY_IX)
+                 .writeStream.format("memory").queryName(name)
                  .option("checkpointLocation", f"{tmp}/ck").outputMode("append")
                  .trigger(availableNow=True).start())
             try:
                 q.awaitTermination()
-                rows = spark.table(name).orderBy(CASE, END_US, LAST_POS, SEQ).collect()
+                dropped = sum(int(op.numRowsDroppedByWatermark)
+                              for prog in q.recentProgress for op in prog.stateOperators)
+                rows = spark.table(name).collect()
             finally:
                 q.stop()
                 spark.catalog.dropTempView(name)
-            records: dict[int, list[str]] = {}
+            if dropped:
+                raise EngineError(f"Spark dropped {dropped} row(s) of a bounded replay behind "
+                                  "its watermark")
+            records: dict[int, list[tuple[int, int, int, str]]] = {}
             for row in rows:
-                i = row[CASE]
-                if row[KIND] != "match":
+                i = row[QUERY_IX]
+                if row[KIND] == "error":
+                    if not isinstance(results[i], Exception):
+                        results[i] = pickle.loads(  # noqa: S301 - our own operator's bytes
+                            base64.b64decode(row["record"]))
+                elif row[KIND] != "match":
                     results[i] = EngineError(
                         f"a bounded replay reported a {row[KIND]!r} row (end {row[END_US]}): "
                         "nothing should be behind the watermark")
-                records.setdefault(i, []).append(row["record"])
-            for i in cases:
+                else:
+                    records.setdefault(i, []).append(
+                        (row[END_US], row[LAST_POS], row[SEQ], row["record"]))
+            for i in queries:
                 if results[i] is None:
-                    results[i] = _matches(records.get(i, []), pairs[i][0])
+                    results[i] = _matches([r[3] for r in sorted(records.get(i, []))],
+                                          pairs[i][0])
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return [r if r is not None else [] for r in results]

@@ -1,28 +1,45 @@
 """Streaming CEP on Spark Structured Streaming: ``kleene.spark.match_stream``.
 
-``groupBy(key).transformWithStateInPandas`` (Spark >= 4.0, RocksDB state store, event-time
-timers). Per key, the state is two values: the engine's ``snapshot()`` bytes and the rows that
-have arrived but are not yet final (Arrow IPC bytes). In each micro-batch, and when a timer
-fires, a key's processor:
+``transformWithStateInPandas`` (Spark >= 4.0, RocksDB state store, event-time timers), grouped
+by a hash bucket of the key (``buckets`` groups; keyed queries only have independent keys, so
+one engine serves every key of a bucket). Per bucket, the state is one value: the engine's
+``snapshot()`` bytes, the rows that have arrived but are not yet final (Arrow IPC bytes), the
+number of buckets and the bucket's timer. In each micro-batch, and when its timer fires, a
+bucket's processor:
 
-1. restores the engine from the snapshot;
-2. adds the new rows to the pending rows; rows behind the watermark this key has already
-   applied are *late*: they go to the output as ``kind = 'late'`` rows (with their id and time),
-   never into the engine;
+1. restores the engine from the snapshot (the query is compiled once per Python worker);
+2. adds the new rows to the pending rows; rows behind the watermark at arrival are *late*:
+   they go to the output as ``kind = 'late'`` rows (with their id and time), never into the
+   engine;
 3. feeds the pending rows older than the watermark, sorted by (time, position), to the engine,
    then advances the engine to the watermark (closing windows, firing trailing negations);
-4. stores the new snapshot and the remaining rows, and registers an event-time timer for the
-   oldest remaining row (and, while the engine holds matches, for the next watermark step), so
-   idle keys still make progress as the global watermark moves.
+4. stores the new snapshot and the remaining rows, and keeps one event-time timer: at the
+   oldest remaining row, else at the next watermark step, so idle buckets still make progress
+   as the global watermark moves.
 
-A restarted query resumes from its checkpoint: the RocksDB state holds exactly what step 4
-stored, so no match is lost or duplicated. Without PARTITION BY (or ``[attr]``) the whole
-stream is one key: correct, not parallel.
+Spark's event-time column is the event time plus :data:`SHIFT_MS` (Spark drops rows at or
+before its watermark, which starts at 0). A bounded input may give its end
+(:attr:`StreamSpec.end_us`): once the watermark reaches it, each group closes its engine,
+releasing what only the end of a stream releases (PICK groups without a time window).
+
+``match_stream`` = :func:`prepare_stream` (one query's columns) + :func:`stateful_operator`;
+the operator can also run many queries at once, grouped by (query, bucket) (the bounded replay
+of many pairs in :mod:`kleene.spark.backend`): the same processor, per group its query.
+
+pyspark costs a few JVM round trips and a pandas frame per group and micro-batch, which is why
+the state is per bucket, not per key. A restarted query resumes from its checkpoint: the
+RocksDB state holds exactly what step 4 stored, so no match is lost or duplicated; a restart
+with another number of buckets fails with a clear error. Without PARTITION BY (or ``[attr]``)
+the whole stream is one group: correct, not parallel.
 """
 
 from __future__ import annotations
 
+import base64
 import io
+import pickle
+import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -31,7 +48,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import InputError
+from ..errors import EngineError, InputError
 from ..events import EventBatch, Match
 from ..events.model import ID, TS, TYPE
 from .tasks import END_US, ORD, OutputMode, TaskSpec, _Out, output_schema
@@ -39,14 +56,42 @@ from .tasks import END_US, ORD, OutputMode, TaskSpec, _Out, output_schema
 WM = "__wm"
 KIND = "kind"
 LATE_ID = "late_id"
-_STATE_SCHEMA = "snapshot binary, pending binary, applied_wm long"
+QUERY_IX = "__query"
+CHANGELOG = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
+BUCKET = "__bucket"
+DEFAULT_BUCKETS = 4
+MAX_BUCKETS = 1 << 16
+SHIFT_MS = 1
+"""Spark's event-time column is the event time plus this: Spark's watermark starts at 0 and
+Spark drops every row at or before its watermark, so an event at time 0 (the epoch, or a
+numeric time of 0) would be dropped in the first micro-batch. Timers are in Spark's time."""
+_STATE_SCHEMA = "snapshot binary, pending binary, applied_wm long, buckets int, timer long"
 
 
 @dataclass(frozen=True, slots=True)
 class StreamSpec:
-    """What the stateful processor needs (pickled into the query plan)."""
+    """One query of a stateful processor (pickled into the query plan)."""
 
     task: TaskSpec
+    columns: tuple[str, ...]
+    """The processor's input columns this query reads, in the engine's order: the id, time,
+    type and order columns, then ``task.attr_cols`` (renamed to those names)."""
+    buckets: int = 1
+    """Number of state groups: the keys are hashed into this many buckets (1: unkeyed)."""
+    token: str = ""
+    """Names this compiled query in a worker's runtime cache (unique per query)."""
+    end_us: int | None = None
+    """A bounded input's end: rows at or after it only move the watermark (they are not
+    events), and once kleene's watermark reaches it the group's engine is closed, releasing
+    every match it holds (PICK without a time window holds its groups until the end)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessorSpec:
+    """What the stateful processor needs: its queries and the input layout."""
+
+    queries: Mapping[int, StreamSpec]
+    """The queries by number (``match_stream``: one, number 0)."""
     in_schema: pa.Schema
     """Arrow schema of the processor's input rows as pandas delivers them (ns timestamps)."""
     schema: pa.Schema
@@ -54,6 +99,11 @@ class StreamSpec:
     margin_ms: int = 0
     """Late margin: Spark's watermark runs this much behind kleene's, so rows up to this much
     behind kleene's watermark still reach the processor and are reported as late."""
+    by_query: bool = False
+    """Groups are (query index, bucket) and output rows carry ``__query``: many queries in one
+    stateful operator (the bounded replay of many pairs); a query's error is then reported as
+    a ``kind = 'error'`` row (``record``: its pickled exception, base64) instead of failing
+    the streaming query, and ``late_id`` is text."""
 
 
 def _ipc(table: pa.Table) -> bytes:
@@ -77,35 +127,58 @@ def stream_output_schema(task: TaskSpec) -> pa.Schema:
                       pa.field(LATE_ID, task.id_type)])
 
 
-def _runtime_busy(rt: Any) -> bool:
-    """True while the engine holds matches that a later watermark will release."""
-    if getattr(rt, "held", None):
-        return True
-    if getattr(rt, "buffer", None):
-        return True
-    return any(getattr(st, "pending", None) for st in getattr(rt, "states", {}).values())
+_RUNTIMES: OrderedDict[str, tuple[Any, bytes]] = OrderedDict()
+_MAX_RUNTIMES = 256
+
+
+def _runtime(spec: StreamSpec) -> tuple[Any, bytes]:
+    """The compiled runtime of ``spec`` and a fresh snapshot, compiled once per Python worker
+    (workers are reused across tasks and micro-batches; least recently used ones beyond
+    :data:`_MAX_RUNTIMES` are dropped). It holds no group's state: every step restores the
+    group's stored snapshot into it first."""
+    from ..runtime.engine import start
+
+    hit = _RUNTIMES.get(spec.token) if spec.token else None
+    if hit is not None:
+        _RUNTIMES.move_to_end(spec.token)
+        return hit
+    rt = start(spec.task.analyzed)
+    entry = (rt, rt.snapshot())
+    if spec.token:
+        while len(_RUNTIMES) >= _MAX_RUNTIMES:
+            _RUNTIMES.popitem(last=False)
+        _RUNTIMES[spec.token] = entry
+    return entry
 
 
 class KleeneProcessor:
-    """The ``StatefulProcessor`` (built by :func:`processor_class` so pyspark stays lazy)."""
+    """The ``StatefulProcessor`` (built by :func:`processor_class` so pyspark stays lazy).
 
-    def __init__(self, spec: StreamSpec) -> None:
+    One instance serves one Spark task (one state partition of one micro-batch); each query's
+    runtime is compiled once per worker and restored for every group it handles.
+    """
+
+    def __init__(self, spec: ProcessorSpec) -> None:
         self.spec = spec
 
     def init(self, handle: Any) -> None:
-        from ..runtime.engine import start
-
         self.handle = handle
         self.state = handle.getValueState("kleene", _STATE_SCHEMA)
-        self.rt = start(self.spec.task.analyzed)
-        self.fresh = self.rt.snapshot()
 
     def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
         tables = []
         for pdf in rows:
             if len(pdf):
                 tables.append(self._to_arrow(pdf))
-        yield from self._step(key, tables, self._wm(timerValues))
+        yield from self._guarded(key, tables, self._wm(timerValues), None)
+
+    def handleExpiredTimer(self, key: Any, timerValues: Any,
+                           expiredTimerInfo: Any) -> Iterator[Any]:
+        expired = int(expiredTimerInfo.getExpiryTimeInMs())
+        yield from self._guarded(key, [], self._wm(timerValues), expired)
+
+    def close(self) -> None:
+        return None
 
     def _to_arrow(self, pdf: Any) -> pa.Table:
         """pandas -> Arrow by position (pandas may rename columns), with Spark's types back."""
@@ -117,86 +190,141 @@ class KleeneProcessor:
                   for i in range(len(ins))]
         return pa.Table.from_arrays(arrays, schema=ins).cast(target, safe=False)
 
-    def handleExpiredTimer(self, key: Any, timerValues: Any,
-                           expiredTimerInfo: Any) -> Iterator[Any]:
-        yield from self._step(key, [], self._wm(timerValues))
-
-    def _wm(self, timer_values: Any) -> int:
-        """kleene's watermark in ms (0: none yet): Spark's plus the late margin."""
+    def _wm(self, timer_values: Any) -> int | None:
+        """kleene's watermark in ms (None: Spark has none yet)."""
         wm = int(timer_values.getCurrentWatermarkInMs())
-        return wm + self.spec.margin_ms if wm > 0 else 0
+        return wm + self.spec.margin_ms - SHIFT_MS if wm > 0 else None
 
-    def close(self) -> None:
-        return None
+    def _spark_ms(self, kleene_ms: int) -> int:
+        """The Spark event time (timer) at which kleene's watermark reaches ``kleene_ms``."""
+        return kleene_ms - self.spec.margin_ms + SHIFT_MS
+
+    def _query(self, key: Any) -> tuple[int, StreamSpec]:
+        ix = int(key[0]) if self.spec.by_query else 0
+        return ix, self.spec.queries[ix]
+
+    def _guarded(self, key: Any, new: list[pa.Table], wm_ms: int | None,
+                 expired: int | None) -> Iterator[Any]:
+        if not self.spec.by_query:
+            yield from self._step(key, new, wm_ms, expired)
+            return
+        try:
+            frames = list(self._step(key, new, wm_ms, expired))
+        except Exception as e:  # noqa: BLE001 - this query's error, not the whole operator's
+            yield self._error_frame(key, e)
+            return
+        yield from frames
 
     # -----------------------------------------------------------------------------------------
-    def _step(self, key: Any, new: list[pa.Table], wm_ms: int) -> Iterator[Any]:
-        spec = self.spec
-        task = spec.task
-        stored = self.state.get() if self.state.exists() else None
-        snap, pend_blob, applied = (stored if stored is not None
-                                    else (self.fresh, None, None))
-        rt = self.rt
-        rt.restore(bytes(snap))
+    def _load(self, key: Any, q: StreamSpec,
+              ) -> tuple[bytes | None, pa.Table | None, int | None, int | None]:
+        """The stored (snapshot, pending rows, applied watermark µs, timer ms) of this group
+        (snapshot None: a fresh group)."""
+        stored = self.state.get()
+        if stored is None:
+            return None, None, None, None
+        snap, pend_blob, applied, buckets, timer = stored
+        if buckets != q.buckets:
+            raise InputError(
+                f"the checkpoint was written with buckets={buckets}, this query has "
+                f"buckets={q.buckets} (group {key!r}): a restarted query must keep "
+                "its number of buckets (or start from a new checkpoint)")
+        return (bytes(snap) if snap else None, _unipc(bytes(pend_blob) if pend_blob else None),
+                None if applied is None else int(applied),
+                None if timer is None else int(timer))
+
+    def _step(self, key: Any, new: list[pa.Table], wm_ms: int | None,
+              expired: int | None) -> Iterator[Any]:
+        ix, q = self._query(key)
+        task = q.task
+        names = [ID, TS, TYPE, ORD, *task.attr_cols]
+        snap, old, applied_us, timer = self._load(key, q)
+        if expired is not None and timer == expired:
+            timer = None  # Spark deletes the timer that fired after this call
+        rt = None
+        if snap is not None or wm_ms is not None:
+            # before the first watermark a fresh group only buffers: no engine needed
+            rt, fresh = _runtime(q)
+            rt.restore(fresh if snap is None else snap)
+        closed = rt is not None and rt.closed
         parts = []
-        old = _unipc(bytes(pend_blob) if pend_blob else None)
         if old is not None and old.num_rows:
             parts.append(old)
         out = _Out(task)
         late_rows: list[tuple[Any, int]] = []
-        applied_us = int(applied) if applied is not None else None
-        wm_us = wm_ms * 1000 if wm_ms > 0 else None
+        wm_us = wm_ms * 1000 if wm_ms is not None else None
         for t in new:
+            t = t.select(list(q.columns)).rename_columns(names)
+            if q.end_us is not None:
+                # end markers: they moved Spark's watermark, they are not events
+                t = t.filter(pc.less(t.column(TS), pa.scalar(q.end_us, pa.int64())))
+            late = None
             if wm_us is not None:
+                late = t.column(TS).to_numpy() < wm_us
+            if closed:  # after the end every row is behind it
+                late = np.ones(t.num_rows, dtype=bool)
+            if late is not None and late.any():
                 # behind the watermark at arrival: late (Spark's rule), never matched
-                tsv = t.column(TS).to_numpy()
-                is_late = tsv < wm_us
-                if is_late.any():
-                    lt = t.filter(pa.array(is_late))
-                    late_rows.extend(zip(lt.column(ID).to_pylist(),
-                                         lt.column(TS).to_pylist(), strict=True))
-                    t = t.filter(pa.array(~is_late))
+                lt = t.filter(pa.array(late))
+                late_rows.extend(zip(lt.column(ID).to_pylist(),
+                                     lt.column(TS).to_pylist(), strict=True))
+                t = t.filter(pa.array(~late))
             if t.num_rows:
-                parts.append(t.select(old.column_names) if old is not None else t)
+                parts.append(t)
         pending = pa.concat_tables(parts).combine_chunks() if parts else None
         matches: list[Match] = []
         ords: dict[Any, int] = {}
-        if pending is not None and pending.num_rows and wm_us is not None:
+        if pending is not None and pending.num_rows and rt is not None and wm_us is not None \
+                and not closed:
             ready_mask = pc.less(pending.column(TS), pa.scalar(wm_us, pa.int64()))
             ready = pending.filter(ready_mask)
             pending = pending.filter(pc.invert(ready_mask))
             if ready.num_rows:
+                # one runtime serves every key of the bucket: keys are independent
+                # (plan_query keys a query only then), each key's rows arrive in order
                 order = np.lexsort((ready.column(ORD).to_numpy(), ready.column(TS).to_numpy()))
                 ready = ready.take(pa.array(order))
                 ords = dict(zip(ready.column(ID).to_pylist(),
                                 ready.column(ORD).to_pylist(), strict=True))
                 batch = EventBatch(ready.select([ID, TS, TYPE, *task.attr_cols]), task.time)
                 matches += rt.push(batch)
-        if wm_us is not None:
+        if rt is not None and wm_us is not None and not closed:
             matches += rt.advance(wm_us)
             applied_us = wm_us if applied_us is None else max(applied_us, wm_us)
+            if q.end_us is not None and wm_us >= q.end_us:
+                matches += rt.close()  # every row before the end is in: release all
         for m in matches:
             last = -1
             for b in m.bindings.values():
                 for ev in (b if isinstance(b, tuple) else (b,)):
                     last = max(last, ords.get(ev, -1))
             out.add(m, last)
-        self.state.update((rt.snapshot(), _ipc(pending) if pending is not None and
-                           pending.num_rows else None, applied_us))
-        for t in list(self.handle.listTimers()):
-            self.handle.deleteTimer(t)
-        if pending is not None and pending.num_rows:
+        want: int | None = None
+        if rt is not None and rt.closed:
+            want = None
+        elif pending is not None and pending.num_rows:
             oldest = int(pc.min(pending.column(TS)).as_py())
-            self.handle.registerTimer(oldest // 1000 + 1 - self.spec.margin_ms)
-        elif _runtime_busy(rt) and wm_ms > 0:
-            self.handle.registerTimer(wm_ms + 1 - self.spec.margin_ms)
+            want = self._spark_ms(oldest // 1000 + 1)
+        elif wm_ms is not None:
+            # the next watermark step: the engine may hold matches to release, and a
+            # restart with another number of buckets finds every old bucket by its timer
+            want = self._spark_ms(wm_ms + 1)
+        if want != timer:
+            # one timer per group, remembered in the state: no listTimers round trip
+            if timer is not None:
+                self.handle.deleteTimer(timer)
+            if want is not None:
+                self.handle.registerTimer(want)
+        rest = _ipc(pending) if pending is not None and pending.num_rows else None
+        self.state.update((None if rt is None else rt.snapshot(), rest, applied_us, q.buckets,
+                           want))
         if out.n or late_rows:
-            yield self._frame(out, late_rows)
+            yield self._frame(ix, out, late_rows)
 
-    def _frame(self, out: _Out, late_rows: list[tuple[Any, int]]) -> Any:
+    def _frame(self, ix: int, out: _Out, late_rows: list[tuple[Any, int]]) -> Any:
         import pandas as pd
 
-        task = self.spec.task
+        task = self.spec.queries[ix].task
         n = out.n
         batch = out.flush()
         pdf = batch.to_pandas(timestamp_as_object=False) if n else pd.DataFrame(
@@ -214,7 +342,31 @@ class KleeneProcessor:
                 late[END_US] = [ts for _, ts in late_rows]
             pdf = pd.concat([pdf, pd.DataFrame(late)], ignore_index=True) if n else \
                 pd.DataFrame(late)
+        if self.spec.by_query:
+            pdf[LATE_ID] = [None if v is None or v != v else str(v) for v in pdf[LATE_ID]]
+            pdf[QUERY_IX] = ix
         return pdf
+
+    def _error_frame(self, key: Any, e: Exception) -> Any:
+        import pandas as pd
+
+        ix = int(key[0])
+        fields = stream_output_schema(self.spec.queries[ix].task).names
+        row: dict[str, list[Any]] = {c: [None] for c in fields}
+        row[KIND] = ["error"]
+        row["record"] = [base64.b64encode(_pickled_error(e)).decode("ascii")]
+        row[QUERY_IX] = [ix]
+        return pd.DataFrame(row)
+
+
+def _pickled_error(e: Exception) -> bytes:
+    """``e`` pickled, or an :class:`EngineError` with its text if it does not pickle."""
+    try:
+        blob = pickle.dumps(e)
+        pickle.loads(blob)  # noqa: S301 - our own bytes, checked to load
+    except Exception:  # noqa: BLE001 - an error that does not pickle: its text
+        blob = pickle.dumps(EngineError(f"{type(e).__name__}: {e}"))
+    return blob
 
 
 def processor_class() -> type:
@@ -227,7 +379,7 @@ def processor_class() -> type:
 _PROCESSOR: type | None = None
 
 
-def _make_processor(spec: StreamSpec) -> Any:
+def _make_processor(spec: ProcessorSpec) -> Any:
     global _PROCESSOR
     if _PROCESSOR is None:
         _PROCESSOR = processor_class()
@@ -269,42 +421,40 @@ def interval_ms(text: str, what: str = "watermark") -> int:
     return round(amount * unit)
 
 
-def match_stream(df: Any, query: Any, *, watermark: str, time_col: str,
-                 type_col: str | None = None, event_type: str | None = None,
-                 id_col: str, order_col: str | None = None, time_unit: str = "s",
-                 output: OutputMode = "map", late_margin: str | None = None,
-                 udfs: Mapping[str, Callable[..., Any]] | None = None,
-                 name: str | None = None) -> Any:
-    """Run a query over a streaming DataFrame with event time; returns a streaming DataFrame.
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """One query's input layout for the stateful operator (see :func:`prepare_stream`)."""
 
-    ``watermark`` is the delay (``"10 seconds"``): kleene's watermark is the largest event time
-    seen minus it, and rows are matched once the watermark passes them. Output rows have
-    ``kind = 'match'`` (the columns of :func:`kleene.spark.match`) or ``kind = 'late'`` (a row
-    that arrived behind the watermark: ``late_id``, ``__end_us`` = its time). Spark itself
-    drops rows behind *its* watermark before they reach kleene, so Spark's watermark runs
-    ``late_margin`` (default: the watermark delay) behind kleene's: rows up to that much late
-    are reported as ``late`` rows; later ones are only counted by Spark
-    (``numRowsDroppedByWatermark`` in the query progress). ``id_col`` is required (a stream has
-    no row index); ties in time are broken by ``order_col``, else by the id (integer ids).
+    exprs: tuple[tuple[str, Any], ...]
+    """``(name, Column)`` for ``__id, __ts, __type, __ord, __wm, __bucket``, computed from
+    the input columns ``inputs``."""
+    inputs: tuple[str, ...]
+    """The input columns ``exprs`` read (id, time, type, order, keys)."""
+    task: TaskSpec
+    buckets: int
 
-    Example:
-        >>> q = match_stream(sdf, "PATTERN SEQ(A a, B b) PARTITION BY k WITHIN 5 seconds",
-        ...                  watermark="5 seconds", time_col="ts", type_col="type",
-        ...                  id_col="id")                                # doctest: +SKIP
-        >>> q.writeStream.format("parquet").option("checkpointLocation", ck).start(out)
-        ...                                                              # doctest: +SKIP
-    """
+    def select(self, df: Any) -> Any:
+        """The prepared rows: ``exprs`` and the attributes the query reads; no watermark yet
+        (one ``withWatermark`` over the operator's whole input)."""
+        return df.select(*[c.alias(n) for n, c in self.exprs],
+                         *[f"`{c}`" for c in self.task.attr_cols])
+
+
+def prepare_stream(df: Any, query: Any, *, time_col: str, type_col: str | None = None,
+                   event_type: str | None = None, id_col: str, order_col: str | None = None,
+                   time_unit: str = "s", output: OutputMode = "map",
+                   buckets: int = DEFAULT_BUCKETS,
+                   udfs: Mapping[str, Callable[..., Any]] | None = None,
+                   name: str | None = None) -> Prepared:
+    """Check the options and lay out one query's input rows (``match_stream``'s first half;
+    ``df`` is only read for its schema)."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
-    from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_type
+    from pyspark.sql.pandas.types import to_arrow_type
 
-    from .batch import _ts_expr, analyzed_of, return_fields
+    from .batch import _ts_expr, analyzed_of, referenced_attributes, return_fields
     from .plan import plan_query
-    from .session import ROCKSDB, require_pyspark
 
-    require_pyspark()
-    spark = df.sparkSession
-    spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB)
     q = analyzed_of(query, udfs=udfs, name=name)
     plan = plan_query(q)
     for what, c in (("time column", time_col), ("type column", type_col),
@@ -324,15 +474,34 @@ def match_stream(df: Any, query: Any, *, watermark: str, time_col: str,
     else:
         raise InputError(f"id column {id_col!r} must hold integers or strings", column=id_col)
     ts, time, time_out = _ts_expr(df, time_col, time_unit)
-    attr_cols = tuple(df.columns)
+    # only the attributes the query reads travel through the state operator: pyspark turns
+    # every row into a Python tuple and back into pandas, so each column costs per row
+    used = referenced_attributes(q)
+    attr_cols = tuple(c for c in df.columns if c in used)
     ordc = F.col(f"`{order_col}`").cast("long") if order_col is not None else idc
     typ = (F.col(f"`{type_col}`").cast("string") if type_col is not None
            else F.lit(event_type))
-    delay_ms = interval_ms(watermark)
-    margin_ms = interval_ms(late_margin, "late_margin") if late_margin is not None else delay_ms
-    prepared = (df.withColumn(ID, idc).withColumn(TS, ts).withColumn(TYPE, typ)
-                .withColumn(ORD, ordc).withColumn(WM, F.timestamp_micros(F.col(TS)))
-                .withWatermark(WM, f"{delay_ms + margin_ms} milliseconds"))
+    if isinstance(buckets, bool) or not isinstance(buckets, int) or not (
+            1 <= buckets <= MAX_BUCKETS):
+        raise InputError(f"buckets={buckets!r}: write a whole number from 1 to {MAX_BUCKETS}")
+    if plan.mode == "keyed":
+        missing = [k for k in plan.keys if k not in df.columns]
+        if missing:
+            raise InputError(f"PARTITION BY / equivalence attribute {missing[0]!r} is not a "
+                             f"column; columns: {', '.join(df.columns)}", column=missing[0])
+        keys = [F.col(f"`{k}`") for k in plan.keys]
+        group = F.pmod(F.hash(*keys), F.lit(buckets))
+        key_cols = tuple(plan.keys)
+    else:  # one group: correct, not parallel
+        buckets = 1
+        group = F.lit(0)
+        key_cols = ()
+    exprs = ((ID, idc), (TS, ts), (TYPE, typ), (ORD, ordc),
+             # Spark's event time: SHIFT_MS later, so an event at time 0 is after Spark's
+             # initial watermark (0, and Spark drops rows at or before its watermark)
+             (WM, F.timestamp_micros(ts + F.lit(SHIFT_MS * 1000))), (BUCKET, group))
+    inputs = tuple(dict.fromkeys(c for c in (id_col, time_col, type_col, order_col, *key_cols)
+                                 if c is not None))
     attr_types = {}
     for f in df.schema.fields:
         try:
@@ -342,21 +511,100 @@ def match_stream(df: Any, query: Any, *, watermark: str, time_col: str,
     task = TaskSpec(analyzed=q, engine="automaton", time=time, group_cols=(),
                     attr_cols=attr_cols, id_type=id_type, output=output, time_out=time_out,
                     returns=return_fields(q, attr_types), include_internal=True)
+    return Prepared(exprs, inputs, task, buckets)
+
+
+def stateful_operator(df: Any, queries: Mapping[int, tuple[TaskSpec, tuple[str, ...], int,
+                                                      int | None]],
+                      *, delay_ms: int, margin_ms: int, by_query: bool = False) -> Any:
+    """The stateful operator over prepared rows (``match_stream``'s second half).
+
+    ``df`` holds :meth:`Prepared.select` rows (with ``__query``, the query's number, when
+    ``by_query``); ``queries`` gives per query number its task, the input columns it reads
+    (see :attr:`StreamSpec.columns`), its number of buckets and its end
+    (:attr:`StreamSpec.end_us`).
+    """
+    from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_type
+
+    from .session import ROCKSDB
+
+    spark = df.sparkSession
+    spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB)
+    if spark.conf.get(CHANGELOG, None) is None:
+        # each micro-batch commits a small changelog, not a RocksDB snapshot (unless the
+        # session chose otherwise); about halves the commit time per micro-batch here
+        spark.conf.set(CHANGELOG, "true")
+    df = df.withWatermark(WM, f"{delay_ms + margin_ms} milliseconds")
     in_fields, fields = [], []
-    for f in prepared.schema.fields:
+    for f in df.schema.fields:
         at = to_arrow_type(f.dataType, timezone="UTC")
         fields.append(pa.field(f.name, at))
         if pa.types.is_timestamp(at):
             at = pa.timestamp("ns", at.tz)
         in_fields.append(pa.field(f.name, at))
-    spec = StreamSpec(task, pa.schema(in_fields), pa.schema(fields), margin_ms)
-    out_schema = from_arrow_schema(stream_output_schema(task))
-    keys = [F.col(f"`{k}`") for k in plan.keys] if plan.mode == "keyed" else [F.lit(0)]
-    grouped = prepared.groupBy(*keys)
+    specs = {ix: StreamSpec(task, cols, buckets, uuid.uuid4().hex, end)
+             for ix, (task, cols, buckets, end) in queries.items()}
+    first = next(iter(specs.values()))
+    out = stream_output_schema(first.task)
+    if by_query:
+        shared = [pa.field(LATE_ID, pa.string()) if f.name == LATE_ID else f for f in out]
+        for s in specs.values():
+            other = [pa.field(LATE_ID, pa.string()) if f.name == LATE_ID else f
+                     for f in stream_output_schema(s.task)]
+            if other != shared:
+                raise InputError("queries of one stateful operator need one output schema "
+                                 "(use output='json')")
+        out = pa.schema([*shared, pa.field(QUERY_IX, pa.int64())])
+    pspec = ProcessorSpec(specs, pa.schema(in_fields), pa.schema(fields), margin_ms, by_query)
+    grouped = df.groupBy(QUERY_IX, BUCKET) if by_query else df.groupBy(BUCKET)
     return grouped.transformWithStateInPandas(
-        statefulProcessor=_make_processor(spec), outputStructType=out_schema,
+        statefulProcessor=_make_processor(pspec), outputStructType=from_arrow_schema(out),
         outputMode="Append", timeMode="EventTime")
 
 
-__all__ = ["KleeneProcessor", "StreamSpec", "interval_ms", "match_stream", "processor_class",
+def match_stream(df: Any, query: Any, *, watermark: str, time_col: str,
+                 type_col: str | None = None, event_type: str | None = None,
+                 id_col: str, order_col: str | None = None, time_unit: str = "s",
+                 output: OutputMode = "map", late_margin: str | None = None,
+                 buckets: int = DEFAULT_BUCKETS,
+                 udfs: Mapping[str, Callable[..., Any]] | None = None,
+                 name: str | None = None) -> Any:
+    """Run a query over a streaming DataFrame with event time; returns a streaming DataFrame.
+
+    ``watermark`` is the delay (``"10 seconds"``): kleene's watermark is the largest event time
+    seen minus it, and rows are matched once the watermark passes them. Output rows have
+    ``kind = 'match'`` (the columns of :func:`kleene.spark.match`) or ``kind = 'late'`` (a row
+    that arrived behind the watermark: ``late_id``, ``__end_us`` = its time). Spark itself
+    drops rows behind *its* watermark before they reach kleene, so Spark's watermark runs
+    ``late_margin`` (default: the watermark delay) behind kleene's: rows up to that much late
+    are reported as ``late`` rows; later ones are only counted by Spark
+    (``numRowsDroppedByWatermark`` in the query progress). ``id_col`` is required (a stream has
+    no row index); ties in time are broken by ``order_col``, else by the id (integer ids).
+
+    A keyed query's keys are hashed into ``buckets`` state groups; each group holds one engine
+    for all its keys, so a micro-batch costs a few state calls per bucket, not per key. A
+    restarted query must keep its number of buckets (checked: a clear error otherwise).
+
+    Example:
+        >>> q = match_stream(sdf, "PATTERN SEQ(A a, B b) PARTITION BY k WITHIN 5 seconds",
+        ...                  watermark="5 seconds", time_col="ts", type_col="type",
+        ...                  id_col="id")                                # doctest: +SKIP
+        >>> q.writeStream.format("parquet").option("checkpointLocation", ck).start(out)
+        ...                                                              # doctest: +SKIP
+    """
+    from .session import require_pyspark
+
+    require_pyspark()
+    delay_ms = interval_ms(watermark)
+    margin_ms = interval_ms(late_margin, "late_margin") if late_margin is not None else delay_ms
+    p = prepare_stream(df, query, time_col=time_col, type_col=type_col, event_type=event_type,
+                       id_col=id_col, order_col=order_col, time_unit=time_unit, output=output,
+                       buckets=buckets, udfs=udfs, name=name)
+    cols = (ID, TS, TYPE, ORD, *p.task.attr_cols)
+    return stateful_operator(p.select(df), {0: (p.task, cols, p.buckets, None)},
+                             delay_ms=delay_ms, margin_ms=margin_ms)
+
+
+__all__ = ["KleeneProcessor", "Prepared", "ProcessorSpec", "StreamSpec", "interval_ms",
+           "match_stream", "prepare_stream", "processor_class", "stateful_operator",
            "stream_output_schema"]
