@@ -184,6 +184,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-plumbing", action="store_true", help="skip the no-match runs")
     ap.add_argument("--stream", type=int, default=0, help="replay N events as a stream")
     ap.add_argument("--json", default=None, help="write the results here")
+    ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                    help="extra Spark setting for the session (repeatable), for A/B runs")
     ap.add_argument("--warmup", action="store_true",
                     help="run the keyed no-match pipeline once first (JVM JIT warm-up, untimed)")
     args = ap.parse_args(argv)
@@ -194,9 +196,10 @@ def main(argv: list[str] | None = None) -> int:
     from kleene.spark import get_session
 
     t0 = time.perf_counter()
-    spark = get_session(args.master, conf={"spark.driver.memory": "4g",
-                                           "spark.sql.shuffle.partitions": "4",
-                                           "spark.ui.showConsoleProgress": "false"})
+    conf = {"spark.driver.memory": "4g", "spark.sql.shuffle.partitions": "4",
+            "spark.ui.showConsoleProgress": "false"}
+    conf.update(dict(c.split("=", 1) for c in args.conf))
+    spark = get_session(args.master, conf=conf)
     spark.sparkContext.setLogLevel("ERROR")
     results: dict[str, Any] = {"master": args.master, "session_start_s":
                                round(time.perf_counter() - t0, 2), "runs": []}
