@@ -25,28 +25,40 @@ import argparse
 import json
 import os
 import shutil
-import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-AARHUS = Path(os.environ.get("KLEENE_AARHUS_DIR", "/work/shared/data/aarhus_traffic"))
-FILES = ("aarhus_traffic_2014-08.csv.gz", "aarhus_traffic_2014-09.csv.gz")
+from benchmarks.datasets import AARHUS_DIR, AARHUS_FILES
+from benchmarks.queries import TRAFFIC
+
+AARHUS, FILES = AARHUS_DIR, AARHUS_FILES
 ROOT = Path(__file__).resolve().parent.parent
 
-KEYED = """PATTERN SEQ(Traffic a, Traffic+ b[], Traffic c)
-WHERE a.avgSpeed >= 40 AND b[i].avgSpeed < 20 AND c.avgSpeed >= 40
-PARTITION BY REPORT_ID
-WITHIN 2 hours
-USING skip-till-next-match
-"""
+KEYED = TRAFFIC  # the embedded benchmark's congestion query (workload 2), run on Spark
 
 UNKEYED = """PATTERN SEQ(Traffic a, Traffic b)
 WHERE a.vehicleCount >= 30 AND b.avgSpeed >= 110
 WITHIN 10 minutes
 """
+
+
+def session(master: str, extra_conf: list[str]) -> Any:
+    """The benchmarks' Spark session: workers import ``benchmarks`` (the no-match evaluator),
+    4 shuffle partitions, quiet logs; ``extra_conf`` is ``KEY=VALUE`` settings (A/B runs)."""
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT),
+                                                             os.environ.get("PYTHONPATH")]))
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from kleene.spark import get_session
+
+    conf = {"spark.driver.memory": "4g", "spark.sql.shuffle.partitions": "4",
+            "spark.ui.showConsoleProgress": "false"}
+    conf.update(dict(c.split("=", 1) for c in extra_conf))
+    spark = get_session(master, conf=conf)
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
 
 
 def no_match(analyzed: Any, events: Any) -> list[Any]:
@@ -123,56 +135,13 @@ def run_one(spark: Any, query: str, path: str, engine: str, out: Path) -> dict[s
 
 
 def stream_bench(spark: Any, n: int, work: Path, files: int = 10) -> dict[str, Any]:
-    """Replay the first ``n`` events (time order) through match_stream."""
-    from pyspark.sql import functions as F
+    """Replay the first ``n`` events (time order, ``files`` Parquet files, one per
+    micro-batch) through match_stream; benchmarks/spark_stream_bench.py has the options."""
+    from benchmarks.spark_stream_bench import run_stream, stage
 
-    from kleene.spark import match_stream
-    from kleene.spark.cli import _parse_time_strings, read_input
-
-    df, _, _cached = read_input(spark, [str(AARHUS / FILES[0])], "csv")
-    df = _parse_time_strings(df, "TIMESTAMP")
-    df = df.withColumnRenamed("__kleene_row", "id").where(F.col("id") < n)
-    src = work / "stream_src"
-    chunk = max(1, n // files)
-    df = df.withColumn("chunk", (F.col("id") / chunk).cast("int"))
-    df.repartition("chunk").write.partitionBy("chunk").parquet(str(work / "staged"))
-    src.mkdir()
-    parts = sorted((work / "staged").glob("chunk=*"),
-                   key=lambda p: int(p.name.split("=")[1]))
-    for j, p in enumerate(parts):
-        for k, f in enumerate(sorted(p.glob("*.parquet"))):
-            dst = src / f"part{j:04d}_{k}.parquet"
-            shutil.copy(f, dst)
-            os.utime(dst, (1_700_000_000 + j * 10, 1_700_000_000 + j * 10))
-    schema = spark.read.parquet(str(src)).schema
-    sentinel = spark.createDataFrame(
-        [tuple({"id": 10**12, "REPORT_ID": -1}.get(f.name)
-               for f in schema.fields)], schema)
-    sentinel = sentinel.withColumn("TIMESTAMP",
-                                   F.to_timestamp_ntz(F.lit("2200-01-01 00:00:00")))
-    sentinel.coalesce(1).write.parquet(str(work / "sentinel"))
-    for f in (work / "sentinel").glob("*.parquet"):
-        dst = src / "zzzz_sentinel.parquet"
-        shutil.copy(f, dst)
-        stamp = 1_700_000_000 + (len(parts) + 1) * 10
-        os.utime(dst, (stamp, stamp))
-    sdf = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(str(src))
-    m = match_stream(sdf, KEYED, watermark="10 minutes", time_col="TIMESTAMP",
-                     event_type="Traffic", id_col="id", output="json")
-    load = _load()
-    t0 = time.perf_counter()
-    q = (m.writeStream.format("json").option("checkpointLocation", str(work / "ck"))
-         .option("path", str(work / "stream_out")).trigger(availableNow=True).start())
-    q.awaitTermination()
-    seconds = time.perf_counter() - t0
-    durations = [p["durationMs"].get("triggerExecution", 0) / 1000 for p in q.recentProgress
-                 if p.get("numInputRows", 0) > 0]
-    matches = spark.read.json(str(work / "stream_out")).where("kind = 'match'").count()
-    return {"events": n, "seconds": round(seconds, 3), "events_per_s": round(n / seconds),
-            "micro_batches": len(durations),
-            "batch_s_median": round(statistics.median(durations), 3) if durations else None,
-            "batch_s_max": round(max(durations), 3) if durations else None,
-            "matches": matches, "load": round(load, 1)}
+    res = run_stream(spark, stage(spark, n, files, work), work / "stream_run", per_trigger=1)
+    del res["records"], res["progress"]
+    return res
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -190,17 +159,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="run the keyed no-match pipeline once first (JVM JIT warm-up, untimed)")
     args = ap.parse_args(argv)
 
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT),
-                                                             os.environ.get("PYTHONPATH")]))
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from kleene.spark import get_session
-
     t0 = time.perf_counter()
-    conf = {"spark.driver.memory": "4g", "spark.sql.shuffle.partitions": "4",
-            "spark.ui.showConsoleProgress": "false"}
-    conf.update(dict(c.split("=", 1) for c in args.conf))
-    spark = get_session(args.master, conf=conf)
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = session(args.master, args.conf)
     results: dict[str, Any] = {"master": args.master, "session_start_s":
                                round(time.perf_counter() - t0, 2), "runs": []}
     work = Path(tempfile.mkdtemp(prefix="kleene-spark-bench-"))

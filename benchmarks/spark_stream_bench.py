@@ -24,13 +24,12 @@ import json
 import os
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.spark_bench import AARHUS, FILES, KEYED, ROOT
+from benchmarks.spark_bench import AARHUS, FILES, KEYED, session
 
 
 def stage(spark: Any, n: int, files: int, where: Path) -> Path:
@@ -153,19 +152,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", default=None, help="write the results here")
     args = ap.parse_args(argv)
 
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT),
-                                                             os.environ.get("PYTHONPATH")]))
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from kleene.spark import get_session
-
-    conf = {"spark.driver.memory": "4g", "spark.sql.shuffle.partitions": "4",
-            "spark.ui.showConsoleProgress": "false"}
-    conf.update(kv.split("=", 1) for kv in args.conf)
-    spark = get_session(args.master, conf=conf)
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = session(args.master, args.conf)
     stage_dir = Path(args.stage or tempfile.gettempdir()) / "kleene-stream-bench"
     work = Path(tempfile.mkdtemp(prefix="kleene-stream-run-"))
-    results: dict[str, Any] = {"master": args.master, "conf": conf, "runs": []}
+    results: dict[str, Any] = {"master": args.master, "conf": args.conf, "runs": []}
     try:
         src = stage(spark, args.events, args.files, stage_dir)
         expected = None if args.no_check else batch_records(spark, src)
