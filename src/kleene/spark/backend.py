@@ -140,37 +140,31 @@ def _combined(parts: Sequence[tuple[int, pa.Table]]) -> tuple[pa.Table, dict[int
 
 def _split_bounds(ts: np.ndarray[Any, np.dtype[np.int64]], ranges: int) -> tuple[int, ...]:
     """As ``batch._split_bounds(exact=True)``: quantiles of the times, strictly inside."""
+    from .batch import inside_bounds
+
     if ranges <= 1 or len(ts) == 0:
         return ()
-    lo, hi = int(ts.min()), int(ts.max())
     qs = np.quantile(ts, [i / ranges for i in range(1, ranges)], method="inverted_cdf")
-    bounds: list[int] = []
-    for b in qs.tolist():
-        if lo < b <= hi and (not bounds or b > bounds[-1]):
-            bounds.append(int(b))
-    return tuple(bounds)
+    return inside_bounds(qs.tolist(), int(ts.min()), int(ts.max()))
 
 
 def _layout(analyzed: AnalyzedQuery, t: pa.Table) -> tuple[pa.Table, tuple[str, ...],
                                                             tuple[int, ...] | None]:
     """The pair's rows with a ``__kgroup`` column, as ``batch.distribute`` places them:
     (rows, group columns, split bounds)."""
-    from ..errors import InputError
+    from .batch import check_keys
     from .plan import plan_query
 
     plan = plan_query(analyzed)
     n = t.num_rows
     if plan.mode == "keyed":
-        missing = [k for k in plan.keys if k not in t.column_names]
-        if missing:
-            raise InputError(f"PARTITION BY / equivalence attribute {missing[0]!r} is not a "
-                             f"column; columns: {', '.join(t.column_names)}", column=missing[0])
+        check_keys(plan.keys, t.column_names)
         keys = list(zip(*(t.column(k).to_pylist() for k in plan.keys), strict=True))
         rank: dict[tuple[Any, ...], int] = {}
         group = [rank.setdefault(k, len(rank)) for k in keys]
         return t.append_column(GROUP, pa.array(group, pa.int64())), (GROUP,), None
     if plan.mode == "single":
-        return t.append_column(GROUP, pa.array([0] * n, pa.int64())), (), None
+        return t.append_column(GROUP, pa.repeat(pa.scalar(0, pa.int64()), n)), (), None
     ts = t.column("_kts").to_numpy()
     bounds = _split_bounds(ts, SPLIT_RANGES)
     b = np.asarray(bounds, dtype=np.int64)
@@ -202,10 +196,10 @@ class _ManyRunner:
                 if e <= s:
                     continue
                 case = int(cases[s])
-                if case != current and rows:
-                    yield from self._run(current, rows)  # type: ignore[arg-type]
-                    rows = []
-                current = case
+                if case != current:
+                    if current is not None:
+                        yield from self._run(current, rows)
+                    current, rows = case, []
                 rows.append(rb.slice(s, e - s))
         if rows and current is not None:
             yield from self._run(current, rows)
@@ -238,9 +232,9 @@ def evaluate_many(pairs: Sequence[Pair]) -> list[Result]:
     """Evaluate many (query, events) pairs on Spark in ONE job (see the module docstring);
     per pair, its matches in output order or the error it raised."""
     from pyspark.sql import functions as F
-    from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_type
+    from pyspark.sql.pandas.types import from_arrow_schema
 
-    from .batch import prepare, return_fields
+    from .batch import arrow_types, default_partitions, prepare, return_fields
     from .session import get_session
 
     results: list[Result | None] = [None] * len(pairs)
@@ -263,12 +257,7 @@ def evaluate_many(pairs: Sequence[Pair]) -> list[Result]:
         df = spark.createDataFrame(big)
         prep = prepare(df, time_col="_kts", type_col="_ktype", id_col="_kid",
                        order_col="_kord", time_unit="us")
-        types = {}
-        for f in df.schema.fields:
-            try:
-                types[f.name] = to_arrow_type(f.dataType, timezone="UTC")
-            except Exception:  # noqa: BLE001 - as match(): such columns get JSON text
-                continue
+        types = arrow_types(df.schema)
         specs: dict[int, tuple[TaskSpec, list[tuple[str, str]]]] = {}
         schema: pa.Schema | None = None
         for i, _ in parts:
@@ -290,8 +279,7 @@ def evaluate_many(pairs: Sequence[Pair]) -> list[Result]:
         if schema is not None:
             schema = schema.append(pa.field(CASE, pa.int64())).append(
                 pa.field(ERROR, pa.binary()))
-            parts_n = max(1, min(len(specs), int(spark.conf.get(
-                "spark.sql.shuffle.partitions", "4"))))
+            parts_n = min(len(specs), default_partitions(spark))
             placed = (prep.df.where(F.col(CASE).isin(list(specs)))
                       .repartition(parts_n, CASE)
                       .sortWithinPartitions(CASE, GROUP, TS, ORD))

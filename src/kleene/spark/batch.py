@@ -16,7 +16,7 @@ order (one extra cheap job counts the rows of each partition). Ties in time are 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -329,11 +329,42 @@ def _split_bounds(df: Any, plan: SparkPlan, ranges: int, *, exact: bool) -> tupl
     n = ranges if exact else int(min(ranges, max(1, (hi - lo) // max(1, 4 * ctx))))
     if n < ranges:
         qs = [qs[min(len(qs) - 1, round(i * ranges / n) - 1)] for i in range(1, n)]
+    return inside_bounds(qs, lo, hi)
+
+
+def inside_bounds(qs: Sequence[Any], lo: int, hi: int) -> tuple[int, ...]:
+    """The quantiles ``qs`` (ascending) usable as range boundaries: ``lo < b <= hi``, strictly
+    increasing."""
     bounds: list[int] = []
     for b in qs:
         if lo < b <= hi and (not bounds or b > bounds[-1]):
             bounds.append(int(b))
     return tuple(bounds)
+
+
+def arrow_types(schema: Any) -> dict[str, pa.DataType]:
+    """Each column of a Spark schema as its Arrow type; columns Arrow cannot type are left out
+    (their RETURN values become JSON text)."""
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    types = {}
+    for f in schema.fields:
+        try:
+            types[f.name] = to_arrow_type(f.dataType, timezone="UTC")
+        except Exception:  # noqa: BLE001 - unsupported types simply get JSON text
+            continue
+    return types
+
+
+def check_keys(keys: Sequence[str], columns: Sequence[str],
+               shown: Sequence[str] | None = None) -> None:
+    """Raise :class:`InputError` naming the first key that is not one of ``columns``
+    (listing ``shown``, the user's columns, if given, else ``columns``)."""
+    missing = [k for k in keys if k not in columns]
+    if missing:
+        raise InputError(f"PARTITION BY / equivalence attribute {missing[0]!r} is not a "
+                         f"column; columns: {', '.join(columns if shown is None else shown)}",
+                         column=missing[0])
 
 
 def distribute(prepared: Any, plan: SparkPlan, *, partitions: int,
@@ -345,11 +376,7 @@ def distribute(prepared: Any, plan: SparkPlan, *, partitions: int,
 
     if plan.mode == "keyed":
         keys = [f"`{k}`" for k in plan.keys]
-        missing = [k for k in plan.keys if k not in prepared.columns]
-        if missing:
-            raise InputError(f"PARTITION BY / equivalence attribute {missing[0]!r} is not a "
-                             f"column; columns: {', '.join(prepared.columns)}",
-                             column=missing[0])
+        check_keys(plan.keys, prepared.columns)
         out = prepared.repartition(partitions, *keys).sortWithinPartitions(*keys, TS, order_col)
         return out, tuple(plan.keys), None
     if plan.mode == "single":
@@ -401,7 +428,7 @@ def match(df: Any, query: Any, *, time_col: str, type_col: str | None = None,
         ...           type_col="type")  # doctest: +SKIP
     """
     require_pyspark()
-    from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_type
+    from pyspark.sql.pandas.types import from_arrow_schema
 
     if output not in ("map", "columns", "json", "csv"):
         raise InputError(f"output {output!r}: use 'map', 'columns', 'json' or 'csv'")
@@ -415,22 +442,14 @@ def match(df: Any, query: Any, *, time_col: str, type_col: str | None = None,
     prep = prepare(df, time_col=time_col, type_col=type_col, event_type=event_type,
                    id_col=id_col, order_col=order_col, time_unit=time_unit,
                    row_index_col=row_index_col)
-    attr_types = {}
-    for f in df.schema.fields:
-        try:
-            attr_types[f.name] = to_arrow_type(f.dataType, timezone="UTC")
-        except Exception:  # noqa: BLE001 - unsupported types simply get JSON text
-            continue
+    attr_types = arrow_types(df.schema)
     spark = df.sparkSession
     parts = partitions or default_partitions(spark)
     # move only what the task needs through the shuffle and Arrow: the attributes the query
     # reads (a custom evaluator may read any), no constant type column, one column for both
     # id and tie-break order when the ids are the row index
     attrs = prep.attr_cols
-    missing = [k for k in plan.keys if k not in prep.df.columns]
-    if missing:
-        raise InputError(f"PARTITION BY / equivalence attribute {missing[0]!r} is not a "
-                         f"column; columns: {', '.join(df.columns)}", column=missing[0])
+    check_keys(plan.keys, prep.df.columns, shown=df.columns)
     if ":" not in engine:
         used = referenced_attributes(q)
         attrs = tuple(c for c in attrs if c in used)
@@ -486,5 +505,6 @@ def in_output_order(matches: Any) -> Any:
     return matches.orderBy(END_US, LAST_POS, SEQ).drop(END_US, LAST_POS, SEQ)
 
 
-__all__ = ["Prepared", "analyzed_of", "distribute", "in_output_order", "match", "prepare",
+__all__ = ["Prepared", "analyzed_of", "arrow_types", "check_keys", "distribute", "in_output_order",
+           "inside_bounds", "match", "prepare",
            "referenced_attributes", "return_fields", "with_row_index"]

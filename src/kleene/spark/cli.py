@@ -20,6 +20,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, Any
@@ -129,20 +130,21 @@ def _with_file_row_index(df: Any, files: list[str], cache: bool) -> tuple[Any, i
     from pyspark.sql import functions as F
 
     mid = "__kleene_mid"
+
+    def located(*cols: str) -> Any:
+        """``cols`` of the input with each row's file, split start and scan id."""
+        return df.select(*cols, F.col(f"{_META}.file_path").alias("__f"),
+                         F.col(f"{_META}.file_block_start").alias("__b"),
+                         F.monotonically_increasing_id().alias(mid))
+
     cached = None
     if cache:
         from pyspark import StorageLevel
 
-        scan = cached = df.select("*", F.col(f"{_META}.file_path").alias("__f"),
-                                  F.col(f"{_META}.file_block_start").alias("__b"),
-                                  F.monotonically_increasing_id().alias(mid)) \
-            .persist(StorageLevel.MEMORY_AND_DISK)
-        counted = scan
+        counted = cached = located("*").persist(StorageLevel.MEMORY_AND_DISK)
     else:
         # no data column: the CSV / JSON parser converts nothing, Parquet reads no column
-        counted = df.select(F.col(f"{_META}.file_path").alias("__f"),
-                            F.col(f"{_META}.file_block_start").alias("__b"),
-                            F.monotonically_increasing_id().alias(mid))
+        counted = located()
     stats = (counted.groupBy("__f", "__b").agg(F.min(mid).alias("m"), F.count("*").alias("n"))
              .collect())
     rank = {_norm(f): i for i, f in enumerate(files)}
@@ -156,10 +158,7 @@ def _with_file_row_index(df: Any, files: list[str], cache: bool) -> tuple[Any, i
         raise InputError("no events: the input is empty", path=files[0])
     # the scan partition of a split is in the top bits of its ids; when every partition
     # holds one split, the partition alone gives the base (no per-row file path lookup)
-    by_part: dict[int, int] = {}
-    for r in stats:
-        by_part.setdefault(int(r["m"]) >> 33, 0)
-        by_part[int(r["m"]) >> 33] += 1
+    by_part = Counter(int(r["m"]) >> 33 for r in stats)
     if cached is None and all(n == 1 for n in by_part.values()) and len(by_part) <= 4096:
         bases = {int(r["m"]) >> 33: base for r, (_f, _b, base) in
                  zip(stats, rows, strict=True)}
@@ -169,10 +168,7 @@ def _with_file_row_index(df: Any, files: list[str], cache: bool) -> tuple[Any, i
         row = m + F.element_at(arr, F.shiftright(m, 33).cast("int") + 1)
         return (df.withColumn(mid, F.monotonically_increasing_id()).withColumn(ROW, row)
                 .drop(mid), offset, None)
-    withm = cached if cached is not None else df.select(
-        "*", F.col(f"{_META}.file_path").alias("__f"),
-        F.col(f"{_META}.file_block_start").alias("__b"),
-        F.monotonically_increasing_id().alias(mid))
+    withm = cached if cached is not None else located("*")
     base = df.sparkSession.createDataFrame(rows, "__f string, __b long, __base long")
     joined = withm.join(F.broadcast(base), ["__f", "__b"])
     return joined.withColumn(ROW, F.col(mid) + F.col("__base")).drop(

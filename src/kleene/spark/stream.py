@@ -450,9 +450,8 @@ def prepare_stream(df: Any, query: Any, *, time_col: str, type_col: str | None =
     ``df`` is only read for its schema)."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
-    from pyspark.sql.pandas.types import to_arrow_type
 
-    from .batch import _ts_expr, analyzed_of, referenced_attributes, return_fields
+    from .batch import _ts_expr, analyzed_of, arrow_types, referenced_attributes, return_fields
     from .plan import plan_query
 
     q = analyzed_of(query, udfs=udfs, name=name)
@@ -502,12 +501,7 @@ def prepare_stream(df: Any, query: Any, *, time_col: str, type_col: str | None =
              (WM, F.timestamp_micros(ts + F.lit(SHIFT_MS * 1000))), (BUCKET, group))
     inputs = tuple(dict.fromkeys(c for c in (id_col, time_col, type_col, order_col, *key_cols)
                                  if c is not None))
-    attr_types = {}
-    for f in df.schema.fields:
-        try:
-            attr_types[f.name] = to_arrow_type(f.dataType, timezone="UTC")
-        except Exception:  # noqa: BLE001 - unsupported types get JSON text
-            continue
+    attr_types = arrow_types(df.schema)
     task = TaskSpec(analyzed=q, engine="automaton", time=time, group_cols=(),
                     attr_cols=attr_cols, id_type=id_type, output=output, time_out=time_out,
                     returns=return_fields(q, attr_types), include_internal=True)

@@ -31,11 +31,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
 from ..events import EventBatch, Match, TimeInfo
 from ..semantic.analyzed import AnalyzedQuery
+
+if TYPE_CHECKING:
+    from ..backends import BatchFn
 
 Backend = Callable[[AnalyzedQuery, EventBatch], list[Match]]
 Expected = Mapping[str, "str | Sequence[str]"] | str
@@ -168,9 +171,7 @@ class BatchedBackend:
         ([{'a': 'a1', 'b': 'b1'}], 1, 0)
     """
 
-    def __init__(self, name: str, fn: Backend,
-                 batch: Callable[[Sequence[tuple[AnalyzedQuery, EventBatch]]],
-                                 Sequence[list[Match] | Exception]]) -> None:
+    def __init__(self, name: str, fn: Backend, batch: BatchFn) -> None:
         self.name = name
         self.fn = fn
         self.batch = batch
