@@ -200,7 +200,9 @@ def test_spark_backends_are_not_cli_engines(tmp_path: Path) -> None:
     """The Spark backends are registered for the conformance suite; on the command line the
     Spark pipeline is --spark, and --engine spark says so instead of nesting Spark in Spark."""
     p = write(tmp_path / "e.csv", "ts,type,x\n1,A,1\n")
-    for name in sorted(n for n, b in BACKENDS.items() if b.needs_spark):
+    spark_names = sorted(n for n, b in BACKENDS.items() if b.needs_spark)
+    assert spark_names  # (an empty loop would check nothing)
+    for name in spark_names:
         code, _, err = invoke("run", QUERY, "--input", p, "--engine", name)
         assert (code, err) == (2, f"kleene: input error: --engine {name} is the Spark pipeline "
                                   "itself: use --spark (with the default engine) instead\n")

@@ -1,4 +1,4 @@
-"""Shared helpers for the engine tests: a small random stream and streaming drivers."""
+"""Shared helpers for the engine tests: small streams, match keys and streaming drivers."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 from kleene.api import analyze
 from kleene.events import EventBatch, Match
 from kleene.runtime.engine import Runtime, evaluate, start
+from kleene.testing.timeline import events
 
 
 def random_stream(seed: int, n: int = 40, types: str = "ABC", keys: str = "uv") -> EventBatch:
@@ -23,9 +24,21 @@ def random_stream(seed: int, n: int = 40, types: str = "ABC", keys: str = "uv") 
     return EventBatch.from_records(recs)
 
 
+def x_events(spec: str, **x: int) -> EventBatch:
+    """``events(spec)`` (``name@ts`` tokens, the type from the name) with attribute ``x`` of
+    each named event, e.g. ``x_events("a1@1 b1@2", a1=0, b1=5)``."""
+    attrs: dict[str, Any] = {name: {"x": v} for name, v in x.items()}
+    return events(spec, **attrs)
+
+
 def keys(ms: list[Match]) -> list[tuple[Any, ...]]:
     """Comparable form of a match list."""
     return [m.key() for m in ms]
+
+
+def match_dicts(ms: list[Match]) -> list[tuple[Any, ...]]:
+    """Comparable form of a match list (bindings and values as dicts: their order ignored)."""
+    return [(m.query, dict(m.bindings), m.start, m.end, dict(m.values)) for m in ms]
 
 
 def run_streaming(rt: Runtime, batch: EventBatch, sizes: list[int],
@@ -55,3 +68,18 @@ def streamed(query: str, batch: EventBatch, sizes: list[int], lag: int | None = 
              **options: Any) -> list[Match]:
     """The same query run through push/advance/close."""
     return run_streaming(start(analyze(query), **options), batch, sizes, lag)
+
+
+def streamed_with_snapshots(query: str, batch: EventBatch, step: int = 7,
+                            **options: Any) -> list[Match]:
+    """Push ``batch`` in slices of ``step``, restoring a fresh runtime from a snapshot after
+    every slice; then close."""
+    aq = analyze(query)
+    rt = start(aq, **options)
+    out: list[Match] = []
+    for i in range(0, len(batch), step):
+        out += rt.push(batch.slice(i, step))
+        blob = rt.snapshot()
+        rt = start(aq, **options)
+        rt.restore(blob)
+    return out + rt.close()

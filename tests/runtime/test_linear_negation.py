@@ -18,13 +18,13 @@ from typing import Any
 import pytest
 
 from kleene.api import analyze
-from kleene.events import EventBatch, Match
+from kleene.events import EventBatch
 from kleene.runtime.engine import Runtime, evaluate, start
 from kleene.runtime.linear import LinearMatcher
 from kleene.runtime.union import UnionMatcher
 from kleene.testing.oracle import evaluate as oracle
 
-from .helpers import random_stream
+from .helpers import match_dicts, random_stream, streamed_with_snapshots, x_events
 
 #: (pattern, NOT indices decided inside the automaton, per branch for a top-level OR)
 QUERIES: list[tuple[str, list[set[int]]]] = [
@@ -82,10 +82,6 @@ def _valid(text: str) -> bool:
 CASES = [(q, t) for q, _f in QUERIES for t in TAILS if _valid(_text(q, t))]
 
 
-def _key(ms: list[Match]) -> list[tuple[Any, ...]]:
-    return [(m.query, dict(m.bindings), m.start, m.end, dict(m.values)) for m in ms]
-
-
 def _branches(rt: Runtime) -> list[LinearMatcher]:
     m = rt.matcher
     if isinstance(m, UnionMatcher):
@@ -122,7 +118,7 @@ def test_complete_matches_are_not_checked_against_history(monkeypatch: Any) -> N
             for seed in range(5):
                 batch = random_stream(seed, n=40, types="ABCD")
                 got = evaluate(aq, batch, use_kernel=kernel)
-                assert _key(got) == _key(oracle(aq, batch))
+                assert match_dicts(got) == match_dicts(oracle(aq, batch))
 
 
 @pytest.mark.parametrize("kernel", [True, False], ids=["kernel", "interpreter"])
@@ -132,20 +128,7 @@ def test_equals_oracle(query: str, tail: str, kernel: bool) -> None:
     for seed in range(10):
         batch = random_stream(seed, n=30, types="ABCD")
         got = evaluate(aq, batch, use_kernel=kernel)
-        assert _key(got) == _key(oracle(aq, batch)), (query, tail, seed)
-
-
-def _streamed_with_snapshots(text: str, batch: EventBatch, kernel: bool) -> list[Match]:
-    """Push in slices of 7, restoring a fresh runtime from a snapshot after every slice."""
-    aq = analyze(text)
-    rt = start(aq, use_kernel=kernel)
-    out: list[Match] = []
-    for i in range(0, len(batch), 7):
-        out += rt.push(batch.slice(i, 7))
-        blob = rt.snapshot()
-        rt = start(aq, use_kernel=kernel)
-        rt.restore(blob)
-    return out + rt.close()
+        assert match_dicts(got) == match_dicts(oracle(aq, batch)), (query, tail, seed)
 
 
 @pytest.mark.parametrize("kernel", [True, False], ids=["kernel", "interpreter"])
@@ -157,22 +140,20 @@ def test_streamed_with_snapshots_equals_oracle(query: str, fast: list[set[int]],
     aq = analyze(text)
     for seed in range(8):
         batch = random_stream(100 + seed, n=45, types="ABCD")
-        got = _key(_streamed_with_snapshots(text, batch, kernel))
-        assert got == _key(oracle(aq, batch)), (text, seed)
+        got = match_dicts(streamed_with_snapshots(text, batch, use_kernel=kernel))
+        assert got == match_dicts(oracle(aq, batch)), (text, seed)
+
+
+#: a1, then b1 (x=5) before c1, then d1 (x=4, which n.x > d.x forbids) and d2 (x=6)
+PENDING = "a1@1 b1@2 c1@3 d1@4 d2@5"
+PENDING_X = {"a1": 0, "b1": 5, "c1": 0, "d1": 4, "d2": 6}
 
 
 @pytest.mark.parametrize("kernel", [True, False], ids=["kernel", "interpreter"])
 def test_pending_entry_waits_for_later_variable(kernel: bool) -> None:
     """b1 lies between a1 and c1 with a predicate on d (bound after c): it waits on the run's
     pending list across a snapshot, then kills d1 (smaller x), not d2."""
-    recs = [
-        {"id": "a1", "type": "A", "ts": 1, "x": 0},
-        {"id": "b1", "type": "B", "ts": 2, "x": 5},
-        {"id": "c1", "type": "C", "ts": 3, "x": 0},
-        {"id": "d1", "type": "D", "ts": 4, "x": 4},
-        {"id": "d2", "type": "D", "ts": 5, "x": 6},
-    ]
-    batch = EventBatch.from_records(recs)
+    batch = x_events(PENDING, **PENDING_X)
     text = "PATTERN SEQ(A a, NOT(B n), C c, D d) WHERE n.x > d.x"
     aq = analyze(text)
     rt = start(aq, use_kernel=kernel)
@@ -185,7 +166,7 @@ def test_pending_entry_waits_for_later_variable(kernel: bool) -> None:
     assert pending and pending[0][0][1][2] == "b1"  # (guard, negating record) on the run
     got = rt.push(batch.slice(3, 2)) + rt.close()
     assert [m.bindings["d"] for m in got] == ["d2"]
-    assert _key(got) == _key(oracle(aq, batch))
+    assert match_dicts(got) == match_dicts(oracle(aq, batch))
 
 
 def test_history_is_pruned_by_the_window() -> None:
@@ -208,15 +189,7 @@ def test_history_is_pruned_by_the_window() -> None:
 def test_pending_entry_is_decided_when_its_variable_binds(kernel: bool) -> None:
     """The entry is decided by the binding of d, not left for the complete match: d1 (which
     the predicate forbids) starts no run, d2 starts one with an empty pending list."""
-    recs = [
-        {"id": "a1", "type": "A", "ts": 1, "x": 0},
-        {"id": "b1", "type": "B", "ts": 2, "x": 5},
-        {"id": "c1", "type": "C", "ts": 3, "x": 0},
-        {"id": "d1", "type": "D", "ts": 4, "x": 4},
-        {"id": "d2", "type": "D", "ts": 5, "x": 6},
-        {"id": "a2", "type": "A", "ts": 6, "x": 0},
-    ]
-    batch = EventBatch.from_records(recs)
+    batch = x_events(PENDING + " a2@6", **PENDING_X, a2=0)
     aq = analyze("PATTERN SEQ(A a, NOT(B n), C c, D d, A e) WHERE n.x > d.x")
     rt = start(aq, use_kernel=kernel)
     rt.push(batch.slice(0, 5))
@@ -226,7 +199,7 @@ def test_pending_entry_is_decided_when_its_variable_binds(kernel: bool) -> None:
     assert [r[2][slot][2] for r in after_d] == ["d2"]
     assert after_d[0][-1] == ()
     got = rt.push(batch.slice(5, 1)) + rt.close()
-    assert _key(got) == _key(oracle(aq, batch))
+    assert match_dicts(got) == match_dicts(oracle(aq, batch))
     assert [m.bindings["d"] for m in got] == ["d2"]
 
 
