@@ -173,7 +173,6 @@ class Runtime:
         # the kernel's count mode builds no matches: nothing for the per-call cap to bound
         self.max_matches_per_call = None if getattr(self.matcher, "count_mode", False) \
             else max_matches_per_call
-        self._budgeted = bool(getattr(self.matcher, "accepts_budget", False))
         self.no_negation = not self.plan.negations or _decides_negation(self.matcher)
         """Every NOT (if any) is decided inside the automaton: complete matches go straight
         to the output buffer (no history check, nothing waits on a trailing NOT)."""
@@ -563,14 +562,10 @@ class Runtime:
             if cap is None:
                 matcher.process(st, recs[s:e], bl[s:e], cands, mm)
             else:
+                # every matcher checks the budget after each event
                 budget = cap - used if cap > used else 0
-                if self._budgeted:
-                    matcher.process(st, recs[s:e], bl[s:e], cands, mm, budget)
-                else:
-                    # a matcher without the budget argument: checked per partition instead
-                    # of per event (the overshoot is one partition's share of the batch)
-                    matcher.process(st, recs[s:e], bl[s:e], cands, mm)
-                if len(cands) > budget:
+                matcher.process(st, recs[s:e], bl[s:e], cands, mm, budget)
+                if len(cands) > budget:  # safety net: a matcher returns at most budget
                     over_budget(matcher, None, cands, budget)
                 used += len(cands)
             if cands:

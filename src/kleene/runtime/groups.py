@@ -830,9 +830,6 @@ class GroupMatcher(NodeRunner):
                     got.append(r2)
         return died
 
-    accepts_budget = True
-    """:meth:`process` takes the ``budget`` argument (the engine checks this attribute)."""
-
     def process(self, st: GroupState, recs: list[Rec], bits: list[int],
                 out: list[Candidate], max_matches: int | None,
                 budget: int | None = None) -> None:

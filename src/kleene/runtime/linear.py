@@ -432,9 +432,6 @@ class LinearMatcher:
             "or raise the cap, or pass on_cap='truncate'")
 
     # ---------------------------------------------------------------------------------------
-    accepts_budget = True
-    """:meth:`process` takes the ``budget`` argument (the engine checks this attribute)."""
-
     def process(self, st: PartState, recs: list[Rec], bits: list[int],
                 out: list[Candidate], max_matches: int | None,
                 budget: int | None = None) -> None:

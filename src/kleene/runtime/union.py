@@ -117,9 +117,6 @@ class UnionMatcher:
             self.origin[id(lifted)] = (bi, c)
         return lifted
 
-    accepts_budget = True
-    """:meth:`process` takes the ``budget`` argument (see :meth:`LinearMatcher.process`)."""
-
     @property
     def max_matches_per_call(self) -> int | None:
         """The runtime's matches-per-call cap (the same in every branch)."""
