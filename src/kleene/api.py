@@ -6,6 +6,7 @@ Each step is owned by one layer (docs/architecture.md): ``kleene.lang`` parses a
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -79,14 +80,12 @@ class CompiledQuery:
         fn = get_backend(self.engine)
         if not self.options:
             return fn(self.analyzed, events)
-        try:
-            return fn(self.analyzed, events, **self.options)
-        except TypeError as e:
-            if "unexpected keyword argument" not in str(e):
-                raise
+        if not any(p.kind is inspect.Parameter.VAR_KEYWORD
+                   for p in inspect.signature(fn).parameters.values()):
             raise QueryValidationError(
                 f"engine {self.engine!r} takes no options; got "
-                f"{', '.join(sorted(self.options))}") from None
+                f"{', '.join(sorted(self.options))}")
+        return fn(self.analyzed, events, **self.options)
 
     def start(self, **options: Any) -> Any:
         """Start a streaming runtime (``push``/``advance``/``close``) on the automaton engine."""

@@ -146,7 +146,9 @@ def _compile(query: str, dialect: str | None, udfs: Sequence[str], engine: str) 
     from ..backends import BACKENDS
 
     if engine not in BACKENDS:
-        raise QueryError(f"unknown engine {engine!r}; available: {', '.join(sorted(BACKENDS))}")
+        usable = sorted(n for n, b in BACKENDS.items() if not b.needs_spark)
+        raise QueryError(f"unknown engine {engine!r}; available: {', '.join(usable)} (and "
+                         "--spark for the Spark pipeline)")
     src = load_query(query)
     return compile_query(src.text, dialect=dialect, udfs=load_udfs(udfs), engine=engine,
                          name=src.default_name)
