@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import ast
-from ..errors import CapacityError
 from ..plan.expr import CPOS, GPOS, TS, WPOS
 from ..plan.groups import And, AnyK, Ev, GroupPlan, Node, Rep, Seq, Win
-from .linear import Candidate, cand_state, output_sort_key, over_budget
+from .caps import event_caps
+from .linear import Candidate, cand_state, output_sort_key
 
 Rec = tuple[Any, ...]
 _INF = 1 << 62
@@ -607,30 +607,6 @@ class GroupMatcher(NodeRunner):
         return tuple(out)
 
     # -- the run loop ------------------------------------------------------------------------
-    def _caps(self, e: Rec, nm: int, out: list[Candidate], max_matches: int | None,
-              budget: int | None, nruns: int) -> bool:
-        """The per-event caps: matches per event, the matches-per-call budget, runs per
-        partition. True when the live runs must be cut to ``max_runs``."""
-        if max_matches is not None and nm > max_matches:
-            if self.on_cap != "truncate":
-                raise CapacityError(
-                    f"query {self.plan.name!r}: event {e[2]!r} completed {nm} matches, "
-                    f"more than max_matches_per_event={max_matches}")
-            self.truncated_matches += nm - max_matches
-            del out[len(out) - (nm - max_matches):]
-        if budget is not None and len(out) > budget:
-            over_budget(self, e, out, budget)
-        if self.max_runs is not None and nruns > self.max_runs:
-            if self.on_cap != "truncate":
-                raise CapacityError(
-                    f"query {self.plan.name!r}: {nruns} live runs in one partition "
-                    f"exceed max_runs_per_partition={self.max_runs}; narrow the pattern "
-                    "(a window, a stricter strategy) or raise the cap, or pass "
-                    "on_cap='truncate'")
-            self.truncated_runs += nruns - self.max_runs
-            return True
-        return False
-
     def _build_loop(self) -> Callable[..., None]:
         """The bucketed run loop as Python source specialised on the plan's shape (windows,
         list variables, fast NOTs, pending predicates, how matches are completed). Generated
@@ -787,11 +763,12 @@ class GroupMatcher(NodeRunner):
 
     def _bucket_caps(self, st: GroupState, e: Rec, nm: int, out: list[Candidate],
                      max_matches: int | None, budget: int | None, nruns: int) -> int:
-        """:meth:`_caps` for the bucketed loop: cuts the oldest runs when truncating;
-        returns the number of live runs."""
-        if not self._caps(e, nm, out, max_matches, budget, nruns):
+        """:func:`~.caps.event_caps` for the bucketed loop: cuts the oldest runs when
+        truncating; returns the number of live runs."""
+        drop = event_caps(self, e, nm, out, max_matches, budget, nruns)
+        if not drop:
             return nruns
-        keep = st.all_runs()[nruns - (self.max_runs or 0):]
+        keep = st.all_runs()[drop:]
         st.buckets.clear()
         for r in keep:
             st.buckets.setdefault(r[0], []).append(r)
@@ -836,7 +813,7 @@ class GroupMatcher(NodeRunner):
         """Feed one partition's events in order; complete matches go to ``out``.
 
         ``budget``: how many matches ``out`` may hold (the matches-per-call cap minus what the
-        runtime already buffers); checked after each event (:func:`over_budget` raises or
+        runtime already buffers); checked after each event (:func:`.caps.over_budget` raises or
         truncates). None: no cap.
         """
         if self._loop is not None:
@@ -870,8 +847,9 @@ class GroupMatcher(NodeRunner):
                     new.append(r)
                 nm += extend(r[0], r[1], r[2], r[3], r[4], e, b, out, new)
             nm += extend(init, self.empty_B, e[TS], e[WPOS], e[GPOS], e, b, out, new)
-            if self._caps(e, nm, out, max_matches, budget, len(new)):
-                del new[: len(new) - self.max_runs]  # type: ignore[operator]
+            drop = event_caps(self, e, nm, out, max_matches, budget, len(new))
+            if drop:
+                del new[:drop]
             st.runs = runs = new
 
     def _extend(self, s: Any, B: tuple[Any, ...], ts0: int, wp0: int, gp0: int, e: Rec,

@@ -27,7 +27,8 @@ from .. import ast
 from ..events.match import Match
 from ..plan.automaton import CompKind, Plan
 from ..plan.expr import GPOS, NotInlinable, inline_condition
-from .linear import Candidate, LinearMatcher, over_budget
+from .caps import over_budget, too_many_matches, too_many_runs
+from .linear import Candidate, LinearMatcher
 
 
 def kernel_supported(plan: Plan) -> bool:
@@ -446,15 +447,17 @@ def build_kernel(m: LinearMatcher, count_mode: bool | None = None) -> Any:
         emit(2, f"if present >= 0 and b & {1 << plan.order.index(comps[0].vars[0])}:")
         emit(3, f"present |= {use[0]}")
     if mm is not None:
+        env["TMM"] = too_many_matches
         emit(2, f"if nm > {int(mm)}:")
-        emit(3, f"drop = m.too_many_matches(e, nm, {int(mm)})")
+        emit(3, f"drop = TMM(m, e, nm, {int(mm)})")
         if count_mode:
             emit(3, "cnt -= drop")
         else:
             emit(3, "del out[len(out) - drop:]")
     if m.max_runs is not None:
+        env["TMR"] = too_many_runs
         emit(2, f"if len(new) > {int(m.max_runs)}:")
-        emit(3, "m.too_many_runs(new)")
+        emit(3, "del new[:TMR(m, len(new))]")
     emit(2, "runs = new")
     if capped:
         # out only grows with this event's matches (nm counts them when tracked)

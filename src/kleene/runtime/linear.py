@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import ast
-from ..errors import CapacityError
 from ..plan.automaton import CompKind, NegGuard, Plan, Predicate
 from ..plan.expr import CPOS, GPOS, TS, WPOS
+from .caps import event_caps, over_budget  # over_budget: re-exported (engine.py)
 
 Rec = tuple[Any, ...]
 
@@ -60,30 +60,6 @@ def cand_state(c: Candidate) -> tuple[Any, ...]:
     """A candidate as plain data (snapshots)."""
     return (c.B, c.first_ts, c.first_wpos, c.last_gpos, c.last_ts, c.last_wpos, c.positions,
             c.trailing)
-
-
-def over_budget(m: Any, e: Rec | None, out: list[Any], budget: int) -> None:
-    """The matches-per-call cap (``Runtime(max_matches_per_call=...)``, docs/engine.md):
-    ``out`` holds more than ``budget`` matches after event ``e`` (None: not known).
-
-    Shared by every matcher (``m`` has ``on_cap``, ``truncated_matches``, ``plan.name`` and
-    ``max_matches_per_call``). Raises :class:`CapacityError`, or with ``on_cap='truncate'``
-    drops the excess -- the matches produced last -- and counts it in ``truncated_matches``.
-    """
-    over = len(out) - budget
-    if m.on_cap == "truncate":
-        m.truncated_matches += over
-        del out[budget:]
-        return
-    cap = getattr(m, "max_matches_per_call", None)
-    at = "" if e is None else f" (reached at event {e[2]!r})"
-    raise CapacityError(
-        f"query {m.plan.name!r}: more than max_matches_per_call={cap} complete matches in "
-        f"one push/advance/close call{at}; raise the cap (Runtime option "
-        "max_matches_per_call=N, None for no cap; CLI --max-matches-per-call N, 0 for no "
-        "cap), push smaller batches, narrow the pattern (WITHIN, PARTITION BY, a stricter "
-        "strategy), or pass on_cap='truncate' (CLI --on-cap truncate) to keep the first "
-        "matches and count the rest")
 
 
 @dataclass(frozen=True, slots=True)
@@ -408,29 +384,6 @@ class LinearMatcher:
                 if st.pending and gi not in self.fast:
                     self._trailing_kill(st, gi, g, e)
 
-    def too_many_matches(self, e: Rec, nm: int, cap: int) -> int:
-        """The matches-per-event cap: raise, or (``on_cap='truncate'``) return how many of
-        this event's matches to drop (the last ones) and count them."""
-        if self.on_cap == "truncate":
-            self.truncated_matches += nm - cap
-            return nm - cap
-        raise CapacityError(
-            f"query {self.plan.name!r}: event {e[2]!r} completed {nm} matches, more than "
-            f"max_matches_per_event={cap}")
-
-    def too_many_runs(self, new_runs: list[Run]) -> None:
-        """Apply the live-runs cap: raise, or drop the oldest runs when truncating."""
-        cap = self.max_runs
-        assert cap is not None
-        if self.on_cap == "truncate":
-            self.truncated_runs += len(new_runs) - cap
-            del new_runs[: len(new_runs) - cap]
-            return
-        raise CapacityError(
-            f"query {self.plan.name!r}: {len(new_runs)} live runs in one partition exceed "
-            f"max_runs_per_partition={cap}; narrow the pattern (a window, a stricter strategy) "
-            "or raise the cap, or pass on_cap='truncate'")
-
     # ---------------------------------------------------------------------------------------
     def process(self, st: PartState, recs: list[Rec], bits: list[int],
                 out: list[Candidate], max_matches: int | None,
@@ -493,13 +446,11 @@ class LinearMatcher:
                     out.append(self._candidate(o, e))
                 if self._alive_after(o):
                     new_runs.append(o)
-            if max_matches is not None and nm > max_matches:
-                drop = self.too_many_matches(e, nm, max_matches)
-                del out[len(out) - drop:]
-            if budget is not None and len(out) > budget:
-                over_budget(self, e, out, budget)
-            if self.max_runs is not None and len(new_runs) > self.max_runs:
-                self.too_many_runs(new_runs)
+            if ((max_matches is not None and nm > max_matches)
+                    or (budget is not None and len(out) > budget)
+                    or (self.max_runs is not None and len(new_runs) > self.max_runs)):
+                del new_runs[:event_caps(self, e, nm, out, max_matches, budget,
+                                         len(new_runs))]
             st.runs = runs = new_runs
 
     def _candidate(self, r: Run, e: Rec) -> Candidate:
