@@ -44,9 +44,10 @@ from ..events.model import ID, TS, TYPE, TimeInfo
 from ..plan.automaton import Plan, UnionPlan, Unsupported, compile_plan, compile_union_plan
 from ..plan.groups import GroupPlan, compile_group_plan
 from ..semantic.analyzed import AnalyzedQuery
+from .caps import over_budget
 from .groups import GroupMatcher
 from .kernel import build_kernel, kernel_supported
-from .linear import Candidate, LinearMatcher, cand_state, over_budget
+from .linear import Candidate, LinearMatcher, cand_state
 from .policies import _COUNT_MATCH, Policies
 from .union import UnionMatcher
 

@@ -28,7 +28,7 @@ from typing import Any
 from .. import ast
 from ..plan.automaton import CompKind, NegGuard, Plan, Predicate
 from ..plan.expr import CPOS, GPOS, TS, WPOS
-from .caps import event_caps, over_budget  # over_budget: re-exported (engine.py)
+from .caps import event_caps
 
 Rec = tuple[Any, ...]
 
@@ -392,7 +392,7 @@ class LinearMatcher:
 
         ``budget``: how many matches ``out`` may hold (the matches-per-call cap minus what the
         runtime already buffers); checked after each event, so ``out`` never holds more than
-        ``budget`` on return (:func:`over_budget` raises or truncates). None: no cap.
+        ``budget`` on return (:func:`.caps.over_budget` raises or truncates). None: no cap.
         """
         if self.kernel is not None:
             self.kernel(st, recs, bits, out, max_matches, budget)
@@ -768,4 +768,4 @@ def _same(x: Any) -> Any:
     return x
 
 
-__all__ = ["Candidate", "FastNot", "LinearMatcher", "PartState", "Run", "cand_state", "over_budget"]
+__all__ = ["Candidate", "FastNot", "LinearMatcher", "PartState", "Run", "cand_state"]
