@@ -25,6 +25,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -118,17 +119,18 @@ def cpu_seconds() -> dict[str, float]:
     return out
 
 
-def run_one(spark: Any, query: str, path: str, engine: str, out: Path) -> dict[str, Any]:
+def run_one(spark: Any, query: str, path: str, engine: str, out: Path,
+            reader: str = "auto") -> dict[str, Any]:
     from kleene.spark.cli import run_query
 
     load = _load()
     cpu0 = cpu_seconds()
     t0 = time.perf_counter()
     summary = run_query(query, path, spark=spark, output=str(out), time_col="TIMESTAMP",
-                        event_type="Traffic", engine=engine)
+                        event_type="Traffic", engine=engine, reader=reader)
     seconds = time.perf_counter() - t0
     cpu = {k: round(v - cpu0.get(k, 0.0), 1) for k, v in cpu_seconds().items()}
-    return {"seconds": round(seconds, 3), "events": summary["events"],
+    return {"reader": reader, "seconds": round(seconds, 3), "events": summary["events"],
             "matches": summary["matches"], "plan": summary["plan"],
             "events_per_s": round(summary["events"] / seconds), "load": round(load, 1),
             "load_after": round(_load(), 1), "cpu_s": cpu}
@@ -144,6 +146,10 @@ def stream_bench(spark: Any, n: int, work: Path, files: int = 10) -> dict[str, A
     return res
 
 
+def _median(xs: list[float]) -> float | None:
+    return statistics.median(xs) if xs else None
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--master", default="local[2]")
@@ -155,6 +161,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", default=None, help="write the results here")
     ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                     help="extra Spark setting for the session (repeatable), for A/B runs")
+    ap.add_argument("--reader", default="auto",
+                    help="CSV reader: auto, arrow (kleene's, in Spark tasks) or spark (Spark's "
+                         "CSV source); a comma list alternates them within each repeat (A/B)")
     ap.add_argument("--warmup", action="store_true",
                     help="run the keyed no-match pipeline once first (JVM JIT warm-up, untimed)")
     args = ap.parse_args(argv)
@@ -173,18 +182,25 @@ def main(argv: list[str] | None = None) -> int:
             for engine in ["automaton"] + ([] if args.no_plumbing else
                                            ["benchmarks.spark_bench:no_match"]):
                 for r in range(args.repeats):
-                    res = run_one(spark, queries[name], path, engine, work / f"{name}.jsonl")
-                    res.update(query=name, engine=engine.split(":")[-1], repeat=r)
-                    print(json.dumps(res), flush=True)
-                    results["runs"].append(res)
-        by = {(r["query"], r["engine"]): r["seconds"] for r in results["runs"]}
+                    for reader in args.reader.split(","):
+                        res = run_one(spark, queries[name], path, engine,
+                                      work / f"{name}.jsonl", reader)
+                        res.update(query=name, engine=engine.split(":")[-1], repeat=r)
+                        print(json.dumps(res), flush=True)
+                        results["runs"].append(res)
         for name in args.only.split(","):
-            full, plumb = by.get((name, "automaton")), by.get((name, "no_match"))
-            if full and plumb:
-                share = {"query": name, "plumbing_share": round(plumb / full, 2),
-                         "engine_share": round(1 - plumb / full, 2)}
-                print(json.dumps(share))
-                results.setdefault("shares", []).append(share)
+            for reader in args.reader.split(","):
+                runs = [r for r in results["runs"] if r["query"] == name and r["reader"] == reader]
+                full = _median([r["seconds"] for r in runs if r["engine"] == "automaton"])
+                plumb = _median([r["seconds"] for r in runs if r["engine"] == "no_match"])
+                rates = [r["events_per_s"] for r in runs if r["engine"] == "automaton"]
+                summary: dict[str, Any] = {"query": name, "reader": reader,
+                                           "median_events_per_s": _median(rates)}
+                if full and plumb:
+                    summary.update(plumbing_share=round(plumb / full, 2),
+                                   engine_share=round(1 - plumb / full, 2))
+                print(json.dumps(summary))
+                results.setdefault("summary", []).append(summary)
         if args.stream:
             res = stream_bench(spark, args.stream, work)
             print(json.dumps({"stream": res}))

@@ -110,7 +110,10 @@ def test_python_dash_m_kleene() -> None:
 def test_run_flag_combinations_are_checked_before_reading(tmp_path: Path) -> None:
     p = write(tmp_path / "e.csv", "ts,type,x\n1,A,1\n")
     code, _, err = invoke("run", QUERY, "--input", p, "--master", "local[2]")
-    assert (code, err) == (2, "kleene: input error: --master and --partitions need --spark\n")
+    assert (code, err) == (2, "kleene: input error: --master, --partitions and --spark-reader "
+                              "need --spark\n")
+    code, _, err = invoke("run", QUERY, "--input", p, "--spark-reader", "arrow")
+    assert code == 2 and "need --spark" in err
     code, _, err = invoke("run", QUERY, "--input", p, "--spark", "--stream")
     assert (code, err) == (2, "kleene: input error: --stream and --allowed-lateness are for the "
                               "embedded engine, not --spark\n")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ from click.testing import CliRunner
 from kleene_spark_helpers import random_rows
 
 from kleene.cli.main import cli
+from kleene.errors import InputError
 from kleene.spark.cli import list_inputs, run_query
 
 pytestmark = pytest.mark.spark
@@ -33,23 +35,31 @@ def _embedded(query: str, src: Path, out: Path, fmt: str = "jsonl") -> bytes:
     return out.read_bytes()
 
 
-def test_spark_file_equals_embedded_cli_file(spark: Any, tmp_path: Path) -> None:
+READERS = pytest.mark.parametrize("reader", ["arrow", "spark"])
+"""kleene's reader in Spark tasks (the default for local CSV) and Spark's CSV source."""
+
+
+@READERS
+def test_spark_file_equals_embedded_cli_file(spark: Any, tmp_path: Path, reader: str) -> None:
     rows = random_rows(7, n=120, keys=2)
     src = tmp_path / "events.csv"
     _csv(src, rows)
     expected = _embedded(QUERY, src, tmp_path / "embedded.jsonl")
     assert expected.count(b"\n") >= 5
-    summary = run_query(QUERY, str(src), spark=spark, output=str(tmp_path / "spark.jsonl"))
+    summary = run_query(QUERY, str(src), spark=spark, output=str(tmp_path / "spark.jsonl"),
+                        reader=reader)
     assert (tmp_path / "spark.jsonl").read_bytes() == expected
     assert summary["events"] == 120 and summary["matches"] == expected.count(b"\n")
     assert summary["plan"] == "keyed"
     # stdout, the default destination
     buf = io.StringIO()
-    run_query(QUERY, str(src), spark=spark, stdout=buf)
+    run_query(QUERY, str(src), spark=spark, stdout=buf, reader=reader)
     assert buf.getvalue().encode() == expected
 
 
-def test_directory_and_glob_continue_row_ids_across_files(spark: Any, tmp_path: Path) -> None:
+@READERS
+def test_directory_and_glob_continue_row_ids_across_files(spark: Any, tmp_path: Path,
+                                                          reader: str) -> None:
     rows = random_rows(7, n=120, keys=2)
     whole = tmp_path / "whole.csv"
     _csv(whole, rows)
@@ -60,10 +70,10 @@ def test_directory_and_glob_continue_row_ids_across_files(spark: Any, tmp_path: 
     _csv(parts / "b.csv", rows[45:])
     assert list_inputs(str(parts)) == [str(parts / "a.csv"), str(parts / "b.csv")]
     out = tmp_path / "dir.jsonl"
-    run_query(QUERY, str(parts), spark=spark, output=str(out))
+    run_query(QUERY, str(parts), spark=spark, output=str(out), reader=reader)
     assert out.read_bytes() == expected
     out2 = tmp_path / "glob.jsonl"
-    run_query(QUERY, str(parts / "*.csv"), spark=spark, output=str(out2))
+    run_query(QUERY, str(parts / "*.csv"), spark=spark, output=str(out2), reader=reader)
     assert out2.read_bytes() == expected
 
 
@@ -97,3 +107,99 @@ def test_spark_csv_equals_embedded_cli_csv(spark: Any, tmp_path: Path, query: st
     buf = io.StringIO()
     run_query(query, str(src), spark=spark, stdout=buf, fmt="csv")
     assert buf.getvalue().encode() == expected
+
+
+# -- kleene's reader in Spark tasks (kleene.spark.scan) ----------------------------------------
+
+def _raw_csv(path: Path, header: str, lines: list[str]) -> Path:
+    path.write_text(header + "\n" + "\n".join(lines) + "\n")
+    return path
+
+
+def test_a_bad_value_in_a_task_is_kleenes_input_error(spark: Any, tmp_path: Path) -> None:
+    # past the 65,536 rows the types are inferred from: the task finds it, the driver reports
+    # it as the embedded reader's error (file, row, column), not as a Spark traceback
+    lines = [f"{i},A,k{i % 3},{i % 7}" for i in range(70_000)] + ["70000,B,k1,oops"]
+    src = _raw_csv(tmp_path / "bad.csv", "ts,type,k,x", lines)
+    with pytest.raises(InputError) as err:
+        run_query(QUERY, str(src), spark=spark, stdout=io.StringIO(), reader="arrow")
+    assert str(err.value).startswith(f"{src}, row 70001, column 'x': 'oops' is not an integer")
+
+
+def test_types_are_decided_once_for_all_files(spark: Any, tmp_path: Path) -> None:
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    _raw_csv(parts / "a.csv", "ts,type,k,x", ["1,A,k0,1", "2,B,k0,2"])
+    _raw_csv(parts / "b.csv", "ts,type,k,x", ["3,A,k0,2.5", "4,B,k0,3.5"])
+    with pytest.raises(InputError) as err:
+        run_query(QUERY, str(parts), spark=spark, stdout=io.StringIO(), reader="arrow")
+    msg = str(err.value)
+    assert msg.startswith(f"{parts / 'b.csv'}, column 'x': holds int64 values in the first rows")
+    assert "pass --column-type x=TYPE" in msg
+    # with the type given, the result is the embedded CLI's over the same rows in one file
+    whole = _raw_csv(tmp_path / "whole.csv", "ts,type,k,x",
+                     ["1,A,k0,1", "2,B,k0,2", "3,A,k0,2.5", "4,B,k0,3.5"])
+    res = CliRunner().invoke(cli, ["run", QUERY, "--input", str(whole), "--column-type",
+                                   "x=float", "--quiet"])
+    assert res.exit_code == 0, res.output
+    # skip-till-any-match: a0 with b{1}, b{3}, b{1,3}; a2 with b{3}
+    found = {(m["match"]["a"], tuple(m["match"]["b"]))
+             for m in map(json.loads, res.output.splitlines())}
+    assert found == {(0, (1,)), (0, (3,)), (0, (1, 3)), (2, (3,))}
+    buf = io.StringIO()
+    run_query(QUERY, str(parts), spark=spark, stdout=buf, reader="arrow",
+              column_types={"x": "float"})
+    assert buf.getvalue() == res.output
+
+
+def test_time_format_and_epoch_times_read_like_the_embedded_cli(spark: Any,
+                                                               tmp_path: Path) -> None:
+    q = "PATTERN SEQ(A a, B b) WHERE b.x > a.x PARTITION BY k WITHIN 1 hours"
+    fmt_src = _raw_csv(tmp_path / "fmt.csv", "ts,type,k,x",
+                       ["03/01/2024 10:00,A,k0,1", "03/01/2024 10:05,B,k0,2",
+                        "03/01/2024 10:07,A,k1,5", "03/01/2024 12:00,B,k1,9"])
+    epoch_src = _raw_csv(tmp_path / "epoch.csv", "ts,type,k,x",
+                         ["1709287200000,A,k0,1", "1709287500000,B,k0,2",
+                          "1709287620000,A,k1,5", "1709294400000,B,k1,9"])
+    for src, extra, kwargs in [
+            (fmt_src, ["--time-format", "%m/%d/%Y %H:%M"], {"time_format": "%m/%d/%Y %H:%M"}),
+            (epoch_src, ["--time-unit", "ms"], {"time_unit": "ms"})]:
+        res = CliRunner().invoke(cli, ["run", q, "--input", str(src), "--quiet", *extra])
+        assert res.exit_code == 0, res.output
+        assert res.output.count("\n") == 1 and '"a":0' in res.output.replace(" ", "")
+        buf = io.StringIO()
+        run_query(q, str(src), spark=spark, stdout=buf, **kwargs)
+        assert buf.getvalue() == res.output
+    # the CLI passes --time-format through to kleene's reader, and refuses it for Spark's
+    args = ["run", q, "--input", str(fmt_src), "--time-format", "%m/%d/%Y %H:%M", "--spark"]
+    res_spark = CliRunner().invoke(cli, [*args, "--quiet"])
+    assert res_spark.exit_code == 0, res_spark.output
+    assert res_spark.output == CliRunner().invoke(cli, [*args[:-1], "--quiet"]).output
+    refused = CliRunner().invoke(cli, [*args, "--spark-reader", "spark"])
+    assert refused.exit_code == 2 and "--time-format needs kleene's CSV reader" in refused.output
+
+
+def test_reader_choice_errors(spark: Any, tmp_path: Path) -> None:
+    src = tmp_path / "e.jsonl"
+    src.write_text('{"ts": 1, "type": "A", "k": "k0", "x": 1}\n')
+    with pytest.raises(InputError, match="the arrow reader reads CSV files"):
+        run_query(QUERY, str(src), spark=spark, stdout=io.StringIO(), reader="arrow")
+    with pytest.raises(InputError, match="--time-format needs kleene's CSV reader"):
+        run_query(QUERY, str(src), spark=spark, stdout=io.StringIO(), time_format="%H")
+    with pytest.raises(InputError, match="unknown reader 'jvm'; use auto, arrow or spark"):
+        run_query(QUERY, str(src), spark=spark, stdout=io.StringIO(), reader="jvm")
+
+
+@pytest.mark.parametrize("query", [
+    "PATTERN SEQ(A a, B b) WHERE b.x > a.x WITHIN 4 seconds",          # split (time ranges)
+    "PATTERN SEQ(A a, B b) WHERE b.x > a.x WITHIN 3 EVENTS",           # single task
+])
+def test_unkeyed_queries_with_kleenes_reader(spark: Any, tmp_path: Path, query: str) -> None:
+    src = tmp_path / "events.csv"
+    _csv(src, random_rows(5, n=150, keys=2))
+    expected = _embedded(query, src, tmp_path / "embedded.jsonl")
+    assert expected.count(b"\n") >= 5
+    buf = io.StringIO()
+    summary = run_query(query, str(src), spark=spark, stdout=buf, reader="arrow")
+    assert buf.getvalue().encode() == expected
+    assert summary["plan"] == ("split" if "seconds" in query else "single")

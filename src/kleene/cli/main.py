@@ -309,6 +309,11 @@ def explain(query: str, dialect: str | None, dot: bool, spark: bool,
               help="Spark master with --spark (default local[*]).")
 @click.option("--partitions", default=None, type=click.IntRange(min=1), metavar="N",
               help="Spark partitions with --spark.")
+@click.option("--spark-reader", type=click.Choice(["auto", "arrow", "spark"]), default="auto",
+              show_default=True,
+              help="With --spark: read CSV with kleene's reader in Spark tasks (arrow: the "
+                   "embedded CLI's parsing, faster) or with Spark's CSV source (spark); auto "
+                   "takes arrow for local CSV files.")
 @click.option("--max-matches-per-call", default=None, type=click.IntRange(min=0), metavar="N",
               help="Cap on the matches the engine buffers at once (default 2,000,000, about "
                    "0.5-1 KB each; 0 = no cap). Without --stream the whole input is one call.")
@@ -324,7 +329,8 @@ def run(query: str, input_path: str, input_format: str | None, time_col: str | N
         output: str | None, fmt: str | None, engine: str | None, count: bool,
         dialect: str | None, udfs: tuple[str, ...], quiet: bool, streaming: bool,
         allowed_lateness: float, spark: bool, master: str | None,
-        partitions: int | None, max_matches_per_call: int | None, on_cap: str) -> None:
+        partitions: int | None, spark_reader: str, max_matches_per_call: int | None,
+        on_cap: str) -> None:
     """Run QUERY over the events in --input; write matches (JSON Lines by default)."""
     from ..backends import DEFAULT_BACKEND
     from ..events.readers import BadRowPolicy, ReadOptions, collect, iter_events
@@ -339,18 +345,18 @@ def run(query: str, input_path: str, input_format: str | None, time_col: str | N
     out_fmt = fmt or _format_from_output(output)
     if out_fmt == "parquet" and output is None and not count:
         raise InputError("Parquet output needs a file: pass --output PATH")
-    if spark and time_format:
-        raise InputError("--time-format is not supported with --spark; write ISO-8601 times")
     if spark and (streaming or allowed_lateness):
         raise InputError("--stream and --allowed-lateness are for the embedded engine, not "
                          "--spark")
-    if spark and (max_matches_per_call is not None or on_cap != "error"):
-        raise InputError("--max-matches-per-call and --on-cap are for the embedded engine, "
-                         "not --spark (yet)")
     caps: dict[str, Any] = {"on_cap": on_cap}
     if max_matches_per_call is not None:
         caps["max_matches_per_call"] = max_matches_per_call or None
     from ..backends import BACKENDS
+
+    if spark and (engine or DEFAULT_BACKEND) != "automaton" and (
+            max_matches_per_call is not None or on_cap != "error"):
+        raise InputError(f"--max-matches-per-call and --on-cap are options of the automaton "
+                         f"engine, not {engine!r}")
 
     if engine is not None and engine in BACKENDS and BACKENDS[engine].needs_spark:
         raise InputError(f"--engine {engine} is the Spark pipeline itself: use --spark (with "
@@ -362,10 +368,11 @@ def run(query: str, input_path: str, input_format: str | None, time_col: str | N
                                    id_col=id_col, time_unit=time_unit, column_types=types,
                                    delimiter=delimiter, dialect=dialect, udfs=load_udfs(udfs),
                                    engine=engine or DEFAULT_BACKEND, count_only=count,
-                                   master=master, partitions=partitions))
+                                   master=master, partitions=partitions, caps=caps,
+                                   time_format=time_format, reader=spark_reader))
         return
-    if master is not None or partitions is not None:
-        raise InputError("--master and --partitions need --spark")
+    if master is not None or partitions is not None or spark_reader != "auto":
+        raise InputError("--master, --partitions and --spark-reader need --spark")
     if allowed_lateness and not streaming:
         raise InputError("--allowed-lateness needs --stream (a bounded run sorts its input)")
     compiled = _compile(query, dialect, udfs, engine or DEFAULT_BACKEND)
@@ -517,14 +524,26 @@ def spark_options(*, output: str | None, fmt: str, input_format: str | None,
                   id_col: str | None, time_unit: str, column_types: dict[str, str],
                   delimiter: str | None, dialect: str | None,
                   udfs: dict[str, Callable[..., Any]], engine: str, count_only: bool,
-                  master: str | None, partitions: int | None) -> dict[str, Any]:
+                  master: str | None, partitions: int | None,
+                  caps: dict[str, Any] | None = None, time_format: str | None = None,
+                  reader: str = "auto") -> dict[str, Any]:
     """The keyword arguments ``run --spark`` passes to :func:`kleene.spark.cli.run_query`
-    (a test binds them to its signature, so the two cannot drift apart silently)."""
+    (a test binds them to its signature, so the two cannot drift apart silently).
+
+    ``caps``: ``on_cap`` and ``max_matches_per_call`` as for the embedded engine; with
+    ``on_cap="truncate"`` a :class:`kleene.spark.batch.CapReport` collects what was dropped."""
+    caps = dict(caps or {})
+    report = None
+    if caps.get("on_cap") == "truncate":
+        from ..spark.batch import CapReport
+
+        report = CapReport()
     return {"output": output, "fmt": fmt, "input_format": input_format, "time_col": time_col,
             "type_col": type_col, "event_type": event_type, "id_col": id_col,
             "time_unit": time_unit, "column_types": column_types, "delimiter": delimiter,
             "dialect": dialect, "udfs": udfs, "engine": engine, "count_only": count_only,
-            "master": master, "partitions": partitions}
+            "master": master, "partitions": partitions, "caps": caps, "cap_report": report,
+            "time_format": time_format, "reader": reader}
 
 
 def _run_spark(query: str, input_path: str, *, on_bad_row: str, quiet: bool,
@@ -539,6 +558,9 @@ def _run_spark(query: str, input_path: str, *, on_bad_row: str, quiet: bool,
         raise MissingExtraError(f"--spark needs the spark extra: pip install 'kleene[spark]' "
                                 f"({e})") from None
     result = run_query(query, input_path, **options)
+    report = options.get("cap_report")
+    if report is not None:  # --on-cap truncate: the counts the tasks sent back
+        _report_truncation(report)
     if not quiet:
         seconds = float(result.get("seconds", 0.0))
         events = int(result.get("events", 0))
@@ -549,6 +571,12 @@ def _run_spark(query: str, input_path: str, *, on_bad_row: str, quiet: bool,
             f"({result.get('format')}, {result.get('files', 1)} file(s))",
             f"matches         {int(result.get('matches', 0)):>12,}   (engine "
             f"{result.get('engine')}, plan {result.get('plan')}, master {result.get('master')})",
+        ]
+        if report is not None:
+            lines.append(f"dropped (caps)  {int(result.get('truncated_matches', 0)):>12,}   "
+                         f"matches, {int(result.get('truncated_runs', 0)):,} runs "
+                         "(--on-cap truncate)")
+        lines += [
             f"time            {seconds:>12.2f} s",
             f"throughput      {rate:>12,.0f}   events/s",
             f"peak memory     {_peak_memory_mb():>12,.0f}   MB (driver)",

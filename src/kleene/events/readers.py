@@ -293,6 +293,38 @@ def _csv_header(head: bytes, path: str, delimiter: str) -> list[str]:
     return names
 
 
+def count_csv_rows(path: str, options: ReadOptions) -> int:
+    """The rows of a CSV file as the reader numbers them: every row after the header, ragged
+    ones included, empty lines not (the ids of the next file of an input start there).
+    Parses like :func:`_csv_chunks` but converts only the first column."""
+    import pyarrow.csv as pcsv
+
+    delimiter = options.delimiter or ("\t" if ".tsv" in path.lower() else ",")
+    names = _csv_header(_peek(path), path, delimiter)
+    ragged = 0
+
+    def on_invalid(row: Any) -> str:
+        nonlocal ragged
+        ragged += 1
+        return "skip"
+
+    stream = _open_stream(path)
+    try:
+        reader = pcsv.open_csv(
+            stream, read_options=pcsv.ReadOptions(block_size=options.block_bytes),
+            parse_options=pcsv.ParseOptions(delimiter=delimiter, invalid_row_handler=on_invalid),
+            convert_options=pcsv.ConvertOptions(include_columns=names[:1],
+                                                column_types={names[0]: pa.string()}))
+        return int(sum(b.num_rows for b in reader)) + ragged
+    except (pa.ArrowException, OSError) as e:
+        if "Empty CSV" in str(e):
+            raise InputError("the file is empty (expected a header line and rows)",
+                             path=path) from None
+        raise InputError(f"cannot parse CSV: {e}", path=path) from None
+    finally:
+        stream.close()
+
+
 def _csv_chunks(path: str, opts: ReadOptions, tracker: list[IO[bytes]]) -> Iterator[_Raw]:
     """CSV as text columns. Parsing is multi-threaded; Arrow reports the line of a ragged row
     only when single-threaded, so at the first ragged row the rest of the file is re-read
@@ -684,8 +716,12 @@ def _normalise_type(t: pa.DataType) -> pa.DataType:
 
 
 @dataclass(slots=True)
-class _Decisions:
-    """Per-stream facts fixed by the first chunk: column types and how time is read."""
+class Decisions:
+    """Per-stream facts fixed by the first chunk: column types and how time is read.
+
+    :attr:`EventStream.decisions` after the first batch; pass them to another
+    :class:`EventStream` (``decisions=``) to read more files of the same input exactly as
+    one stream over all of them would (the Spark CLI reads each file in its own task)."""
 
     types: dict[str, pa.DataType]
     inferred: set[str]
@@ -703,7 +739,8 @@ class EventStream(Iterator[EventBatch]):
         ([2, 2, 1], 5)
     """
 
-    def __init__(self, source: Any, options: ReadOptions, *, sort_chunks: bool = True) -> None:
+    def __init__(self, source: Any, options: ReadOptions, *, sort_chunks: bool = True,
+                 decisions: Decisions | None = None) -> None:
         self.options = options
         self.sort_chunks = sort_chunks
         self.policy = BadRowPolicy.parse(options.on_bad_row)
@@ -714,7 +751,9 @@ class EventStream(Iterator[EventBatch]):
         self._size = (os.path.getsize(source) if isinstance(source, (str, os.PathLike))
                       and os.path.isfile(source) else None)
         self.name, self.format, self._chunks = _source_chunks(source, options, self._files)
-        self._decisions: _Decisions | None = None
+        self._decisions: Decisions | None = (
+            None if decisions is None else replace(decisions, types=dict(decisions.types),
+                                                   inferred=set(decisions.inferred)))
         self._rows = 0
         self._events = 0
         self._skipped = 0
@@ -757,6 +796,11 @@ class EventStream(Iterator[EventBatch]):
         return min(1.0, pos / self._size) if self._size else 1.0
 
     @property
+    def decisions(self) -> Decisions | None:
+        """The column types and time reading fixed by the first chunk (``None`` before it)."""
+        return self._decisions
+
+    @property
     def time(self) -> TimeInfo:
         """How timestamps print back (known after the first chunk)."""
         return self._decisions.time if self._decisions else TimeInfo()
@@ -794,7 +838,7 @@ class EventStream(Iterator[EventBatch]):
             self._dead_file = None
 
     # -- first chunk: resolve columns ------------------------------------------------------
-    def _decide(self, raw: _Raw) -> _Decisions:
+    def _decide(self, raw: _Raw) -> Decisions:
         cols = raw.table.column_names
         src = raw.source or self.name
         for c in cols:
@@ -872,10 +916,10 @@ class EventStream(Iterator[EventBatch]):
             raise InputError(f"time column has type {tarr.type}; expected timestamps, "
                              "ISO-8601 strings or epoch numbers (see --time-unit)",
                              path=src, column=time_col)
-        return _Decisions(types, inferred, time_col, mode, info)
+        return Decisions(types, inferred, time_col, mode, info)
 
     # -- every chunk -----------------------------------------------------------------------
-    def _time_micros(self, arr: pa.Array, d: _Decisions) -> tuple[pa.Array, list[CellError]]:
+    def _time_micros(self, arr: pa.Array, d: Decisions) -> tuple[pa.Array, list[CellError]]:
         col = d.time_col
         unit_us = _UNIT_US[self.options.time_unit]
         if d.time_mode == "formatted":
@@ -1042,7 +1086,7 @@ class EventStream(Iterator[EventBatch]):
                 rec["text"] = b.text
             out.write(json.dumps(rec, default=str) + "\n")
 
-    def _order(self, table: pa.Table | None, d: _Decisions) -> EventBatch | None:
+    def _order(self, table: pa.Table | None, d: Decisions) -> EventBatch | None:
         if table is None or table.num_rows == 0:
             return None
         # a row is out of order when an earlier row (in input order) has a later timestamp
@@ -1150,6 +1194,7 @@ def describe_source(source: Any) -> str:
 
 
 __all__ = [
-    "BadRow", "BadRowPolicy", "EventStream", "STDIN", "collect", "list_files", "FORMATS", "ReadOptions", "ReadReport",
-    "describe_source", "detect_format", "iter_events", "read_events",
+    "BadRow", "BadRowPolicy", "Decisions", "EventStream", "STDIN", "collect", "count_csv_rows",
+    "list_files", "FORMATS", "ReadOptions", "ReadReport", "describe_source", "detect_format",
+    "iter_events", "read_events",
 ]

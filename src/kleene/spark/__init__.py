@@ -58,5 +58,13 @@ def get_session(master: str | None = None, **options: Any) -> Any:
     return _get(master, **options)
 
 
-__all__ = ["SparkPlan", "explain", "explain_plan", "get_session", "in_output_order", "match",
+def __getattr__(name: str) -> Any:
+    if name == "CapReport":  # what on_cap="truncate" dropped; see kleene.spark.batch.CapReport
+        from .batch import CapReport
+
+        return CapReport
+    raise AttributeError(f"module 'kleene.spark' has no attribute {name!r}")
+
+
+__all__ = ["CapReport", "SparkPlan", "explain", "explain_plan", "get_session", "in_output_order", "match",
            "match_stream", "plan_query"]

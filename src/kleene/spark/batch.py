@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from numbers import Integral
 from typing import Any
 
 import pyarrow as pa
@@ -32,9 +33,14 @@ from .session import require_pyspark
 from .tasks import (
     END_US,
     LAST_POS,
+    MAX_MATCHES_PER_CALL,
+    MAX_MATCHES_PER_EVENT,
+    MAX_RUNS_PER_PARTITION,
     ORD,
     RANGE,
     SEQ,
+    CapCounts,
+    Caps,
     OutputMode,
     ReturnField,
     TaskRunner,
@@ -404,6 +410,92 @@ def distribute(prepared: Any, plan: SparkPlan, *, partitions: int,
     return out, (RANGE,), bounds
 
 
+class CapReport:
+    """What ``on_cap="truncate"`` dropped in one :func:`match` call, for the driver to read.
+
+    Pass a new one as ``match(..., on_cap="truncate", cap_report=report)`` and read it after
+    the action that ran the matching (``write``, ``collect``, ``count``, ...)::
+
+        report = CapReport()
+        out = match(df, q, time_col="ts", type_col="type", max_matches_per_call=10_000,
+                    on_cap="truncate", cap_report=report)
+        out.write.parquet("matches/")
+        report.truncated_matches, report.truncated_runs, report.groups
+
+    The tasks add to a Spark accumulator (classic Spark; Spark Connect has none, so there
+    ``on_cap="truncate"`` is refused). Each group reports its own numbers under its key, so a
+    task that Spark runs twice (a retry, speculation, a second action on the same result) is
+    counted once: the numbers are exact, not "at least".
+    """
+
+    def __init__(self) -> None:
+        self._acc: Any = None
+
+    def _bind(self, spark: Any) -> Any:
+        if self._acc is not None:
+            raise InputError("this CapReport already belongs to another match() call; pass a "
+                             "new CapReport() to each call")
+        sc = _spark_context(spark)
+        if sc is None:
+            raise InputError("cap_report needs a Spark accumulator, which Spark Connect does "
+                             "not have")
+        self._acc = sc.accumulator({}, CapCounts())
+        return self._acc
+
+    @property
+    def groups(self) -> dict[tuple[Any, ...], tuple[int, int]]:
+        """Per group that dropped anything: its key (the PARTITION BY values; ``(range,)`` for
+        a time range of the unkeyed split; ``()`` for the single task) -> (runs, matches)."""
+        return {} if self._acc is None else dict(self._acc.value)
+
+    @property
+    def truncated_runs(self) -> int:
+        """Partial matches (runs) dropped by ``max_runs_per_partition``."""
+        return sum(r for r, _ in self.groups.values())
+
+    @property
+    def truncated_matches(self) -> int:
+        """Complete matches dropped by ``max_matches_per_event`` / ``max_matches_per_call``."""
+        return sum(m for _, m in self.groups.values())
+
+    def __repr__(self) -> str:
+        return (f"CapReport(truncated_runs={self.truncated_runs}, "
+                f"truncated_matches={self.truncated_matches})")
+
+
+def _spark_context(spark: Any) -> Any:
+    """The session's SparkContext, or ``None`` on Spark Connect (which has none)."""
+    try:
+        from pyspark.sql.utils import is_remote
+
+        if is_remote():
+            return None
+    except ImportError:  # pragma: no cover - older PySpark
+        pass
+    try:
+        return spark.sparkContext
+    except Exception:  # noqa: BLE001 - Connect raises a not-implemented error here
+        return None
+
+
+def check_caps(engine: str, caps: Caps, cap_report: Any) -> None:
+    """Validate :func:`match`'s cap options up front (on the driver), naming the option."""
+    for opt in ("max_runs_per_partition", "max_matches_per_event", "max_matches_per_call"):
+        val = getattr(caps, opt)
+        if val is not None and (isinstance(val, bool) or not isinstance(val, Integral)
+                                or val < 1):
+            raise InputError(f"{opt} must be a positive integer or None (no cap), not {val!r}")
+    if caps.on_cap not in ("error", "truncate"):
+        raise InputError(f"on_cap must be 'error' or 'truncate', not {caps.on_cap!r}")
+    if cap_report is not None and not isinstance(cap_report, CapReport):
+        raise InputError(f"cap_report must be a kleene.spark.batch.CapReport, not "
+                         f"{type(cap_report).__name__}")
+    changed = caps.changed()
+    if engine != "automaton" and changed:
+        raise InputError(f"{', '.join(changed)}: the caps are options of the automaton engine, "
+                         f"not {engine!r}")
+
+
 def match(df: Any, query: Any, *, time_col: str, type_col: str | None = None,
           event_type: str | None = None, id_col: str | None = None,
           order_col: str | None = None, time_unit: str = "s", engine: str = "automaton",
@@ -411,7 +503,11 @@ def match(df: Any, query: Any, *, time_col: str, type_col: str | None = None,
           ranges: int | None = None, order_columns: bool = True,
           row_index_col: str | None = None,
           udfs: Mapping[str, Callable[..., Any]] | None = None,
-          name: str | None = None) -> Any:
+          name: str | None = None,
+          max_runs_per_partition: int | None = MAX_RUNS_PER_PARTITION,
+          max_matches_per_event: int | None = MAX_MATCHES_PER_EVENT,
+          max_matches_per_call: int | None = MAX_MATCHES_PER_CALL,
+          on_cap: str = "error", cap_report: CapReport | None = None) -> Any:
     """Run a kleene query over a Spark DataFrame of events; returns a DataFrame of matches.
 
     Columns: ``query``; ``match`` (map variable -> array of ids) or, with
@@ -422,6 +518,15 @@ def match(df: Any, query: Any, *, time_col: str, type_col: str | None = None,
     ``output="json"`` gives one ``record`` column, the embedded JSON Lines line of each match;
     ``output="csv"`` gives ``record`` (the embedded CSV writer's data line) and ``header``
     (its header line), with the order columns.
+
+    Caps (automaton engine only; the meaning and defaults of
+    :class:`kleene.runtime.engine.Runtime`, ``None`` for no cap): ``max_runs_per_partition``,
+    ``max_matches_per_event``, ``max_matches_per_call`` and ``on_cap`` (``"error"``: the job
+    fails with the engine's :class:`~kleene.errors.CapacityError` message; ``"truncate"``: the
+    excess is dropped and counted in ``cap_report``, a :class:`CapReport`, which truncation
+    needs and classic Spark only provides, not Spark Connect). Each group (a key in keyed
+    mode, a time range in split mode, the whole input in one task) is one engine call, so
+    ``max_matches_per_call`` bounds the matches of one group, not of the whole input.
 
     Example:
         >>> m = match(df, "PATTERN SEQ(A a, B b) WITHIN 10 seconds", time_col="ts",
@@ -437,6 +542,19 @@ def match(df: Any, query: Any, *, time_col: str, type_col: str | None = None,
     if engine not in BACKENDS and ":" not in engine:
         raise QueryValidationError(f"unknown engine {engine!r}; available: "
                                    f"{', '.join(sorted(BACKENDS))}")
+    caps = Caps(max_runs_per_partition, max_matches_per_event, max_matches_per_call, on_cap)
+    check_caps(engine, caps, cap_report)
+    if caps.on_cap == "truncate":
+        if _spark_context(df.sparkSession) is None:
+            raise InputError("on_cap='truncate' is not available on Spark Connect: kleene "
+                             "reports the dropped runs and matches through a Spark "
+                             "accumulator, which Connect does not have; use on_cap='error' "
+                             "(and raise the caps if needed)")
+        if cap_report is None:
+            raise InputError("on_cap='truncate' needs cap_report=CapReport() (from "
+                             "kleene.spark.batch) so the dropped runs and matches are "
+                             "reported, not lost silently")
+    acc = None if cap_report is None else cap_report._bind(df.sparkSession)
     q = analyzed_of(query, udfs=udfs, name=name)
     plan = plan_query(q)
     prep = prepare(df, time_col=time_col, type_col=type_col, event_type=event_type,
@@ -466,7 +584,8 @@ def match(df: Any, query: Any, *, time_col: str, type_col: str | None = None,
                     event_type=const_type, order_col=order_of,
                     time_out=prep.time_out, returns=return_fields(q, attr_types),
                     range_bounds=bounds if plan.mode == "split" else None,
-                    include_internal=order_columns or output in ("json", "csv"))
+                    include_internal=order_columns or output in ("json", "csv"),
+                    caps=caps, cap_report=acc)
     _check_output_names(spec)
     schema = from_arrow_schema(output_schema(spec))
     return sorted_df.mapInArrow(TaskRunner(spec), schema)
@@ -505,6 +624,6 @@ def in_output_order(matches: Any) -> Any:
     return matches.orderBy(END_US, LAST_POS, SEQ).drop(END_US, LAST_POS, SEQ)
 
 
-__all__ = ["Prepared", "analyzed_of", "arrow_types", "check_keys", "distribute", "in_output_order",
+__all__ = ["CapReport", "Prepared", "analyzed_of", "arrow_types", "check_keys", "distribute", "in_output_order",
            "inside_bounds", "match", "prepare",
            "referenced_attributes", "return_fields", "with_row_index"]

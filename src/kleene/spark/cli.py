@@ -204,17 +204,25 @@ def run_query(query: str, input_path: str, *, master: str | None = None,
               udfs: Mapping[str, Callable[..., Any]] | None = None,
               engine: str = "automaton", count_only: bool = False,
               partitions: int | None = None, stdout: IO[str] | None = None,
-              spark: Any = None) -> dict[str, Any]:
+              spark: Any = None, time_format: str | None = None,
+              reader: str = "auto", caps: Mapping[str, Any] | None = None,
+              cap_report: Any = None) -> dict[str, Any]:
     """Run a query (text or a query file) over files with Spark; write matches.
 
     ``output=None`` writes JSON Lines to ``stdout``; a path gets one file for ``jsonl`` and
     ``csv`` on a local file system (the single part file Spark wrote is moved there), else a
     Spark output directory. Returns a summary: events, matches, seconds, plan mode, output.
+
+    ``reader``: ``arrow`` reads CSV files with kleene's own reader in Spark tasks
+    (:mod:`kleene.spark.scan`: the embedded CLI's parsing, faster than the JVM's), ``spark``
+    with Spark's CSV source; ``auto`` (default) takes ``arrow`` for CSV files on a local or
+    shared file system and ``spark`` otherwise (JSON Lines, Parquet, remote URLs).
+    ``time_format`` (a strptime format for text times) needs the ``arrow`` reader.
     """
     from ..api import compile as compile_query
     from .batch import match
     from .plan import plan_query
-    from .session import get_session
+    from .session import task_errors
 
     started = time.perf_counter()
     text, default_name = load_query(query)
@@ -226,40 +234,87 @@ def run_query(query: str, input_path: str, *, master: str | None = None,
         raise InputError("Parquet output needs a path: pass --output PATH")
     files = list_inputs(input_path)
     in_fmt = _format_of(files, input_format)
-    session = spark if spark is not None else get_session(master)
+    session = spark if spark is not None else _cli_session(master)
     mode = plan_query(compiled.analyzed).mode
-    # only the time split reads the input more than once (its quantiles)
-    df, n_events, cached = read_input(session, files, in_fmt, delimiter=delimiter,
-                                      column_types=column_types, cache=mode == "split")
-    tcol = _time_column(df, time_col)
-    if event_type is None:
-        type_col = type_col or "type"
-        if type_col not in df.columns:
-            raise InputError(f"type column {type_col!r} not found; pass --type-col COLUMN or "
-                             f"--event-type NAME; the columns are: "
-                             f"{', '.join(c for c in df.columns if c != ROW)}")
-    else:
-        type_col = None
-    df = _parse_time_strings(df, tcol)
-    out_mode: Any = {"jsonl": "json", "csv": "csv"}.get(fmt, "map")
-    matches = match(df, compiled.analyzed, time_col=tcol, type_col=type_col,
-                    event_type=event_type, id_col=id_col, time_unit=time_unit,
-                    engine=engine, output=out_mode, partitions=partitions,
-                    row_index_col=ROW)
-    ordered = matches.repartition(1).sortWithinPartitions(END_US, LAST_POS, SEQ)
-    try:
-        if count_only:
-            n = matches.count()
-            print(n, file=stdout or sys.stdout)
+    use_arrow = _use_arrow_reader(reader, in_fmt, files)
+    if time_format is not None and not use_arrow:
+        raise InputError("--time-format needs kleene's CSV reader in the Spark tasks (CSV files "
+                         "on a local or shared file system, --spark-reader arrow); write "
+                         "ISO-8601 times for Spark's reader")
+    with task_errors():
+        if use_arrow:
+            from ..events.readers import ReadOptions
+            from .batch import referenced_attributes
+            from .scan import read_csv
+
+            options = ReadOptions(time_col=time_col, type_col=type_col, event_type=event_type,
+                                  id_col=id_col, time_unit=time_unit,  # type: ignore[arg-type]
+                                  time_format=time_format, column_types=dict(column_types or {}),
+                                  delimiter=delimiter, format="csv")
+            attributes = (sorted(referenced_attributes(compiled.analyzed)) if ":" not in engine
+                          else None)
+            df, n_events = read_csv(session, files, options, attributes=attributes, row_col=ROW)
+            cached = None
         else:
-            n = _write(ordered, fmt, output, stdout or sys.stdout)
-    finally:
-        if cached is not None:
-            cached.unpersist()
+            # only the time split reads the input more than once (its quantiles)
+            df, n_events, cached = read_input(session, files, in_fmt, delimiter=delimiter,
+                                              column_types=column_types, cache=mode == "split")
+        tcol = _time_column(df, time_col)
+        if event_type is None:
+            type_col = type_col or "type"
+            if type_col not in df.columns:
+                raise InputError(f"type column {type_col!r} not found; pass --type-col COLUMN or "
+                                 f"--event-type NAME; the columns are: "
+                                 f"{', '.join(c for c in df.columns if c != ROW)}")
+        else:
+            type_col = None
+        df = _parse_time_strings(df, tcol)
+        out_mode: Any = {"jsonl": "json", "csv": "csv"}.get(fmt, "map")
+        matches = match(df, compiled.analyzed, time_col=tcol, type_col=type_col,
+                        event_type=event_type, id_col=id_col, time_unit=time_unit,
+                        engine=engine, output=out_mode, partitions=partitions,
+                        row_index_col=ROW, cap_report=cap_report, **(caps or {}))
+        ordered = matches.repartition(1).sortWithinPartitions(END_US, LAST_POS, SEQ)
+        try:
+            if count_only:
+                n = matches.count()
+                print(n, file=stdout or sys.stdout)
+            else:
+                n = _write(ordered, fmt, output, stdout or sys.stdout)
+        finally:
+            if cached is not None:
+                cached.unpersist()
     return {"events": n_events, "matches": n, "seconds": time.perf_counter() - started,
             "source": input_path, "files": len(files), "format": in_fmt,
             "plan": mode, "engine": engine,
-            "output": output, "master": _master_of(session, master)}
+            "output": output, "master": _master_of(session, master),
+            "truncated_runs": cap_report.truncated_runs if cap_report is not None else 0,
+            "truncated_matches": cap_report.truncated_matches if cap_report is not None else 0}
+
+
+def _cli_session(master: str | None) -> Any:
+    """The CLI's session: Spark's own log lines off below FATAL (a task's kleene error is
+    reported once, as kleene's message; any other failure still raises with Spark's text;
+    ``KLEENE_SPARK_LOG_LEVEL`` sets another level)."""
+    from .session import get_session
+
+    session = get_session(master)
+    try:
+        session.sparkContext.setLogLevel(os.environ.get("KLEENE_SPARK_LOG_LEVEL", "FATAL"))
+    except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext
+        pass
+    return session
+
+
+def _use_arrow_reader(reader: str, fmt: str, files: list[str]) -> bool:
+    if reader not in ("auto", "arrow", "spark"):
+        raise InputError(f"unknown reader {reader!r}; use auto, arrow or spark")
+    local = not any(_is_remote(f) for f in files)
+    if reader == "arrow" and (fmt != "csv" or not local):
+        raise InputError("the arrow reader reads CSV files on a local or shared file system; "
+                         f"this input is {fmt}{'' if local else ' at a remote URL'}: use the "
+                         "spark reader")
+    return reader == "arrow" or (reader == "auto" and fmt == "csv" and local)
 
 
 def _master_of(session: Any, master: str | None) -> str | None:

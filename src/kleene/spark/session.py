@@ -12,11 +12,15 @@ Rules (each one a gotcha seen on the dev machine, see docs/spark.md):
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import sys
+from collections.abc import Iterator
 from typing import Any
 
-from ..errors import MissingExtraError
+from .. import errors
+from ..errors import KleeneError, MissingExtraError
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
@@ -88,4 +92,45 @@ def get_session(master: str | None = None, *, app_name: str = "kleene",
     return builder.getOrCreate()
 
 
-__all__ = ["INSTALL_HINT", "ROCKSDB", "get_session", "require_pyspark", "runtime_conf"]
+_TASK_ERROR = re.compile(r"^kleene\.errors\.(\w+): ", re.M)
+
+
+def task_error(exc: BaseException) -> KleeneError | None:
+    """The kleene error a Spark task raised, rebuilt on the driver from the
+    ``PythonException`` Spark reports (class and message), or ``None`` if it was not one.
+
+    A task's :class:`~kleene.errors.InputError` ("file, row 70001, column 'v': 'oops' is not
+    an integer") or :class:`~kleene.errors.CapacityError` then reaches the user as itself,
+    not as a Java and Python traceback."""
+    if type(exc).__name__ != "PythonException":
+        return None
+    text = str(exc)
+    found = list(_TASK_ERROR.finditer(text))
+    if not found:
+        return None
+    last = found[-1]
+    cls = getattr(errors, last.group(1), None)
+    if not (isinstance(cls, type) and issubclass(cls, KleeneError)):
+        return None
+    message = text[last.end():]
+    message = re.split(r"\n\s*\n|\nJVM stacktrace:", message, maxsplit=1)[0].rstrip()
+    try:
+        return cls(message)
+    except TypeError:  # a constructor that needs more than the message
+        return KleeneError(message)
+
+
+@contextlib.contextmanager
+def task_errors() -> Iterator[None]:
+    """Re-raise a kleene error raised inside a Spark task as that error (see :func:`task_error`)."""
+    try:
+        yield
+    except Exception as e:  # noqa: BLE001 - only PythonExceptions that carry a kleene error
+        rebuilt = task_error(e)
+        if rebuilt is None:
+            raise
+        raise rebuilt from None
+
+
+__all__ = ["INSTALL_HINT", "ROCKSDB", "get_session", "require_pyspark", "runtime_conf",
+           "task_error", "task_errors"]

@@ -7,6 +7,9 @@ the matches into output rows. It checks the order it relies on and fails loudly 
 Spark documents no order for ``sortWithinPartitions`` followed by ``mapInArrow``; a wrong order
 would silently give wrong matches.
 
+With ``on_cap="truncate"`` the task adds what the engine dropped in each group (runs, matches)
+to the :class:`CapCounts` accumulator in the spec (:class:`kleene.spark.batch.CapReport`).
+
 Every output row carries ``__end_us`` (the match's end in microseconds), ``__last_pos`` (the
 input position ``__ord`` of the last positive event) and ``__seq`` (the running number of the
 match in its task, which preserves the engine's documented order among matches ending on the
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -38,6 +42,12 @@ END_US = "__end_us"
 LAST_POS = "__last_pos"
 SEQ = "__seq"
 
+MAX_RUNS_PER_PARTITION = 100_000
+MAX_MATCHES_PER_EVENT = 1_000_000
+MAX_MATCHES_PER_CALL = 2_000_000
+"""The defaults of :class:`kleene.runtime.engine.Runtime`'s caps (not imported: the driver
+builds specs without loading the engine; tests/spark/test_caps.py checks they agree)."""
+
 OutputMode = Literal["map", "columns", "json", "csv"]
 """``csv``: the embedded CSV writer's row text (``record``) and header (``header``) per match."""
 TimeOut = Literal["timestamp", "timestamp_ntz", "long", "double"]
@@ -49,6 +59,49 @@ class ReturnField:
 
     name: str
     arrow_type: pa.DataType | None
+
+
+@dataclass(frozen=True, slots=True)
+class Caps:
+    """The automaton engine's memory caps, with :class:`kleene.runtime.engine.Runtime`'s
+    meaning and defaults (``None``: no cap). In a Spark task one engine call is one group."""
+
+    max_runs_per_partition: int | None = MAX_RUNS_PER_PARTITION
+    max_matches_per_event: int | None = MAX_MATCHES_PER_EVENT
+    max_matches_per_call: int | None = MAX_MATCHES_PER_CALL
+    on_cap: str = "error"
+
+    def options(self) -> dict[str, Any]:
+        """The keyword arguments of :func:`kleene.runtime.engine.start`."""
+        return {"max_runs_per_partition": self.max_runs_per_partition,
+                "max_matches_per_event": self.max_matches_per_event,
+                "max_matches_per_call": self.max_matches_per_call, "on_cap": self.on_cap}
+
+    def changed(self) -> list[str]:
+        """The names of the options that differ from the defaults."""
+        default = Caps()
+        return [k for k, v in self.options().items() if v != default.options()[k]]
+
+
+class CapCounts:
+    """The accumulator parameter of the truncation report (duck-typed as PySpark's
+    ``AccumulatorParam``, so this module needs no pyspark).
+
+    The value maps a group key (the partition key, ``(range,)`` in split mode, ``()`` in single
+    mode) to the (runs, matches) the engine dropped in that group, for groups that dropped
+    any. Merging overwrites per key: a group always drops the same numbers, so a task run twice
+    (a retry, speculation, a second action on the same DataFrame) is counted once.
+    """
+
+    def zero(self, value: dict[tuple[Any, ...], tuple[int, int]]) -> dict[
+            tuple[Any, ...], tuple[int, int]]:
+        return {}
+
+    def addInPlace(self, a: dict[tuple[Any, ...], tuple[int, int]],  # noqa: N802 - Spark's name
+                   b: dict[tuple[Any, ...], tuple[int, int]]) -> dict[
+                       tuple[Any, ...], tuple[int, int]]:
+        a.update(b)
+        return a
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +124,10 @@ class TaskSpec:
     """One event type for every row: the input has no ``__type`` column, the task adds it."""
     order_col: str = ORD
     """The column that orders events with equal timestamps (``__id`` when ids are row numbers)."""
+    caps: Caps = Caps()
+    """The automaton engine's caps (other engines take none)."""
+    cap_report: Any = None
+    """A Spark accumulator with :class:`CapCounts` (``on_cap="truncate"``), or ``None``."""
 
 
 def match_json(m: Match, time: TimeInfo) -> str:
@@ -323,6 +380,9 @@ class TaskRunner:
                     f"{int(ordv[i])} -> {int(ordv[i + 1])}); refusing to return wrong matches")
         events = EventBatch(table.select([ID, TS, TYPE, *spec.attr_cols]), spec.time)
         matches: Sequence[Match] = backend(events)
+        dropped = backend.dropped
+        if dropped != (0, 0) and spec.cap_report is not None:
+            spec.cap_report.add({key: dropped})
         if not matches:
             return
         lo = hi = None
@@ -370,10 +430,12 @@ class _Evaluator:
         self.analyzed = spec.analyzed
         self.rt: Any = None
         self.fn: Any = None
+        self.dropped = (0, 0)
+        """(runs, matches) ``on_cap="truncate"`` dropped in the last group."""
         if spec.engine == "automaton":
             from ..runtime.engine import start
 
-            self.rt = start(spec.analyzed)
+            self.rt = start(spec.analyzed, **spec.caps.options())
         else:
             self.fn = resolve_backend(spec.engine)
 
@@ -383,7 +445,14 @@ class _Evaluator:
             return out
         rt = self.rt
         rt.reset()
-        return list(rt.push(events)) + list(rt.close())
+        c = rt.counters
+        runs, matches = c.truncated_runs, c.truncated_matches
+        with warnings.catch_warnings():
+            # the runtime's "see the counters" warning: the driver reports the counts instead
+            warnings.simplefilter("ignore", RuntimeWarning)
+            out = list(rt.push(events)) + list(rt.close())
+        self.dropped = (c.truncated_runs - runs, c.truncated_matches - matches)
+        return out
 
 
 def resolve_backend(engine: str) -> Any:
@@ -405,6 +474,8 @@ def range_of(ts_us: int, bounds: Sequence[int]) -> int:
 
 
 __all__ = [
-    "END_US", "LAST_POS", "ORD", "RANGE", "SEQ", "CsvRows", "OutputMode", "ReturnField", "TaskRunner",
+    "END_US", "LAST_POS", "MAX_MATCHES_PER_CALL", "MAX_MATCHES_PER_EVENT",
+    "MAX_RUNS_PER_PARTITION", "ORD", "RANGE", "SEQ", "CapCounts", "Caps",
+    "CsvRows", "OutputMode", "ReturnField", "TaskRunner",
     "TaskSpec", "TimeOut", "match_json", "output_schema", "range_of", "resolve_backend",
 ]

@@ -1,0 +1,171 @@
+"""Reading CSV files with kleene's own reader inside Spark tasks (``kleene run --spark``).
+
+Spark's CSV source parses in the JVM; for the keyed Aarhus query that parse was the largest
+single cost of the pipeline (13-16 of its 21-24 JVM CPU seconds, plus JIT warm-up in a fresh
+process), while pyarrow's C++ parser, which the embedded reader uses, reads the same two gzip
+files in about 3.5 CPU seconds. So for local CSV input the Spark CLI reads each file in a Spark
+task with :class:`kleene.events.readers.EventStream`, and the events are, by construction, the
+embedded CLI's: the same type inference (decided once on the driver from the first rows of the
+first file, as one stream over all the files decides it), the same time parsing (ISO-8601,
+``--time-format``, epoch numbers), the same checks and the same error messages naming file,
+row and column.
+
+Two small jobs: one task per file counts its rows (:func:`count_csv_rows`: the ids of a file
+continue from the rows of the files before it), then one task per file reads it and yields
+Arrow batches of the columns the query needs, each row with its input row index. Spark
+schedules and distributes these tasks like any scan (a file is read where its task runs, so a
+cluster needs the path on every worker, as Spark's own reader does for local paths).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import InputError
+from ..events.model import ID
+from ..events.readers import Decisions, EventStream, ReadOptions, count_csv_rows
+
+_PATH_INDEX = "id"
+"""The column of ``spark.range``: the file's index, one per partition."""
+
+
+@dataclass(frozen=True, slots=True)
+class CountTask:
+    """Executor side: the row count of each file index it receives."""
+
+    files: tuple[str, ...]
+    options: ReadOptions
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for b in batches:
+            idx = b.column(0).to_pylist()
+            rows = [count_csv_rows(self.files[i], self.options) for i in idx]
+            yield pa.RecordBatch.from_arrays([pa.array(idx, pa.int64()),
+                                              pa.array(rows, pa.int64())], ["file", "rows"])
+
+
+@dataclass(frozen=True, slots=True)
+class ReadTask:
+    """Executor side: the events of each file index it receives, as typed Arrow columns
+    (``columns``, in the types of ``schema``) plus ``row_col``, the input row index."""
+
+    files: tuple[str, ...]
+    bases: tuple[int, ...]
+    options: ReadOptions
+    decisions: Decisions
+    columns: tuple[str, ...]
+    row_col: str
+    schema: pa.Schema
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for b in batches:
+            for i in b.column(0).to_pylist():
+                yield from self._read(self.files[i], self.bases[i])
+
+    def _read(self, path: str, base: int) -> Iterator[pa.RecordBatch]:
+        with EventStream(path, self.options, sort_chunks=False,
+                         decisions=self.decisions) as stream:
+            for events in stream:
+                table = events.table
+                arrays = []
+                for name in self.columns:
+                    if name not in table.column_names:
+                        raise InputError(f"column {name!r} is missing from this file (the first "
+                                         "file of the input has it)", path=path)
+                    col = table.column(name).combine_chunks()
+                    want = self.schema.field(name).type
+                    if col.type != want:
+                        raise InputError(
+                            f"holds {want} values in the first rows of the input but {col.type} "
+                            f"from row {int(table.column(ID)[0].as_py()) + 1} of this file on; "
+                            f"pass --column-type {name}=TYPE to fix its type",
+                            path=path, column=name)
+                    arrays.append(col)
+                arrays.append(pc.add(table.column(ID).combine_chunks(),
+                                     pa.scalar(base, pa.int64())))
+                yield pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+
+def _spark_type(t: pa.DataType) -> Any:
+    from pyspark.sql import types as T
+
+    if pa.types.is_integer(t):
+        return T.LongType()
+    if pa.types.is_floating(t):
+        return T.DoubleType()
+    if pa.types.is_boolean(t):
+        return T.BooleanType()
+    if pa.types.is_timestamp(t):
+        return T.TimestampType() if t.tz else T.TimestampNTZType()
+    return T.StringType()
+
+
+def _arrow_type(t: pa.DataType) -> pa.DataType:
+    """The Arrow type Spark exchanges for a column the reader typed ``t``."""
+    if pa.types.is_integer(t):
+        return pa.int64()
+    if pa.types.is_floating(t):
+        return pa.float64()
+    if pa.types.is_timestamp(t):
+        return pa.timestamp("us", "UTC" if t.tz else None)
+    if pa.types.is_boolean(t):
+        return pa.bool_()
+    return pa.string()
+
+
+def decide(files: Sequence[str], options: ReadOptions) -> Decisions:
+    """The reader's decisions (column types, time column and parsing) for the whole input:
+    made from the first rows of the first file that has rows, as one stream over all the
+    files makes them."""
+    for path in files:
+        with EventStream(path, options, sort_chunks=False) as stream:
+            next(stream, None)
+            if stream.decisions is not None:
+                return stream.decisions
+    raise InputError("no events: the input is empty", path=files[0])
+
+
+def read_csv(spark: Any, files: Sequence[str], options: ReadOptions, *,
+             attributes: Sequence[str] | None, row_col: str) -> tuple[Any, int]:
+    """The events of local CSV ``files`` as a DataFrame read by kleene's reader in Spark tasks,
+    and their number of rows.
+
+    Columns: the time column (a timestamp, or the epoch numbers as read), the type and id
+    columns when ``options`` names them, the ``attributes`` that exist in the input (``None``:
+    every column), each typed as the embedded reader types it, and ``row_col``: the 0-based
+    input row index, continuing from one file to the next."""
+    from pyspark.sql import types as T
+
+    files = tuple(files)
+    d = decide(files, options)
+    # the ids come from the row index; a user id column stays a column (match() reads it)
+    task_options = replace(options, id_col=None)
+    counts = dict(spark.range(0, len(files), 1, len(files))
+                  .mapInArrow(CountTask(files, task_options), "file long, rows long")
+                  .collect())
+    bases, total = [], 0
+    for i in range(len(files)):
+        bases.append(total)
+        total += int(counts[i])
+    if total == 0:
+        raise InputError("no events: the input is empty", path=files[0])
+    type_col = (options.type_col or "type") if options.event_type is None else None
+    wanted = {d.time_col, type_col, options.id_col}
+    names = [c for c in d.types if attributes is None or c in wanted or c in attributes]
+    types = {c: _arrow_type(d.types[c]) for c in names}
+    if d.time_mode != "numeric":  # the time attribute holds the parsed time
+        types[d.time_col] = pa.timestamp("us", "UTC" if d.time.tz else None)
+    schema = pa.schema([pa.field(c, types[c]) for c in names] + [pa.field(row_col, pa.int64())])
+    spark_schema = T.StructType([T.StructField(c, _spark_type(types[c])) for c in names]
+                                + [T.StructField(row_col, T.LongType())])
+    task = ReadTask(files, tuple(bases), task_options, d, tuple(names), row_col, schema)
+    df = spark.range(0, len(files), 1, len(files)).mapInArrow(task, spark_schema)
+    return df, total
+
+
+__all__ = ["CountTask", "ReadTask", "decide", "read_csv"]
