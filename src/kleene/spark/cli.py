@@ -236,7 +236,7 @@ def run_query(query: str, input_path: str, *, master: str | None = None,
     in_fmt = _format_of(files, input_format)
     session = spark if spark is not None else _cli_session(master)
     mode = plan_query(compiled.analyzed).mode
-    use_arrow = _use_arrow_reader(reader, in_fmt, files)
+    use_arrow = _use_arrow_reader(reader, in_fmt, files, session)
     if time_format is not None and not use_arrow:
         raise InputError("--time-format needs kleene's CSV reader in the Spark tasks (CSV files "
                          "on a local or shared file system, --spark-reader arrow); write "
@@ -306,9 +306,14 @@ def _cli_session(master: str | None) -> Any:
     return session
 
 
-def _use_arrow_reader(reader: str, fmt: str, files: list[str]) -> bool:
+def _use_arrow_reader(reader: str, fmt: str, files: list[str], session: Any) -> bool:
+    """kleene's reader in the tasks (``arrow``) or Spark's source: ``auto`` takes ``arrow``
+    for CSV files on a local or shared file system, except on Spark Connect, where paths are
+    the server's and this process may not see the same files."""
     if reader not in ("auto", "arrow", "spark"):
         raise InputError(f"unknown reader {reader!r}; use auto, arrow or spark")
+    if reader == "auto" and type(session).__module__.startswith("pyspark.sql.connect"):
+        return False
     local = not any(_is_remote(f) for f in files)
     if reader == "arrow" and (fmt != "csv" or not local):
         raise InputError("the arrow reader reads CSV files on a local or shared file system; "
