@@ -203,3 +203,28 @@ def test_unkeyed_queries_with_kleenes_reader(spark: Any, tmp_path: Path, query: 
     summary = run_query(query, str(src), spark=spark, stdout=buf, reader="arrow")
     assert buf.getvalue().encode() == expected
     assert summary["plan"] == ("split" if "seconds" in query else "single")
+
+
+def test_id_and_type_columns_and_a_header_only_file(spark: Any, tmp_path: Path) -> None:
+    # text ids from --id-col, types from a column, and a file with no rows between two others
+    q = ("PATTERN SEQ(A a, B b) WHERE b.x > a.x PARTITION BY k WITHIN 10 seconds "
+         "RETURN a.kind AS kind")
+    header = "ev,ts,kind,type,k,x"
+    rows = [f"e{i},{i},{'big' if i % 3 else 'small'},{'AB'[i % 2]},k{i // 2 % 2},{i % 5}"
+            for i in range(40)]
+    whole = _raw_csv(tmp_path / "whole.csv", header, rows)
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    _raw_csv(parts / "1.csv", header, rows[:15])
+    (parts / "2.csv").write_text(header + "\n")
+    _raw_csv(parts / "3.csv", header, rows[15:])
+    res = CliRunner().invoke(cli, ["run", q, "--input", str(whole), "--id-col", "ev", "--quiet"])
+    assert res.exit_code == 0, res.output
+    first = json.loads(res.output.splitlines()[0])
+    assert isinstance(first["match"]["a"], str) and first["match"]["a"].startswith("e")
+    assert res.output.count("\n") >= 5
+    for reader in ("arrow", "spark"):
+        buf = io.StringIO()
+        summary = run_query(q, str(parts), spark=spark, stdout=buf, id_col="ev", reader=reader)
+        assert buf.getvalue() == res.output, reader
+        assert summary["events"] == 40
