@@ -116,14 +116,16 @@ def _raw_csv(path: Path, header: str, lines: list[str]) -> Path:
     return path
 
 
-def test_a_bad_value_in_a_task_is_kleenes_input_error(spark: Any, tmp_path: Path) -> None:
+def test_a_bad_value_in_a_task_is_kleenes_input_error(spark: Any, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     # past the 65,536 rows the types are inferred from: the task finds it, the driver reports
-    # it as the embedded reader's error (file, row, column), not as a Spark traceback
+    # it as the embedded reader's error (file as given, row, column), not a Spark traceback
     lines = [f"{i},A,k{i % 3},{i % 7}" for i in range(70_000)] + ["70000,B,k1,oops"]
-    src = _raw_csv(tmp_path / "bad.csv", "ts,type,k,x", lines)
+    _raw_csv(tmp_path / "bad.csv", "ts,type,k,x", lines)
+    monkeypatch.chdir(tmp_path)  # a relative path: the task opens it absolute, names it as given
     with pytest.raises(InputError) as err:
-        run_query(QUERY, str(src), spark=spark, stdout=io.StringIO(), reader="arrow")
-    assert str(err.value).startswith(f"{src}, row 70001, column 'x': 'oops' is not an integer")
+        run_query(QUERY, "bad.csv", spark=spark, stdout=io.StringIO(), reader="arrow")
+    assert str(err.value).startswith("bad.csv, row 70001, column 'x': 'oops' is not an integer")
 
 
 def test_types_are_decided_once_for_all_files(spark: Any, tmp_path: Path) -> None:

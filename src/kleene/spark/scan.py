@@ -19,6 +19,8 @@ cluster needs the path on every worker, as Spark's own reader does for local pat
 
 from __future__ import annotations
 
+import contextlib
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -40,11 +42,15 @@ class CountTask:
 
     files: tuple[str, ...]
     options: ReadOptions
+    cwd: str | None = None
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for b in batches:
             idx = b.column(0).to_pylist()
-            rows = [count_csv_rows(self.files[i], self.options) for i in idx]
+            rows = []
+            for i in idx:
+                with _shown_as(self.files[i]):
+                    rows.append(count_csv_rows(_at(self.cwd, self.files[i]), self.options))
             yield pa.RecordBatch.from_arrays([pa.array(idx, pa.int64()),
                                               pa.array(rows, pa.int64())], ["file", "rows"])
 
@@ -61,13 +67,21 @@ class ReadTask:
     columns: tuple[str, ...]
     row_col: str
     schema: pa.Schema
+    cwd: str | None = None
+    """The driver's working directory: relative paths are resolved against it."""
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for b in batches:
             for i in b.column(0).to_pylist():
                 yield from self._read(self.files[i], self.bases[i])
 
-    def _read(self, path: str, base: int) -> Iterator[pa.RecordBatch]:
+    def _read(self, shown: str, base: int) -> Iterator[pa.RecordBatch]:
+        # the task opens the absolute path (an executor's working directory is not the
+        # driver's) and names the file as the user gave it
+        with _shown_as(shown):
+            yield from self._read_file(_at(self.cwd, shown), shown, base)
+
+    def _read_file(self, path: str, shown: str, base: int) -> Iterator[pa.RecordBatch]:
         with EventStream(path, self.options, sort_chunks=False,
                          decisions=self.decisions) as stream:
             for events in stream:
@@ -76,7 +90,7 @@ class ReadTask:
                 for name in self.columns:
                     if name not in table.column_names:
                         raise InputError(f"column {name!r} is missing from this file (the first "
-                                         "file of the input has it)", path=path)
+                                         "file of the input has it)", path=shown)
                     col = table.column(name).combine_chunks()
                     want = self.schema.field(name).type
                     if col.type != want:
@@ -84,11 +98,26 @@ class ReadTask:
                             f"holds {want} values in the first rows of the input but {col.type} "
                             f"from row {int(table.column(ID)[0].as_py()) + 1} of this file on; "
                             f"pass --column-type {name}=TYPE to fix its type",
-                            path=path, column=name)
+                            path=shown, column=name)
                     arrays.append(col)
                 arrays.append(pc.add(table.column(ID).combine_chunks(),
                                      pa.scalar(base, pa.int64())))
                 yield pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+
+@contextlib.contextmanager
+def _shown_as(shown: str) -> Iterator[None]:
+    """Errors name the file as the user gave it, not the absolute path the task opened."""
+    try:
+        yield
+    except InputError as e:
+        if e.path is None or e.path == shown:
+            raise
+        raise InputError(e.reason, path=shown, row=e.row, column=e.column) from None
+
+
+def _at(cwd: str | None, path: str) -> str:
+    return path if cwd is None or os.path.isabs(path) else os.path.join(cwd, path)
 
 
 def _spark_type(t: pa.DataType) -> Any:
@@ -142,11 +171,12 @@ def read_csv(spark: Any, files: Sequence[str], options: ReadOptions, *,
     from pyspark.sql import types as T
 
     files = tuple(files)
+    cwd = os.getcwd()
     d = decide(files, options)
     # the ids come from the row index; a user id column stays a column (match() reads it)
     task_options = replace(options, id_col=None)
     counts = dict(spark.range(0, len(files), 1, len(files))
-                  .mapInArrow(CountTask(files, task_options), "file long, rows long")
+                  .mapInArrow(CountTask(files, task_options, cwd), "file long, rows long")
                   .collect())
     bases, total = [], 0
     for i in range(len(files)):
@@ -163,7 +193,7 @@ def read_csv(spark: Any, files: Sequence[str], options: ReadOptions, *,
     schema = pa.schema([pa.field(c, types[c]) for c in names] + [pa.field(row_col, pa.int64())])
     spark_schema = T.StructType([T.StructField(c, _spark_type(types[c])) for c in names]
                                 + [T.StructField(row_col, T.LongType())])
-    task = ReadTask(files, tuple(bases), task_options, d, tuple(names), row_col, schema)
+    task = ReadTask(files, tuple(bases), task_options, d, tuple(names), row_col, schema, cwd)
     df = spark.range(0, len(files), 1, len(files)).mapInArrow(task, spark_schema)
     return df, total
 

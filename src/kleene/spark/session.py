@@ -113,7 +113,9 @@ def task_error(exc: BaseException) -> KleeneError | None:
     if not (isinstance(cls, type) and issubclass(cls, KleeneError)):
         return None
     message = text[last.end():]
-    message = re.split(r"\n\s*\n|\nJVM stacktrace:", message, maxsplit=1)[0].rstrip()
+    # what follows the message: a blank line, the JVM stack, or Spark Connect's SQLSTATE line
+    message = re.split(r"\n\s*\n|\nJVM stacktrace:|\n\s*SQLSTATE: ", message,
+                       maxsplit=1)[0].rstrip()
     try:
         return cls(message)
     except TypeError:  # a constructor that needs more than the message
