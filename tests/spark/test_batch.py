@@ -13,7 +13,7 @@ import kleene
 from kleene.errors import EngineError, InputError
 from kleene.events import TimeInfo
 from kleene.spark import explain, in_output_order, match, plan_query
-from kleene.spark.tasks import ORD, TaskRunner, TaskSpec
+from kleene.spark.tasks import END_US, LAST_POS, ORD, SEQ, TaskRunner, TaskSpec
 
 pytestmark = pytest.mark.spark
 
@@ -238,3 +238,43 @@ def test_unused_columns_do_not_change_the_matches(spark: Any) -> None:
     got = match(df, q, time_col="ts", event_type="T", output="json")
     lines = [r[0] for r in in_output_order(got).collect()]
     assert lines == embedded_lines(q, rows, "automaton") and len(lines) > 5
+
+
+def _tasks_of_last_stages(spark: Any, run: Any) -> list[int]:
+    """The task counts of the stages of the jobs that ``run()`` started."""
+    tracker = spark.sparkContext.statusTracker()
+    before = set(tracker.getJobIdsForGroup(None))
+    run()
+    jobs = [j for j in tracker.getJobIdsForGroup(None) if j not in before]
+    stages = [s for j in jobs if (info := tracker.getJobInfo(j)) for s in info.stageIds]
+    return [info.numTasks for s in stages if (info := tracker.getStageInfo(s))]
+
+
+def test_default_partitions_let_adaptive_execution_merge_small_ones(spark: Any) -> None:
+    # a cluster's spark.sql.shuffle.partitions (200 by default) must not mean one task per
+    # partition for a few events: without partitions=, the key shuffle's number is not fixed
+    rows = random_rows(3, n=60, keys=3)
+    q = "PATTERN SEQ(A a, B b) WHERE b.x > a.x PARTITION BY k WITHIN 5 seconds"
+    expected = embedded_lines(q, rows, "automaton")
+    df = _df(spark, rows)
+    got: list[list[str]] = []
+
+    def run(**options: Any) -> None:  # collected as is: a sort would add its own shuffle
+        out = match(df, q, time_col="ts", type_col="type", output="json", **options).collect()
+        got.append([r["record"] for r in sorted(out, key=lambda r: (r[END_US], r[LAST_POS],
+                                                                    r[SEQ]))])
+
+    # the test session turns adaptive execution off (many tiny jobs); Spark's default is on
+    settings = {"spark.sql.shuffle.partitions": "64", "spark.sql.adaptive.enabled": "true"}
+    old = {k: spark.conf.get(k) for k in settings}
+    for k, v in settings.items():
+        spark.conf.set(k, v)
+    try:
+        default = _tasks_of_last_stages(spark, run)
+        fixed = _tasks_of_last_stages(spark, lambda: run(partitions=64))
+    finally:
+        for k, v in old.items():
+            spark.conf.set(k, v)
+    assert got == [expected, expected]
+    assert 64 in fixed                      # an explicit number is kept
+    assert max(default) < 64                # merged by adaptive execution

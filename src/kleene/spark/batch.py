@@ -373,21 +373,29 @@ def check_keys(keys: Sequence[str], columns: Sequence[str],
                          column=missing[0])
 
 
-def distribute(prepared: Any, plan: SparkPlan, *, partitions: int,
+def distribute(prepared: Any, plan: SparkPlan, *, partitions: int | None,
                ranges: int | None = None, order_col: str = ORD) -> tuple[
                    Any, tuple[str, ...], tuple[int, ...] | None]:
     """Shuffle and sort the prepared rows for the plan; returns (df, group cols, bounds).
-    ``order_col`` breaks ties in time (``__ord``, or ``__id`` when the ids are row numbers)."""
+    ``order_col`` breaks ties in time (``__ord``, or ``__id`` when the ids are row numbers).
+
+    ``partitions=None`` shuffles into ``spark.sql.shuffle.partitions`` without fixing the
+    number, so adaptive execution may merge small partitions (a cluster's default of 200 made
+    200 tasks for a few thousand events); a number is kept exactly."""
     from pyspark.sql import functions as F
+
+    def shuffled(df: Any, *cols: Any) -> Any:
+        return df.repartition(*cols) if partitions is None else df.repartition(partitions, *cols)
 
     if plan.mode == "keyed":
         keys = [f"`{k}`" for k in plan.keys]
         check_keys(plan.keys, prepared.columns)
-        out = prepared.repartition(partitions, *keys).sortWithinPartitions(*keys, TS, order_col)
+        out = shuffled(prepared, *keys).sortWithinPartitions(*keys, TS, order_col)
         return out, tuple(plan.keys), None
     if plan.mode == "single":
         return prepared.repartition(1).sortWithinPartitions(TS, order_col), (), None
-    bounds = _split_bounds(prepared, plan, min(256, ranges or 4 * partitions),
+    parts = partitions or default_partitions(prepared.sparkSession)
+    bounds = _split_bounds(prepared, plan, min(256, ranges or 4 * parts),
                            exact=ranges is not None)
     if not bounds:
         df = prepared.withColumn(RANGE, F.lit(0))
@@ -406,7 +414,7 @@ def distribute(prepared: Any, plan: SparkPlan, *, partitions: int,
     df = prepared.withColumn(RANGE, F.explode(F.sequence(first, last)))
     # more ranges than partitions, hash-spread: no sampling pass (repartitionByRange would
     # read the whole input once more to sample it)
-    out = df.repartition(partitions, RANGE).sortWithinPartitions(RANGE, TS, order_col)
+    out = shuffled(df, RANGE).sortWithinPartitions(RANGE, TS, order_col)
     return out, (RANGE,), bounds
 
 
@@ -561,8 +569,6 @@ def match(df: Any, query: Any, *, time_col: str, type_col: str | None = None,
                    id_col=id_col, order_col=order_col, time_unit=time_unit,
                    row_index_col=row_index_col)
     attr_types = arrow_types(df.schema)
-    spark = df.sparkSession
-    parts = partitions or default_partitions(spark)
     # move only what the task needs through the shuffle and Arrow: the attributes the query
     # reads (a custom evaluator may read any), no constant type column, one column for both
     # id and tie-break order when the ids are the row index
@@ -577,8 +583,8 @@ def match(df: Any, query: Any, *, time_col: str, type_col: str | None = None,
     keep = [ID, TS, *([] if const_type is not None else [TYPE]),
             *([] if same_order else [ORD]), *attrs]
     lean = prep.df.select(*[f"`{c}`" for c in keep])
-    sorted_df, group_cols, bounds = distribute(lean, plan, partitions=parts, ranges=ranges,
-                                               order_col=order_of)
+    sorted_df, group_cols, bounds = distribute(lean, plan, partitions=partitions,
+                                               ranges=ranges, order_col=order_of)
     spec = TaskSpec(analyzed=q, engine=engine, time=prep.time, group_cols=group_cols,
                     attr_cols=attrs, id_type=prep.id_type, output=output,
                     event_type=const_type, order_col=order_of,

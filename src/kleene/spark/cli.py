@@ -295,10 +295,12 @@ def run_query(query: str, input_path: str, *, master: str | None = None,
 def _cli_session(master: str | None) -> Any:
     """The CLI's session: Spark's own log lines off below FATAL (a task's kleene error is
     reported once, as kleene's message; any other failure still raises with Spark's text;
-    ``KLEENE_SPARK_LOG_LEVEL`` sets another level)."""
+    ``KLEENE_SPARK_LOG_LEVEL`` sets another level), and Spark's stage progress bar only when
+    stderr is a terminal (it would fill a redirected log)."""
     from .session import get_session
 
-    session = get_session(master)
+    tty = sys.stderr.isatty()
+    session = get_session(master, conf=None if tty else {"spark.ui.showConsoleProgress": "false"})
     try:
         session.sparkContext.setLogLevel(os.environ.get("KLEENE_SPARK_LOG_LEVEL", "FATAL"))
     except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext
