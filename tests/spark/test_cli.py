@@ -230,3 +230,22 @@ def test_id_and_type_columns_and_a_header_only_file(spark: Any, tmp_path: Path) 
         summary = run_query(q, str(parts), spark=spark, stdout=buf, id_col="ev", reader=reader)
         assert buf.getvalue() == res.output, reader
         assert summary["events"] == 40
+
+
+def test_a_later_file_with_a_column_the_first_lacks(spark: Any, tmp_path: Path) -> None:
+    # the first file decides the columns; a later file's extra column that the query reads
+    # would be lost (NULL), so it is an error naming the file; one the query ignores is fine
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    _raw_csv(parts / "1.csv", "ts,type,k,x", ["1,A,k0,1", "2,B,k0,2"])
+    _raw_csv(parts / "2.csv", "ts,type,k,x,y", ["3,A,k0,2,7", "4,B,k0,3,8"])
+    q = "PATTERN SEQ(A a, B b) WHERE b.x > a.x PARTITION BY k WITHIN 10 seconds"
+    buf = io.StringIO()
+    run_query(q, str(parts), spark=spark, stdout=buf, reader="arrow")
+    found = {(m["match"]["a"], m["match"]["b"]) for m in map(json.loads, buf.getvalue().splitlines())}
+    assert found == {(0, 1), (0, 3), (2, 3)}
+    with pytest.raises(InputError) as err:
+        run_query(q + " RETURN b.y AS y", str(parts), spark=spark, stdout=io.StringIO(),
+                  reader="arrow")
+    assert str(err.value).startswith(f"{parts / '2.csv'}: has column(s) 'y', which the query "
+                                     "reads but the first file of the input does not have")

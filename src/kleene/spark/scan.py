@@ -69,6 +69,9 @@ class ReadTask:
     schema: pa.Schema
     cwd: str | None = None
     """The driver's working directory: relative paths are resolved against it."""
+    absent: frozenset[str] = frozenset()
+    """Columns the query reads that the first file lacks (NULL for every event): a later file
+    that has one is an error, since its values would be lost."""
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for b in batches:
@@ -86,6 +89,12 @@ class ReadTask:
                          decisions=self.decisions) as stream:
             for events in stream:
                 table = events.table
+                late = sorted(self.absent.intersection(table.column_names))
+                if late:
+                    raise InputError(
+                        f"has column(s) {', '.join(map(repr, late))}, which the query reads but "
+                        "the first file of the input does not have; give every file the first "
+                        "file's columns (or run without --spark)", path=shown)
                 arrays = []
                 for name in self.columns:
                     if name not in table.column_names:
@@ -193,7 +202,9 @@ def read_csv(spark: Any, files: Sequence[str], options: ReadOptions, *,
     schema = pa.schema([pa.field(c, types[c]) for c in names] + [pa.field(row_col, pa.int64())])
     spark_schema = T.StructType([T.StructField(c, _spark_type(types[c])) for c in names]
                                 + [T.StructField(row_col, T.LongType())])
-    task = ReadTask(files, tuple(bases), task_options, d, tuple(names), row_col, schema, cwd)
+    absent = frozenset(attributes or ()) - set(d.types)
+    task = ReadTask(files, tuple(bases), task_options, d, tuple(names), row_col, schema, cwd,
+                    absent)
     df = spark.range(0, len(files), 1, len(files)).mapInArrow(task, spark_schema)
     return df, total
 
