@@ -249,3 +249,32 @@ def test_a_later_file_with_a_column_the_first_lacks(spark: Any, tmp_path: Path) 
                   reader="arrow")
     assert str(err.value).startswith(f"{parts / '2.csv'}: has column(s) 'y', which the query "
                                      "reads but the first file of the input does not have")
+
+
+def test_on_bad_row_skip_counts_what_it_skips(spark: Any, tmp_path: Path) -> None:
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    good = [f"{i},{'AB'[i % 2]},k{i // 2 % 2},{i % 5}" for i in range(30)]
+    _raw_csv(parts / "1.csv", "ts,type,k,x", good[:10] + ["10,A,k0,oops"] + good[10:15])
+    _raw_csv(parts / "2.csv", "ts,type,k,x", good[15:] + ["40,B,k1,7,extra", "41,A,k0,x1"])
+    whole = _raw_csv(tmp_path / "whole.csv", "ts,type,k,x",
+                     good[:10] + ["10,A,k0,oops"] + good[10:] + ["40,B,k1,7,extra", "41,A,k0,x1"])
+    q = "PATTERN SEQ(A a, B b) WHERE b.x > a.x PARTITION BY k WITHIN 10 seconds"
+    res = CliRunner().invoke(cli, ["run", q, "--input", str(whole), "--on-bad-row", "skip",
+                                   "--quiet"])
+    assert res.exit_code == 0, res.output
+    assert res.output.count("\n") >= 5
+    buf = io.StringIO()
+    summary = run_query(q, str(parts), spark=spark, stdout=buf, on_bad_row="skip",
+                        reader="arrow")
+    assert buf.getvalue() == res.output  # ids: input rows, gaps where rows were skipped
+    assert (summary["skipped"], summary["events"], summary["rows_read"]) == (3, 30, 33)
+    assert summary["bad_examples"][0].startswith(f"{parts / '1.csv'}, row 11, column 'x': "
+                                                 "'oops' is not an integer")
+    assert any(e.startswith(f"{parts / '2.csv'}") for e in summary["bad_examples"])
+    for policy, reader, message in [
+            (f"dead-letter={tmp_path / 'dead.jsonl'}", "arrow", "is not supported with --spark"),
+            ("skip", "spark", "--on-bad-row skip needs kleene's CSV reader")]:
+        with pytest.raises(InputError, match=message):
+            run_query(q, str(parts), spark=spark, stdout=io.StringIO(), on_bad_row=policy,
+                      reader=reader)

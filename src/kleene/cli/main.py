@@ -549,15 +549,12 @@ def spark_options(*, output: str | None, fmt: str, input_format: str | None,
 def _run_spark(query: str, input_path: str, *, on_bad_row: str, quiet: bool,
                **options: Any) -> None:
     """``run --spark``: the same query and options, evaluated by kleene.spark."""
-    if on_bad_row.strip() != "fail":
-        raise InputError("--on-bad-row skip/dead-letter is not supported with --spark; "
-                         "clean the input or run without --spark")
     try:
         from ..spark.cli import run_query
     except ImportError as e:
         raise MissingExtraError(f"--spark needs the spark extra: pip install 'kleene[spark]' "
                                 f"({e})") from None
-    result = run_query(query, input_path, **options)
+    result = run_query(query, input_path, on_bad_row=on_bad_row, **options)
     report = options.get("cap_report")
     if report is not None:  # --on-cap truncate: the counts the tasks sent back
         _report_truncation(report)
@@ -569,6 +566,7 @@ def _run_spark(query: str, input_path: str, *, on_bad_row: str, quiet: bool,
             "── kleene run summary (spark) " + "─" * 32,
             f"events read     {events:>12,}   from {result.get('source')} "
             f"({result.get('format')}, {result.get('files', 1)} file(s))",
+            f"bad rows        {int(result.get('skipped', 0)):>12,}   (skipped)",
             f"matches         {int(result.get('matches', 0)):>12,}   (engine "
             f"{result.get('engine')}, plan {result.get('plan')}, master {result.get('master')})",
         ]
@@ -581,6 +579,7 @@ def _run_spark(query: str, input_path: str, *, on_bad_row: str, quiet: bool,
             f"throughput      {rate:>12,.0f}   events/s",
             f"peak memory     {_peak_memory_mb():>12,.0f}   MB (driver)",
         ]
+        lines += [f"  e.g. {ex}" for ex in result.get("bad_examples", [])]
         click.echo("\n".join(lines), err=True)
 
 

@@ -205,7 +205,7 @@ def run_query(query: str, input_path: str, *, master: str | None = None,
               engine: str = "automaton", count_only: bool = False,
               partitions: int | None = None, stdout: IO[str] | None = None,
               spark: Any = None, time_format: str | None = None,
-              reader: str = "auto", caps: Mapping[str, Any] | None = None,
+              reader: str = "auto", on_bad_row: str = "fail", caps: Mapping[str, Any] | None = None,
               cap_report: Any = None) -> dict[str, Any]:
     """Run a query (text or a query file) over files with Spark; write matches.
 
@@ -217,7 +217,9 @@ def run_query(query: str, input_path: str, *, master: str | None = None,
     (:mod:`kleene.spark.scan`: the embedded CLI's parsing, faster than the JVM's), ``spark``
     with Spark's CSV source; ``auto`` (default) takes ``arrow`` for CSV files on a local or
     shared file system and ``spark`` otherwise (JSON Lines, Parquet, remote URLs).
-    ``time_format`` (a strptime format for text times) needs the ``arrow`` reader.
+    ``time_format`` (a strptime format for text times) and ``on_bad_row="skip"`` (rows that are
+    not events are skipped and counted: ``skipped`` and ``bad_examples`` in the summary) need
+    the ``arrow`` reader; ``on_bad_row="dead-letter=PATH"`` is not supported on Spark.
     """
     from ..api import compile as compile_query
     from .batch import match
@@ -241,6 +243,7 @@ def run_query(query: str, input_path: str, *, master: str | None = None,
         raise InputError("--time-format needs kleene's CSV reader in the Spark tasks (CSV files "
                          "on a local or shared file system, --spark-reader arrow); write "
                          "ISO-8601 times for Spark's reader")
+    skipped = _skip_report(on_bad_row, use_arrow, session)
     with task_errors():
         if use_arrow:
             from ..events.readers import ReadOptions
@@ -250,10 +253,12 @@ def run_query(query: str, input_path: str, *, master: str | None = None,
             options = ReadOptions(time_col=time_col, type_col=type_col, event_type=event_type,
                                   id_col=id_col, time_unit=time_unit,  # type: ignore[arg-type]
                                   time_format=time_format, column_types=dict(column_types or {}),
-                                  delimiter=delimiter, format="csv")
+                                  delimiter=delimiter, format="csv",
+                                  on_bad_row="skip" if skipped is not None else "fail")
             attributes = (sorted(referenced_attributes(compiled.analyzed)) if ":" not in engine
                           else None)
-            df, n_events = read_csv(session, files, options, attributes=attributes, row_col=ROW)
+            df, n_events = read_csv(session, files, options, attributes=attributes,
+                                    row_col=ROW, skipped=skipped)
             cached = None
         else:
             # only the time split reads the input more than once (its quantiles)
@@ -284,7 +289,11 @@ def run_query(query: str, input_path: str, *, master: str | None = None,
         finally:
             if cached is not None:
                 cached.unpersist()
-    return {"events": n_events, "matches": n, "seconds": time.perf_counter() - started,
+    per_file = dict(skipped.value) if skipped is not None else {}
+    bad = sum(n for n, _ in per_file.values())
+    examples = [e for i in sorted(per_file) for e in per_file[i][1]][:3]
+    return {"events": n_events - bad, "rows_read": n_events, "skipped": bad,
+            "bad_examples": examples, "matches": n, "seconds": time.perf_counter() - started,
             "source": input_path, "files": len(files), "format": in_fmt,
             "plan": mode, "engine": engine,
             "output": output, "master": _master_of(session, master),
@@ -306,6 +315,27 @@ def _cli_session(master: str | None) -> Any:
     except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext
         pass
     return session
+
+
+def _skip_report(on_bad_row: str, use_arrow: bool, session: Any) -> Any:
+    """The accumulator that counts skipped rows per file (``on_bad_row="skip"``), else None."""
+    policy = on_bad_row.strip()
+    if policy == "fail":
+        return None
+    if policy != "skip":
+        raise InputError(f"--on-bad-row {policy} is not supported with --spark (tasks on other "
+                         "machines cannot share one dead-letter file); use fail or skip")
+    if not use_arrow:
+        raise InputError("--on-bad-row skip needs kleene's CSV reader in the Spark tasks (CSV "
+                         "files on a local or shared file system, --spark-reader arrow)")
+    from .batch import _spark_context
+    from .tasks import ByKey
+
+    sc = _spark_context(session)
+    if sc is None:
+        raise InputError("--on-bad-row skip reports the skipped rows through a Spark "
+                         "accumulator, which Spark Connect does not have; use fail")
+    return sc.accumulator({}, ByKey())
 
 
 def _use_arrow_reader(reader: str, fmt: str, files: list[str], session: Any) -> bool:

@@ -72,46 +72,57 @@ class ReadTask:
     absent: frozenset[str] = frozenset()
     """Columns the query reads that the first file lacks (NULL for every event): a later file
     that has one is an error, since its values would be lost."""
+    skipped: Any = None
+    """With ``on_bad_row="skip"``: a Spark accumulator (:class:`~kleene.spark.tasks.ByKey`)
+    that receives, per file index, (rows skipped, the first messages)."""
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for b in batches:
             for i in b.column(0).to_pylist():
-                yield from self._read(self.files[i], self.bases[i])
+                yield from self._read(i)
 
-    def _read(self, shown: str, base: int) -> Iterator[pa.RecordBatch]:
+    def _read(self, i: int) -> Iterator[pa.RecordBatch]:
         # the task opens the absolute path (an executor's working directory is not the
         # driver's) and names the file as the user gave it
+        shown = self.files[i]
         with _shown_as(shown):
-            yield from self._read_file(_at(self.cwd, shown), shown, base)
+            yield from self._read_file(i, _at(self.cwd, shown), shown, self.bases[i])
 
-    def _read_file(self, path: str, shown: str, base: int) -> Iterator[pa.RecordBatch]:
+    def _read_file(self, i: int, path: str, shown: str, base: int) -> Iterator[pa.RecordBatch]:
         with EventStream(path, self.options, sort_chunks=False,
                          decisions=self.decisions) as stream:
-            for events in stream:
-                table = events.table
-                late = sorted(self.absent.intersection(table.column_names))
-                if late:
+            yield from self._batches(stream, shown, base)
+            if self.skipped is not None:
+                report = stream.report
+                self.skipped.add({i: (report.skipped, tuple(
+                    e.replace(path, shown, 1) for e in report.bad_examples))})
+
+    def _batches(self, stream: EventStream, shown: str, base: int) -> Iterator[pa.RecordBatch]:
+        for events in stream:
+            table = events.table
+            late = sorted(self.absent.intersection(table.column_names))
+            if late:
+                raise InputError(
+                    f"has column(s) {', '.join(map(repr, late))}, which the query reads but "
+                    "the first file of the input does not have; give every file the first "
+                    "file's columns (or run without --spark)", path=shown)
+            arrays = []
+            for name in self.columns:
+                if name not in table.column_names:
+                    raise InputError(f"column {name!r} is missing from this file (the first "
+                                     "file of the input has it)", path=shown)
+                col = table.column(name).combine_chunks()
+                want = self.schema.field(name).type
+                if col.type != want:
                     raise InputError(
-                        f"has column(s) {', '.join(map(repr, late))}, which the query reads but "
-                        "the first file of the input does not have; give every file the first "
-                        "file's columns (or run without --spark)", path=shown)
-                arrays = []
-                for name in self.columns:
-                    if name not in table.column_names:
-                        raise InputError(f"column {name!r} is missing from this file (the first "
-                                         "file of the input has it)", path=shown)
-                    col = table.column(name).combine_chunks()
-                    want = self.schema.field(name).type
-                    if col.type != want:
-                        raise InputError(
-                            f"holds {want} values in the first rows of the input but {col.type} "
-                            f"from row {int(table.column(ID)[0].as_py()) + 1} of this file on; "
-                            f"pass --column-type {name}=TYPE to fix its type",
-                            path=shown, column=name)
-                    arrays.append(col)
-                arrays.append(pc.add(table.column(ID).combine_chunks(),
-                                     pa.scalar(base, pa.int64())))
-                yield pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+                        f"holds {want} values in the first rows of the input but {col.type} "
+                        f"from row {int(table.column(ID)[0].as_py()) + 1} of this file on; "
+                        f"pass --column-type {name}=TYPE to fix its type",
+                        path=shown, column=name)
+                arrays.append(col)
+            arrays.append(pc.add(table.column(ID).combine_chunks(),
+                                 pa.scalar(base, pa.int64())))
+            yield pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
 
 @contextlib.contextmanager
@@ -169,14 +180,17 @@ def decide(files: Sequence[str], options: ReadOptions) -> Decisions:
 
 
 def read_csv(spark: Any, files: Sequence[str], options: ReadOptions, *,
-             attributes: Sequence[str] | None, row_col: str) -> tuple[Any, int]:
+             attributes: Sequence[str] | None, row_col: str,
+             skipped: Any = None) -> tuple[Any, int]:
     """The events of local CSV ``files`` as a DataFrame read by kleene's reader in Spark tasks,
     and their number of rows.
 
     Columns: the time column (a timestamp, or the epoch numbers as read), the type and id
     columns when ``options`` names them, the ``attributes`` that exist in the input (``None``:
     every column), each typed as the embedded reader types it, and ``row_col``: the 0-based
-    input row index, continuing from one file to the next."""
+    input row index, continuing from one file to the next. With ``options.on_bad_row`` =
+    ``skip``, ``skipped`` (a :class:`~kleene.spark.tasks.ByKey` accumulator) receives per file
+    index the number of rows skipped and the first messages."""
     from pyspark.sql import types as T
 
     files = tuple(files)
@@ -204,7 +218,7 @@ def read_csv(spark: Any, files: Sequence[str], options: ReadOptions, *,
                                 + [T.StructField(row_col, T.LongType())])
     absent = frozenset(attributes or ()) - set(d.types)
     task = ReadTask(files, tuple(bases), task_options, d, tuple(names), row_col, schema, cwd,
-                    absent)
+                    absent, skipped)
     df = spark.range(0, len(files), 1, len(files)).mapInArrow(task, spark_schema)
     return df, total
 

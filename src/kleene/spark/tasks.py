@@ -83,25 +83,27 @@ class Caps:
         return [k for k, v in self.options().items() if v != default.options()[k]]
 
 
-class CapCounts:
-    """The accumulator parameter of the truncation report (duck-typed as PySpark's
-    ``AccumulatorParam``, so this module needs no pyspark).
+class ByKey:
+    """A Spark accumulator parameter whose value is a dict merged by key, the later value
+    winning (duck-typed as PySpark's ``AccumulatorParam``, so this module needs no pyspark).
 
-    The value maps a group key (the partition key, ``(range,)`` in split mode, ``()`` in single
-    mode) to the (runs, matches) the engine dropped in that group, for groups that dropped
-    any. Merging overwrites per key: a group always drops the same numbers, so a task run twice
-    (a retry, speculation, a second action on the same DataFrame) is counted once.
+    For counts a task reports per unit of work (a group's dropped runs and matches, a file's
+    skipped rows): a unit always reports the same numbers, so a task run twice (a retry,
+    speculation, a second action on the same DataFrame) is counted once.
     """
 
-    def zero(self, value: dict[tuple[Any, ...], tuple[int, int]]) -> dict[
-            tuple[Any, ...], tuple[int, int]]:
+    def zero(self, value: dict[Any, Any]) -> dict[Any, Any]:
         return {}
 
-    def addInPlace(self, a: dict[tuple[Any, ...], tuple[int, int]],  # noqa: N802 - Spark's name
-                   b: dict[tuple[Any, ...], tuple[int, int]]) -> dict[
-                       tuple[Any, ...], tuple[int, int]]:
+    def addInPlace(self, a: dict[Any, Any],  # noqa: N802 - Spark's name
+                   b: dict[Any, Any]) -> dict[Any, Any]:
         a.update(b)
         return a
+
+
+CapCounts = ByKey
+"""The truncation report's parameter: group key (the partition key, ``(range,)`` in split
+mode, ``()`` in single mode) -> (runs, matches) the engine dropped there."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -475,7 +477,7 @@ def range_of(ts_us: int, bounds: Sequence[int]) -> int:
 
 __all__ = [
     "END_US", "LAST_POS", "MAX_MATCHES_PER_CALL", "MAX_MATCHES_PER_EVENT",
-    "MAX_RUNS_PER_PARTITION", "ORD", "RANGE", "SEQ", "CapCounts", "Caps",
+    "MAX_RUNS_PER_PARTITION", "ORD", "RANGE", "SEQ", "ByKey", "CapCounts", "Caps",
     "CsvRows", "OutputMode", "ReturnField", "TaskRunner",
     "TaskSpec", "TimeOut", "match_json", "output_schema", "range_of", "resolve_backend",
 ]
