@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 from pathlib import Path
@@ -278,3 +279,22 @@ def test_on_bad_row_skip_counts_what_it_skips(spark: Any, tmp_path: Path) -> Non
         with pytest.raises(InputError, match=message):
             run_query(q, str(parts), spark=spark, stdout=io.StringIO(), on_bad_row=policy,
                       reader=reader)
+
+
+def test_auto_reader_leaves_big_uncompressed_files_to_spark_on_a_cluster(
+        spark: Any, tmp_path: Path) -> None:
+    from kleene.spark.cli import _on_a_cluster, _splittable_and_big
+
+    plain = _raw_csv(tmp_path / "e.csv", "ts,type,k,x", [f"{i},A,k0,{i}" for i in range(50)])
+    packed = tmp_path / "e.csv.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    old = spark.conf.get("spark.sql.files.maxPartitionBytes")
+    spark.conf.set("spark.sql.files.maxPartitionBytes", "100")
+    try:
+        # Spark would split the plain file (> 100 bytes) over tasks; a gzip file never
+        assert _splittable_and_big(str(plain), spark)
+        assert not _splittable_and_big(str(packed), spark)
+    finally:
+        spark.conf.set("spark.sql.files.maxPartitionBytes", old)
+    assert not _splittable_and_big(str(plain), spark)   # 128 MB by default
+    assert not _on_a_cluster(spark)                     # local[2]: kleene's reader regardless
