@@ -698,7 +698,7 @@ def _source_chunks(source: Any, opts: ReadOptions,
 # --------------------------------------------------------------------------------------------
 
 
-def _normalise_type(t: pa.DataType) -> pa.DataType:
+def normalise_type(t: pa.DataType) -> pa.DataType:
     """The attribute type kleene keeps: int64, float64, string, bool, timestamp[us]."""
     if pa.types.is_integer(t):
         return pa.int64()
@@ -880,7 +880,7 @@ class EventStream(Iterator[EventBatch]):
                 types[c] = infer_text_type(arr)
                 inferred.add(c)
             else:
-                types[c] = _normalise_type(arr.type)
+                types[c] = normalise_type(arr.type)
         tarr = raw.table.column(time_col).combine_chunks()
         ttype = types[time_col]
         mode: Literal["timestamp", "numeric", "iso-zoned", "iso-naive", "formatted"]
@@ -993,7 +993,7 @@ class EventStream(Iterator[EventBatch]):
             target = d.types.get(c)
             if target is None:  # a column first seen in a later chunk (JSON / dicts)
                 target = self.overrides.get(c) or (
-                    infer_text_type(arr) if c in raw.text_cols else _normalise_type(arr.type))
+                    infer_text_type(arr) if c in raw.text_cols else normalise_type(arr.type))
                 d.types[c] = target
             conv, errs = convert_column(arr, target, c, c in d.inferred)
             if errs and pa.types.is_integer(target) and c not in self.overrides:
@@ -1196,5 +1196,5 @@ def describe_source(source: Any) -> str:
 __all__ = [
     "BadRow", "BadRowPolicy", "Decisions", "EventStream", "STDIN", "collect", "count_csv_rows",
     "list_files", "FORMATS", "ReadOptions", "ReadReport", "describe_source", "detect_format",
-    "iter_events", "read_events",
+    "iter_events", "normalise_type", "read_events",
 ]

@@ -359,6 +359,16 @@ def _flat_generic(match: Match, time: TimeInfo) -> dict[str, Any]:
     return row
 
 
+CSV_FIXED_COLUMNS = ("query", "start", "end", "match")
+"""The CSV columns every match has (the header of a file without matches)."""
+
+
+def csv_cells(row: dict[str, Any]) -> dict[str, Any]:
+    """A flat match row as CSV cells: lists and dicts (the bindings, list values) as JSON."""
+    return {k: (json.dumps(v, default=_json_default) if isinstance(v, (list, dict)) else v)
+            for k, v in row.items()}
+
+
 class CsvWriter(_TextWriter):
     """CSV: query, start, end, match (JSON), then the RETURN fields of the first match."""
 
@@ -374,14 +384,12 @@ class CsvWriter(_TextWriter):
                 self._writer = csv.DictWriter(self.out, fieldnames=list(row),
                                               extrasaction="ignore", lineterminator="\n")
                 self._writer.writeheader()
-            self._writer.writerow({k: (json.dumps(v, default=_json_default)
-                                       if isinstance(v, (list, dict)) else v)
-                                   for k, v in row.items()})
+            self._writer.writerow(csv_cells(row))
             self.count += 1
 
     def close(self) -> None:
         if self._writer is None:  # no matches: still write the fixed columns
-            csv.writer(self.out, lineterminator="\n").writerow(["query", "start", "end", "match"])
+            csv.writer(self.out, lineterminator="\n").writerow(CSV_FIXED_COLUMNS)
         super().close()
 
 
@@ -474,6 +482,6 @@ def write_matches(matches: Iterable[Match], dest: str | IO[str] | None = None,
 
 
 __all__ = [
-    "CsvWriter", "JsonLinesWriter", "MatchWriter", "OUTPUT_FORMATS", "ParquetWriter",
-    "match_line", "open_writer", "write_matches",
+    "CSV_FIXED_COLUMNS", "CsvWriter", "JsonLinesWriter", "MatchWriter", "OUTPUT_FORMATS",
+    "ParquetWriter", "csv_cells", "match_line", "open_writer", "write_matches",
 ]

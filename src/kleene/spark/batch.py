@@ -630,6 +630,6 @@ def in_output_order(matches: Any) -> Any:
     return matches.orderBy(END_US, LAST_POS, SEQ).drop(END_US, LAST_POS, SEQ)
 
 
-__all__ = ["CapReport", "Prepared", "analyzed_of", "arrow_types", "check_keys", "distribute", "in_output_order",
-           "inside_bounds", "match", "prepare",
-           "referenced_attributes", "return_fields", "with_row_index"]
+__all__ = ["CapReport", "Prepared", "analyzed_of", "arrow_types", "check_keys", "distribute",
+           "in_output_order", "inside_bounds", "match", "prepare", "referenced_attributes",
+           "return_fields", "with_row_index"]

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..errors import InputError, QueryError
+from ..events.writers import CSV_FIXED_COLUMNS
 from .tasks import END_US, LAST_POS, SEQ
 
 _TIME_CANDIDATES = ("ts", "timestamp", "time", "event_time")
@@ -247,19 +248,14 @@ def run_query(query: str, input_path: str, *, master: str | None = None,
     with task_errors():
         if use_arrow:
             from ..events.readers import ReadOptions
-            from .batch import referenced_attributes
-            from .scan import read_csv
 
             options = ReadOptions(time_col=time_col, type_col=type_col, event_type=event_type,
                                   id_col=id_col, time_unit=time_unit,  # type: ignore[arg-type]
                                   time_format=time_format, column_types=dict(column_types or {}),
                                   delimiter=delimiter, format="csv",
                                   on_bad_row="skip" if skipped is not None else "fail")
-            attributes = (sorted(referenced_attributes(compiled.analyzed)) if ":" not in engine
-                          else None)
-            df, n_events = read_csv(session, files, options, attributes=attributes,
-                                    row_col=ROW, skipped=skipped)
-            cached = None
+            df, n_events, cached = _read_with_kleene(session, files, options, compiled.analyzed,
+                                                     engine, skipped)
         else:
             # only the time split reads the input more than once (its quantiles)
             df, n_events, cached = read_input(session, files, in_fmt, delimiter=delimiter,
@@ -315,6 +311,19 @@ def _cli_session(master: str | None) -> Any:
     except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext
         pass
     return session
+
+
+def _read_with_kleene(session: Any, files: list[str], options: Any, analyzed: Any,
+                      engine: str, skipped: Any) -> tuple[Any, int, None]:
+    """:func:`kleene.spark.scan.read_csv` with only the columns the query reads (every column
+    for a custom evaluator), shaped like :func:`read_input`'s result (nothing cached)."""
+    from .batch import referenced_attributes
+    from .scan import read_csv
+
+    attributes = sorted(referenced_attributes(analyzed)) if ":" not in engine else None
+    df, n_events = read_csv(session, files, options, attributes=attributes, row_col=ROW,
+                            skipped=skipped)
+    return df, n_events, None
 
 
 def _skip_report(on_bad_row: str, use_arrow: bool, session: Any) -> Any:
@@ -442,7 +451,7 @@ def _write(ordered: Any, fmt: str, output: str | None, stdout: IO[str]) -> int:
         header = None
         if fmt == "csv":
             first = body.select("header").limit(1).collect()
-            header = first[0][0] if first else "query,start,end,match"
+            header = first[0][0] if first else ",".join(CSV_FIXED_COLUMNS)
             body = body.select("record")
         if output is None:
             if header is not None:

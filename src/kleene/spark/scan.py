@@ -30,7 +30,13 @@ import pyarrow.compute as pc
 
 from ..errors import InputError
 from ..events.model import ID
-from ..events.readers import Decisions, EventStream, ReadOptions, count_csv_rows
+from ..events.readers import (
+    Decisions,
+    EventStream,
+    ReadOptions,
+    count_csv_rows,
+    normalise_type,
+)
 
 _PATH_INDEX = "id"
 """The column of ``spark.range``: the file's index, one per partition."""
@@ -140,33 +146,6 @@ def _at(cwd: str | None, path: str) -> str:
     return path if cwd is None or os.path.isabs(path) else os.path.join(cwd, path)
 
 
-def _spark_type(t: pa.DataType) -> Any:
-    from pyspark.sql import types as T
-
-    if pa.types.is_integer(t):
-        return T.LongType()
-    if pa.types.is_floating(t):
-        return T.DoubleType()
-    if pa.types.is_boolean(t):
-        return T.BooleanType()
-    if pa.types.is_timestamp(t):
-        return T.TimestampType() if t.tz else T.TimestampNTZType()
-    return T.StringType()
-
-
-def _arrow_type(t: pa.DataType) -> pa.DataType:
-    """The Arrow type Spark exchanges for a column the reader typed ``t``."""
-    if pa.types.is_integer(t):
-        return pa.int64()
-    if pa.types.is_floating(t):
-        return pa.float64()
-    if pa.types.is_timestamp(t):
-        return pa.timestamp("us", "UTC" if t.tz else None)
-    if pa.types.is_boolean(t):
-        return pa.bool_()
-    return pa.string()
-
-
 def decide(files: Sequence[str], options: ReadOptions) -> Decisions:
     """The reader's decisions (column types, time column and parsing) for the whole input:
     made from the first rows of the first file that has rows, as one stream over all the
@@ -191,7 +170,7 @@ def read_csv(spark: Any, files: Sequence[str], options: ReadOptions, *,
     input row index, continuing from one file to the next. With ``options.on_bad_row`` =
     ``skip``, ``skipped`` (a :class:`~kleene.spark.tasks.ByKey` accumulator) receives per file
     index the number of rows skipped and the first messages."""
-    from pyspark.sql import types as T
+    from pyspark.sql.pandas.types import from_arrow_schema
 
     files = tuple(files)
     cwd = os.getcwd()
@@ -210,16 +189,13 @@ def read_csv(spark: Any, files: Sequence[str], options: ReadOptions, *,
     type_col = (options.type_col or "type") if options.event_type is None else None
     wanted = {d.time_col, type_col, options.id_col}
     names = [c for c in d.types if attributes is None or c in wanted or c in attributes]
-    types = {c: _arrow_type(d.types[c]) for c in names}
-    if d.time_mode != "numeric":  # the time attribute holds the parsed time
-        types[d.time_col] = pa.timestamp("us", "UTC" if d.time.tz else None)
-    schema = pa.schema([pa.field(c, types[c]) for c in names] + [pa.field(row_col, pa.int64())])
-    spark_schema = T.StructType([T.StructField(c, _spark_type(types[c])) for c in names]
-                                + [T.StructField(row_col, T.LongType())])
+    # the decided types are the reader's (the time column's is the parsed time's)
+    schema = pa.schema([pa.field(c, normalise_type(d.types[c])) for c in names]
+                       + [pa.field(row_col, pa.int64())])
     absent = frozenset(attributes or ()) - set(d.types)
     task = ReadTask(files, tuple(bases), task_options, d, tuple(names), row_col, schema, cwd,
                     absent, skipped)
-    df = spark.range(0, len(files), 1, len(files)).mapInArrow(task, spark_schema)
+    df = spark.range(0, len(files), 1, len(files)).mapInArrow(task, from_arrow_schema(schema))
     return df, total
 
 

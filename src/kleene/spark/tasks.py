@@ -142,7 +142,7 @@ def match_json(m: Match, time: TimeInfo) -> str:
 class CsvRows:
     """The embedded CSV writer's text for one match at a time: its header line and data line
     (:class:`kleene.events.writers.CsvWriter` writes the header of the first match, then one
-    line per match; the same ``_flat`` row and the same ``csv`` settings give the same bytes)."""
+    line per match; the same ``_flat`` row, cells and ``csv`` settings give the same bytes)."""
 
     def __init__(self, time: TimeInfo) -> None:
         import io
@@ -152,29 +152,30 @@ class CsvRows:
         self.time = time
         self.fmt = _LineFormatter(time)
         self.buf = io.StringIO()
-        self._headers: dict[tuple[str, ...], str] = {}
+        self._writers: dict[tuple[str, ...], tuple[str, Any]] = {}
+        """Per column set: its header line and a ``DictWriter`` into ``buf``."""
 
     def texts(self, m: Match) -> tuple[str, str]:
         """(header line, data line) of ``m``, without the newlines."""
-        import csv
-
-        from ..events.writers import _flat, _json_default
+        from ..events.writers import _flat, csv_cells
 
         row = _flat(m, self.time, self.fmt)
         keys = tuple(row)
         buf = self.buf
-        header = self._headers.get(keys)
-        if header is None:
+        known = self._writers.get(keys)
+        if known is None:
+            import csv
+
+            writer = csv.DictWriter(buf, fieldnames=list(keys), extrasaction="ignore",
+                                    lineterminator="\n")
             buf.seek(0)
             buf.truncate()
-            csv.writer(buf, lineterminator="\n").writerow(keys)
-            header = self._headers[keys] = buf.getvalue()[:-1]
+            writer.writeheader()
+            known = self._writers[keys] = (buf.getvalue()[:-1], writer)
+        header, writer = known
         buf.seek(0)
         buf.truncate()
-        csv.DictWriter(buf, fieldnames=list(keys), extrasaction="ignore",
-                       lineterminator="\n").writerow(
-            {k: (json.dumps(v, default=_json_default) if isinstance(v, (list, dict)) else v)
-             for k, v in row.items()})
+        writer.writerow(csv_cells(row))
         return header, buf.getvalue()[:-1]
 
 
