@@ -24,6 +24,8 @@ from kleene.events import EventBatch, Match
 from kleene.runtime.engine import evaluate, start
 from kleene.testing.oracle import evaluate as oracle
 
+from .helpers import keys
+
 ANY = " USING skip-till-any-match"
 LINEAR = "NAME pairs PATTERN SEQ(A a, B b)" + ANY
 GROUP = "NAME both PATTERN AND(A a, B b)"
@@ -45,23 +47,19 @@ def _ab(n_a: int, n_b: int, *, start_ts: int = 0) -> EventBatch:
     return EventBatch.from_records(_recs(n_a, n_b, start_ts=start_ts))
 
 
-def _keys(ms: list[Match]) -> list[Any]:
-    return [m.key() for m in ms]
-
-
 def _uncapped(aq: Any, batch: EventBatch, n: int) -> list[Match]:
     """The uncapped engine output, checked against the oracle and its known size ``n``."""
     full = evaluate(aq, batch, max_matches_per_call=None)
     assert len(full) == n
-    assert _keys(full) == _keys(oracle(aq, batch))
+    assert keys(full) == keys(oracle(aq, batch))
     return full
 
 
 def _kept_by_the_rule(out: list[Match], full: list[Match]) -> None:
     """``out`` is what truncation keeps of ``full``: matches of it in the same order, every
     match ending before the last kept event, none after it."""
-    kept = _keys(out)
-    full_keys = _keys(full)
+    kept = keys(out)
+    full_keys = keys(full)
     assert set(kept) <= set(full_keys)
     assert kept == [k for k in full_keys if k in set(kept)]  # same relative order
     last = max(m.end for m in out)
@@ -101,8 +99,8 @@ def test_over_the_cap_raises_naming_query_cap_and_remedies(query: str, use_kerne
 def test_under_the_cap_nothing_changes() -> None:
     aq = analyze(LINEAR)
     batch = _ab(30, 30)
-    assert _keys(evaluate(aq, batch, max_matches_per_call=900)) == \
-        _keys(_uncapped(aq, batch, 900))
+    assert keys(evaluate(aq, batch, max_matches_per_call=900)) == \
+        keys(_uncapped(aq, batch, 900))
 
 
 def test_matches_held_for_a_trailing_not_count_towards_the_cap() -> None:
@@ -150,8 +148,8 @@ def test_truncate_gives_each_call_a_fresh_budget() -> None:
     out, warned = _truncating(rt, first, second)
     assert len(out) == 2 * cap and rt.counters.truncated_matches == 2 * (100 - cap)
     assert len(warned) == 1  # once per runtime
-    full = _keys(_uncapped(aq, _ab(10, 10), 100))
-    assert _keys(out[:cap]) == full[:cap]
+    full = keys(_uncapped(aq, _ab(10, 10), 100))
+    assert keys(out[:cap]) == full[:cap]
 
 
 @pytest.mark.parametrize("use_kernel", [True, False])
@@ -165,15 +163,15 @@ def test_state_keeps_advancing_after_the_budget_is_spent(use_kernel: bool) -> No
     ref_first = ref.push(first)
     ref_second = ref.push(second) + ref.close()
     assert len(ref_first) == 100 and len(ref_second) == 15
-    assert _keys(ref_first + ref_second) == _keys(oracle(aq, EventBatch.from_records(
+    assert keys(ref_first + ref_second) == keys(oracle(aq, EventBatch.from_records(
         _recs(10, 10) + _recs(5, 0, start_ts=20) + _recs(0, 1, start_ts=100))))
     rt = start(aq, max_matches_per_call=50, on_cap="truncate", use_kernel=use_kernel)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         got_first = rt.push(first)
         got_second = rt.push(second) + rt.close()
-    assert _keys(got_first) == _keys(ref_first)[:50]  # 10 matches per B event, whole events
-    assert _keys(got_second) == _keys(ref_second)
+    assert keys(got_first) == keys(ref_first)[:50]  # 10 matches per B event, whole events
+    assert keys(got_second) == keys(ref_second)
     assert rt.counters.truncated_matches == 50
 
 
@@ -199,7 +197,7 @@ def test_truncate_spreads_over_partitions_in_routing_order() -> None:
     rt = start(aq, max_matches_per_call=150, on_cap="truncate")
     out, _ = _truncating(rt, batch)
     assert len(out) == 150 and rt.counters.truncated_matches == 150
-    assert set(_keys(out)) <= set(_keys(full))
+    assert set(keys(out)) <= set(keys(full))
 
 
 def _peak(fn: Any) -> int:

@@ -122,6 +122,8 @@ class GroupPlan:
     not_index: Mapping[int, int]
     """``id()`` of each NOT node of ``analyzed.pattern`` -> its index in ``negations``."""
     always_bound: bool = False
+    """Does every completion bind each positive variable to exactly one event (no OR / ANY /
+    repetition)?"""
 
     @property
     def key_attrs(self) -> tuple[str, ...]:
@@ -316,7 +318,7 @@ def compile_group_plan(analyzed: AnalyzedQuery) -> GroupPlan:
                      tuple(positive), tuple(negations), neg_vars, analyzed.strategy,
                      q.partition_by, analyzed.equivalence, analyzed, tuple(returns),
                      optional_lists, max(tw) if tw else None, max(cw) if cw else None,
-                     {id(n): i for i, n in enumerate(nots)})
+                     {id(n): i for i, n in enumerate(nots)}, _always_bound(root))
 
 
 def _optional(p: ast.Pattern, var: str) -> bool:
@@ -336,6 +338,14 @@ def _optional(p: ast.Pattern, var: str) -> bool:
                 return r
         return None
     return bool(walk(p, False, False))
+
+
+def _always_bound(n: Node) -> bool:
+    if isinstance(n, Ev):
+        return not n.is_list
+    if isinstance(n, Seq | And):
+        return all(_always_bound(i) for i in n.items)
+    return False
 
 
 def _windows(n: Node) -> list[tuple[int, bool]]:

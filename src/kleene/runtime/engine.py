@@ -769,11 +769,8 @@ def _safe_loads(blob: bytes) -> Any:
 
 def _decides_negation(m: Any) -> bool:
     """Does the matcher decide every NOT inside its automaton (no history check of complete
-    matches, no trailing wait)? Linear and union matchers say so (``decides_negation``); the
-    group matcher when it keeps no history (no NOT left to ``negation_ok``)."""
-    if isinstance(m, GroupMatcher):
-        return not m.slow_neg and not m.has_trailing
-    return bool(getattr(m, "decides_negation", False)) and not m.has_trailing
+    matches, no trailing wait)? Every matcher says so (``decides_negation``)."""
+    return bool(m.decides_negation) and not m.has_trailing
 
 
 def start(analyzed: AnalyzedQuery, **options: Any) -> Runtime:

@@ -22,10 +22,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import ast
+from ..plan.automaton import _flat_items
 from ..plan.expr import CPOS, GPOS, TS, WPOS
 from ..plan.groups import And, AnyK, Ev, GroupPlan, Node, Rep, Seq, Win
 from .caps import event_caps
-from .linear import Candidate, cand_state, output_sort_key
+from .linear import Candidate, cand_state, decidable_early, output_sort_key
 
 Rec = tuple[Any, ...]
 _INF = 1 << 62
@@ -225,9 +226,7 @@ class NodeRunner:
             grown = []
             for s, Bx in runs:
                 for s2, B2 in self._steps(node, s, rec, b, Bx):
-                    if self._done(node, s2) and all(
-                            p.check_all(B2, None if p.iter_var is None else
-                                        iter_slot.get(p.iter_var)) for p in preds):
+                    if self._done(node, s2) and _all_true(preds, B2, iter_slot):
                         return True
                     if self._alive(node, s2):
                         grown.append((s2, B2))
@@ -337,6 +336,9 @@ class GroupMatcher(NodeRunner):
             else:
                 self.slow_neg |= nb
         self.has_trailing = bool(self.slow_neg)
+        self.decides_negation = bool(plan.negations) and not self.slow_neg
+        """Every NOT (if any) is decided inside the automaton: no history check of complete
+        matches (as ``LinearMatcher.decides_negation``)."""
         self._conf: dict[int, int] = {}
         self._clr: dict[int, int] = {}
         for bit in self.bit.values():
@@ -459,9 +461,8 @@ class GroupMatcher(NodeRunner):
                 # docs/semantics.md 4: the conjuncts that mention this negated variable
                 preds = tuple(p for p in blk.preds if v in p.vars)
                 need = mask([x for p in preds for x in p.vars if x in self.bit])
-                early = not any(p.iter_var is not None or p.general is not None
-                                or any(x in lists for x in p.vars) for p in preds)
-                negs.append(_NegVar(self.neg_bit[v], self.slot[v], preds, need, early))
+                negs.append(_NegVar(self.neg_bit[v], self.slot[v], preds, need,
+                                    decidable_early(preds, lists)))
             fast[k] = _FastNot(k, in_and, left, right, tuple(negs))
 
         def walk(p: ast.Pattern) -> None:
@@ -614,10 +615,10 @@ class GroupMatcher(NodeRunner):
         of the query reaches the source; predicates stay function objects."""
         plan = self.plan
         W, CW = self.expire_us, self.expire_events
-        lists = any(ev.is_list for ev in _leaves(plan.root))
+        lists = not plan.layout.list_vars.isdisjoint(plan.order)  # a positive list variable
         fast = bool(self.fast)
         pend = any(nv.preds for f in self.fast.values() for nv in f.negs)
-        simple = not plan.preds and not pend and _always_bound(plan.root)
+        simple = not plan.preds and not pend and plan.always_bound
         src: list[str] = []
 
         def emit(depth: int, *lines: str) -> None:
@@ -847,9 +848,10 @@ class GroupMatcher(NodeRunner):
                     new.append(r)
                 nm += extend(r[0], r[1], r[2], r[3], r[4], e, b, out, new)
             nm += extend(init, self.empty_B, e[TS], e[WPOS], e[GPOS], e, b, out, new)
-            drop = event_caps(self, e, nm, out, max_matches, budget, len(new))
-            if drop:
-                del new[:drop]
+            if ((max_matches is not None and nm > max_matches)
+                    or (budget is not None and len(out) > budget)
+                    or (self.max_runs is not None and len(new) > self.max_runs)):
+                del new[:event_caps(self, e, nm, out, max_matches, budget, len(new))]
             st.runs = runs = new
 
     def _extend(self, s: Any, B: tuple[Any, ...], ts0: int, wp0: int, gp0: int, e: Rec,
@@ -1150,23 +1152,6 @@ def _gpos_of(item: tuple[Rec, int]) -> int:
     return int(item[0][GPOS])
 
 
-def _leaves(n: Node) -> list[Ev]:
-    if isinstance(n, Ev):
-        return [n]
-    if isinstance(n, Rep | Win):
-        return _leaves(n.body)
-    return [x for i in n.items for x in _leaves(i)]
-
-
-def _always_bound(n: Node) -> bool:
-    """Does every completion bind each leaf to exactly one event (no OR / ANY / repetition)?"""
-    if isinstance(n, Ev):
-        return not n.is_list
-    if isinstance(n, Seq | And):
-        return all(_always_bound(i) for i in n.items)
-    return False
-
-
 def _run_generated(code: Any, ns: dict[str, Any]) -> None:
     # Generated from the plan's booleans and integers only (see GroupMatcher._build_loop).
     exec(code, ns)  # noqa: S102
@@ -1238,17 +1223,6 @@ def _nullable(p: ast.Pattern) -> bool:
     if isinstance(p, ast.AnyOf) and p.k < 1:
         return True
     return any(_nullable(i) for i in p.items)
-
-
-def _flat_items(p: ast.Seq) -> list[ast.Pattern]:
-    """Items of a SEQ with directly nested SEQs spliced in (docs/semantics.md 4)."""
-    out: list[ast.Pattern] = []
-    for item in p.items:
-        if isinstance(item, ast.Seq):
-            out.extend(_flat_items(item))
-        else:
-            out.append(item)
-    return out
 
 
 __all__ = ["GroupMatcher", "GroupState"]

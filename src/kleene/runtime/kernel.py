@@ -275,8 +275,8 @@ def build_kernel(m: LinearMatcher, count_mode: bool | None = None) -> Any:
                 emit(d, "took = True")
             # NOTs decided inside the automaton: pending entries now decidable, and the NOTs
             # whose interval this binding closes (last event before them: component j - 1)
-            free = [f for f in m.fast.values() if f.gap == j and not f.guard.preds]
-            withp = tuple(f for f in m.fast.values() if f.gap == j and f.guard.preds)
+            free = [f for f in m.fast.values() if f.guard.gap == j and not f.guard.preds]
+            withp = tuple(f for f in m.fast.values() if f.guard.gap == j and f.guard.preds)
             if not (pend or free):
                 on_new(d, j, parts, "1", "B2", first)
                 return

@@ -79,8 +79,6 @@ class FastNot:
 
     gi: int
     """Index in ``plan.negations``."""
-    gap: int
-    seq_lo: int
     guard: NegGuard
     need: tuple[int, ...]
     """Slots of the positive variables the predicates mention."""
@@ -98,6 +96,13 @@ class PartState:
     pending: list[Candidate] = field(default_factory=list)
     last_wpos: int = -1
     last_ts: int = -(2 ** 62)
+
+
+def decidable_early(preds: tuple[Predicate, ...], list_vars: frozenset[str]) -> bool:
+    """Can a NOT's predicates be decided as soon as the positive variables they mention are
+    bound (no list variable, nothing iterated)?"""
+    return not any(p.iter_var is not None or p.general is not None
+                   or any(v in list_vars for v in p.vars) for p in preds)
 
 
 def output_sort_key(c: Candidate, order: tuple[str, ...] | list[str],
@@ -209,9 +214,7 @@ class LinearMatcher:
                 continue
             need = sorted({plan.layout.var_slots[v] for p in g.preds for v in p.vars
                            if v in plan.vars})
-            early = not any(p.iter_var is not None or p.general is not None
-                            or any(v in lists for v in p.vars) for p in g.preds)
-            self.fast[gi] = FastNot(gi, g.gap, g.seq_lo, g, tuple(need), early)
+            self.fast[gi] = FastNot(gi, g, tuple(need), decidable_early(g.preds, lists))
         self.pend = any(f.guard.preds for f in self.fast.values())
         """Runs carry a pending list (some NOT decided in the automaton has predicates)."""
         self.decides_negation = bool(plan.negations) and len(self.fast) == len(plan.negations)
@@ -220,7 +223,7 @@ class LinearMatcher:
         self.confirm: dict[tuple[int, int], tuple[FastNot, ...]] = {}
         for k in range(self.ncomp):
             for j in range(k + 1, self.ncomp):
-                fs = tuple(f for f in self.fast.values() if k < f.gap <= j)
+                fs = tuple(f for f in self.fast.values() if k < f.guard.gap <= j)
                 if fs:
                     self.confirm[(k, j)] = fs
         self.close_preds = [tuple(p for v in c.vars for p in plan.vars[v].close) for c in comps]
@@ -768,4 +771,5 @@ def _same(x: Any) -> Any:
     return x
 
 
-__all__ = ["Candidate", "FastNot", "LinearMatcher", "PartState", "Run", "cand_state"]
+__all__ = ["Candidate", "FastNot", "LinearMatcher", "PartState", "Run", "cand_state",
+           "decidable_early", "output_sort_key"]
