@@ -29,6 +29,8 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -146,6 +148,24 @@ def stream_bench(spark: Any, n: int, work: Path, files: int = 10) -> dict[str, A
     return res
 
 
+@contextmanager
+def scratch(spark: Any, prefix: str) -> Iterator[Path]:
+    """A temporary work folder for a benchmark's runs; on the way out, even after an error,
+    the folder is removed and the session stopped."""
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        yield work
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        spark.stop()
+
+
+def save(results: dict[str, Any], path: str | None) -> None:
+    """Write ``results`` as indented JSON to ``path`` (``--json``), if given."""
+    if path:
+        Path(path).write_text(json.dumps(results, indent=2) + "\n")
+
+
 def _median(xs: list[float]) -> float | None:
     return statistics.median(xs) if xs else None
 
@@ -172,8 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     spark = session(args.master, args.conf)
     results: dict[str, Any] = {"master": args.master, "session_start_s":
                                round(time.perf_counter() - t0, 2), "runs": []}
-    work = Path(tempfile.mkdtemp(prefix="kleene-spark-bench-"))
-    try:
+    with scratch(spark, "kleene-spark-bench-") as work:
         path, _ = _input(args.limit, work)
         queries = {"keyed": KEYED, "unkeyed": UNKEYED}
         if args.warmup:
@@ -205,11 +224,7 @@ def main(argv: list[str] | None = None) -> int:
             res = stream_bench(spark, args.stream, work)
             print(json.dumps({"stream": res}))
             results["stream"] = res
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-        spark.stop()
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
+    save(results, args.json)
     return 0
 
 

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.spark_bench import AARHUS, FILES, KEYED, session
+from benchmarks.spark_bench import AARHUS, FILES, KEYED, save, scratch, session
 
 
 def stage(spark: Any, n: int, files: int, where: Path) -> Path:
@@ -89,6 +89,7 @@ def run_stream(spark: Any, src: Path, work: Path, per_trigger: int,
                impl: str = "kleene.spark.stream", buckets: int | None = None) -> dict[str, Any]:
     import importlib
 
+    from kleene.spark.stream import CHANGELOG as changelog
     from kleene.spark.tasks import END_US, LAST_POS, SEQ
 
     match_stream = importlib.import_module(impl).match_stream
@@ -100,7 +101,6 @@ def run_stream(spark: Any, src: Path, work: Path, per_trigger: int,
     m = match_stream(sdf, KEYED, watermark="10 minutes", time_col="TIMESTAMP",
                      event_type="Traffic", id_col="id", output="json", **extra)
     shutil.rmtree(work, ignore_errors=True)
-    changelog = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
     before = spark.conf.get(changelog, None)  # match_stream may set it: runs stay independent
     load = os.getloadavg()[0]
     t0 = time.perf_counter()
@@ -154,9 +154,8 @@ def main(argv: list[str] | None = None) -> int:
 
     spark = session(args.master, args.conf)
     stage_dir = Path(args.stage or tempfile.gettempdir()) / "kleene-stream-bench"
-    work = Path(tempfile.mkdtemp(prefix="kleene-stream-run-"))
     results: dict[str, Any] = {"master": args.master, "conf": args.conf, "runs": []}
-    try:
+    with scratch(spark, "kleene-stream-run-") as work:
         src = stage(spark, args.events, args.files, stage_dir)
         expected = None if args.no_check else batch_records(spark, src)
         if args.warmup:  # JVM JIT, Python workers, RocksDB: the first stream pays for them
@@ -186,11 +185,7 @@ def main(argv: list[str] | None = None) -> int:
                         res["same_as_batch"] = records == expected
                     print(json.dumps(res), flush=True)
                     results["runs"].append(res)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-        spark.stop()
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
+    save(results, args.json)
     return 0
 
 

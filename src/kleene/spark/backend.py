@@ -41,6 +41,7 @@ from ..errors import EngineError
 from ..events import EventBatch, Match
 from ..events.model import ID, TS, TYPE
 from ..semantic.analyzed import AnalyzedQuery, VarKind
+from .stream import pickled_error
 from .tasks import END_US, LAST_POS, ORD, SEQ, TaskRunner, TaskSpec, output_schema
 
 Pair = tuple[AnalyzedQuery, EventBatch]
@@ -213,11 +214,7 @@ class _ManyRunner:
         try:
             out = list(TaskRunner(spec)(iter(t.to_batches())))
         except Exception as e:  # noqa: BLE001 - reported for this pair, not the whole job
-            try:
-                blob = pickle.dumps(e)
-                pickle.loads(blob)
-            except Exception:  # noqa: BLE001 - an error that does not pickle: its text
-                blob = pickle.dumps(EngineError(f"{type(e).__name__}: {e}"))
+            blob = pickled_error(e)
             yield pa.RecordBatch.from_pydict(
                 {"record": [None], END_US: [None], LAST_POS: [None], SEQ: [None],
                  CASE: [case], ERROR: [blob]}, schema=self.schema)

@@ -350,17 +350,18 @@ class KleeneProcessor:
     def _error_frame(self, key: Any, e: Exception) -> Any:
         import pandas as pd
 
-        ix = int(key[0])
-        fields = stream_output_schema(self.spec.queries[ix].task).names
+        ix, q = self._query(key)
+        fields = stream_output_schema(q.task).names
         row: dict[str, list[Any]] = {c: [None] for c in fields}
         row[KIND] = ["error"]
-        row["record"] = [base64.b64encode(_pickled_error(e)).decode("ascii")]
+        row["record"] = [base64.b64encode(pickled_error(e)).decode("ascii")]
         row[QUERY_IX] = [ix]
         return pd.DataFrame(row)
 
 
-def _pickled_error(e: Exception) -> bytes:
-    """``e`` pickled, or an :class:`EngineError` with its text if it does not pickle."""
+def pickled_error(e: Exception) -> bytes:
+    """``e`` pickled, or an :class:`EngineError` with its text if it does not pickle (a
+    query's error sent back from a Spark task, :mod:`kleene.spark.backend`)."""
     try:
         blob = pickle.dumps(e)
         pickle.loads(blob)  # noqa: S301 - our own bytes, checked to load
@@ -451,7 +452,14 @@ def prepare_stream(df: Any, query: Any, *, time_col: str, type_col: str | None =
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    from .batch import _ts_expr, analyzed_of, arrow_types, referenced_attributes, return_fields
+    from .batch import (
+        _ts_expr,
+        analyzed_of,
+        arrow_types,
+        check_keys,
+        referenced_attributes,
+        return_fields,
+    )
     from .plan import plan_query
 
     q = analyzed_of(query, udfs=udfs, name=name)
@@ -484,10 +492,7 @@ def prepare_stream(df: Any, query: Any, *, time_col: str, type_col: str | None =
             1 <= buckets <= MAX_BUCKETS):
         raise InputError(f"buckets={buckets!r}: write a whole number from 1 to {MAX_BUCKETS}")
     if plan.mode == "keyed":
-        missing = [k for k in plan.keys if k not in df.columns]
-        if missing:
-            raise InputError(f"PARTITION BY / equivalence attribute {missing[0]!r} is not a "
-                             f"column; columns: {', '.join(df.columns)}", column=missing[0])
+        check_keys(plan.keys, df.columns)
         keys = [F.col(f"`{k}`") for k in plan.keys]
         group = F.pmod(F.hash(*keys), F.lit(buckets))
         key_cols = tuple(plan.keys)
@@ -538,16 +543,15 @@ def stateful_operator(df: Any, queries: Mapping[int, tuple[TaskSpec, tuple[str, 
         in_fields.append(pa.field(f.name, at))
     specs = {ix: StreamSpec(task, cols, buckets, uuid.uuid4().hex, end)
              for ix, (task, cols, buckets, end) in queries.items()}
-    first = next(iter(specs.values()))
-    out = stream_output_schema(first.task)
+    out = stream_output_schema(next(iter(specs.values())).task)
     if by_query:
-        shared = [pa.field(LATE_ID, pa.string()) if f.name == LATE_ID else f for f in out]
-        for s in specs.values():
-            other = [pa.field(LATE_ID, pa.string()) if f.name == LATE_ID else f
-                     for f in stream_output_schema(s.task)]
-            if other != shared:
-                raise InputError("queries of one stateful operator need one output schema "
-                                 "(use output='json')")
+        def text_late(schema: pa.Schema) -> list[pa.Field]:
+            return [pa.field(LATE_ID, pa.string()) if f.name == LATE_ID else f for f in schema]
+
+        shared = text_late(out)
+        if any(text_late(stream_output_schema(s.task)) != shared for s in specs.values()):
+            raise InputError("queries of one stateful operator need one output schema "
+                             "(use output='json')")
         out = pa.schema([*shared, pa.field(QUERY_IX, pa.int64())])
     pspec = ProcessorSpec(specs, pa.schema(in_fields), pa.schema(fields), margin_ms, by_query)
     grouped = df.groupBy(QUERY_IX, BUCKET) if by_query else df.groupBy(BUCKET)
