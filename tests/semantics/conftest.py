@@ -15,8 +15,6 @@ real per-call evaluation, counted and listed in the terminal summary.
 
 from __future__ import annotations
 
-import os
-import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -47,8 +45,6 @@ def backend_name(request: pytest.FixtureRequest) -> str:
 @pytest.fixture(scope="session")
 def spark_for_backends() -> Iterator[Any]:
     """The local SparkSession the Spark backends run on (shared with tests/spark)."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from kleene.spark.backend import local_session
 
     yield local_session()

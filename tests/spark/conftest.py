@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,8 +19,6 @@ sys.path.insert(0, str(HERE))  # kleene_spark_helpers
 def spark() -> Iterator[Any]:
     """A local[2] session configured by kleene (UTC, few shuffle partitions, RocksDB); the
     same one the Spark backends of the conformance suite use (kleene.spark.backend)."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from kleene.spark.backend import local_session
 
     session = local_session()

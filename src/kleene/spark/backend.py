@@ -63,8 +63,11 @@ LOCAL_CONF = {"spark.sql.shuffle.partitions": "4", "spark.ui.showConsoleProgress
 
 
 def local_session() -> Any:
-    """A ``local[2]`` session for many tiny jobs (the test suites'; see :data:`LOCAL_CONF`)."""
+    """A ``local[2]`` session for many tiny jobs (the test suites'; see :data:`LOCAL_CONF`),
+    bound to the loopback interface."""
     from .session import get_session
+
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
     session = get_session("local[2]", conf=LOCAL_CONF)
     session.sparkContext.setLogLevel("ERROR")
