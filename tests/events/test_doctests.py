@@ -8,7 +8,8 @@ import importlib
 import pytest
 
 MODULES = ["kleene.events.model", "kleene.events.readers", "kleene.events.writers",
-           "kleene.events.convert"]
+           "kleene.events.convert", "kleene.events.badrows", "kleene.events.ordering",
+           "kleene.events.sources"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -1,0 +1,210 @@
+"""What every source shares: the raw chunk a source yields (:class:`Raw`), the
+:class:`Source` protocol, the :class:`FileSource` base of file formats, and helpers to open
+files and standard input."""
+
+from __future__ import annotations
+
+import io
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import IO, Any, ClassVar, Protocol, runtime_checkable
+
+import numpy as np
+import pyarrow as pa
+
+from ...errors import InputError
+from ..badrows import BadRow
+from ..options import ReadOptions
+
+STDIN = "-"
+"""The path that means standard input (``--input -``)."""
+
+
+@dataclass(slots=True)
+class Raw:
+    """A chunk before conversion. ``ids`` are input row indices of ``table``'s rows."""
+
+    table: pa.Table
+    ids: np.ndarray[Any, np.dtype[np.int64]]
+    text_cols: frozenset[str]
+    """Columns delivered as text, to be typed by inference (every CSV column)."""
+    bad: list[BadRow]
+    """Rows the source could not turn into a table row (they keep their index)."""
+    rows: int
+    """Input rows this chunk covers (table rows + rows lost before conversion)."""
+    offset: int = 0
+    """Added to ids when several files are read as one input (ids continue across files);
+    rows in messages stay per file."""
+    source: str | None = None
+    """The file this chunk came from, when the input is several files."""
+
+
+@runtime_checkable
+class Source(Protocol):
+    """An input as raw chunks in input order: what every format implements.
+
+    ``name`` is shown in messages, ``format`` in the run summary. :meth:`chunks` yields
+    :class:`Raw` chunks whose ids count input rows from 0 (bad rows keep their index). Type
+    decisions, the bad-row policy, dead letters, ordering and id checks are not a source's
+    business: :class:`kleene.events.readers.EventStream` applies them to every source.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def format(self) -> str: ...
+
+    def chunks(self) -> Iterator[Raw]: ...
+
+
+class FileSource(ABC):
+    """A file format: one file (or standard input, ``-``) as raw chunks.
+
+    A subclass sets ``format`` (its name for ``--input-format``) and ``extensions`` (file
+    name endings it is chosen for, e.g. ``(".csv", ".tsv")``; a compression suffix such as
+    ``.gz`` is removed first) and implements :meth:`chunks`. Register it in
+    :data:`kleene.events.sources.FILE_SOURCES`.
+    """
+
+    format: ClassVar[str]
+    extensions: ClassVar[tuple[str, ...]]
+    documented: ClassVar[tuple[str, ...] | None] = None
+    """The extensions named in the 'unknown file format' message (default: all)."""
+
+    def __init__(self, path: str, options: ReadOptions,
+                 tracker: list[IO[bytes]] | None = None) -> None:
+        self.path = path
+        self.options = options
+        self.tracker: list[IO[bytes]] = [] if tracker is None else tracker
+        """Raw files opened, so progress can be read from the last one's position."""
+
+    @property
+    def name(self) -> str:
+        return self.path
+
+    @abstractmethod
+    def chunks(self) -> Iterator[Raw]:
+        """The file's rows as raw chunks in input order."""
+
+
+_CODECS = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd", ".lz4": "lz4"}
+COMPRESSIONS = tuple(_CODECS)
+"""File name endings of compressed files (removed before the format's extension)."""
+
+
+def open_stream(path: str, tracker: list[IO[bytes]] | None = None) -> Any:
+    """An Arrow input stream over the file, decompressing by extension. The raw file is
+    appended to ``tracker`` so progress can be read from its position (compressed bytes)."""
+    if not os.path.exists(path):
+        raise InputError("no such file", path=path)
+    if os.path.isdir(path):
+        raise InputError("is a directory, not a file", path=path)
+    try:
+        raw = open(path, "rb")  # noqa: SIM115 (closed with the Arrow stream)
+    except OSError as e:
+        raise InputError(f"cannot open: {e.strerror}", path=path) from None
+    try:
+        stream = pa.PythonFile(raw, mode="r")
+        codec = _CODECS.get(os.path.splitext(path)[1].lower())
+        if codec is not None:
+            stream = pa.CompressedInputStream(stream, codec)
+    except (pa.ArrowException, OSError) as e:
+        raw.close()
+        raise InputError(f"cannot open: {e}", path=path) from None
+    if tracker is not None:
+        tracker.append(raw)
+    return stream
+
+
+class Replay(io.RawIOBase):
+    """Standard input with its first bytes kept: the CSV header is peeked, then read again."""
+
+    def __init__(self, raw: IO[bytes]) -> None:
+        super().__init__()
+        self.raw = raw
+        self.head = b""
+        self.pos = 0
+
+    def peek_head(self, n: int) -> bytes:
+        if not self.head:
+            self.head = self.raw.read(n) or b""
+        return self.head
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        if self.pos < len(self.head):
+            n = min(len(b), len(self.head) - self.pos)
+            b[:n] = self.head[self.pos:self.pos + n]
+            self.pos += n
+            return n
+        data = self.raw.read(len(b)) or b""
+        b[:len(data)] = data
+        return len(data)
+
+
+def peek(path: str) -> bytes:
+    """The first 64 KiB of the file (decompressed)."""
+    with open_stream(path) as f:
+        try:
+            head: bytes = f.read(1 << 16)
+        except (pa.ArrowException, OSError, EOFError) as e:
+            raise InputError(f"cannot read: {e}", path=path) from None
+    return head
+
+
+def columns(records: Sequence[Mapping[str, Any]],
+            as_text: Callable[[Any], str]) -> tuple[pa.Table, frozenset[str]]:
+    """Columns from dict records (keys in first-seen order). A column Arrow cannot type from
+    its values (mixed kinds, nested values) becomes text via ``as_text``; its name is returned
+    so the reader can report it. The table keeps one row per record even with no columns."""
+    names: list[str] = []
+    for r in records:
+        for key in r:
+            if key not in names:
+                names.append(key)
+    cols: dict[str, pa.Array] = {}
+    text_cols: set[str] = set()
+    for name in names:
+        values = [r.get(name) for r in records]
+        try:
+            cols[name] = pa.array(values)
+        except (pa.ArrowException, TypeError, ValueError, OverflowError):
+            cols[name] = pa.array([None if v is None else as_text(v) for v in values],
+                                  pa.string())
+            text_cols.add(name)
+    table = pa.table(cols) if cols else pa.table({"__empty": pa.nulls(len(records))})
+    if not cols:
+        table = table.drop_columns(["__empty"])
+    return table, frozenset(text_cols)
+
+
+def split(chunks: Iterator[Raw], batch_size: int) -> Iterator[Raw]:
+    """Cut text-format chunks (sized in bytes) to at most ``batch_size`` rows."""
+    for raw in chunks:
+        n = raw.table.num_rows
+        if n <= batch_size:
+            yield raw
+            continue
+        for k, off in enumerate(range(0, n, batch_size)):
+            m = min(batch_size, n - off)
+            bad = raw.bad if k == 0 else []
+            extra = raw.rows - n if k == 0 else 0
+            yield Raw(raw.table.slice(off, m), raw.ids[off:off + m], raw.text_cols, bad,
+                      m + extra)
+
+
+def renamed(chunks: Iterator[Raw], name: str) -> Iterator[Raw]:
+    """Re-raise input errors of ``chunks`` under a display name (``-`` -> ``<stdin>``)."""
+    try:
+        yield from chunks
+    except InputError as e:
+        raise InputError(e.reason, path=name, row=e.row, column=e.column) from None
+
+
+__all__ = ["COMPRESSIONS", "FileSource", "Raw", "Replay", "STDIN", "Source", "columns",
+           "open_stream", "peek", "renamed", "split"]
