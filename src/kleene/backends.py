@@ -39,10 +39,29 @@ class Backend:
     needs_spark: bool = False
     batch: str | None = None
     """Optional: evaluates many (query, events) pairs at once (:data:`BatchFn`)."""
+    streaming: bool = False
+    """Has a streaming runtime (``start``: push / advance / close)."""
+    options: bool = False
+    """Takes the runtime options: caps, ``on_cap``, lateness, ``count_only``."""
+    snapshots: bool = False
+    """Its streaming runtime can snapshot and restore."""
+    plans: bool = False
+    """Evaluates through the plan registry (``plan=`` chooses an algorithm; kleene.plans)."""
+    start: str | None = None
+    """``"module:function"`` starting a streaming runtime, when ``streaming``."""
+    embedded: bool = True
+    """Runs in this process on a bounded batch (the CLI's ``--engine``)."""
 
     def load(self) -> BackendFn:
         """Import and return the evaluation function."""
         fn: BackendFn = _import(self.target)
+        return fn
+
+    def load_start(self) -> Callable[..., Any]:
+        """Import and return the streaming start function (``streaming`` backends)."""
+        if self.start is None:
+            raise QueryValidationError(f"engine {self.name!r} has no streaming runtime")
+        fn: Callable[..., Any] = _import(self.start)
         return fn
 
     def load_batch(self) -> BatchFn | None:
@@ -63,28 +82,38 @@ BACKENDS: dict[str, Backend] = {
     for b in (
         Backend("oracle", "kleene.testing.oracle:evaluate",
                 "brute-force reference implementation of docs/semantics.md (tiny inputs only)"),
-        Backend("automaton", "kleene.runtime.engine:evaluate",
-                "the streaming NFA^b engine with a shared match buffer (default)"),
+        Backend("automaton", "kleene.plans.registry:evaluate",
+                "the streaming engine: the plan registry's cheapest plan (NFA^b, pushdown "
+                "blocks, ...) under one runtime (default)",
+                streaming=True, options=True, snapshots=True, plans=True,
+                start="kleene.plans.registry:start"),
         Backend("spark", "kleene.spark.backend:evaluate",
                 "kleene.spark.match: the batch Spark pipeline (keyed / split / single tasks)",
-                needs_spark=True, batch="kleene.spark.backend:evaluate_many"),
+                needs_spark=True, batch="kleene.spark.backend:evaluate_many", embedded=False),
         Backend("spark-stream", "kleene.spark.backend:evaluate_stream",
                 "kleene.spark.match_stream over a bounded replay (Structured Streaming, "
                 "event-time watermark, RocksDB state)",
-                needs_spark=True, batch="kleene.spark.backend:evaluate_stream_many"),
+                needs_spark=True, batch="kleene.spark.backend:evaluate_stream_many",
+                embedded=False),
     )
 }
 
 DEFAULT_BACKEND = "automaton"
 
 
-def get_backend(name: str) -> BackendFn:
-    """Look up a backend by name, with a helpful error for unknown names."""
+def get_backend_entry(name: str) -> Backend:
+    """A registered backend by name, with a helpful error for unknown names."""
     try:
-        return BACKENDS[name].load()
+        return BACKENDS[name]
     except KeyError:
         raise QueryValidationError(
             f"unknown engine {name!r}; available: {', '.join(sorted(BACKENDS))}") from None
 
 
-__all__ = ["BACKENDS", "DEFAULT_BACKEND", "Backend", "BackendFn", "BatchFn", "get_backend"]
+def get_backend(name: str) -> BackendFn:
+    """Look up a backend's evaluation function by name."""
+    return get_backend_entry(name).load()
+
+
+__all__ = ["BACKENDS", "DEFAULT_BACKEND", "Backend", "BackendFn", "BatchFn", "get_backend",
+           "get_backend_entry"]

@@ -7,7 +7,8 @@ from typing import Any
 
 from kleene.api import analyze
 from kleene.events import EventBatch, Match
-from kleene.runtime.engine import Runtime, evaluate, start
+from kleene.plans import evaluate, start
+from kleene.runtime.engine import Runtime
 from kleene.testing.timeline import events
 
 

@@ -21,7 +21,7 @@ from kleene.api import analyze
 from kleene.cli.main import cli
 from kleene.errors import CapacityError, EngineError
 from kleene.events import EventBatch, Match
-from kleene.runtime.engine import evaluate, start
+from kleene.plans import evaluate, start
 from kleene.testing.oracle import evaluate as oracle
 
 from .helpers import keys

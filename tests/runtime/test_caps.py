@@ -7,7 +7,7 @@ import pytest
 from kleene.api import analyze
 from kleene.errors import CapacityError
 from kleene.events import EventBatch
-from kleene.runtime.engine import evaluate, start
+from kleene.plans import evaluate, start
 
 
 def _as(n: int) -> EventBatch:
@@ -53,7 +53,7 @@ def test_count_only_counts_without_bindings() -> None:
 
 def test_count_only_in_the_kernel_counts_the_same() -> None:
     """count_only without policies never builds a match: the kernel just counts."""
-    from kleene.runtime.engine import start
+    from kleene.plans import start
 
     q = "PATTERN SEQ(A a, B+ b[]) WITHIN 100 seconds"
     rt = start(analyze(q), count_only=True)

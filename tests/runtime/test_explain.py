@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kleene.api import analyze
-from kleene.plan.explain import explain
+from kleene.plans.explain import explain
 
 STOCK = ("PATTERN SEQ(Stock a, Stock+ b[], Stock c) WHERE b[1].price > a.price AND "
          "b[i].price > b[i-1].price AND c.price < a.price AND a.volume > 10 "

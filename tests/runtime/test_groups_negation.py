@@ -15,7 +15,8 @@ import pytest
 
 from kleene.api import analyze
 from kleene.errors import CapacityError
-from kleene.runtime.engine import Runtime, evaluate, start
+from kleene.plans import choose, evaluate, start
+from kleene.runtime.engine import Runtime
 from kleene.runtime.groups import GroupMatcher
 from kleene.testing.oracle import evaluate as oracle
 
@@ -57,7 +58,7 @@ TAILS = ["", "WITHIN 4 seconds", "PARTITION BY k WITHIN 6 seconds", "WITHIN 5 EV
 
 
 def _matcher(q: str) -> GroupMatcher:
-    m = Runtime(analyze(q)).matcher
+    m = Runtime(choose(analyze(q))).matcher
     assert isinstance(m, GroupMatcher)
     return m
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kleene.api import analyze
-from kleene.runtime.engine import start
+from kleene.plans import start
 
 from .helpers import bounded, keys, random_stream
 
@@ -59,7 +59,7 @@ def test_udf_on_a_take_edge() -> None:
         {"id": "b2", "type": "B", "ts": 3, "x": 5}])
     aq = analyze("PATTERN SEQ(A a, B b) WHERE double(a.x) > b.x RETURN double(b.x) AS d",
                  udfs={"double": double})
-    from kleene.runtime.engine import evaluate
+    from kleene.plans import evaluate
 
     out = evaluate(aq, batch)
     assert [(dict(m.bindings), dict(m.values)) for m in out] == [

@@ -7,7 +7,7 @@ import pytest
 
 from kleene.api import analyze
 from kleene.events import EventBatch
-from kleene.runtime.engine import evaluate, start
+from kleene.plans import evaluate, start
 
 from .helpers import keys, random_stream
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kleene.api import analyze
 from kleene.events import EventBatch
-from kleene.runtime.engine import start
+from kleene.plans import start
 
 
 def _ev(id_: str, ts: int) -> EventBatch:

@@ -19,7 +19,8 @@ import pytest
 
 from kleene.api import analyze
 from kleene.events import EventBatch
-from kleene.runtime.engine import Runtime, evaluate, start
+from kleene.plans import evaluate, start
+from kleene.runtime.engine import Runtime
 from kleene.runtime.linear import LinearMatcher
 from kleene.runtime.union import UnionMatcher
 from kleene.testing.oracle import evaluate as oracle

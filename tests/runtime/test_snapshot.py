@@ -6,7 +6,7 @@ import pytest
 
 from kleene.api import analyze
 from kleene.errors import EngineError
-from kleene.runtime.engine import start
+from kleene.plans import start
 
 from .helpers import bounded, keys, random_stream
 

@@ -6,7 +6,7 @@ import pytest
 
 from kleene.api import analyze
 from kleene.events import EventBatch
-from kleene.runtime.engine import start
+from kleene.plans import start
 from kleene.testing.oracle import evaluate as oracle
 
 from .helpers import bounded, keys, random_stream, streamed

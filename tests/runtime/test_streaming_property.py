@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from kleene.api import analyze
 from kleene.events import EventBatch, Match
-from kleene.runtime.engine import evaluate, start
+from kleene.plans import evaluate, start
 from kleene.testing.strategies import describe, queries, streams
 
 

@@ -22,17 +22,38 @@ from typing import Any
 import pytest
 
 from kleene.backends import BACKENDS, BackendFn
-from kleene.testing.timeline import BatchedBackend, Case, importable_backends
+from kleene.testing.timeline import (BatchedBackend, Case, PlanBackend, PlanDoesNotApply,
+                                     importable_backends, plan_backends)
 
 _BATCHED: dict[str, BatchedBackend] = {}
 _SECONDS: dict[str, float] = {}
+_PLANS: dict[str, PlanBackend] = {}
 
 
 def backend_params(*, include_oracle: bool = True) -> list[Any]:
-    """``pytest.param`` per importable backend, marked ``spark`` when it needs Spark."""
+    """``pytest.param`` per importable backend, marked ``spark`` when it needs Spark, then one
+    per registered plan kind of the automaton engine (``automaton/nfa``, ...)."""
     return [pytest.param(name, id=name,
                          marks=[pytest.mark.spark] if BACKENDS[name].needs_spark else [])
-            for name in importable_backends() if include_oracle or name != "oracle"]
+            for name in importable_backends() if include_oracle or name != "oracle"] + [
+        pytest.param(name, id=name) for name in plan_backends()]
+
+
+def plan_backend(name: str) -> PlanBackend:
+    """The session's :class:`PlanBackend` for ``automaton/<plan>`` (it counts what it refused)."""
+    if name not in _PLANS:
+        _PLANS[name] = PlanBackend(name.partition("/")[2])
+    return _PLANS[name]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """A forced plan that does not support a case's query says so: the test is reported as
+    skipped WITH the plan's reason (``-rs`` lists them; the terminal summary counts them)."""
+    outcome = yield
+    exc = outcome.excinfo
+    if exc is not None and isinstance(exc[1], PlanDoesNotApply):
+        outcome.force_exception(pytest.skip.Exception(str(exc[1]), _use_item_location=True))
 
 
 @pytest.fixture(params=backend_params())
@@ -64,6 +85,8 @@ def _cases_for(name: str, session: pytest.Session) -> list[Case]:
 @pytest.fixture
 def backend(backend_name: str, request: pytest.FixtureRequest) -> BackendFn:
     """A registered backend's evaluation function ``(AnalyzedQuery, EventBatch) -> matches``."""
+    if "/" in backend_name:
+        return plan_backend(backend_name)
     entry = BACKENDS[backend_name]
     batch = entry.load_batch()
     if batch is None:
@@ -81,7 +104,13 @@ def backend(backend_name: str, request: pytest.FixtureRequest) -> BackendFn:
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """How each batched backend was served: prepared in one call, hits, per-call misses."""
+    """How each batched backend was served: prepared in one call, hits, per-call misses; and
+    per forced plan, the cases it evaluated and the ones it said it does not support."""
+    for name, pb in sorted(_PLANS.items()):
+        refused = sum(pb.unsupported.values())
+        terminalreporter.write_line(
+            f"{name}: {pb.evaluated} cases evaluated, {refused} not supported"
+            + "".join(f"\n    {n} x {why}" for why, n in sorted(pb.unsupported.items())))
     for name, b in _BATCHED.items():
         terminalreporter.write_line(
             f"batched backend {name}: {b.prepared} pairs in one batch call "

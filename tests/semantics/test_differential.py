@@ -21,7 +21,7 @@ from kleene.backends import BACKENDS
 from kleene.events import EventBatch, Match
 from kleene.testing.oracle import evaluate as oracle
 from kleene.testing.strategies import FEATURES, describe, queries, streams
-from kleene.testing.timeline import importable_backends
+from kleene.testing.timeline import PlanBackend, importable_backends, plan_backends
 
 
 def _params(*, batched: bool) -> list[Any]:
@@ -66,6 +66,38 @@ def test_backend_equals_oracle(name: str, feature: str) -> None:
         assert got == want, f"{name} differs from the oracle"
 
     check()
+
+
+PLAN_EXAMPLES = 40
+"""Examples per feature group and forced plan (the default plan is already covered above)."""
+
+
+@pytest.mark.parametrize("feature", FEATURES)
+@pytest.mark.parametrize("name", plan_backends())
+def test_every_plan_equals_oracle(name: str, feature: str) -> None:
+    """Each registered plan, forced, equals the oracle on every drawn query it supports; the
+    ones it does not support are counted with the plan's reason."""
+    pb = PlanBackend(name.partition("/")[2])
+
+    @settings(max_examples=PLAN_EXAMPLES, derandomize=True, deadline=None, database=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(query=queries(feature=feature), stream=streams())
+    def check(query: str, stream: EventBatch) -> None:
+        note(f"query:  {query}")
+        note(f"stream: {describe(stream)}")
+        aq = analyze(query)
+        why = pb.reason(aq)
+        if why is not None:
+            pb.unsupported[why] = pb.unsupported.get(why, 0) + 1
+            return
+        want = _key(oracle(aq, stream))
+        got = _key(pb(aq, stream))
+        assert got == want, f"{name} differs from the oracle"
+
+    check()
+    if pb.evaluated == 0:
+        pytest.skip(f"{name} supports none of the {feature} queries drawn: "
+                    + "; ".join(sorted(pb.unsupported)))
 
 
 def _draw(feature: str, n: int) -> list[tuple[str, EventBatch]]:

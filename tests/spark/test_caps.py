@@ -20,7 +20,8 @@ from click.testing import CliRunner
 import kleene
 from kleene.errors import InputError
 from kleene.events import EventBatch, Match
-from kleene.runtime.engine import Runtime, evaluate
+from kleene.plans import choose, evaluate
+from kleene.runtime.engine import Runtime
 from kleene.spark.batch import CapReport, match
 from kleene.spark.tasks import Caps
 from kleene.testing import oracle
@@ -73,7 +74,7 @@ def _embedded_per_key(query: str, rows: list[dict[str, Any]], **caps: Any) -> tu
     kept: list[Match] = []
     runs = matches = 0
     for k in sorted({r["k"] for r in rows}):
-        rt = Runtime(q, **caps)
+        rt = Runtime(choose(q), **caps)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # "a cap was reached": counted
             kept += rt.push(_batch([r for r in rows if r["k"] == k])) + rt.close()
@@ -153,7 +154,7 @@ def test_truncated_runs_in_one_task_equal_the_embedded_run(spark: Any) -> None:
     caps: dict[str, Any] = {"max_runs_per_partition": 8, "max_matches_per_event": 3,
                             "on_cap": "truncate"}
     with pytest.warns(RuntimeWarning):
-        rt = Runtime(q, **caps)
+        rt = Runtime(choose(q), **caps)
         expected = rt.push(_batch(ROWS)) + rt.close()
     runs, dropped = rt.counters.truncated_runs, rt.counters.truncated_matches
     # both caps act (the embedded engine's numbers; the runs cap alone keeps 24 matches and

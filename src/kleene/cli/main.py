@@ -141,17 +141,25 @@ def load_udfs(specs: Sequence[str]) -> dict[str, Callable[..., Any]]:
     return udfs
 
 
-def _compile(query: str, dialect: str | None, udfs: Sequence[str], engine: str) -> Any:
-    from ..api import compile as compile_query
+def _backend(engine: str) -> Any:
+    """The registry entry of an embedded engine named on the command line."""
     from ..backends import BACKENDS
 
     if engine not in BACKENDS:
-        usable = sorted(n for n, b in BACKENDS.items() if not b.needs_spark)
+        usable = sorted(n for n, b in BACKENDS.items() if b.embedded)
         raise QueryError(f"unknown engine {engine!r}; available: {', '.join(usable)} (and "
                          "--spark for the Spark pipeline)")
+    return BACKENDS[engine]
+
+
+def _compile(query: str, dialect: str | None, udfs: Sequence[str], engine: str,
+             plan: str | None = None) -> Any:
+    from ..api import compile as compile_query
+
+    _backend(engine)
     src = load_query(query)
     return compile_query(src.text, dialect=dialect, udfs=load_udfs(udfs), engine=engine,
-                         name=src.default_name)
+                         name=src.default_name, plan=plan)
 
 
 def _peak_memory_mb() -> float:
@@ -244,23 +252,41 @@ def check(query: str, dialect: str | None, udfs: tuple[str, ...]) -> None:
               help="Show how the query is spread over Spark tasks (keyed, split or one task).")
 @click.option("--udf", "udfs", multiple=True, metavar="module:function",
               help="Register a Python function the query may call (repeatable).")
+@click.option("--plan", "plan", default=None, metavar="NAME",
+              help="Explain this plan instead of the chosen one (nfa, pda, union, ...).")
+@click.option("--kernel", is_flag=True,
+              help="Print the generated source of the plan's kernel (where it has one).")
 @_guard
 def explain(query: str, dialect: str | None, dot: bool, spark: bool,
-            udfs: tuple[str, ...]) -> None:
-    """Show how QUERY will be evaluated: the canonical query and its automaton plan."""
+            udfs: tuple[str, ...], plan: str | None, kernel: bool) -> None:
+    """Show how QUERY will be evaluated: the chosen plan, why, every other plan's estimated
+    cost (or why it does not apply), and the plan itself."""
     from ..api import analyze
-    from ..plan.explain import explain as plan_explain
+    from ..plans import choose
+    from ..plans.explain import explain as plan_explain
 
     src = load_query(query)
     analyzed = analyze(src.text, dialect=dialect, udfs=load_udfs(udfs), name=src.default_name)
     if spark:
-        if dot:
-            raise QueryError("--dot and --spark cannot be combined; the Spark plan is text")
+        if dot or kernel:
+            raise QueryError(f"{'--dot' if dot else '--kernel'} and --spark cannot be combined; "
+                             "the Spark plan is text")
         from ..spark import explain as spark_explain
 
         click.echo(spark_explain(analyzed))
         return
-    click.echo(plan_explain(analyzed, dot=dot))
+    compiled = choose(analyzed, plan=plan)
+    if kernel:
+        from ..runtime.matcher import MatcherOptions
+
+        source = getattr(getattr(compiled.matcher(MatcherOptions()), "kernel", None),
+                         "source", None)
+        if source is None:
+            raise QueryError(f"plan {compiled.kind.name!r} has no generated kernel for query "
+                             f"{analyzed.name!r}")
+        click.echo(source, nl=False)
+        return
+    click.echo(plan_explain(compiled, dot=dot))
 
 
 @cli.command()
@@ -293,6 +319,9 @@ def explain(query: str, dialect: str | None, dot: bool, spark: bool,
               help="Output format (default from --output's extension, else jsonl).")
 @click.option("--engine", default=None, metavar="NAME",
               help="Evaluation backend (default automaton; oracle for tiny inputs).")
+@click.option("--plan", "plan", default=None, metavar="NAME",
+              help="Force one evaluation plan of the automaton engine (nfa, pda, union, ...; "
+                   "`kleene explain` lists them and why one is chosen).")
 @click.option("--count", is_flag=True, help="Print only the number of matches.")
 @_dialect
 @click.option("--udf", "udfs", multiple=True, metavar="module:function",
@@ -326,8 +355,8 @@ def explain(query: str, dialect: str | None, dot: bool, spark: bool,
 def run(query: str, input_path: str, input_format: str | None, time_col: str | None,
         time_format: str | None, type_col: str | None, event_type: str | None, id_col: str | None, time_unit: str,
         column_types: tuple[str, ...], on_bad_row: str, delimiter: str | None, batch_size: int,
-        output: str | None, fmt: str | None, engine: str | None, count: bool,
-        dialect: str | None, udfs: tuple[str, ...], quiet: bool, streaming: bool,
+        output: str | None, fmt: str | None, engine: str | None, plan: str | None,
+        count: bool, dialect: str | None, udfs: tuple[str, ...], quiet: bool, streaming: bool,
         allowed_lateness: float, spark: bool, master: str | None,
         partitions: int | None, spark_reader: str, max_matches_per_call: int | None,
         on_cap: str) -> None:
@@ -353,14 +382,19 @@ def run(query: str, input_path: str, input_format: str | None, time_col: str | N
         caps["max_matches_per_call"] = max_matches_per_call or None
     from ..backends import BACKENDS
 
-    if spark and (engine or DEFAULT_BACKEND) != "automaton" and (
-            max_matches_per_call is not None or on_cap != "error"):
-        raise InputError(f"--max-matches-per-call and --on-cap are options of the automaton "
-                         f"engine, not {engine!r}")
-
     if engine is not None and engine in BACKENDS and BACKENDS[engine].needs_spark:
         raise InputError(f"--engine {engine} is the Spark pipeline itself: use --spark (with "
                          "the default engine) instead")
+    backend = _backend(engine or DEFAULT_BACKEND)
+    if not backend.options and (max_matches_per_call is not None or on_cap != "error"):
+        raise InputError(f"--max-matches-per-call and --on-cap are options of the automaton "
+                         f"engine, not {backend.name!r}")
+    if plan is not None and not backend.plans:
+        raise InputError(f"--plan chooses among the automaton engine's plans; engine "
+                         f"{backend.name!r} has none")
+    if spark and plan is not None:
+        raise InputError("--plan is for the embedded engine; --spark runs the chosen plan in "
+                         "each task")
     if spark:
         _run_spark(query, input_path, on_bad_row=on_bad_row, quiet=quiet,
                    **spark_options(output=output, fmt=out_fmt, input_format=input_format,
@@ -375,11 +409,7 @@ def run(query: str, input_path: str, input_format: str | None, time_col: str | N
         raise InputError("--master, --partitions and --spark-reader need --spark")
     if allowed_lateness and not streaming:
         raise InputError("--allowed-lateness needs --stream (a bounded run sorts its input)")
-    compiled = _compile(query, dialect, udfs, engine or DEFAULT_BACKEND)
-    if compiled.engine != "automaton" and (max_matches_per_call is not None
-                                           or on_cap != "error"):
-        raise InputError(f"--max-matches-per-call and --on-cap are options of the automaton "
-                         f"engine, not {compiled.engine!r}")
+    compiled = _compile(query, dialect, udfs, engine or DEFAULT_BACKEND, plan)
     compiled_at = time.perf_counter()
     options = ReadOptions(time_col=time_col, type_col=type_col, event_type=event_type,
                           id_col=id_col, time_unit=time_unit,  # type: ignore[arg-type]
@@ -400,12 +430,12 @@ def run(query: str, input_path: str, input_format: str | None, time_col: str | N
         progress.show(f"reading {input_path}: {_percent(stream)}{stream.report.events:,} events")
     events, report = collect(stream, batches)
     read_done = time.perf_counter()
-    if compiled.engine == "oracle" and len(events) > ORACLE_WARN_EVENTS:
+    if not compiled.backend.options and len(events) > ORACLE_WARN_EVENTS:
         click.echo(f"kleene: warning: the oracle enumerates every candidate match (brute "
                    f"force, for tiny inputs); {len(events):,} events may take very long. "
                    "The default engine is automaton.", err=True)
     progress.show(f"matching {len(events):,} events with {compiled.engine}", force=True)
-    if compiled.engine == "automaton":
+    if compiled.backend.streaming:
         # --count: the engine only counts (no bindings, no Match objects where it can)
         matches = _engine_call(compiled.engine, _automaton, compiled, events,
                                {**caps, "count_only": count}) if len(events) else []
@@ -422,16 +452,14 @@ def run(query: str, input_path: str, input_format: str | None, time_col: str | N
             writer.write(matches)
     finished = time.perf_counter()
     if not quiet:
-        _summary(report, len(matches), compiled.engine,
+        _summary(report, len(matches), _engine_label(compiled),
                  (started, compiled_at, read_done, match_done, finished))
 
 
 def _automaton(compiled: Any, events: Any, options: dict[str, Any]) -> list[Any]:
     """The automaton engine over the whole (ordered) input as one ``push``, with the
     command's cap options; matches or runs dropped by ``--on-cap truncate`` are reported."""
-    from ..runtime.engine import start
-
-    runtime = start(compiled.analyzed, **{**compiled.options, **options})
+    runtime = compiled.start(**options)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # reported below, once, in kleene's words
         out: list[Any] = runtime.push(events)
@@ -440,6 +468,11 @@ def _automaton(compiled: Any, events: Any, options: dict[str, Any]) -> list[Any]
         raise EngineError(f"{runtime.counters.late_events} events came out of order")
     _report_truncation(runtime.counters)
     return out
+
+
+def _engine_label(compiled: Any) -> str:
+    """``automaton, plan nfa`` for the summary line."""
+    return compiled.engine if compiled.plan is None else f"{compiled.engine}, plan {compiled.plan}"
 
 
 def _report_truncation(counters: Any) -> None:
@@ -474,8 +507,9 @@ def _run_streaming(compiled: Any, stream: Any, *, output: str | None, fmt: str, 
     matches as they come (memory bounded by the chunk size and the engine's live state)."""
     from ..events.writers import MatchWriter, open_writer
 
-    if compiled.engine != "automaton":
-        raise QueryError(f"--stream needs the automaton engine, not {compiled.engine!r}")
+    if not compiled.backend.streaming:
+        raise QueryError(f"--stream needs an engine with a streaming runtime, not "
+                         f"{compiled.engine!r}")
     runtime = _engine_call(compiled.engine, compiled.start,
                            allowed_lateness_us=round(lateness_s * 1_000_000),
                            count_only=count, **caps)
@@ -514,7 +548,7 @@ def _run_streaming(compiled: Any, stream: Any, *, output: str | None, fmt: str, 
     finished = time.perf_counter()
     if not quiet:
         started, compiled_at = clock
-        _summary(report, n_matches, compiled.engine,
+        _summary(report, n_matches, _engine_label(compiled),
                  (started, compiled_at, finished, finished, finished),
                  late=int(runtime.counters.late_events), lateness_s=lateness_s)
 

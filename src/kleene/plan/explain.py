@@ -4,36 +4,33 @@ Shows what the engine will run: the states (components) with their take / procee
 edges, the predicates placed on each edge, the vectorized candidate masks, windows, negation
 guards and partitioning. Example::
 
-    >>> from kleene import api  # doctest: +SKIP
-    >>> print(explain(api.analyze("PATTERN SEQ(A a, B+ b[]) WHERE b.x > a.x")))  # doctest: +SKIP
+    >>> from kleene import api
+    >>> from kleene.plan.automaton import compile_plan
+    >>> plan = compile_plan(api.analyze("PATTERN SEQ(A a, B+ b[]) WHERE b.x > a.x"))
+    >>> print("\\n".join(linear_text(plan)))
+    automaton: NFA^b, 2 state(s) + accept, ignore edge: always (every run also waits)
+    state 0: single A a
+    state 1: kleene {1,} B b
+      proceed + take loop [b]: b.x > a.x
 """
 
 from __future__ import annotations
 
-from .. import ast
-from ..semantic.analyzed import AnalyzedQuery
+from collections.abc import Sequence
+from typing import Any
+
 from ..syntax import expr_text
-from .automaton import CompKind, Plan, UnionPlan, Unsupported, compile_plan, compile_union_plan
-from .groups import And, AnyK, Ev, GroupPlan, Node, Rep, Seq, Win, compile_group_plan
+from ..vocab import Emit, Strategy
+from .automaton import CompKind, Plan, UnionPlan
+from .groups import And, AnyK, Ev, GroupPlan, Node, Rep, Seq, Win
 
 
-def _compile(analyzed: AnalyzedQuery) -> Plan | GroupPlan | UnionPlan:
-    try:
-        return compile_plan(analyzed)
-    except Unsupported:
-        pass
-    try:
-        return compile_union_plan(analyzed)
-    except Unsupported:
-        return compile_group_plan(analyzed)
-
-
-def _ignore_rule(strategy: ast.Strategy) -> str:
+def _ignore_rule(strategy: Strategy) -> str:
     return {
-        ast.Strategy.SKIP_TILL_ANY_MATCH: "always (every run also waits)",
-        ast.Strategy.SKIP_TILL_NEXT_MATCH: "only if no take/proceed edge applies",
-        ast.Strategy.STRICT_CONTIGUITY: "never (the next event must be taken)",
-        ast.Strategy.PARTITION_CONTIGUITY: "never within the key (the next event of the key "
+        Strategy.SKIP_TILL_ANY_MATCH: "always (every run also waits)",
+        Strategy.SKIP_TILL_NEXT_MATCH: "only if no take/proceed edge applies",
+        Strategy.STRICT_CONTIGUITY: "never (the next event must be taken)",
+        Strategy.PARTITION_CONTIGUITY: "never within the key (the next event of the key "
                                            "must be taken)",
     }[strategy]
 
@@ -42,7 +39,7 @@ def _type(t: str | None) -> str:
     return "ANY" if t is None else t
 
 
-def _linear_text(plan: Plan, indent: str = "") -> list[str]:
+def linear_text(plan: Plan, indent: str = "") -> list[str]:
     out: list[str] = []
     n = len(plan.components)
     out.append(f"{indent}automaton: NFA^b, {n} state(s) + accept, ignore edge: "
@@ -106,14 +103,14 @@ def _node_text(n: Node, depth: int) -> list[str]:
     return out
 
 
-def _group_text(plan: GroupPlan) -> list[str]:
+def group_text(plan: GroupPlan) -> list[str]:
     out = [f"automaton: logical blocks (pushdown automaton), ignore edge: "
            f"{_ignore_rule(plan.strategy)}"]
     out.extend(_node_text(plan.root, 0))
-    w = plan.analyzed.within
-    if w is not None:
-        out.append(f"window {int(w.amount)} events over the whole pattern" if w.is_count
-                   else f"window {w.microseconds} us over the whole pattern")
+    if plan.window_events is not None:
+        out.append(f"window {plan.window_events} events over the whole pattern")
+    elif plan.window_us is not None:
+        out.append(f"window {plan.window_us} us over the whole pattern")
     for v, m in plan.masks.items():
         if m is not None:
             out.append(f"vectorized mask {v}: " + " AND ".join(expr_text(e) for e in m.exprs))
@@ -127,43 +124,44 @@ def _group_text(plan: GroupPlan) -> list[str]:
     return out
 
 
-def explain(analyzed: AnalyzedQuery, *, dot: bool = False) -> str:
-    """The compiled plan of a validated query, as text or (``dot=True``) Graphviz DOT."""
-    plan = _compile(analyzed)
-    if dot:
-        return _dot(plan)
-    lines = [f"query {analyzed.name!r}: strategy {analyzed.strategy.value}, "
-             f"emit {analyzed.emit.value}"]
-    if plan.partition_by or plan.equivalence:
-        lines.append("partitioned by " + ", ".join(plan.key_attrs)
+def union_text(plan: UnionPlan) -> list[str]:
+    """A top-level OR plan as text lines."""
+    lines = [f"top-level OR: {len(plan.branches)} branch plans, merged in output order"]
+    for i, b in enumerate(plan.branches):
+        lines.append(f"branch {i}:")
+        lines.extend(linear_text(b, "  "))
+    return lines
+
+
+def header_text(name: str, strategy: Strategy, emit: Emit, key_attrs: tuple[str, ...]
+                ) -> list[str]:
+    """The first lines of ``kleene explain``: query, strategy, emit, partitioning."""
+    lines = [f"query {name!r}: strategy {strategy.value}, emit {emit.value}"]
+    if key_attrs:
+        lines.append("partitioned by " + ", ".join(key_attrs)
                      + " (routed in bulk per batch; one state per key)")
-    if isinstance(plan, Plan):
-        lines.extend(_linear_text(plan))
-    elif isinstance(plan, UnionPlan):
-        lines.append(f"top-level OR: {len(plan.branches)} branch plans, merged in output order")
-        for i, b in enumerate(plan.branches):
-            lines.append(f"branch {i}:")
-            lines.extend(_linear_text(b, "  "))
-    else:
-        lines.extend(_group_text(plan))
-    q = analyzed.query
-    for pk in q.picks:
-        lines.append(f"policy: PICK {pk.mode.value.upper()} {pk.var}")
-    if analyzed.emit is ast.Emit.RECENT:
+    return lines
+
+
+def policy_text(picks: Sequence[Any], emit: Emit, consume: Any,
+                return_names: Sequence[str]) -> list[str]:
+    """The output-policy lines of ``kleene explain``."""
+    lines = [f"policy: PICK {pk.mode.value.upper()} {pk.var}" for pk in picks]
+    if emit is Emit.RECENT:
         lines.append("policy: EMIT RECENT")
-    if q.consume is not None:
-        lines.append("policy: CONSUME " + ("ALL" if q.consume.all_vars
-                                           else ", ".join(q.consume.vars)))
-    for name, _ce, _s, _p in plan.return_fns:
-        lines.append(f"return: {name}")
-    return "\n".join(lines) + "\n"
+    if consume is not None:
+        lines.append("policy: CONSUME " + ("ALL" if consume.all_vars
+                                           else ", ".join(consume.vars)))
+    lines.extend(f"return: {name}" for name in return_names)
+    return lines
 
 
 def _esc(s: str) -> str:
     return s.replace("\\", "\\\\").replace('"', '\\"')
 
 
-def _dot(plan: Plan | GroupPlan | UnionPlan) -> str:
+def dot_text(plan: Any) -> str:
+    """A linear, union or group plan as Graphviz DOT."""
     lines = ["digraph kleene {", "  rankdir=LR;", '  node [shape=circle];']
     plans = [plan] if isinstance(plan, Plan) else (
         list(plan.branches) if isinstance(plan, UnionPlan) else [])
@@ -207,8 +205,8 @@ def _dot(plan: Plan | GroupPlan | UnionPlan) -> str:
             lines.append(f'  {src} -> {pre}s{k} [label="{kind}: {_esc(lab)}"];')
             if c.kind is CompKind.KLEENE:
                 lines.append(f'  {pre}s{k} -> {pre}s{k} [label="take: {_esc(lab)}"];')
-            if p.strategy is ast.Strategy.SKIP_TILL_ANY_MATCH or (
-                    p.strategy is ast.Strategy.SKIP_TILL_NEXT_MATCH):
+            if p.strategy is Strategy.SKIP_TILL_ANY_MATCH or (
+                    p.strategy is Strategy.SKIP_TILL_NEXT_MATCH):
                 lines.append(f'  {pre}s{k} -> {pre}s{k} [label="ignore", style=dashed];')
         closes = [expr_text(x.expr) for v in p.components[-1].vars for x in p.vars[v].close]
         lines.append(f'  {pre}s{n - 1} -> {pre}accept [label="{_esc("; ".join(closes))}"];')
@@ -216,4 +214,5 @@ def _dot(plan: Plan | GroupPlan | UnionPlan) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["explain"]
+__all__ = ["dot_text", "group_text", "header_text", "linear_text", "policy_text",
+           "union_text"]

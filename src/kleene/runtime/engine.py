@@ -14,9 +14,18 @@ Data flow for one pushed batch (docs/architecture.md):
    trailing negation or an earlier-sorting match is pending, put in the documented output order
    and passed through PICK, EMIT RECENT, CONSUME and RETURN.
 
-Example:
+The runtime is algorithm-neutral: the matcher comes from the compiled plan
+(:mod:`kleene.plans` chooses it). Example::
+
+    >>> import kleene
     >>> from kleene.events import EventBatch
-    >>> # evaluate(analyzed, EventBatch.from_records([...])) -> list[Match]
+    >>> from kleene.plans import start
+    >>> rt = start(kleene.analyze("PATTERN SEQ(A a, B b) WHERE b.x > a.x"))
+    >>> ev = lambda i, t, ts, x: {"id": i, "type": t, "ts": ts, "x": x}
+    >>> [m.bindings for m in rt.push(EventBatch.from_records([ev(0, "A", 1, 1), ev(1, "B", 2, 5)]))]
+    [{'a': 0, 'b': 1}]
+    >>> [m.bindings for m in rt.push(EventBatch.from_records([ev(2, "B", 3, 0)])) + rt.close()]
+    []
 """
 
 from __future__ import annotations
@@ -31,25 +40,20 @@ from dataclasses import dataclass
 from itertools import repeat
 from numbers import Integral
 from operator import itemgetter
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .. import ast
 from ..errors import EngineError, InputError
 from ..events import EventBatch, Match
 from ..events.model import ID, TS, TYPE, TimeInfo
-from ..plan.automaton import Plan, UnionPlan, Unsupported, compile_plan, compile_union_plan
-from ..plan.groups import GroupPlan, compile_group_plan
-from ..semantic.analyzed import AnalyzedQuery
+from ..vocab import Strategy
 from .caps import over_budget
-from .groups import GroupMatcher
-from .kernel import build_kernel, kernel_supported
-from .linear import Candidate, LinearMatcher, cand_state
+from .linear import Candidate, cand_state
+from .matcher import Matcher, MatcherOptions, OutputSpec
 from .policies import _COUNT_MATCH, Policies
-from .union import UnionMatcher
 
 _FAR_PAST = -(2 ** 62)
 
@@ -60,25 +64,16 @@ buffered match measured, so 1-2 GB at the cap)."""
 _first = itemgetter(0)
 
 
-def _plan_for(analyzed: AnalyzedQuery) -> Plan | GroupPlan | UnionPlan:
-    """The linear NFA^b plan when the pattern is a SEQ of events / Kleene on events, one such
-    plan per branch of a top-level OR of those, else the logical-block (pushdown) plan."""
-    try:
-        return compile_plan(analyzed)
-    except Unsupported as first:
-        try:
-            # a top-level OR of linear branches: one NFA^b (and kernel) per branch
-            return compile_union_plan(analyzed)
-        except Unsupported:
-            pass
-        try:
-            return compile_group_plan(analyzed)
-        except Unsupported as exc:
-            what = (f"{first} under skip-till-next-match"
-                    if analyzed.strategy is ast.Strategy.SKIP_TILL_NEXT_MATCH else str(exc))
-            raise EngineError(f"automaton engine does not support {what} yet (query "
-                              f"{analyzed.name!r}); use --engine oracle on small inputs, or "
-                              "skip-till-any-match") from None
+class CompiledLike(Protocol):
+    """A compiled plan as the runtime uses it (kleene.plans.registry.CompiledPlan)."""
+
+    @property
+    def plan(self) -> Any: ...
+
+    @property
+    def spec(self) -> OutputSpec: ...
+
+    def matcher(self, options: MatcherOptions) -> Matcher: ...
 
 
 def _pylist(col: pa.ChunkedArray | pa.Array) -> list[Any]:
@@ -124,7 +119,7 @@ class Runtime:
     call's result equals ``evaluate`` over the whole (ordered) stream.
     """
 
-    def __init__(self, analyzed: AnalyzedQuery, *, allowed_lateness_us: int = 0,
+    def __init__(self, compiled: CompiledLike, *, allowed_lateness_us: int = 0,
                  max_runs_per_partition: int | None = 100_000,
                  max_matches_per_event: int | None = 1_000_000,
                  max_matches_per_call: int | None = MAX_MATCHES_PER_CALL,
@@ -142,33 +137,13 @@ class Runtime:
         max_runs_per_partition, max_matches_per_event, max_matches_per_call = (
             None if v is None else int(v)
             for v in (max_runs_per_partition, max_matches_per_event, max_matches_per_call))
-        self.analyzed = analyzed
-        self.plan = _plan_for(analyzed)
-        self.matcher: Any
-        if isinstance(self.plan, Plan):
-            self.matcher = LinearMatcher(self.plan, max_runs=max_runs_per_partition,
-                                         on_cap=on_cap)
-            self.matcher.max_matches_per_call = max_matches_per_call
-            if use_kernel and kernel_supported(self.plan):
-                self.matcher.max_matches = max_matches_per_event
-                q = analyzed.query
-                # --count without policies or NOT: the kernel only counts complete matches
-                self.matcher.count_mode = (count_only and not self.plan.negations
-                                           and not q.picks and q.consume is None
-                                           and analyzed.emit is ast.Emit.ALL)
-                self.matcher.kernel = build_kernel(self.matcher)
-        elif isinstance(self.plan, UnionPlan):
-            self.matcher = UnionMatcher(self.plan, max_runs=max_runs_per_partition,
-                                        on_cap=on_cap)
-            self.matcher.max_matches_per_call = max_matches_per_call
-            for bm in self.matcher.branches:
-                if use_kernel and kernel_supported(bm.plan):
-                    bm.max_matches = max_matches_per_event
-                    bm.kernel = build_kernel(bm)
-        else:
-            self.matcher = GroupMatcher(self.plan, max_runs=max_runs_per_partition,
-                                        on_cap=on_cap)
-            self.matcher.max_matches_per_call = max_matches_per_call
+        self.compiled = compiled
+        self.plan = compiled.plan
+        self.spec: OutputSpec = compiled.spec
+        self.matcher: Matcher = compiled.matcher(MatcherOptions(
+            max_runs=max_runs_per_partition, max_matches_per_event=max_matches_per_event,
+            max_matches_per_call=max_matches_per_call, on_cap=on_cap, count_only=count_only,
+            use_kernel=use_kernel))
         self.allowed_lateness_us = int(allowed_lateness_us)
         self.max_matches_per_event = max_matches_per_event
         # the kernel's count mode builds no matches: nothing for the per-call cap to bound
@@ -180,17 +155,15 @@ class Runtime:
         self.on_cap = on_cap
         self.count_only = count_only
         self.counters = Counters()
-        self.policies = Policies(self.plan)
-        self.direct = self._use_direct(count_only)
-        if self.direct:
-            # no NOT, policies or RETURN: the kernel emits finished (key, Match) entries
-            self.matcher.direct = (self.plan.name, self.policies._binds)
-            self.matcher.kernel = build_kernel(self.matcher)
+        self.policies = Policies(self.plan, self.spec)
+        self.direct = getattr(self.matcher, "direct", None) is not None
+        """The matcher emits finished ``(key, Match, None)`` entries (no NOT, policies or
+        RETURN)."""
         self._fresh_policies = self.policies.state()
         self._init_state()
-        self.strategy = self.plan.strategy
+        self.strategy = self.spec.strategy
         self._warned = False
-        self.needs_positions = self._needs_positions()
+        self.needs_positions = self.spec.needs_positions
 
     def _init_state(self) -> None:
         """The matching state of a freshly started runtime (everything :meth:`snapshot` saves
@@ -214,39 +187,6 @@ class Runtime:
         Cheaper than compiling again: Spark tasks reuse one runtime for every key.
         """
         self._init_state()
-
-    def _use_direct(self, count_only: bool) -> bool:
-        """Can the kernel build the output Matches itself? Only for a linear kernel plan
-        whose candidates go straight to the output: no NOT, no PICK / EMIT RECENT / CONSUME,
-        no RETURN, every variable always bound (the simple sort key)."""
-        m = self.matcher
-        q = self.analyzed.query
-        return (isinstance(self.plan, Plan) and m.kernel is not None and not m.count_mode
-                and not count_only and not self.plan.negations and not m.has_trailing
-                and not q.picks and q.consume is None and self.analyzed.emit is ast.Emit.ALL
-                and m.simple_key and not self.plan.return_fns
-                and self.policies._binds is not None)
-
-    def _needs_positions(self) -> bool:
-        """Does any rule read per-key positions (contiguity, count windows)?"""
-        if self.strategy in (ast.Strategy.STRICT_CONTIGUITY,
-                             ast.Strategy.PARTITION_CONTIGUITY):
-            return True
-        q = self.analyzed.query
-        if q.within is not None and q.within.is_count:
-            return True
-        if any(pk.within is not None and pk.within.is_count for pk in q.picks):
-            return True
-
-        def counts(p: ast.Pattern) -> bool:
-            if isinstance(p, ast.Within):
-                return p.window.is_count or counts(p.body)
-            if isinstance(p, ast.EventPattern):
-                return False
-            if isinstance(p, ast.Kleene | ast.Not):
-                return counts(p.body)
-            return any(counts(i) for i in p.items)
-        return counts(q.pattern)
 
     # ---------------------------------------------------------------------------------------
     # public API
@@ -476,7 +416,7 @@ class Runtime:
             else:
                 ppos = gpos
             wpos = ppos
-            if self.strategy is ast.Strategy.PARTITION_CONTIGUITY and key_attrs:
+            if self.strategy is Strategy.PARTITION_CONTIGUITY and key_attrs:
                 cpos = ppos if key_attrs == plan.partition_by else \
                     self._positions(rcodes, rkeys, self.cpos_base, order_all)
             else:
@@ -632,9 +572,10 @@ class Runtime:
 
     def _release(self, watermark: int | None, final: bool = False) -> list[Match]:
         del watermark
-        counted = getattr(self.matcher, "counted", 0)
+        m: Any = self.matcher  # count mode: matchers that count say so with ``counted``
+        counted = getattr(m, "counted", 0)
         if counted:
-            self.matcher.counted = 0
+            m.counted = 0
             self.counters.matches += counted
             return [_COUNT_MATCH] * counted
         if not self.held:
@@ -773,27 +714,8 @@ def _decides_negation(m: Any) -> bool:
     return bool(m.decides_negation) and not m.has_trailing
 
 
-def start(analyzed: AnalyzedQuery, **options: Any) -> Runtime:
-    """Start a streaming runtime for a validated query.
-
-    Options: ``allowed_lateness_us`` (default 0), ``max_runs_per_partition`` (default
-    100000; ``None`` for no cap), ``max_matches_per_event`` (default 1000000),
-    ``max_matches_per_call`` (default 2000000: complete matches buffered by one
-    ``push`` / ``advance`` / ``close``), ``on_cap`` (``"error"`` or ``"truncate"``),
-    ``count_only``.
-    """
-    known = {"allowed_lateness_us", "max_runs_per_partition", "max_matches_per_event",
-             "max_matches_per_call", "on_cap", "count_only", "use_kernel"}
-    unknown = set(options) - known
-    if unknown:
-        raise EngineError(f"unknown runtime option(s) {sorted(unknown)}; known: "
-                          f"{', '.join(sorted(known))}")
-    return Runtime(analyzed, **options)
-
-
-def evaluate(analyzed: AnalyzedQuery, events: EventBatch, **options: Any) -> list[Match]:
-    """Evaluate over a bounded, ordered batch (the ``automaton`` backend)."""
-    rt = start(analyzed, **options)
+def run_batch(rt: Runtime, events: EventBatch) -> list[Match]:
+    """Push a bounded, ordered batch through a fresh runtime and close it."""
     if len(events) == 0:
         return rt.close()
     ts = events.ts
@@ -805,4 +727,4 @@ def evaluate(analyzed: AnalyzedQuery, events: EventBatch, **options: Any) -> lis
     return out
 
 
-__all__ = ["Counters", "Runtime", "evaluate", "start"]
+__all__ = ["Counters", "Runtime", "run_batch"]

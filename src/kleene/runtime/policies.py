@@ -12,11 +12,11 @@ from __future__ import annotations
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
-from .. import ast
 from ..events import Match
-from ..plan.automaton import Plan, UnionPlan
+from ..plan.automaton import CompKind
 from ..plan.expr import GPOS, ID, TS, WPOS
-from ..plan.groups import GroupPlan
+from ..vocab import Emit, PickMode
+from .matcher import OutputSpec, PickSpec
 
 if TYPE_CHECKING:
     from .linear import Candidate
@@ -35,56 +35,26 @@ def _recs(x: Any) -> tuple[Any, ...]:
 class Policies:
     """PICK / EMIT RECENT / CONSUME / RETURN for one plan, with CONSUME's state."""
 
-    def __init__(self, plan: Plan | GroupPlan | UnionPlan) -> None:
+    def __init__(self, plan: Any, spec: OutputSpec) -> None:
         self.plan = plan
-        q = plan.analyzed.query
-        self.picks = q.picks
-        self.recent = plan.analyzed.emit is ast.Emit.RECENT
-        self.consume = q.consume
+        self.spec = spec
+        self.picks = spec.picks
+        self.recent = spec.emit is Emit.RECENT
+        self.consume = spec.consume
         self.consumed: set[int] = set()
         self.slot = dict(plan.layout.var_slots)
         self.needs_all = bool(self.picks)
-        self._build: Any = None
-        self._binds = self._bindings_builder()
+        built = bindings_builder(plan)
+        self._binds: Any = None if built is None else built[0]
+        self._build: Any = None if built is None else built[1]
         if self.consume is not None:
             self.consume_slots = [self.slot[v] for v in (
                 plan.order if self.consume.all_vars else self.consume.vars)]
 
-    def _bindings_builder(self) -> Any:
-        """A generated ``f(B) -> dict`` for plans where every variable is always bound: keys
-        are passed in as constants, slots are integers (no user text in the source)."""
-        plan = self.plan
-        from ..plan.automaton import CompKind
-
-        comps = getattr(plan, "components", None)
-        if comps is None or not all(c.kind is not CompKind.CHOICE and c.min > 0 for c in comps):
-            return None
-        env: dict[str, Any] = {"_GID": itemgetter(ID)}
-        items = []
-        for i, v in enumerate(plan.order):
-            env[f"K{i}"] = v
-            slot = self.slot[v]
-            if v in plan.layout.list_vars:
-                items.append(f"K{i}: tuple(map(_GID, B[{slot}]))")
-            else:
-                items.append(f"K{i}: B[{slot}][{ID}]")
-        src = "def binds(B):\n    return {" + ", ".join(items) + "}\n"
-        # the whole output list in one comprehension (no call per match): the matches of a
-        # plan without RETURN, straight from the candidates
-        env["Match"] = Match
-        env["NAME"] = plan.name
-        src += ("def build(cands):\n    return [Match(NAME, {"
-                + ", ".join(it.replace("B[", "c.B[") for it in items)
-                + "}, c.first_ts, c.last_ts, {}) for c in cands]\n")
-        code = compile(src, "<kleene bindings>", "exec")
-        _run_generated(code, env)
-        self._build = env["build"]
-        return env["binds"]
-
     def release_ts(self, c: Candidate) -> int | None:
         """Time after which no new match can join ``c``'s PICK groups (None: only at the end
         of the stream): the last shared event's timestamp plus the query's time window."""
-        w = self.plan.analyzed.within
+        w = self.spec.within
         if w is None or w.is_count:
             return None
         out = None
@@ -107,7 +77,7 @@ class Policies:
         self.consumed = set(data)
 
     # ---------------------------------------------------------------------------------------
-    def _pick(self, cands: list[Candidate], p: ast.Pick) -> list[Candidate]:
+    def _pick(self, cands: list[Candidate], p: PickSpec) -> list[Candidate]:
         vs = self.slot[p.var]
         if p.within is not None and p.from_var is not None:
             us = self.slot[p.from_var]
@@ -129,7 +99,7 @@ class Policies:
                 if ok:
                     keep.append(c)
             cands = keep
-        if p.mode is ast.PickMode.EACH:
+        if p.mode is PickMode.EACH:
             return cands
         best: dict[Any, tuple[tuple[int, ...], Candidate]] = {}
         for c in cands:
@@ -139,7 +109,7 @@ class Policies:
             key = key + (c.B[vs] is None,)
             pos = tuple(r[GPOS] for r in _recs(c.B[vs]))
             cur = best.get(key)
-            if cur is None or (pos < cur[0] if p.mode is ast.PickMode.FIRST else pos > cur[0]):
+            if cur is None or (pos < cur[0] if p.mode is PickMode.FIRST else pos > cur[0]):
                 best[key] = (pos, c)
         chosen = {id(c) for _p, c in best.values()}
         return [c for c in cands if id(c) in chosen]
@@ -215,6 +185,35 @@ class Policies:
                 else:
                     values[name] = [ce.fn(B, i) for i in range(len(B[iter_slot]))]
         return Match(plan.name, binds, c.first_ts, c.last_ts, values)
+
+
+def bindings_builder(plan: Any) -> tuple[Any, Any] | None:
+    """Generated ``binds(B) -> dict`` and ``build(cands) -> [Match]`` for linear plans where
+    every variable is always bound (None otherwise): keys are passed in as constants, slots
+    are integers (no user text in the source)."""
+    comps = getattr(plan, "components", None)
+    if comps is None or not all(c.kind is not CompKind.CHOICE and c.min > 0 for c in comps):
+        return None
+    slot = dict(plan.layout.var_slots)
+    env: dict[str, Any] = {"_GID": itemgetter(ID)}
+    items = []
+    for i, v in enumerate(plan.order):
+        env[f"K{i}"] = v
+        if v in plan.layout.list_vars:
+            items.append(f"K{i}: tuple(map(_GID, B[{slot[v]}]))")
+        else:
+            items.append(f"K{i}: B[{slot[v]}][{ID}]")
+    src = "def binds(B):\n    return {" + ", ".join(items) + "}\n"
+    # the whole output list in one comprehension (no call per match): the matches of a
+    # plan without RETURN, straight from the candidates
+    env["Match"] = Match
+    env["NAME"] = plan.name
+    src += ("def build(cands):\n    return [Match(NAME, {"
+            + ", ".join(it.replace("B[", "c.B[") for it in items)
+            + "}, c.first_ts, c.last_ts, {}) for c in cands]\n")
+    code = compile(src, "<kleene bindings>", "exec")
+    _run_generated(code, env)
+    return env["binds"], env["build"]
 
 
 _COUNT_MATCH = Match("", {}, 0, 0)

@@ -499,7 +499,10 @@ def check_caps(engine: str, caps: Caps, cap_report: Any) -> None:
         raise InputError(f"cap_report must be a kleene.spark.batch.CapReport, not "
                          f"{type(cap_report).__name__}")
     changed = caps.changed()
-    if engine != "automaton" and changed:
+    from ..backends import BACKENDS
+
+    entry = BACKENDS.get(engine)
+    if (entry is None or not entry.options) and changed:
         raise InputError(f"{', '.join(changed)}: the caps are options of the automaton engine, "
                          f"not {engine!r}")
 

@@ -136,7 +136,7 @@ def _runtime(spec: StreamSpec) -> tuple[Any, bytes]:
     (workers are reused across tasks and micro-batches; least recently used ones beyond
     :data:`_MAX_RUNTIMES` are dropped). It holds no group's state: every step restores the
     group's stored snapshot into it first."""
-    from ..runtime.engine import start
+    from ..plans import start
 
     hit = _RUNTIMES.get(spec.token) if spec.token else None
     if hit is not None:

@@ -435,10 +435,11 @@ class _Evaluator:
         self.fn: Any = None
         self.dropped = (0, 0)
         """(runs, matches) ``on_cap="truncate"`` dropped in the last group."""
-        if spec.engine == "automaton":
-            from ..runtime.engine import start
+        from ..backends import BACKENDS
 
-            self.rt = start(spec.analyzed, **spec.caps.options())
+        entry = BACKENDS.get(spec.engine)
+        if entry is not None and entry.streaming and not entry.needs_spark:
+            self.rt = entry.load_start()(spec.analyzed, **spec.caps.options())
         else:
             self.fn = resolve_backend(spec.engine)
 

@@ -150,6 +150,45 @@ def importable_backends() -> list[str]:
     return names
 
 
+class PlanDoesNotApply(Exception):
+    """A forced plan does not support a query (the plan's own stated reason)."""
+
+
+class PlanBackend:
+    """The automaton engine with one plan kind forced (``automaton/<plan>``): the conformance
+    suite and the differential test run over every (backend, plan) pair. A query the plan does
+    not support raises :class:`PlanDoesNotApply` with the plan's reason (the suite records it),
+    never a silent fallback to another plan."""
+
+    def __init__(self, plan: str) -> None:
+        self.plan = plan
+        self.unsupported: dict[str, int] = {}
+        self.evaluated = 0
+
+    def reason(self, aq: AnalyzedQuery) -> str | None:
+        """Why the plan does not support ``aq`` (None: it does)."""
+        from ..plans import get_plan_kind
+
+        return get_plan_kind(self.plan).supports(aq)
+
+    def __call__(self, aq: AnalyzedQuery, events: EventBatch, **options: Any) -> list[Match]:
+        from ..plans import evaluate
+
+        why = self.reason(aq)
+        if why is not None:
+            self.unsupported[why] = self.unsupported.get(why, 0) + 1
+            raise PlanDoesNotApply(f"plan {self.plan!r} does not apply: {why}")
+        self.evaluated += 1
+        return evaluate(aq, events, plan=self.plan, **options)
+
+
+def plan_backends() -> list[str]:
+    """``automaton/<plan>`` for every registered plan kind (kleene.plans.REGISTRY)."""
+    from ..plans import plan_names
+
+    return [f"automaton/{p}" for p in plan_names()]
+
+
 class BatchedBackend:
     """A backend served from one batch evaluation of the pairs a suite is about to run.
 
@@ -291,4 +330,5 @@ def _show(ms: Sequence[Mapping[str, Any]]) -> str:
 
 
 __all__ = ["Backend", "BatchedBackend", "Case", "Expected", "assert_matches", "bindings_of", "case", "events",
-           "importable_backends", "parse_expected", "run", "timeline", "type_of"]
+           "importable_backends", "parse_expected", "PlanBackend", "PlanDoesNotApply",
+           "plan_backends", "run", "timeline", "type_of"]

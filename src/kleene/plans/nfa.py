@@ -1,0 +1,68 @@
+"""``nfa``: the linear NFA^b automaton (SASE+), with a generated transition kernel.
+
+Supports a SEQ of events, Kleene components and choices (docs/engine.md). Compiles with
+:func:`kleene.plan.automaton.compile_plan`; the matcher is
+:class:`kleene.runtime.linear.LinearMatcher`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..plan.automaton import CompKind, Plan, compile_plan
+from ..plan.explain import linear_text
+from ..runtime.kernel import build_kernel, kernel_supported
+from ..runtime.linear import LinearMatcher
+from ..runtime.matcher import MatcherOptions
+from ..runtime.policies import bindings_builder
+from .registry import CompiledPlan, PlanKind, Stats, runs_estimate
+
+LINEAR_OVERHEAD = 1.0
+"""Work per partial match an event is offered to, relative to the other kinds."""
+
+
+def linear_cost(plan: Plan, stats: Stats) -> float:
+    """Estimated work per event: one unit per event plus the expected live runs."""
+    n = stats.events_in(plan.window_us, plan.window_events)
+    steps = []
+    for c in plan.components:
+        share = sum(stats.share(t) for t in c.types)
+        conj = sum(len(plan.vars[v].take) + (plan.vars[v].mask is not None) for v in c.vars)
+        steps.append((min(share, 1.0), c.kind is CompKind.KLEENE, conj))
+    return 1.0 + LINEAR_OVERHEAD * runs_estimate(steps, n, plan.strategy)
+
+
+def linear_matcher(plan: Plan, options: MatcherOptions, plain_output: bool,
+                   count_ok: bool) -> LinearMatcher:
+    """A configured LinearMatcher: caps, count mode, direct output, kernel (built once)."""
+    m = LinearMatcher(plan, max_runs=options.max_runs, on_cap=options.on_cap)
+    m.max_matches_per_call = options.max_matches_per_call
+    if options.use_kernel and kernel_supported(plan):
+        m.max_matches = options.max_matches_per_event
+        # --count without policies or NOT: the kernel only counts complete matches
+        m.count_mode = options.count_only and count_ok and not plan.negations and plain_output
+        direct = (not m.count_mode and not options.count_only and not plan.negations
+                  and not m.has_trailing and plain_output and m.simple_key
+                  and not plan.return_fns)
+        if direct:
+            built = bindings_builder(plan)
+            if built is not None:
+                # no NOT, policies or RETURN: the kernel emits finished (key, Match) entries
+                m.direct = (plan.name, built[0])
+        m.kernel = build_kernel(m)
+    return m
+
+
+def _matcher(cp: CompiledPlan, options: MatcherOptions) -> Any:
+    return linear_matcher(cp.plan, options, cp.spec.plain, True)
+
+
+PLAN = PlanKind(
+    name="nfa",
+    description="linear NFA^b automaton (SEQ of events, Kleene, choices) with a generated "
+                "kernel",
+    compile=compile_plan,
+    matcher=_matcher,
+    cost=linear_cost,
+    explain=linear_text,
+)

@@ -1,0 +1,55 @@
+"""``pda``: LogCEP's logical blocks (a pushdown automaton over AND / ANY / SEQ / repeated
+groups), with negation decided in the automaton where it can be (docs/engine.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..plan.explain import group_text
+from ..plan.groups import And, AnyK, Ev, GroupPlan, Node, Rep, Seq, Win, compile_group_plan
+from ..runtime.groups import GroupMatcher
+from ..runtime.matcher import MatcherOptions
+from .registry import CompiledPlan, PlanKind, Stats, runs_estimate
+
+BLOCK_OVERHEAD = 1.6
+"""The logical-block matcher's work per partial match relative to the NFA's (it tracks
+per-block state); measured on SEQ queries both can run (docs/engine.md)."""
+
+
+def _steps(n: Node, plan: GroupPlan, stats: Stats) -> list[tuple[float, bool, int]]:
+    if isinstance(n, Ev):
+        return [(stats.share(n.type), False, 1 if plan.masks.get(n.var) is not None else 0)]
+    if isinstance(n, Rep):
+        return [(s, True, c) for s, _k, c in _steps(n.body, plan, stats)]
+    if isinstance(n, Win):
+        return _steps(n.body, plan, stats)
+    out: list[tuple[float, bool, int]] = []
+    for i in n.items:
+        out += _steps(i, plan, stats)
+    if isinstance(n, And | AnyK):
+        # any order: every permutation's prefixes are live at once
+        out = out + out[:-1]
+    assert isinstance(n, Seq | And | AnyK)
+    return out
+
+
+def _cost(plan: GroupPlan, stats: Stats) -> float:
+    n = stats.events_in(plan.window_us, plan.window_events)
+    return 1.0 + BLOCK_OVERHEAD * runs_estimate(_steps(plan.root, plan, stats), n,
+                                                plan.strategy)
+
+
+def _matcher(cp: CompiledPlan, options: MatcherOptions) -> Any:
+    m: Any = GroupMatcher(cp.plan, max_runs=options.max_runs, on_cap=options.on_cap)
+    m.max_matches_per_call = options.max_matches_per_call
+    return m
+
+
+PLAN = PlanKind(
+    name="pda",
+    description="LogCEP logical blocks: a pushdown automaton over AND / ANY / SEQ / groups",
+    compile=compile_group_plan,
+    matcher=_matcher,
+    cost=_cost,
+    explain=group_text,
+)

@@ -1,0 +1,38 @@
+"""``union``: a top-level OR of linear patterns, one NFA^b (and kernel) per branch, merged in
+output order (docs/semantics.md 8)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..plan.automaton import UnionPlan, compile_union_plan
+from ..plan.explain import union_text
+from ..runtime.kernel import build_kernel, kernel_supported
+from ..runtime.matcher import MatcherOptions
+from ..runtime.union import UnionMatcher
+from .nfa import linear_cost
+from .registry import CompiledPlan, PlanKind, Stats
+
+
+def _cost(plan: UnionPlan, stats: Stats) -> float:
+    return sum(linear_cost(b, stats) for b in plan.branches)
+
+
+def _matcher(cp: CompiledPlan, options: MatcherOptions) -> Any:
+    m = UnionMatcher(cp.plan, max_runs=options.max_runs, on_cap=options.on_cap)
+    m.max_matches_per_call = options.max_matches_per_call
+    for bm in m.branches:
+        if options.use_kernel and kernel_supported(bm.plan):
+            bm.max_matches = options.max_matches_per_event
+            bm.kernel = build_kernel(bm)
+    return m
+
+
+PLAN = PlanKind(
+    name="union",
+    description="top-level OR: one NFA^b per branch, merged in output order",
+    compile=compile_union_plan,
+    matcher=_matcher,
+    cost=_cost,
+    explain=union_text,
+)
