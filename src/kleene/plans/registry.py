@@ -168,6 +168,22 @@ def plan_kinds() -> dict[str, PlanKind]:
     return _KINDS
 
 
+def register(target: str) -> None:
+    """Add a plan kind (``"module:attribute"``) after the registered ones, e.g. from a plugin
+    or a test; :func:`unregister` removes it again."""
+    global REGISTRY, _KINDS
+    if target not in REGISTRY:
+        REGISTRY = (*REGISTRY, target)
+        _KINDS = None
+
+
+def unregister(target: str) -> None:
+    """Remove a plan kind added by :func:`register`."""
+    global REGISTRY, _KINDS
+    REGISTRY = tuple(t for t in REGISTRY if t != target)
+    _KINDS = None
+
+
 def plan_names() -> list[str]:
     """Names of the registered plan kinds."""
     return list(plan_kinds())
@@ -370,4 +386,4 @@ def evaluate(query: AnalyzedQuery | CompiledPlan, events: EventBatch, *,
 
 __all__ = ["REGISTRY", "Candidate", "Choice", "CompiledPlan", "PlanKind", "Stats", "choice_text",
            "choose", "evaluate", "get_plan_kind", "output_spec", "plan_kinds", "plan_names",
-           "runs_estimate", "start"]
+           "register", "runs_estimate", "start", "unregister"]
