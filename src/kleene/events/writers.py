@@ -37,6 +37,7 @@ from typing import IO, Any
 import numpy as np
 import pyarrow as pa
 
+from ..codegen import build
 from ..errors import InputError
 from .match import Match
 from .model import TimeInfo
@@ -239,14 +240,7 @@ def _shape_formatter(bindings: dict[str, Any]) -> Any:
             lines.append("            return None")
             pieces.append(f"{{P{j}}}[{{', '.join(map(str, x{j}))}}]")
     lines.append("    return f\"" + "".join(pieces) + "\"")
-    code = compile("\n".join(lines) + "\n", "<kleene jsonl shape>", "exec")
-    _run_generated(code, env)
-    return env["shape"]
-
-
-def _run_generated(code: Any, ns: dict[str, Any]) -> None:
-    # Generated from positions and type tests only; names are constants in ``ns``.
-    exec(code, ns)  # noqa: S102
+    return build("\n".join(lines) + "\n", env, label="jsonl shape", entry="shape")
 
 
 _FORMATTERS: dict[TimeInfo, _LineFormatter] = {}

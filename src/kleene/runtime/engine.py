@@ -178,6 +178,8 @@ class Runtime:
         self.time: TimeInfo | None = None
         self.held: list[tuple[tuple[Any, ...], Candidate, Any]] = []
         self.late_events: list[pa.Table] = []
+        self._admitting: list[tuple[Any, Candidate]] = []
+        self._groups_done: list[Any] = []
         self.closed = False
         self.policies.restore(self._fresh_policies)
 
@@ -345,14 +347,30 @@ class Runtime:
             self._process_chunk(t.slice(off, self._CHUNK))
 
     def _process_chunk(self, t: pa.Table) -> None:
-        plan = self.plan
+        """Steps 2-5 of docs/architecture.md for one chunk of ordered events (step 1,
+        *reorder*, happened in :meth:`push` / :meth:`_flush_buffer`)."""
         n = t.num_rows
         self.counters.events_processed += n
         gpos = np.arange(self.next_gpos, self.next_gpos + n, dtype=np.int64)
         self.next_gpos += n
+        masks, left_rows = self._vectorize(t)
+        routed = self._route(t, masks, gpos)
+        if routed is None:
+            return
+        recs, bl, groups, rcodes, rkeys, wpos = routed
+        self._row_fallback(recs, bl, left_rows)
+        self._match(recs, bl, groups, rkeys)
+        self._bump_last_wpos(rcodes, rkeys, wpos, t)
+        self._admit_all()
+
+    # 2. vectorize -----------------------------------------------------------------------------
+    def _vectorize(self, t: pa.Table) -> tuple[list[np.ndarray[Any, Any]],
+                                                list[tuple[int, Any, tuple[int, ...]]]]:
+        """Per candidate bit of the matcher, a boolean mask over the chunk: the type test and
+        the vectorized one-variable conjuncts (Arrow kernels); conjuncts Arrow could not
+        evaluate are returned as ``left_rows`` for the per-row fallback."""
+        n = t.num_rows
         types = t.column(TYPE)
-        # 2. candidate masks
-        bits = np.zeros(n, dtype=np.int64)
         type_masks: dict[str | None, np.ndarray[Any, Any]] = {}
 
         def type_mask(tp: str | None) -> np.ndarray[Any, Any]:
@@ -367,9 +385,8 @@ class Runtime:
 
         specs = self.matcher.mask_specs()
         masks: list[np.ndarray[Any, Any]] = [type_mask(tp).copy() for tp, _m in specs]
-        vec = [m for _tp, m in specs]
         left_rows: list[tuple[int, Any, tuple[int, ...]]] = []
-        for i, vp_mask in enumerate(vec):
+        for i, (_tp, vp_mask) in enumerate(specs):
             if vp_mask is None or not masks[i].any():
                 continue
             sub_idx = np.flatnonzero(masks[i])
@@ -383,19 +400,32 @@ class Runtime:
                 masks[i] = m
             if left:
                 left_rows.append((i, vp_mask, left))
+        return masks, left_rows
+
+    # 3. route ---------------------------------------------------------------------------------
+    def _route(self, t: pa.Table, masks: list[np.ndarray[Any, Any]],
+               gpos: np.ndarray[Any, Any]) -> tuple[list[Any], list[int],
+                                                    Iterable[tuple[int, int, int]],
+                                                    np.ndarray[Any, Any], list[Any],
+                                                    np.ndarray[Any, Any]] | None:
+        """Keys, positions and the candidate records in routed order (by key, then stream
+        order): ``(records, candidate bits, (key code, start, end) per key, route codes of
+        every event, keys, window positions)``, or None when no event is a candidate."""
+        plan = self.plan
+        n = t.num_rows
         anym = np.zeros(n, dtype=bool)
         for m in masks:
             anym |= m
         sel = np.flatnonzero(anym)
         self.counters.candidate_events += len(sel)
-        # 3. keys and positions (over every event: positions count all events); one stable
-        #    argsort of the route codes serves both the positions and the routing. When no
-        #    rule reads per-key positions (no contiguity, no count window) only the candidate
-        #    events are encoded and sorted.
+        # keys and positions (over every event: positions count all events); one stable
+        # argsort of the route codes serves both the positions and the routing. When no
+        # rule reads per-key positions (no contiguity, no count window) only the candidate
+        # events are encoded and sorted.
         key_attrs = plan.key_attrs
         if not self.needs_positions:
             if len(sel) == 0:
-                return
+                return None
             sub = t.take(pa.array(sel)) if len(sel) < n else t
             rc_sel, rkeys = self._key_codes(sub, key_attrs)
             rcodes = np.zeros(n, dtype=np.int64)
@@ -403,7 +433,7 @@ class Runtime:
             order_all = None
             if len(rkeys) > 1:
                 sel = sel[np.argsort(rc_sel, kind="stable")]
-            ppos = cpos = wpos = gpos
+            cpos = wpos = gpos
         else:
             rcodes, rkeys = self._key_codes(t, key_attrs)
             order_all = np.argsort(rcodes, kind="stable") if len(rkeys) > 1 else None
@@ -423,10 +453,11 @@ class Runtime:
                 cpos = ppos
             if len(sel) == 0:
                 self._bump_last_wpos(rcodes, rkeys, wpos, t)
-                return
+                return None
+        bits = np.zeros(n, dtype=np.int64)
         for i in range(len(masks)):
             bits |= masks[i].astype(np.int64) << i
-        # 4. candidate events in routed order (by key, then stream order)
+        # candidate events in routed order (by key, then stream order)
         if order_all is not None:
             sel = order_all[anym[order_all]]
         n_sel = len(sel)
@@ -454,24 +485,6 @@ class Runtime:
             cols.append(_pylist(col))
         recs = list(zip(*cols, strict=True))
         bl = bits[sel].tolist()
-        # row-wise fallback for conjuncts Arrow could not evaluate
-        if left_rows:
-            nslots = len(plan.layout.var_slots)
-            for i, vm, left in left_rows:
-                bit = 1 << i
-                for j, r in enumerate(recs):
-                    if not bl[j] & bit:
-                        continue
-                    B: list[Any] = [None] * nslots
-                    B[vm.slot] = (r,) if vm.is_list else r
-                    Bt = tuple(B)
-                    for k in left:
-                        if vm.row_fns[k].fn(Bt, 0) is not True:
-                            bl[j] &= ~bit
-                            break
-        # 5. run the matcher per partition
-        out: list[tuple[Any, Candidate]] = []
-        matcher = self.matcher
         groups: Iterable[tuple[int, int, int]]
         if len(rkeys) == 1:
             groups = [(0, 0, n_sel)]
@@ -479,12 +492,40 @@ class Runtime:
             src = rcodes[sel]
             starts = np.flatnonzero(np.r_[True, src[1:] != src[:-1]])
             ends = np.r_[starts[1:], n_sel]
-            groups = zip(src[starts].tolist(), starts.tolist(), ends.tolist(), strict=True)
+            groups = list(zip(src[starts].tolist(), starts.tolist(), ends.tolist(), strict=True))
+        return recs, bl, groups, rcodes, rkeys, wpos
+
+    def _row_fallback(self, recs: list[Any], bl: list[int],
+                      left_rows: list[tuple[int, Any, tuple[int, ...]]]) -> None:
+        """Conjuncts Arrow could not evaluate, per candidate row (clears their bits)."""
+        if not left_rows:
+            return
+        nslots = len(self.plan.layout.var_slots)
+        for i, vm, left in left_rows:
+            bit = 1 << i
+            for j, r in enumerate(recs):
+                if not bl[j] & bit:
+                    continue
+                B: list[Any] = [None] * nslots
+                B[vm.slot] = (r,) if vm.is_list else r
+                Bt = tuple(B)
+                for k in left:
+                    if vm.row_fns[k].fn(Bt, 0) is not True:
+                        bl[j] &= ~bit
+                        break
+
+    # 4. match ---------------------------------------------------------------------------------
+    def _match(self, recs: list[Any], bl: list[int], groups: Iterable[tuple[int, int, int]],
+               rkeys: list[Any]) -> None:
+        """Each key's candidate records through the matcher, against that key's state; the
+        complete candidates go to the output buffer (or to the negation step, ``_admit``)."""
+        matcher = self.matcher
         mm = self.max_matches_per_event
         no_negation = self.no_negation
         direct = self.direct
         sort_key = matcher.sort_key
-        groups_done = []
+        out = self._admitting
+        groups_done = self._groups_done
         # the matches-per-call cap: every complete match buffered (held, waiting on a trailing
         # NOT, or made by this call) counts; each partition's matcher gets what is left
         cap = self.max_matches_per_call
@@ -494,8 +535,8 @@ class Runtime:
             if matcher.has_trailing:
                 used += sum(len(x.pending) for x in self.states.values())
         for code, s, e in groups:
-            groups_done.append((code, s, e))
             key = rkeys[code]
+            groups_done.append(key)
             st = self.states.get(key)
             if st is None:
                 st = self.states[key] = matcher.new_state()
@@ -521,17 +562,22 @@ class Runtime:
                 or matcher.truncated_matches != self.counters.truncated_matches) \
                 and not self._warned:
             self._warned = True
-            warnings.warn(f"query {self.plan.name!r}: a cap was reached and on_cap='truncate' "
+            warnings.warn(f"query {self.spec.name!r}: a cap was reached and on_cap='truncate' "
                           "dropped runs or matches; see the runtime's counters "
-                          "(truncated_runs, truncated_matches)", RuntimeWarning, stacklevel=4)
+                          "(truncated_runs, truncated_matches)", RuntimeWarning, stacklevel=5)
         self.counters.truncated_runs = matcher.truncated_runs
         self.counters.truncated_matches = matcher.truncated_matches
-        self._bump_last_wpos(rcodes, rkeys, wpos, t)
+
+    # 5. negation and release ------------------------------------------------------------------
+    def _admit_all(self) -> None:
+        """Complete candidates of this chunk through the negation step; prune history."""
+        out, self._admitting = self._admitting, []
         for st, c in out:
             self._admit(st, c)
+        done, self._groups_done = self._groups_done, []
         if self.plan.negations:
-            for code, _s, _e in groups_done:
-                self.matcher.prune(self.states[rkeys[code]])
+            for key in done:
+                self.matcher.prune(self.states[key])
 
     def _bump_last_wpos(self, rcodes: np.ndarray[Any, Any], rkeys: list[Any],
                         wpos: np.ndarray[Any, Any], t: pa.Table) -> None:

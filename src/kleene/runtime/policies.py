@@ -12,6 +12,7 @@ from __future__ import annotations
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
+from ..codegen import build
 from ..events import Match
 from ..plan.automaton import CompKind
 from ..plan.expr import GPOS, ID, TS, WPOS
@@ -211,16 +212,11 @@ def bindings_builder(plan: Any) -> tuple[Any, Any] | None:
     src += ("def build(cands):\n    return [Match(NAME, {"
             + ", ".join(it.replace("B[", "c.B[") for it in items)
             + "}, c.first_ts, c.last_ts, {}) for c in cands]\n")
-    code = compile(src, "<kleene bindings>", "exec")
-    _run_generated(code, env)
-    return env["binds"], env["build"]
+    binds, build_all = build(src, env, label=f"bindings {plan.name}", entry=("binds", "build"))
+    return binds, build_all
 
 
 _COUNT_MATCH = Match("", {}, 0, 0)
 
-
-def _run_generated(code: Any, ns: dict[str, Any]) -> None:
-    # Generated from integer slots only; variable names are passed as constants.
-    exec(code, ns)  # noqa: S102
 
 __all__ = ["Policies"]
