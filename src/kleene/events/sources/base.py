@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import os
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -93,11 +94,29 @@ class FileSource(ABC):
 _CODECS = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd", ".lz4": "lz4"}
 COMPRESSIONS = tuple(_CODECS)
 """File name endings of compressed files (removed before the format's extension)."""
+_MAGIC = ((b"\x1f\x8b", "gzip"), (b"BZh", "bz2"), (b"\x28\xb5\x2f\xfd", "zstd"),
+          (b"\x04\x22\x4d\x18", "lz4"))
+
+
+def sniff_codec(head: bytes) -> str | None:
+    """The compression of data that starts with ``head``, from its magic bytes.
+
+    Example:
+        >>> sniff_codec(b"\x1f\x8b\x08\x00"), sniff_codec(b"ts,type")
+        ('gzip', None)
+    """
+    for magic, codec in _MAGIC:
+        if head.startswith(magic):
+            return codec
+    return None
 
 
 def open_stream(path: str, tracker: list[IO[bytes]] | None = None) -> Any:
-    """An Arrow input stream over the file, decompressing by extension. The raw file is
-    appended to ``tracker`` so progress can be read from its position (compressed bytes)."""
+    """An Arrow input stream over the file, decompressing by extension or, failing that, by
+    content (magic bytes). The raw file is appended to ``tracker`` so progress can be read
+    from its position (compressed bytes). ``-`` is standard input."""
+    if path == STDIN:
+        return open_stdin()
     if not os.path.exists(path):
         raise InputError("no such file", path=path)
     if os.path.isdir(path):
@@ -107,8 +126,11 @@ def open_stream(path: str, tracker: list[IO[bytes]] | None = None) -> Any:
     except OSError as e:
         raise InputError(f"cannot open: {e.strerror}", path=path) from None
     try:
-        stream = pa.PythonFile(raw, mode="r")
         codec = _CODECS.get(os.path.splitext(path)[1].lower())
+        if codec is None:
+            codec = sniff_codec(raw.read(4))
+            raw.seek(0)
+        stream = pa.PythonFile(raw, mode="r")
         if codec is not None:
             stream = pa.CompressedInputStream(stream, codec)
     except (pa.ArrowException, OSError) as e:
@@ -119,8 +141,29 @@ def open_stream(path: str, tracker: list[IO[bytes]] | None = None) -> Any:
     return stream
 
 
+def open_stdin() -> Any:
+    """Standard input as an Arrow input stream, decompressed when its first bytes are the
+    magic of a compression format (a pipe has no file name to tell)."""
+    replay = Replay(sys.stdin.buffer)
+    codec = sniff_codec(replay.peek_head(4))
+    stream = pa.PythonFile(replay, mode="r")
+    return stream if codec is None else pa.CompressedInputStream(stream, codec)
+
+
+def read_block(stream: Any, size: int, path: str) -> bytes:
+    """Up to ``size`` bytes of ``stream``; a read or decompression failure (a truncated or
+    corrupt compressed file) is an input error."""
+    try:
+        data: bytes = stream.read(size)
+    except (pa.ArrowException, OSError, EOFError, ValueError) as e:
+        reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise InputError(f"cannot read: {reason}",
+                         path=path) from None
+    return data
+
+
 class Replay(io.RawIOBase):
-    """Standard input with its first bytes kept: the CSV header is peeked, then read again."""
+    """Standard input with its first bytes kept: they are peeked, then read again."""
 
     def __init__(self, raw: IO[bytes]) -> None:
         super().__init__()
@@ -145,16 +188,6 @@ class Replay(io.RawIOBase):
         data = self.raw.read(len(b)) or b""
         b[:len(data)] = data
         return len(data)
-
-
-def peek(path: str) -> bytes:
-    """The first 64 KiB of the file (decompressed)."""
-    with open_stream(path) as f:
-        try:
-            head: bytes = f.read(1 << 16)
-        except (pa.ArrowException, OSError, EOFError) as e:
-            raise InputError(f"cannot read: {e}", path=path) from None
-    return head
 
 
 def columns(records: Sequence[Mapping[str, Any]],
@@ -207,4 +240,4 @@ def renamed(chunks: Iterator[Raw], name: str) -> Iterator[Raw]:
 
 
 __all__ = ["COMPRESSIONS", "FileSource", "Raw", "Replay", "STDIN", "Source", "columns",
-           "open_stream", "peek", "renamed", "split"]
+           "open_stdin", "open_stream", "read_block", "renamed", "sniff_codec", "split"]

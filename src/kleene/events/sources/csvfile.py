@@ -1,9 +1,17 @@
-"""CSV and TSV files (plain or compressed): every column as text, typed later by inference."""
+"""CSV and TSV files (plain or compressed): every column as text, typed later by inference.
+
+A CSV row is one line: the reader cuts the input into blocks of whole lines and parses each
+block with Arrow (the fast path). A block Arrow cannot parse as it should (a ragged row, text
+that is not UTF-8, an unterminated quote that would run into the next lines, a line longer
+than a block) is read again line by line: each line is a row, a bad line is a bad row at its
+line, and reading resumes at the next line. So every non-empty line after the header is
+accounted for, as an event or a bad row; only the block with the bad line takes the slow path.
+A quoted value therefore cannot hold a line break.
+"""
 
 from __future__ import annotations
 
 import csv
-import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,21 +21,49 @@ import pyarrow as pa
 from ...errors import InputError
 from ..badrows import BadRow
 from ..options import ReadOptions
-from .base import STDIN, FileSource, Raw, Replay, open_stream, peek
+from .base import FileSource, Raw, open_stream, read_block
+
+_BOM = b"\xef\xbb\xbf"
+_TEXT_LIMIT = 10_000
+"""Characters of a bad line kept for its dead letter."""
+_EMPTY = "the file is empty (expected a header line and rows)"
 
 
 def delimiter_of(path: str, options: ReadOptions) -> str:
     """The delimiter: ``options.delimiter``, else a tab for ``.tsv`` files, else a comma."""
-    return options.delimiter or ("\t" if ".tsv" in path.lower() else ",")
+    d = options.delimiter
+    if d is None:
+        return "\t" if ".tsv" in path.lower() else ","
+    if len(d) != 1 or not d.isascii() or d in "\r\n\"":
+        raise InputError(f"the delimiter must be one ASCII character other than a quote or a "
+                         f"line break, not {d!r} (--delimiter)")
+    return d
 
 
-def csv_header(head: bytes, path: str, delimiter: str) -> list[str]:
-    """The column names from the first bytes of a CSV file."""
-    text = head.decode("utf-8", errors="replace").lstrip("\ufeff")
-    first = text.split("\n", 1)[0].rstrip("\r")
-    if not text.strip():
-        raise InputError("the file is empty (expected a header line and rows)", path=path)
-    names = next(csv.reader([first], delimiter=delimiter))
+def csv_header(line: bytes, rest: bytes, path: str, delimiter: str) -> list[str]:
+    """The column names from the first line of a CSV file (``rest`` is what follows it)."""
+    line = line.removeprefix(_BOM)
+    if line.endswith(b"\r"):
+        line = line[:-1]
+    if not line.strip():
+        if not rest.strip():
+            raise InputError(_EMPTY, path=path)
+        raise InputError("line 1 is empty; expected the header line (the column names)",
+                         path=path)
+    if b"\x00" in line:
+        raise InputError("line 1 (the header) contains NUL bytes: not a text file", path=path)
+    if b"\r" in line:
+        raise InputError("line 1 (the header) has a carriage return (CR) inside it; lines "
+                         "must end in LF or CRLF", path=path)
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError("line 1 (the header) is not UTF-8 text: not a CSV file?",
+                         path=path) from None
+    try:
+        names = next(csv.reader([text], delimiter=delimiter, strict=True))
+    except csv.Error as e:
+        raise InputError(f"cannot parse the header line: {e}", path=path) from None
     seen: set[str] = set()
     for n in names:
         if n in seen:
@@ -36,126 +72,201 @@ def csv_header(head: bytes, path: str, delimiter: str) -> list[str]:
     return names
 
 
+def _line_breaks(chunk: bytes) -> int:
+    """Line breaks (LF, CRLF or a bare CR) in ``chunk``, with C-speed counts."""
+    n = chunk.count(b"\n")
+    if b"\r" not in chunk:  # (a memchr: much faster than counting)
+        return n
+    return n + chunk.count(b"\r") - chunk.count(b"\r\n")
+
+
+class _Blocks:
+    """The lines after the header in blocks of whole lines, with the line number of each
+    block's first line (1-based, the header is line 1)."""
+
+    def __init__(self, stream: Any, path: str, options: ReadOptions) -> None:
+        self.stream = stream
+        self.path = path
+        self.size = options.block_bytes
+        self.delimiter = delimiter_of(path, options)
+        buf = b""
+        while True:  # the header line, however long
+            data = read_block(stream, self.size, path)
+            buf += data
+            nl = buf.find(b"\n")
+            if nl >= 0 or not data:
+                break
+        line, rest = (buf, b"") if nl < 0 else (buf[:nl], buf[nl + 1:])
+        self.names = csv_header(line, rest, path, self.delimiter)
+        self.leftover = rest
+        self.first_read = max(1, self.size - len(line) - 1 - len(rest))
+
+    def __iter__(self) -> Iterator[tuple[bytes, int]]:
+        line = 2
+        size = self.first_read  # the first block ends where a whole-file block would
+        while True:
+            data = read_block(self.stream, size, self.path)
+            size = self.size
+            if not data:
+                chunk, self.leftover = self.leftover, b""
+            else:
+                cut = data.rfind(b"\n")
+                if cut < 0:  # a line longer than a block: read on
+                    self.leftover += data
+                    continue
+                # one copy: the previous block's last partial line + this block's whole lines
+                chunk = (b"".join((self.leftover, memoryview(data)[: cut + 1])) if self.leftover
+                         else data[: cut + 1])
+                self.leftover = data[cut + 1:]
+            if chunk:
+                yield chunk, line
+                line += _line_breaks(chunk)
+            if not data:
+                return
+
+
+def _has_line_break(table: pa.Table) -> bool:
+    """Whether a value holds a line break: an open quote ran over into the next lines."""
+    for col in table.columns:
+        for chunk in col.chunks:
+            data = chunk.buffers()[2]
+            if data is not None and len(data):
+                b = data.to_pybytes()
+                if b.find(b"\n") >= 0 or b.find(b"\r") >= 0:
+                    return True
+    return False
+
+
+class _Parser:
+    """One block of lines -> a :class:`Raw` chunk, by Arrow, or line by line when needed."""
+
+    def __init__(self, names: list[str], delimiter: str) -> None:
+        import pyarrow.csv as pcsv
+
+        self.pcsv = pcsv
+        self.names = names
+        self.delimiter = delimiter
+        self.sep = delimiter.encode()
+        self.parse_opts = pcsv.ParseOptions(delimiter=delimiter)
+        self.convert_opts = pcsv.ConvertOptions(column_types={n: pa.string() for n in names},
+                                                strings_can_be_null=True)
+        self.text_cols = frozenset(names)
+
+    def arrow(self, data: bytes) -> pa.Table:
+        """``data`` (whole lines) parsed by Arrow; raises ``pa.ArrowException``."""
+        pcsv = self.pcsv
+        threaded = len(data) > 1 << 20
+        opts = pcsv.ReadOptions(column_names=self.names, use_threads=threaded,
+                                block_size=max(1 << 20, len(data) // 2 + 1) if threaded
+                                else len(data) + 1)
+        return pcsv.read_csv(pa.BufferReader(data), read_options=opts,
+                             parse_options=self.parse_opts, convert_options=self.convert_opts)
+
+    def parse(self, chunk: bytes, first_line: int, start: int) -> Raw:
+        """The fast path: the whole block by Arrow, if it parses as one row per line."""
+        try:
+            table = self.arrow(chunk)
+        except pa.ArrowException:
+            return self.by_line(chunk, first_line, start)
+        if b'"' in chunk and _has_line_break(table):  # only a quote can hold a line break
+            return self.by_line(chunk, first_line, start)
+        n = table.num_rows
+        return Raw(table, np.arange(start, start + n, dtype=np.int64), self.text_cols, [], n)
+
+    def problem(self, line: bytes) -> str | None:
+        """Why ``line`` (no line break, not empty) is not a row, or ``None``."""
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError as e:
+            return f"not UTF-8 text (byte {e.start + 1} is {line[e.start]:#04x})"
+        if b'"' in line:
+            try:
+                fields = len(next(csv.reader([text], delimiter=self.delimiter, strict=True)))
+            except csv.Error as e:
+                if "unexpected end of data" in str(e):
+                    return "unterminated quote (a quoted value must end on its line)"
+                fields = len(next(csv.reader([text], delimiter=self.delimiter)))
+        else:
+            fields = line.count(self.sep) + 1
+        if fields != len(self.names):
+            return f"has {fields} fields but the header has {len(self.names)}"
+        return None
+
+    def by_line(self, chunk: bytes, first_line: int, start: int) -> Raw:
+        """The slow path: each non-empty line is a row or a bad row at its line."""
+        good: list[tuple[int, int, bytes]] = []  # (row, line number, line)
+        bad: list[BadRow] = []
+        row = start
+        for k, line in enumerate(chunk.splitlines()):
+            if not line:
+                continue
+            why = self.problem(line)
+            if why is None:
+                good.append((row, first_line + k, line))
+            else:
+                bad.append(_bad(row, why, first_line + k, line))
+            row += 1
+        table, kept = self._table(good, bad)
+        bad.sort(key=lambda b: b.row)
+        return Raw(table, np.array(kept, dtype=np.int64), self.text_cols, bad, row - start)
+
+    def _table(self, good: list[tuple[int, int, bytes]],
+               bad: list[BadRow]) -> tuple[pa.Table, list[int]]:
+        """The good lines as one table (by Arrow) and their rows. Should Arrow still refuse a
+        line the check passed, the lines are parsed one by one and the refused ones are bad."""
+        empty = pa.table({n: pa.array([], pa.string()) for n in self.names})
+        if not good:
+            return empty, []
+        try:
+            return self.arrow(b"\n".join(g[2] for g in good) + b"\n"), [g[0] for g in good]
+        except pa.ArrowException:
+            pass
+        tables: list[pa.Table] = []
+        kept: list[int] = []
+        for row, number, line in good:
+            try:
+                tables.append(self.arrow(line + b"\n"))
+                kept.append(row)
+            except pa.ArrowException as e:
+                reason = str(e).splitlines()[0] if str(e) else "Arrow cannot parse it"
+                bad.append(_bad(row, f"cannot parse: {reason}", number, line))
+        return (pa.concat_tables(tables) if tables else empty), kept
+
+
+def _bad(row: int, reason: str, line: int | None, text: bytes) -> BadRow:
+    return BadRow(row, reason, line=line,
+                  text=text[:_TEXT_LIMIT * 4].decode("utf-8", errors="replace")[:_TEXT_LIMIT])
+
+
 class CsvSource(FileSource):
-    """CSV as text columns. Parsing is multi-threaded; Arrow reports the line of a ragged row
-    only when single-threaded, so at the first ragged row the rest of the file is re-read
-    single-threaded from the first row not yet yielded (the slow path, only with bad rows)."""
+    """CSV as text columns, one row per line (see the module docstring)."""
 
     format = "csv"
     extensions = (".csv", ".tsv", ".txt")
     documented = (".csv", ".tsv")
 
     def chunks(self) -> Iterator[Raw]:
-        import pyarrow.csv as pcsv
-
-        path, opts = self.path, self.options
-        delimiter = delimiter_of(path, opts)
-        if path == STDIN:  # one pass only: no multi-threaded first try
-            replay = Replay(sys.stdin.buffer)
-            names = csv_header(replay.peek_head(1 << 16), path, delimiter)
-
-            def open_input() -> Any:
-                return pa.PythonFile(replay, mode="r")
-        else:
-            names = csv_header(peek(path), path, delimiter)
-
-            def open_input() -> Any:
-                return open_stream(path, self.tracker)
-        ragged: list[tuple[int | None, str, int, int]] = []
-
-        def on_invalid(row: Any) -> str:
-            ragged.append((row.number, row.text, row.expected_columns, row.actual_columns))
-            return "skip"
-
-        parse_opts = pcsv.ParseOptions(delimiter=delimiter, invalid_row_handler=on_invalid)
-        convert_opts = pcsv.ConvertOptions(column_types={n: pa.string() for n in names},
-                                           strings_can_be_null=True)
-        text_cols = frozenset(names)
-        start = 0
-        threaded = path != STDIN
-        while True:
-            ragged.clear()
-            reader_opts = pcsv.ReadOptions(use_threads=threaded, block_size=opts.block_bytes,
-                                           skip_rows_after_names=start)
-            stream = open_input()
-            try:
-                try:
-                    reader = pcsv.open_csv(stream, read_options=reader_opts,
-                                           parse_options=parse_opts, convert_options=convert_opts)
-                except (pa.ArrowException, OSError) as e:
-                    if "Empty CSV" in str(e):
-                        raise InputError("the file is empty (expected a header line and rows)",
-                                         path=path) from None
-                    raise InputError(f"cannot parse CSV: {e}", path=path) from None
-                while True:
-                    try:
-                        batch = reader.read_next_batch()
-                    except StopIteration:
-                        batch = None
-                    except (pa.ArrowException, OSError) as e:
-                        raise InputError(f"cannot read CSV near row {start + 1}: {e}",
-                                         path=path) from None
-                    if ragged and threaded:
-                        break  # re-read from `start` single-threaded to learn the lines
-                    if batch is None and not ragged:
-                        return
-                    n = 0 if batch is None else batch.num_rows
-                    # Arrow may parse ahead: a ragged row belongs to this batch only if its row
-                    # index falls inside the rows this batch spans (its good rows + ragged ones)
-                    ragged.sort(key=lambda r: r[0] or 0)
-                    k = 0
-                    while k < len(ragged) and (batch is None
-                                               or (ragged[k][0] or 0) - 2 < start + n + k):
-                        k += 1
-                    bad = [BadRow(row=(num - 2) if num is not None else start,
-                                  reason=f"has {actual} fields but the header has {expected}",
-                                  line=num, text=text)
-                           for num, text, expected, actual in ragged[:k]]
-                    del ragged[:k]
-                    total = n + len(bad)
-                    removed = [b.row - start for b in bad if 0 <= b.row - start < total]
-                    all_ids = np.arange(start, start + total, dtype=np.int64)
-                    ids = (np.delete(all_ids, removed) if len(removed) == len(bad)
-                           else all_ids[:n])
-                    table = (pa.Table.from_batches([batch]) if batch is not None
-                             else pa.table({c: pa.array([], pa.string()) for c in names}))
-                    yield Raw(table, ids, text_cols, bad, total)
-                    start += total
-                    if batch is None:
-                        return
-            finally:
-                stream.close()
-            threaded = False
+        stream = open_stream(self.path, self.tracker)
+        try:
+            blocks = _Blocks(stream, self.path, self.options)
+            parser = _Parser(blocks.names, blocks.delimiter)
+            start = 0
+            for chunk, line in blocks:
+                raw = parser.parse(chunk, line, start)
+                start += raw.rows
+                if raw.rows:
+                    yield raw
+        finally:
+            stream.close()
 
 
 def count_csv_rows(path: str, options: ReadOptions) -> int:
-    """The rows of a CSV file as the reader numbers them: every row after the header, ragged
-    ones included, empty lines not (the ids of the next file of an input start there).
-    Parses like :class:`CsvSource` but converts only the first column."""
-    import pyarrow.csv as pcsv
-
-    delimiter = delimiter_of(path, options)
-    names = csv_header(peek(path), path, delimiter)
-    ragged = 0
-
-    def on_invalid(row: Any) -> str:
-        nonlocal ragged
-        ragged += 1
-        return "skip"
-
+    """The rows of a CSV file as the reader numbers them: every non-empty line after the
+    header (a row is one line; bad ones count), so the ids of the next file start there."""
     stream = open_stream(path)
     try:
-        reader = pcsv.open_csv(
-            stream, read_options=pcsv.ReadOptions(block_size=options.block_bytes),
-            parse_options=pcsv.ParseOptions(delimiter=delimiter, invalid_row_handler=on_invalid),
-            convert_options=pcsv.ConvertOptions(include_columns=names[:1],
-                                                column_types={names[0]: pa.string()}))
-        return int(sum(b.num_rows for b in reader)) + ragged
-    except (pa.ArrowException, OSError) as e:
-        if "Empty CSV" in str(e):
-            raise InputError("the file is empty (expected a header line and rows)",
-                             path=path) from None
-        raise InputError(f"cannot parse CSV: {e}", path=path) from None
+        return sum(sum(1 for line in chunk.splitlines() if line)
+                   for chunk, _ in _Blocks(stream, path, options))
     finally:
         stream.close()
 

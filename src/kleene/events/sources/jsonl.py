@@ -4,7 +4,6 @@ cannot parse is read line by line, and each line that is not an object is a bad 
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,7 +12,7 @@ import pyarrow as pa
 
 from ...errors import InputError
 from ..badrows import BadRow
-from .base import STDIN, FileSource, Raw, columns, open_stream
+from .base import FileSource, Raw, columns, open_stream, read_block
 
 
 def _json_text(v: Any) -> str:
@@ -65,8 +64,7 @@ class JsonlSource(FileSource):
         import pyarrow.json as pj
 
         path, opts = self.path, self.options
-        stream = (pa.PythonFile(sys.stdin.buffer, mode="r") if path == STDIN
-                  else open_stream(path, self.tracker))
+        stream = open_stream(path, self.tracker)
         schema: pa.Schema | None = None
         leftover = b""
         start = 0
@@ -74,10 +72,7 @@ class JsonlSource(FileSource):
         seen_any = False
         try:
             while True:
-                try:
-                    data = stream.read(opts.block_bytes)
-                except (pa.ArrowException, OSError, EOFError) as e:
-                    raise InputError(f"cannot read: {e}", path=path) from None
+                data = read_block(stream, opts.block_bytes, path)
                 buf = leftover + data
                 if not data:
                     chunk, leftover = buf, b""

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterator
 
 import numpy as np
 import pyarrow as pa
 
 from ...errors import InputError
-from .base import STDIN, FileSource, Raw
+from .base import STDIN, FileSource, Raw, open_stdin
 
 
 class ParquetSource(FileSource):
@@ -27,7 +26,7 @@ class ParquetSource(FileSource):
         if path != STDIN and not os.path.exists(path):
             raise InputError("no such file", path=path)
         try:
-            pf = pq.ParquetFile(pa.BufferReader(sys.stdin.buffer.read()) if path == STDIN
+            pf = pq.ParquetFile(pa.BufferReader(open_stdin().read()) if path == STDIN
                                 else path)
         except (pa.ArrowException, OSError) as e:
             raise InputError(f"not a readable Parquet file ({e})", path=path) from None
