@@ -1,4 +1,5 @@
-"""The compiled automaton plan: an immutable NFA^b over the components of a pattern.
+"""The linear plan compiler: a validated query -> an immutable NFA^b over the components of a
+pattern (the plan data is :mod:`kleene.plan.linear`; the matchers never see the AST).
 
 ``compile_plan(analyzed)`` turns a validated query into a :class:`Plan`:
 
@@ -16,14 +17,14 @@
 * windows (query-level and on sub-patterns) become window guards over component ranges.
 
 Patterns outside this shape (AND, ANY, OR of sequences, Kleene on groups) compile to a
-:class:`GroupPlan`, evaluated by the run-set engine in :mod:`kleene.runtime.groups`.
+:class:`~kleene.plan.blocks.GroupPlan` (:mod:`kleene.plan.groups`), evaluated by
+:mod:`kleene.runtime.groups`.
 """
 
 from __future__ import annotations
 
-import enum
-import itertools
-from collections.abc import Mapping
+import dataclasses
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,202 +32,12 @@ from .. import ast
 from ..errors import EngineError
 from ..semantic.analyzed import AnalyzedQuery, VarKind
 from ..syntax import expr_text
-from .expr import CompiledExpr, Layout, RefInfo, compile_expr, refs
-from .vector import VectorPred, vectorize
-
-
-class CompKind(enum.Enum):
-    """Kind of an automaton component (NFA^b state)."""
-
-    SINGLE = "single"
-    """Binds exactly one event."""
-    KLEENE = "kleene"
-    """Binds ``min``..``max`` events of one type (a take loop)."""
-    CHOICE = "choice"
-    """Binds one event to exactly one of several variables (``OR`` of single events)."""
-
-
-class Timing(enum.Enum):
-    """When a placed predicate is evaluated."""
-
-    TAKE = "take"
-    """On the take edge of its variable (for a Kleene variable: per appended element)."""
-    CLOSE = "close"
-    """On the proceed edge that closes its Kleene variable (``last``, aggregates)."""
-    NEGATION = "negation"
-    """Restricts a negated variable; checked against the candidate negating events."""
-    MATCH = "match"
-    """Checked once on the complete match (variables in optional OR branches)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Predicate:
-    """A placed WHERE conjunct."""
-
-    expr: ast.Expr
-    var: str
-    """The variable it is placed at (the last one it mentions, in pattern order)."""
-    timing: Timing
-    compiled: CompiledExpr
-    iter_var: str | None
-    """The list variable it ranges over element by element, if any."""
-    prev: bool
-    """True if it uses ``v[i-1]`` (then it ranges over consecutive pairs)."""
-    abs_need: int
-    """Largest absolute index used on its own variable (0 if none)."""
-    vars: frozenset[str]
-    opt_slots: tuple[int, ...] = ()
-    """Slots of OR-branch variables it mentions: if one is unbound the conjunct is skipped."""
-    general: tuple[tuple[int, ...], tuple[int, ...]] | None = None
-    """For a conjunct over several list variables: (slots sharing ``i``, slots ranging
-    independently); the compiled function then takes ``(B, (i, j...))``."""
-
-    def skipped(self, b: tuple[Any, ...]) -> bool:
-        """True when it mentions an unbound variable (docs/semantics.md 5: skipped)."""
-        for s in self.opt_slots:
-            if b[s] is None:
-                return True
-        return False
-
-    def check_all(self, b: tuple[Any, ...], slot: int | None) -> bool:
-        """Evaluate over every element (or pair) of the iterated variable; TRUE required."""
-        if self.opt_slots and self.skipped(b):
-            return True
-        fn = self.compiled.fn
-        if self.general is not None:
-            idx, free = self.general
-            if idx:
-                n = max(len(b[s]) for s in idx)
-                irange: Any = range(1 if self.prev else 0, n)
-            else:
-                irange = (None,)
-            for i in irange:
-                for combo in itertools.product(*(range(len(b[s])) for s in free)):
-                    if fn(b, (i, *combo)) is not True:  # type: ignore[arg-type]
-                        return False
-            return True
-        if slot is None:
-            return fn(b, 0) is True
-        lst = b[slot]
-        for i in range(1 if self.prev else 0, len(lst)):
-            if fn(b, i) is not True:
-                return False
-        return True
-
-
-@dataclass(frozen=True, slots=True)
-class Component:
-    """One NFA^b state of the linear plan."""
-
-    kind: CompKind
-    vars: tuple[str, ...]
-    types: tuple[str | None, ...]
-    min: int = 1
-    max: int | None = 1
-
-    @property
-    def nullable(self) -> bool:
-        """May bind nothing (``*`` / ``{0,m}``)."""
-        return self.min == 0
-
-
-@dataclass(frozen=True, slots=True)
-class WindowGuard:
-    """A window over components ``first..last`` (inclusive); ``count`` for ``n EVENTS``."""
-
-    first: int
-    last: int
-    amount: int
-    count: bool
-
-
-@dataclass(frozen=True, slots=True)
-class NegGuard:
-    """A negated variable on gap ``gap`` (0 = leading, ``len(components)`` = trailing)."""
-
-    var: str
-    type: str | None
-    gap: int
-    preds: tuple[Predicate, ...]
-    mask: VectorPred | None
-    seq_lo: int = 0
-    """First component of the SEQ that holds the NOT (its "before" side starts here)."""
-    seq_hi: int = 0
-    """One past the last component of that SEQ (its "after" side ends here)."""
-    win_amount: int | None = None
-    """The innermost enclosing window (for a leading / trailing NOT), if any."""
-    win_count: bool = False
-    scope_lo: int = 0
-    """Components ``scope_lo..scope_hi`` are that window's scope."""
-    scope_hi: int = 0
-    node: Any = None
-    """For a NOT of a sub-pattern: its logical-block node tree (kleene.plan.groups)."""
-    body: tuple[tuple[str, str | None, VectorPred | None], ...] = ()
-    """For a NOT of a sub-pattern: (variable, type, mask) of every event inside it."""
-
-
-@dataclass(frozen=True, slots=True)
-class VarPlan:
-    """Per positive variable: its slot, component, vectorized mask and placed predicates."""
-
-    name: str
-    slot: int
-    comp: int
-    type: str | None
-    is_list: bool
-    mask: VectorPred | None
-    take: tuple[Predicate, ...]
-    close: tuple[Predicate, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Plan:
-    """The immutable linear automaton plan of one query."""
-
-    name: str
-    components: tuple[Component, ...]
-    vars: Mapping[str, VarPlan]
-    order: tuple[str, ...]
-    """Positive variables in pattern order (the bindings order of a match)."""
-    layout: Layout
-    negations: tuple[NegGuard, ...]
-    windows: tuple[WindowGuard, ...]
-    match_preds: tuple[Predicate, ...]
-    strategy: ast.Strategy
-    partition_by: tuple[str, ...]
-    equivalence: tuple[str, ...]
-    analyzed: AnalyzedQuery
-    return_fns: tuple[tuple[str, CompiledExpr, int | None, bool], ...]
-    """RETURN items: name, compiled expression over ``B + (start, end)``, the slot of the
-    list variable it ranges over elementwise (None if none) and whether it uses ``[i-1]``."""
-
-    @property
-    def window_us(self) -> int | None:
-        """The largest time window (for expiry and history pruning), if every run has one."""
-        full = [w for w in self.windows if w.first == 0 and w.last == len(self.components) - 1]
-        tw = [w.amount for w in full if not w.count]
-        return min(tw) if tw else None
-
-    @property
-    def window_events(self) -> int | None:
-        """The whole-pattern count window, if any."""
-        full = [w for w in self.windows if w.first == 0 and w.last == len(self.components) - 1]
-        cw = [w.amount for w in full if w.count]
-        return min(cw) if cw else None
-
-    @property
-    def key_attrs(self) -> tuple[str, ...]:
-        """Attributes that route events to per-key state (PARTITION BY + equivalence)."""
-        out = list(self.partition_by)
-        for a in self.equivalence:
-            if a not in out:
-                out.append(a)
-        return tuple(out)
-
-
-class Unsupported(EngineError):
-    """The linear plan does not cover this pattern (the group engine may)."""
-
+from .expr import HELPERS, Layout, NotInlinable, RefInfo, compile_expr, inline_condition, refs
+from .layout import ReturnFn
+from .linear import CompKind, Component, NegGuard, Plan, UnionPlan, VarPlan, WindowGuard
+from .patterns import build_node, flat_items, neg_body_lists, neg_body_vars
+from .predicate import Predicate, Timing, Unsupported
+from .vector import vectorize
 
 # --------------------------------------------------------------------------------------------
 # Flattening the pattern
@@ -243,24 +54,13 @@ class _Flat:
     used under skip-till-next-match, where the group plan is not available)."""
 
 
-def _flat_items(p: ast.Seq) -> list[ast.Pattern]:
-    """Items of a SEQ with directly nested SEQs spliced in (docs/semantics.md 4)."""
-    out: list[ast.Pattern] = []
-    for item in p.items:
-        if isinstance(item, ast.Seq):
-            out.extend(_flat_items(item))
-        else:
-            out.append(item)
-    return out
-
-
 def _flatten(p: ast.Pattern, out: _Flat, ctx: list[Any]) -> None:
     """Flatten into components; ``ctx`` is the innermost window context
     ``[amount, count, first_comp, last_comp]`` (amount None: no window)."""
     if isinstance(p, ast.Seq):
         lo = len(out.comps)
         mine = []
-        for item in _flat_items(p):
+        for item in flat_items(p):
             if isinstance(item, ast.Not):
                 body = item.body
                 # NOT(OR(B b, C c)) forbids any event that could bind b or c: one guard each
@@ -308,7 +108,7 @@ def _flatten(p: ast.Pattern, out: _Flat, ctx: list[Any]) -> None:
         if len(out.comps) > start:
             out.windows.append(WindowGuard(start, len(out.comps) - 1, amount, w.is_count))
     else:
-        raise Unsupported(type(p).__name__)
+        raise Unsupported(f"{type(p).__name__.upper()} blocks")
 
 
 def compile_plan(analyzed: AnalyzedQuery, *, attrs_from: AnalyzedQuery | None = None) -> Plan:
@@ -316,8 +116,6 @@ def compile_plan(analyzed: AnalyzedQuery, *, attrs_from: AnalyzedQuery | None = 
 
     ``attrs_from`` fixes the record layout's attributes from another query (the union plan's
     branches share one record layout)."""
-    from .groups import build_node, neg_body_lists, neg_body_vars
-
     flat = _Flat([], [], [], analyzed.strategy is ast.Strategy.SKIP_TILL_NEXT_MATCH)
     q = analyzed.query
     top: list[Any] = [None, False, 0, None]
@@ -410,7 +208,8 @@ def compile_plan(analyzed: AnalyzedQuery, *, attrs_from: AnalyzedQuery | None = 
         if not is_list:
             if iter_var is not None and iter_var == last:
                 raise Unsupported("element reference on a single variable")
-            take[last].append(pred_take)
+            take[last].append(pred_take if iter_var is not None else _with_inline(
+                pred_take, False, layout, udfs, ci))
             if info.vars == {last} and not info.udfs:
                 one_var[last].append(e)
             continue
@@ -419,7 +218,7 @@ def compile_plan(analyzed: AnalyzedQuery, *, attrs_from: AnalyzedQuery | None = 
             close[last].append(Predicate(e, last, Timing.CLOSE, compiled, iter_var,
                                          bool(info.prev_vars), 0, frozenset(info.vars), opt))
         else:
-            take[last].append(pred_take)
+            take[last].append(_with_inline(pred_take, True, layout, udfs, ci))
             if (info.vars == {last} and not info.prev_vars and not info.abs_index
                     and not info.udfs):
                 one_var[last].append(e)
@@ -454,7 +253,55 @@ def compile_plan(analyzed: AnalyzedQuery, *, attrs_from: AnalyzedQuery | None = 
     returns = compile_returns(q, layout, list_vars, udfs)
     return Plan(analyzed.name, tuple(flat.comps), var_plans, order, layout, tuple(negations),
                 tuple(flat.windows), tuple(match_preds), analyzed.strategy, q.partition_by,
-                analyzed.equivalence, analyzed, tuple(returns))
+                analyzed.equivalence, tuple(returns))
+
+
+def _with_inline(p: Predicate, is_list: bool, layout: Layout,
+                 udfs: Mapping[str, Callable[..., Any]], ci: int) -> Predicate:
+    """``p`` with the generated kernel's inline sources of its take test (see
+    :attr:`Predicate.inline`): as the first event of its variable and, for a list variable, as
+    a later element. Attribute references become ``e[slot]`` for the event being taken and
+    ``B[slot]...`` for events the run already holds; references with no such form (an element
+    by a computed index) make the variant None."""
+    v = p.var
+    vslot = layout.var_slots[v]
+
+    def source(first: bool) -> str | None:
+        def access(r: ast.AttrRef) -> str | None:
+            a = layout.attr_slot(r.attr)
+            idx = r.index
+            if r.var == v:
+                if not is_list:
+                    return f"e[{a}]" if idx is None else None
+                if idx is None or (idx.kind is ast.IndexKind.CURRENT and idx.offset == 0):
+                    return f"e[{a}]"
+                if idx.kind is ast.IndexKind.CURRENT and idx.offset == -1 and not first:
+                    return f"B[{vslot}][-1][{a}]"
+                if (idx.kind is ast.IndexKind.FIRST or (
+                        idx.kind is ast.IndexKind.ABSOLUTE and idx.offset == 1)):
+                    return f"e[{a}]" if first else f"B[{vslot}][0][{a}]"
+                return None
+            s_ = layout.var_slots[r.var]
+            if r.var not in layout.list_vars:
+                return f"B[{s_}][{a}]" if idx is None else None
+            if idx is None:
+                return None
+            if idx.kind is ast.IndexKind.LAST and idx.offset == 0:
+                return f"B[{s_}][-1][{a}]"
+            if idx.kind is ast.IndexKind.FIRST or (
+                    idx.kind is ast.IndexKind.ABSOLUTE and idx.offset == 1):
+                return f"B[{s_}][0][{a}]"
+            return None
+
+        try:
+            return inline_condition(p.expr, layout, udfs, env, access,
+                                    f"_q{ci}{'a' if first else 'b'}_")
+        except NotInlinable:
+            return None
+
+    env: dict[str, Any] = dict(HELPERS)
+    inline = (source(True), source(False) if is_list else None)
+    return dataclasses.replace(p, inline=inline, inline_env=tuple(env.items()))
 
 
 def query_attrs(analyzed: AnalyzedQuery) -> tuple[str, ...]:
@@ -468,37 +315,8 @@ def query_attrs(analyzed: AnalyzedQuery) -> tuple[str, ...]:
     return tuple(attrs)
 
 
-@dataclass(frozen=True, slots=True)
-class UnionPlan:
-    """A top-level OR evaluated as one linear plan per branch (docs/semantics.md 8: under
-    skip-till-next-match each branch is its own query), merged in output order."""
-
-    name: str
-    branches: tuple[Plan, ...]
-    order: tuple[str, ...]
-    layout: Layout
-    strategy: ast.Strategy
-    partition_by: tuple[str, ...]
-    equivalence: tuple[str, ...]
-    analyzed: AnalyzedQuery
-    return_fns: tuple[tuple[str, CompiledExpr, int | None, bool], ...]
-
-    @property
-    def negations(self) -> tuple[NegGuard, ...]:
-        """Every branch's negation guards."""
-        return tuple(g for b in self.branches for g in b.negations)
-
-    @property
-    def key_attrs(self) -> tuple[str, ...]:
-        """Attributes that route events to per-key state."""
-        out = list(self.partition_by)
-        for a in self.equivalence:
-            if a not in out:
-                out.append(a)
-        return tuple(out)
-
-
 def _pattern_vars(p: ast.Pattern) -> list[str]:
+    """Every variable of ``p``, negated ones included."""
     if isinstance(p, ast.EventPattern):
         return [p.var]
     if isinstance(p, ast.Kleene | ast.Within | ast.Not):
@@ -508,8 +326,6 @@ def _pattern_vars(p: ast.Pattern) -> list[str]:
 
 def compile_union_plan(analyzed: AnalyzedQuery) -> UnionPlan:
     """Compile ``OR(branch, ...)`` at the top level into one linear plan per branch."""
-    import dataclasses
-
     pat = analyzed.pattern
     window = None
     if isinstance(pat, ast.Within):
@@ -542,8 +358,7 @@ def compile_union_plan(analyzed: AnalyzedQuery) -> UnionPlan:
         returns.append((_return_name(r), compile_expr(r.expr, layout, analyzed.udfs, f"r{i}"),
                         None if it is None else layout.var_slots[it], bool(info.prev_vars)))
     return UnionPlan(analyzed.name, tuple(branches), order, layout, analyzed.strategy,
-                     analyzed.query.partition_by, analyzed.equivalence, analyzed,
-                     tuple(returns))
+                     analyzed.query.partition_by, analyzed.equivalence, tuple(returns))
 
 
 def _return_name(r: ast.ReturnItem) -> str:
@@ -551,7 +366,7 @@ def _return_name(r: ast.ReturnItem) -> str:
 
 
 def compile_returns(q: ast.Query, layout: Layout, list_vars: Any,
-                    udfs: Any) -> list[tuple[str, CompiledExpr, int | None, bool]]:
+                    udfs: Any) -> list[ReturnFn]:
     """RETURN items as (name, compiled expression, slot of the list variable it ranges over
     elementwise or None, whether it uses ``v[i-1]``). Shared by the linear and group plans."""
     returns = []
@@ -566,6 +381,8 @@ def compile_returns(q: ast.Query, layout: Layout, list_vars: Any,
     return returns
 
 
+# The plan data lives in kleene.plan.linear and kleene.plan.predicate (no AST); re-exported here
+# for the callers of the compiler.
 __all__ = ["CompKind", "Component", "NegGuard", "Plan", "Predicate", "RefInfo", "Timing",
            "UnionPlan", "Unsupported", "VarPlan", "WindowGuard", "compile_plan",
-           "compile_union_plan", "query_attrs"]
+           "compile_returns", "compile_union_plan", "query_attrs"]

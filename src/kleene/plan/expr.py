@@ -30,33 +30,7 @@ from typing import Any
 
 from .. import ast
 from ..errors import EngineError
-
-#: Fixed record slots before the attributes.
-GPOS, TS, ID, CPOS, WPOS = 0, 1, 2, 3, 4
-ATTR0 = 5
-
-PredFn = Callable[[tuple[Any, ...], int], Any]
-
-#: Attribute names that read an event's reserved fields rather than a column.
-RESERVED_ATTRS = {"__ts": TS, "__id": ID, "__type": -1}
-
-
-@dataclass(frozen=True, slots=True)
-class Layout:
-    """Where each variable and attribute lives in ``B`` and in a record."""
-
-    var_slots: Mapping[str, int]
-    list_vars: frozenset[str]
-    attrs: tuple[str, ...]
-
-    def attr_slot(self, name: str) -> int:
-        """Record slot of an attribute (reserved fields first)."""
-        if name in ("__ts",):
-            return TS
-        if name == "__id":
-            return ID
-        return ATTR0 + self.attrs.index(name)
-
+from .layout import ATTR0, CPOS, GPOS, ID, RESERVED_ATTRS, TS, WPOS, CompiledExpr, Layout, PredFn
 
 # --------------------------------------------------------------------------------------------
 # Runtime helpers (the safe path and the few operations that are not inlined)
@@ -449,13 +423,14 @@ class _Gen:
         self.free: dict[str, int] = {}
         """General mode: unindexed list variables iterated independently (index I[1+k])."""
         self.tprefix = "_t"
+        self.cprefix = "_k"
 
     def tmp(self) -> str:
         self.n += 1
         return f"{self.tprefix}{self.n}"
 
     def const(self, value: Any) -> str:
-        name = f"_k{len(self.env)}"
+        name = f"{self.cprefix}{len(self.env)}"
         self.env[name] = value
         return name
 
@@ -633,6 +608,7 @@ def inline_condition(e: ast.Expr, layout: Layout, udfs: Mapping[str, Callable[..
     g = _Gen(layout, udfs, True, env)
     g.access = access
     g.tprefix = tprefix
+    g.cprefix = tprefix + "k"
     if isinstance(e, ast.Binary) and e.op in ("<", "<=", ">", ">="):
         x, y = g.gen(e.left), g.gen(e.right)
         if _plain(e.left) and _plain(e.right):
@@ -652,14 +628,6 @@ def _plain(e: ast.Expr) -> bool:
         return True
     return (isinstance(e, ast.Literal) and e.value is not None
             and type(e.value) in (int, float, str, bool))
-
-
-@dataclass(frozen=True, slots=True)
-class CompiledExpr:
-    """A compiled expression: the function and its generated source (for explain/debugging)."""
-
-    fn: PredFn
-    source: str
 
 
 def compile_expr(e: ast.Expr, layout: Layout, udfs: Mapping[str, Callable[..., Any]],
@@ -697,5 +665,6 @@ def _run_generated(code: Any, ns: dict[str, Any]) -> None:
     exec(code, ns)  # noqa: S102
 
 
-__all__ = ["ATTR0", "CPOS", "NotInlinable", "inline_condition", "CompiledExpr", "GPOS", "ID", "Layout", "PredFn", "RefInfo", "TS",
-           "WPOS", "compile_expr", "h_cmp", "like_regex", "refs"]
+__all__ = ["ATTR0", "CPOS", "GPOS", "ID", "RESERVED_ATTRS", "TS", "WPOS", "CompiledExpr",
+           "Layout", "NotInlinable", "PredFn", "RefInfo", "compile_expr", "h_cmp",
+           "inline_condition", "like_regex", "refs"]

@@ -1,150 +1,21 @@
-"""The pushdown (logical-block) plan for patterns beyond a linear SEQ: AND, ANY, OR of
-sub-patterns, Kleene closure on groups and windows on any sub-pattern.
-
-Following LogCEP's pushdown automaton, each logical block is one node whose run state records
-which sub-expressions are satisfied (a tuple of child states, the "bitset" on the stack): a take
-edge advances one child, and the block's *proceed* fires when its boolean condition holds (all
-children for AND, exactly ``k`` started-and-done children for ANY / OR). No permutation of the
-children is ever enumerated; interleavings arise from events arriving in order.
-
-Node states (all plain tuples, so runs are hashable and snapshot as data):
-
-* ``Ev``      0 (waiting) or 1 (bound)
-* ``Seq``     ``(index of the current item, its state)``
-* ``And``     ``(state of each item)``
-* ``Any``     ``(state of each item)``; an item is *chosen* once it has taken an event
-* ``Rep``     ``(completed repetitions, state of the one in progress or None)``
-* ``Win``     ``(state of the body, first timestamp / position in the body or None)``
+"""The group plan compiler: a validated pattern beyond a linear SEQ (AND, ANY, OR of
+sub-patterns, Kleene closure on groups, windows on any sub-pattern) -> the logical-block plan of
+:mod:`kleene.plan.blocks` (LogCEP's pushdown automaton; node semantics in
+:mod:`kleene.plan.nodes`), with its negation tree compiled into plain data.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-
 from .. import ast
 from ..semantic.analyzed import AnalyzedQuery
-from .automaton import Predicate, Timing, Unsupported, compile_returns
-from .expr import CompiledExpr, Layout, compile_expr, refs
-from .vector import VectorPred, vectorize
-
-
-@dataclass(frozen=True, slots=True)
-class Ev:
-    """One event bound to ``var`` (a list variable appends)."""
-
-    var: str
-    type: str | None
-    slot: int
-    bit: int
-    is_list: bool
-
-
-@dataclass(frozen=True, slots=True)
-class Seq:
-    """Items in order (NOT items removed; they are negation guards)."""
-
-    items: tuple[Node, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class And:
-    """All items, any order, interleaving allowed."""
-
-    items: tuple[Node, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class AnyK:
-    """Exactly ``k`` of the items (OR is ``k = 1``)."""
-
-    k: int
-    items: tuple[Node, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Rep:
-    """``min``..``max`` repetitions of the body, each binding at least one event."""
-
-    body: Node
-    min: int
-    max: int | None
-
-
-@dataclass(frozen=True, slots=True)
-class Win:
-    """A window over the body's positive events."""
-
-    body: Node
-    amount: int
-    count: bool
-
-
-Node = Ev | Seq | And | AnyK | Rep | Win
-
-
-@dataclass(frozen=True, slots=True)
-class NegBlock:
-    """A NOT: its body variables (an event or an OR of events) and where it sits."""
-
-    vars: tuple[str, ...]
-    types: tuple[str | None, ...]
-    preds: tuple[Predicate, ...]
-    masks: tuple[VectorPred | None, ...]
-    node: Node | None = None
-    """For a negated sub-pattern (not one event or an OR of events): its automaton; an
-    occurrence of it inside the interval forbids the match."""
-
-
-@dataclass(frozen=True, slots=True)
-class GroupPlan:
-    """The immutable plan of a pattern with logical blocks."""
-
-    name: str
-    root: Node
-    order: tuple[str, ...]
-    layout: Layout
-    var_types: Mapping[str, str | None]
-    masks: Mapping[str, VectorPred | None]
-    preds: tuple[Predicate, ...]
-    negations: tuple[NegBlock, ...]
-    neg_vars: tuple[str, ...]
-    """Negated variables in candidate-bit order (after the positive ones)."""
-    strategy: ast.Strategy
-    partition_by: tuple[str, ...]
-    equivalence: tuple[str, ...]
-    analyzed: AnalyzedQuery
-    return_fns: tuple[tuple[str, CompiledExpr, int | None, bool], ...]
-    optional_lists: frozenset[str]
-    """List variables that are unbound (None) until they take an event (OR/ANY branches)."""
-    max_window_us: int | None
-    max_window_events: int | None
-    not_index: Mapping[int, int]
-    """``id()`` of each NOT node of ``analyzed.pattern`` -> its index in ``negations``."""
-    always_bound: bool = False
-    """Does every completion bind each positive variable to exactly one event (no OR / ANY /
-    repetition)?"""
-
-    @property
-    def key_attrs(self) -> tuple[str, ...]:
-        """Attributes that route events to per-key state."""
-        out = list(self.partition_by)
-        for a in self.equivalence:
-            if a not in out:
-                out.append(a)
-        return tuple(out)
-
-    @property
-    def window_us(self) -> int | None:
-        """The query-level time window."""
-        w = self.analyzed.within
-        return None if w is None or w.is_count else w.microseconds
-
-    @property
-    def window_events(self) -> int | None:
-        """The query-level count window."""
-        w = self.analyzed.within
-        return None if w is None or not w.is_count else int(w.amount)
+from ..vocab import Strategy
+from .automaton import compile_returns
+from .blocks import GroupPlan, NegBlock, NotSite
+from .expr import Layout, compile_expr, refs
+from .nodes import And, AnyK, Ev, Node, Rep, Seq, Win
+from .patterns import build_node, neg_body_lists, neg_body_vars, not_sites
+from .predicate import Predicate, Timing, Unsupported
+from .vector import vectorize
 
 
 def _collect(p: ast.Pattern, in_rep: bool, in_or: bool, out: dict[str, tuple[bool, bool]],
@@ -165,81 +36,23 @@ def _collect(p: ast.Pattern, in_rep: bool, in_or: bool, out: dict[str, tuple[boo
             _collect(item, in_rep, in_or or orish, out, negs)
 
 
-def _neg_body_vars(p: ast.Pattern) -> list[tuple[str, str | None]]:
-    if isinstance(p, ast.EventPattern):
-        return [(p.var, p.type)]
-    if isinstance(p, ast.Kleene | ast.Within):
-        return _neg_body_vars(p.body)
-    if isinstance(p, ast.Not):
-        raise Unsupported("NOT inside NOT")
-    return [x for i in p.items for x in _neg_body_vars(i)]
-
-
 def _simple_neg(p: ast.Pattern) -> bool:
     return isinstance(p, ast.EventPattern) or (
         isinstance(p, ast.Or) and all(isinstance(i, ast.EventPattern) for i in p.items))
 
 
-def _neg_lists(p: ast.Pattern, in_rep: bool = False) -> list[str]:
-    if isinstance(p, ast.EventPattern):
-        return [p.var] if in_rep else []
-    if isinstance(p, ast.Kleene):
-        return _neg_lists(p.body, True)
-    if isinstance(p, ast.Within | ast.Not):
-        return _neg_lists(p.body, in_rep)
-    return [v for i in p.items for v in _neg_lists(i, in_rep)]
-
-
-def build_node(p: ast.Pattern, layout: Layout, bits: Mapping[str, int]) -> Node | None:
-    """The node tree of a pattern (NOT items are dropped: they are guards, not states)."""
-    if isinstance(p, ast.EventPattern):
-        return Ev(p.var, p.type, layout.var_slots[p.var], bits[p.var],
-                  p.var in layout.list_vars)
-    if isinstance(p, ast.Not):
-        return None
-    if isinstance(p, ast.Kleene):
-        body = build_node(p.body, layout, bits)
-        assert body is not None
-        return Rep(body, p.min, p.max)
-    if isinstance(p, ast.Within):
-        body = build_node(p.body, layout, bits)
-        assert body is not None
-        w = p.window
-        return Win(body, int(w.amount) if w.is_count else w.microseconds, w.is_count)
-    kids = tuple(k for k in (build_node(i, layout, bits) for i in p.items) if k is not None)
-    if isinstance(p, ast.Seq):
-        return Seq(kids)
-    if isinstance(p, ast.And):
-        return And(kids)
-    if isinstance(p, ast.Or):
-        return AnyK(1, kids)
-    if isinstance(p, ast.AnyOf):
-        return AnyK(p.k, kids)
-    raise Unsupported(type(p).__name__)
-
-
-def neg_body_vars(p: ast.Pattern) -> list[tuple[str, str | None]]:
-    """(variable, type) of every event pattern inside a NOT's body."""
-    return _neg_body_vars(p)
-
-
-def neg_body_lists(p: ast.Pattern) -> list[str]:
-    """Variables inside repetitions of a NOT's body (list variables)."""
-    return _neg_lists(p)
-
-
 def compile_group_plan(analyzed: AnalyzedQuery) -> GroupPlan:
     """Compile any validated pattern into the logical-block plan."""
-    if analyzed.strategy is ast.Strategy.SKIP_TILL_NEXT_MATCH:
+    if analyzed.strategy is Strategy.SKIP_TILL_NEXT_MATCH:
         raise Unsupported("skip-till-next-match on AND / ANY / repeated groups")
     info: dict[str, tuple[bool, bool]] = {}
     nots: list[ast.Not] = []
     _collect(analyzed.pattern, False, False, info, nots)
     order = tuple(analyzed.positive_vars())
-    neg_blocks_vars = [_neg_body_vars(n.body) for n in nots]
+    neg_blocks_vars = [neg_body_vars(n.body) for n in nots]
     neg_vars = tuple(v for b in neg_blocks_vars for v, _t in b)
     all_vars = list(order) + list(neg_vars)
-    neg_lists = {v for n in nots for v in _neg_lists(n.body)}
+    neg_lists = {v for n in nots for v in neg_body_lists(n.body)}
     list_vars = frozenset([v for v in order if info[v][0]] + sorted(neg_lists))
     optional_lists = frozenset(v for v in list_vars if _optional(analyzed.pattern, v))
     attrs: list[str] = []
@@ -313,12 +126,16 @@ def compile_group_plan(analyzed: AnalyzedQuery) -> GroupPlan:
         wins.append((int(w.amount) if w.is_count else w.microseconds, w.is_count))
     tw = [a for a, c in wins if not c]
     cw = [a for a, c in wins if c]
+    qw = q.within
     return GroupPlan(analyzed.name, root, order, layout,
                      {v: variables[v].type for v in all_vars if v in variables}, masks,
                      tuple(positive), tuple(negations), neg_vars, analyzed.strategy,
-                     q.partition_by, analyzed.equivalence, analyzed, tuple(returns),
+                     q.partition_by, analyzed.equivalence, tuple(returns),
                      optional_lists, max(tw) if tw else None, max(cw) if cw else None,
-                     {id(n): i for i, n in enumerate(nots)}, _always_bound(root))
+                     None if qw is None or qw.is_count else qw.microseconds,
+                     None if qw is None or not qw.is_count else int(qw.amount),
+                     not_sites(analyzed.pattern, qw, {id(n): i for i, n in enumerate(nots)}),
+                     _always_bound(root))
 
 
 def _optional(p: ast.Pattern, var: str) -> bool:
@@ -358,5 +175,7 @@ def _windows(n: Node) -> list[tuple[int, bool]]:
     return [w for i in n.items for w in _windows(i)]
 
 
-__all__ = ["And", "AnyK", "Ev", "GroupPlan", "NegBlock", "Node", "Rep", "Seq", "Win",
+# The plan data lives in kleene.plan.blocks and kleene.plan.nodes (no AST); re-exported here
+# for the callers of the compiler.
+__all__ = ["And", "AnyK", "Ev", "GroupPlan", "NegBlock", "Node", "NotSite", "Rep", "Seq", "Win",
            "build_node", "compile_group_plan", "neg_body_lists", "neg_body_vars"]

@@ -1,4 +1,4 @@
-"""Runs over a :class:`~kleene.plan.groups.GroupPlan`: AND, ANY, OR of sub-patterns, repeated
+"""Runs over a :class:`~kleene.plan.blocks.GroupPlan`: AND, ANY, OR of sub-patterns, repeated
 groups and sub-pattern windows (LogCEP's pushdown automaton: a logical block's state is the
 tuple of its children's states and it proceeds when its condition holds).
 
@@ -21,12 +21,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import ast
-from ..plan.automaton import _flat_items
-from ..plan.expr import CPOS, GPOS, TS, WPOS
-from ..plan.groups import And, AnyK, Ev, GroupPlan, Node, Rep, Seq, Win
+from ..plan.blocks import GroupPlan
+from ..plan.layout import CPOS, GPOS, TS, WPOS
+from ..plan.nodes import Ev, Node, Rep, Win
+from ..vocab import Strategy
+from .candidate import Candidate, cand_state, output_sort_key
 from .caps import event_caps
-from .linear import Candidate, cand_state, decidable_early, output_sort_key
+from .nodes import NodeRunner, decidable_early
+from .nodes import all_true as _all_true
+from .nodes import bind as _bind
+from .nodes import flatten as _flatten
 
 Rec = tuple[Any, ...]
 _INF = 1 << 62
@@ -64,174 +68,6 @@ class GroupState:
     @neg_hist.setter
     def neg_hist(self, value: list[tuple[Rec, int]]) -> None:
         self.hist = value
-
-
-class NodeRunner:
-    """The semantics of logical-block nodes (init / done / alive / take), shared by the group
-    matcher and by the negated sub-patterns of linear plans."""
-
-    def __init__(self) -> None:
-        self.init: dict[int, Any] = {}
-        self._done_memo: dict[tuple[int, Any], bool] = {}
-
-    def _init(self, n: Node) -> Any:
-        if isinstance(n, Ev):
-            s: Any = 0
-        elif isinstance(n, Seq):
-            s = (0, self._init(n.items[0]))
-            for it in n.items[1:]:
-                self._init(it)
-        elif isinstance(n, And | AnyK):
-            s = tuple(self._init(i) for i in n.items)
-        elif isinstance(n, Rep):
-            self._init(n.body)
-            s = (0, None)
-        else:
-            s = (self._init(n.body), None)
-        self.init[id(n)] = s
-        return s
-
-    def _done(self, n: Node, s: Any) -> bool:
-        key = (id(n), s)
-        got = self._done_memo.get(key)
-        if got is None:
-            got = self._done_calc(n, s)
-            if len(self._done_memo) > 200_000:
-                self._done_memo.clear()
-            self._done_memo[key] = got
-        return got
-
-    def _done_calc(self, n: Node, s: Any) -> bool:
-        if isinstance(n, Ev):
-            return bool(s == 1)
-        if isinstance(n, Seq):
-            idx, cs = s
-            if not self._done(n.items[idx], cs):
-                return False
-            return all(self._done(it, self.init[id(it)]) for it in n.items[idx + 1:])
-        if isinstance(n, And):
-            return all(self._done(i, x) for i, x in zip(n.items, s, strict=True))
-        if isinstance(n, AnyK):
-            chosen = 0
-            for i, x in zip(n.items, s, strict=True):
-                if x != self.init[id(i)]:
-                    if not self._done(i, x):
-                        return False
-                    chosen += 1
-            return chosen == n.k
-        if isinstance(n, Rep):
-            count, cs = s
-            if cs is not None:
-                if not self._done(n.body, cs):
-                    return False
-                count += 1
-            return bool(count >= n.min)
-        return self._done(n.body, s[0])
-
-    def _alive(self, n: Node, s: Any) -> bool:
-        """Could this state still take an event?"""
-        if isinstance(n, Ev):
-            return bool(s == 0)
-        if isinstance(n, Seq):
-            idx, cs = s
-            return idx < len(n.items) - 1 or self._alive(n.items[idx], cs)
-        if isinstance(n, And):
-            return any(self._alive(i, x) for i, x in zip(n.items, s, strict=True))
-        if isinstance(n, AnyK):
-            started = sum(1 for i, x in zip(n.items, s, strict=True) if x != self.init[id(i)])
-            if started < n.k:
-                return True
-            return any(self._alive(i, x) for i, x in zip(n.items, s, strict=True)
-                       if x != self.init[id(i)])
-        if isinstance(n, Rep):
-            count, cs = s
-            if cs is not None and self._alive(n.body, cs):
-                return True
-            after = count + (1 if cs is not None else 0)
-            return n.max is None or bool(after < n.max)
-        return self._alive(n.body, s[0])
-
-    def _walk(self, n: Node, s: Any, b: int, leaf: Callable[[Ev], Any],
-              mark: Callable[[Win, Any], Any] | None) -> list[tuple[Any, Any]]:
-        """Every way state ``s`` of ``n`` takes an event with candidate bits ``b``: (new state,
-        ``leaf(the Ev that takes it)``). ``mark(win, old mark)`` is a sub-pattern window's new
-        mark, None when the event falls outside it (``mark`` None: no windows here)."""
-        if isinstance(n, Ev):
-            return [(1, leaf(n))] if s == 0 and b & n.bit else []
-        if isinstance(n, Seq):
-            idx, cs = s
-            out = [((idx, s2), x) for s2, x in self._walk(n.items[idx], cs, b, leaf, mark)]
-            j, cur = idx, cs
-            while j + 1 < len(n.items) and self._done(n.items[j], cur):
-                j += 1
-                cur = self.init[id(n.items[j])]
-                out.extend(((j, s2), x) for s2, x in self._walk(n.items[j], cur, b, leaf, mark))
-            return out
-        if isinstance(n, And | AnyK):
-            init = self.init
-            full = isinstance(n, AnyK) and sum(
-                1 for i, x in zip(n.items, s, strict=True) if x != init[id(i)]) >= n.k
-            out = []
-            for i, (it, x) in enumerate(zip(n.items, s, strict=True)):
-                if full and x == init[id(it)]:
-                    continue  # ANY: k items started, no other may start
-                for s2, y in self._walk(it, x, b, leaf, mark):
-                    out.append((s[:i] + (s2,) + s[i + 1:], y))
-            return out
-        if isinstance(n, Rep):
-            count, cs = s
-            out = []
-            if cs is not None:
-                out.extend(((count, s2), x) for s2, x in self._walk(n.body, cs, b, leaf, mark))
-            if cs is None or self._done(n.body, cs):
-                after = count + (1 if cs is not None else 0)
-                if n.max is None or after < n.max:
-                    out.extend(((after, s2), x) for s2, x in
-                               self._walk(n.body, self.init[id(n.body)], b, leaf, mark))
-            return out
-        if mark is None:
-            raise AssertionError("sub-pattern windows are not memoised")
-        cs, m0 = s
-        m = mark(n, m0)
-        if m is None:
-            return []
-        return [((s2, m), x) for s2, x in self._walk(n.body, cs, b, leaf, mark)]
-
-    def _steps(self, n: Node, s: Any, e: Rec, b: int, B: tuple[Any, ...]
-               ) -> list[tuple[Any, tuple[Any, ...]]]:
-        """Every way state ``s`` takes event ``e``: (new state, new bindings)."""
-        def leaf(ev: Ev) -> tuple[Any, ...]:
-            return _bind(B, ev.slot, ev.is_list, e)
-
-        def mark(w: Win, m: Any) -> Any:
-            at = e[WPOS] if w.count else e[TS]
-            if m is None:
-                return at
-            inside = at - m < w.amount if w.count else at - m <= w.amount
-            return m if inside else None
-
-        return self._walk(n, s, b, leaf, mark)
-
-    def _init_of(self, n: Node) -> Any:
-        got = self.init.get(id(n))
-        return self._init(n) if got is None else got
-
-    def occurs(self, node: Node, records: list[tuple[Rec, int]], B0: tuple[Any, ...],
-               preds: tuple[Any, ...], iter_slot: dict[str, int]) -> bool:
-        """Is there an occurrence of ``node`` (every assignment, as under skip-till-any-match)
-        over ``records`` (in order, with their candidate bits) that makes every predicate
-        TRUE, starting from the bindings ``B0``?"""
-        runs: list[tuple[Any, tuple[Any, ...]]] = [(self._init_of(node), B0)]
-        for rec, b in records:
-            grown = []
-            for s, Bx in runs:
-                for s2, B2 in self._steps(node, s, rec, b, Bx):
-                    if self._done(node, s2) and _all_true(preds, B2, iter_slot):
-                        return True
-                    if self._alive(node, s2):
-                        grown.append((s2, B2))
-            runs.extend(grown)
-        return False
 
 
 class _Key:
@@ -304,8 +140,8 @@ class GroupMatcher(NodeRunner):
         self.simple_key = False
         self.slot = dict(plan.layout.var_slots)
         self.npos = len(plan.order)
-        self.strict = plan.strategy in (ast.Strategy.STRICT_CONTIGUITY,
-                                        ast.Strategy.PARTITION_CONTIGUITY)
+        self.strict = plan.strategy in (Strategy.STRICT_CONTIGUITY,
+                                        Strategy.PARTITION_CONTIGUITY)
         self._init(plan.root)
         self.empty_B = tuple(
             None if (v not in plan.layout.list_vars or v in plan.optional_lists) else ()
@@ -314,16 +150,23 @@ class GroupMatcher(NodeRunner):
         self.iter_slot = {v: plan.layout.var_slots[v] for v in plan.layout.list_vars}
         self.expire_us = plan.window_us
         self.expire_events = plan.window_events
-        self.pattern_vars: dict[int, list[str]] = {}
         self._info: dict[Any, tuple[int, bool, bool]] = {}
         self._trans: dict[Any, Any] = {}
-        self._sides_cache: dict[tuple[int, int], tuple[list[str], list[str]]] = {}
         self.memo_ok = not _has_win(plan.root)
-        self.bucketed = self.memo_ok and plan.strategy is ast.Strategy.SKIP_TILL_ANY_MATCH
+        self.bucketed = self.memo_ok and plan.strategy is Strategy.SKIP_TILL_ANY_MATCH
         self.bit = {v: 1 << i for i, v in enumerate(plan.order)}
         self.fast = self._classify_nots() if self.bucketed else {}
         """NOTs checked inside the automaton (by index in ``plan.negations``); the others are
         checked against the history when a match completes."""
+        slot = self.slot
+        self._slow_sites = tuple(
+            (site.index, site.in_and, tuple(slot[v] for v in site.left),
+             tuple(slot[v] for v in site.right), site.window,
+             tuple(slot[v] for v in site.scope),
+             tuple(tuple(slot[v] for v in br) for br in site.branches))
+            for site in plan.not_sites if site.index not in self.fast)
+        """The NOT sites checked on complete matches (:meth:`_neg_walk`), in the plan's order,
+        with variables as slots."""
         self.fast_neg = self.slow_neg = self.free_nots = 0
         for i, blk in enumerate(plan.negations):
             nb = 0
@@ -440,53 +283,33 @@ class GroupMatcher(NodeRunner):
     def _classify_nots(self) -> dict[int, _FastNot]:
         """The simple NOTs that can be checked inside the automaton: in a SEQ with a positive
         part on both sides that cannot be empty (so the interval is bounded by bound events
-        and no window is involved), or directly in an AND. Others use the history."""
+        and no window is involved), or directly in an AND (the plan's
+        :class:`~kleene.plan.blocks.NotSite`). Others use the history."""
         plan = self.plan
         fast: dict[int, _FastNot] = {}
         lists = plan.layout.list_vars
 
-        def mask(vars_: list[str]) -> int:
+        def mask(vars_: tuple[str, ...]) -> int:
             out = 0
             for v in vars_:
                 out |= self.bit.get(v, 0)
             return out
 
-        def add(item: ast.Not, in_and: bool, left: int, right: int) -> None:
-            k = plan.not_index[id(item)]
+        for site in plan.not_sites:
+            if not (site.in_and or site.bounded):
+                continue
+            k = site.index
             blk = plan.negations[k]
             if blk.node is not None:
-                return
+                continue
             negs = []
             for v in blk.vars:
                 # docs/semantics.md 4: the conjuncts that mention this negated variable
                 preds = tuple(p for p in blk.preds if v in p.vars)
-                need = mask([x for p in preds for x in p.vars if x in self.bit])
+                need = mask(tuple(x for p in preds for x in p.vars if x in self.bit))
                 negs.append(_NegVar(self.neg_bit[v], self.slot[v], preds, need,
                                     decidable_early(preds, lists)))
-            fast[k] = _FastNot(k, in_and, left, right, tuple(negs))
-
-        def walk(p: ast.Pattern) -> None:
-            if isinstance(p, ast.EventPattern | ast.Kleene | ast.Not):
-                return
-            if isinstance(p, ast.Within):
-                walk(p.body)
-                return
-            if isinstance(p, ast.Or | ast.AnyOf):
-                for branch in p.items:
-                    walk(branch)
-                return
-            items = _flat_items(p) if isinstance(p, ast.Seq) else list(p.items)
-            for i, item in enumerate(items):
-                if not isinstance(item, ast.Not):
-                    walk(item)
-                elif isinstance(p, ast.And):
-                    add(item, True, 0, mask(self._pvars(p)))
-                elif (any(not _nullable(x) for x in items[:i])
-                      and any(not _nullable(x) for x in items[i + 1:])):
-                    lv, rv = self._sides(p, items, i)
-                    add(item, False, mask(lv), mask(rv))
-
-        walk(plan.analyzed.pattern)
+            fast[k] = _FastNot(k, site.in_and, mask(site.left), mask(site.right), tuple(negs))
         return fast
 
     def _key(self, s: Any, bm: int, taint: int) -> _Key:
@@ -929,39 +752,10 @@ class GroupMatcher(NodeRunner):
         st.hist = keep
 
     # -- negation ----------------------------------------------------------------------------
-    def _pvars(self, p: ast.Pattern) -> list[str]:
-        got = self.pattern_vars.get(id(p))
-        if got is None:
-            got = []
-
-            def walk(x: ast.Pattern) -> None:
-                if isinstance(x, ast.EventPattern):
-                    got.append(x.var)
-                elif isinstance(x, ast.Kleene | ast.Within):
-                    walk(x.body)
-                elif isinstance(x, ast.Not):
-                    return
-                else:
-                    for i in x.items:
-                        walk(i)
-            walk(p)
-            self.pattern_vars[id(p)] = got
-        return got
-
-    def _sides(self, p: ast.Pattern, items: list[ast.Pattern], i: int
-               ) -> tuple[list[str], list[str]]:
-        """Variables before and after item ``i`` of a SEQ (cached per node)."""
-        key = (id(p), i)
-        got = self._sides_cache.get(key)
-        if got is None:
-            got = ([v for it in items[:i] for v in self._pvars(it)],
-                   [v for it in items[i + 1:] for v in self._pvars(it)])
-            self._sides_cache[key] = got
-        return got
-
-    def _bound(self, vars_: list[str], B: tuple[Any, ...]) -> list[Rec]:
-        """The events bound to ``vars_``."""
-        return _flatten([B[self.slot[v]] for v in vars_])
+    @staticmethod
+    def _bound(slots: tuple[int, ...], B: tuple[Any, ...]) -> list[Rec]:
+        """The events bound at ``slots``."""
+        return _flatten([B[s] for s in slots])
 
     def _forbidden(self, st: GroupState, nblock: int, B: tuple[Any, ...],
                    inside: Any) -> bool:
@@ -1004,93 +798,25 @@ class GroupMatcher(NodeRunner):
         return self.occurs(blk.node, recs, tuple(B0), blk.preds, self.iter_slot)
 
     def _neg_walk(self, st: GroupState, c: Candidate, final: bool) -> tuple[bool, int | None]:
-        """Check every NOT; returns (ok, deadline) where deadline is when an open trailing
-        interval closes (a ts for time windows, -wpos-1 encoded for count windows)."""
+        """Check every NOT not decided in the automaton; returns (ok, deadline) where deadline
+        is when an open trailing interval closes (a ts for time windows, -wpos-1 encoded for
+        count windows)."""
         B = c.B
-        not_index = self.plan.not_index
-        fast = self.fast
+        bound = self._bound
         deadline: list[int] = []
-        ok = [True]
-
-        def interval(left: list[Rec], right: list[Rec], win: ast.Window | None,
-                     scope_fn: Any) -> Any:
-            lo = max((x[GPOS] for x in left), default=None)
-            hi = min((x[GPOS] for x in right), default=None)
-            first = last = None
-            if win is not None and (lo is None or hi is None):
-                scope = scope_fn()
-                first = min(scope, key=lambda x: x[GPOS]) if scope else None
-                last = max(scope, key=lambda x: x[GPOS]) if scope else None
-            if hi is None and not final:
-                if win is None or first is None:
-                    deadline.append(_INF)
-                elif win.is_count:
-                    deadline.append(-(first[WPOS] + int(win.amount)) - 1)
-                else:
-                    deadline.append(first[TS] + win.microseconds)
-
-            def inside(q: Rec) -> bool:
-                if lo is not None:
-                    if q[GPOS] <= lo:
-                        return False
-                elif win is not None and last is not None:
-                    if win.is_count and not last[WPOS] - q[WPOS] < win.amount:
-                        return False
-                    if not win.is_count and q[TS] < last[TS] - win.microseconds:
-                        return False
-                if hi is not None:
-                    if q[GPOS] >= hi:
-                        return False
-                elif win is not None and first is not None:
-                    if win.is_count and not q[WPOS] - first[WPOS] < win.amount:
-                        return False
-                    if not win.is_count and q[TS] > first[TS] + win.microseconds:
-                        return False
-                return True
-            inside.lo = lo  # type: ignore[attr-defined]
-            inside.hi = hi  # type: ignore[attr-defined]
-            return inside
-
-        def walk(p: ast.Pattern, win: ast.Window | None, scope: Any) -> bool:
-            if isinstance(p, ast.EventPattern | ast.Kleene):
-                return True
-            if isinstance(p, ast.Within):
-                body = p.body
-                return walk(body, p.window, lambda: self._bound(self._pvars(body), B))
-            if isinstance(p, ast.Not):
-                return True
-            if isinstance(p, ast.Or | ast.AnyOf):
-                return all(walk(i, win, scope) for i in p.items
-                           if any(B[self.slot[v]] not in (None,) for v in self._pvars(i)))
-            items = _flat_items(p) if isinstance(p, ast.Seq) else list(p.items)
-            if isinstance(p, ast.And):
-                mine = self._bound(self._pvars(p), B)
-                for item in items:
-                    if isinstance(item, ast.Not):
-                        k = not_index[id(item)]
-                        if mine and k not in fast:
-                            a = min(x[GPOS] for x in mine)
-                            z = max(x[GPOS] for x in mine)
-                            between = _Between(a, z)
-                            if self._forbidden(st, k, B, between):
-                                return False
-            else:
-                for i, item in enumerate(items):
-                    if not isinstance(item, ast.Not):
-                        continue
-                    k = not_index[id(item)]
-                    if k in fast:
-                        continue
-                    lv, rv = self._sides(p, items, i)
-                    left = self._bound(lv, B)
-                    right = self._bound(rv, B)
-                    if self._forbidden(st, k, B, interval(left, right, win, scope)):
-                        return False
-            return all(walk(i, win, scope) for i in items if not isinstance(i, ast.Not))
-
-        ok[0] = walk(self.plan.analyzed.pattern, self.plan.analyzed.within,
-                     lambda: self._records(B))
-        return ok[0], (max(deadline) if deadline else None)
+        for k, in_and, left, right, win, scope, branches in self._slow_sites:
+            if branches and not all(any(B[s] is not None for s in br) for br in branches):
+                continue  # in an OR / ANY branch the match did not take
+            if in_and:
+                mine = bound(right, B)
+                if mine and self._forbidden(st, k, B, _Between(min(x[GPOS] for x in mine),
+                                                               max(x[GPOS] for x in mine))):
+                    return False, (max(deadline) if deadline else None)
+                continue
+            inside = _interval(bound(left, B), bound(right, B), win, scope, B, final, deadline)
+            if self._forbidden(st, k, B, inside):
+                return False, (max(deadline) if deadline else None)
+        return True, (max(deadline) if deadline else None)
 
     def negation_ok(self, st: GroupState, c: Candidate) -> bool:
         """Check NOTs whose interval is already complete; mark matches that must wait."""
@@ -1135,6 +861,55 @@ class GroupMatcher(NodeRunner):
         st.hist.append((e, b))
 
 
+def _interval(left: list[Rec], right: list[Rec], win: tuple[int, bool] | None,
+              scope: tuple[int, ...], B: tuple[Any, ...], final: bool,
+              deadline: list[int]) -> Any:
+    """The NOT interval of a SEQ item as a test on a record: after the ``left`` events, before
+    the ``right`` ones; an open end is bounded by the window ``win`` over the events bound at
+    ``scope`` (docs/semantics.md 4). An end still open to the future appends when it closes
+    to ``deadline`` (unless ``final``). ``lo``/``hi`` bound the history scan."""
+    lo = max((x[GPOS] for x in left), default=None)
+    hi = min((x[GPOS] for x in right), default=None)
+    first = last = None
+    if win is not None and (lo is None or hi is None):
+        recs = _flatten([B[s] for s in scope])
+        first = min(recs, key=_gpos_rec) if recs else None
+        last = max(recs, key=_gpos_rec) if recs else None
+    if hi is None and not final:
+        if win is None or first is None:
+            deadline.append(_INF)
+        elif win[1]:
+            deadline.append(-(first[WPOS] + win[0]) - 1)
+        else:
+            deadline.append(first[TS] + win[0])
+
+    def inside(q: Rec) -> bool:
+        if lo is not None:
+            if q[GPOS] <= lo:
+                return False
+        elif win is not None and last is not None:
+            if win[1] and not last[WPOS] - q[WPOS] < win[0]:
+                return False
+            if not win[1] and q[TS] < last[TS] - win[0]:
+                return False
+        if hi is not None:
+            if q[GPOS] >= hi:
+                return False
+        elif win is not None and first is not None:
+            if win[1] and not q[WPOS] - first[WPOS] < win[0]:
+                return False
+            if not win[1] and q[TS] > first[TS] + win[0]:
+                return False
+        return True
+    inside.lo = lo  # type: ignore[attr-defined]
+    inside.hi = hi  # type: ignore[attr-defined]
+    return inside
+
+
+def _gpos_rec(x: Rec) -> int:
+    return int(x[GPOS])
+
+
 class _Between:
     """Strictly between two positions (NOT inside AND); ``lo``/``hi`` bound the history scan."""
 
@@ -1167,19 +942,6 @@ def _has_win(n: Node) -> bool:
     return any(_has_win(i) for i in n.items)
 
 
-def _flatten(values: Any) -> list[Rec]:
-    """The events of binding values: None (unbound), one event, or a list variable's tuple."""
-    out: list[Rec] = []
-    for x in values:
-        if x is None:
-            continue
-        if isinstance(x, tuple) and (not x or isinstance(x[0], tuple)):
-            out.extend(x)
-        else:
-            out.append(x)
-    return out
-
-
 def _ev_bit(ev: Ev) -> int:
     return ev.bit
 
@@ -1191,38 +953,6 @@ def _same_ev(ev: Ev) -> Ev:
 def _keep_mark(w: Win, m: Any) -> Any:
     del w
     return 0 if m is None else m
-
-
-def _all_true(preds: Any, B: tuple[Any, ...], iter_slot: dict[str, int]) -> bool:
-    """Is every predicate TRUE for the bindings ``B`` (over each element of an iterated list
-    variable)?"""
-    return all(p.check_all(B, None if p.iter_var is None else iter_slot.get(p.iter_var))
-               for p in preds)
-
-
-def _bind(B: tuple[Any, ...], slot: int, is_list: bool, e: Rec) -> tuple[Any, ...]:
-    """``B`` with ``e`` bound at ``slot`` (appended for a list variable)."""
-    if is_list:
-        cur = B[slot]
-        return B[:slot] + (((e,) if cur is None else cur + (e,)),) + B[slot + 1:]
-    return B[:slot] + (e,) + B[slot + 1:]
-
-
-def _nullable(p: ast.Pattern) -> bool:
-    """Could ``p`` match binding no event (conservative: True when unsure)?"""
-    if isinstance(p, ast.EventPattern):
-        return False
-    if isinstance(p, ast.Kleene):
-        return p.min == 0 or _nullable(p.body)
-    if isinstance(p, ast.Within):
-        return _nullable(p.body)
-    if isinstance(p, ast.Not):
-        return True
-    if isinstance(p, ast.Seq | ast.And):
-        return all(_nullable(i) for i in p.items)
-    if isinstance(p, ast.AnyOf) and p.k < 1:
-        return True
-    return any(_nullable(i) for i in p.items)
 
 
 __all__ = ["GroupMatcher", "GroupState"]

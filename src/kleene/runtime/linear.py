@@ -25,10 +25,13 @@ import bisect
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import ast
-from ..plan.automaton import CompKind, NegGuard, Plan, Predicate
-from ..plan.expr import CPOS, GPOS, TS, WPOS
+from ..plan.layout import CPOS, GPOS, TS, WPOS
+from ..plan.linear import CompKind, NegGuard, Plan
+from ..plan.predicate import Predicate
+from ..vocab import Strategy
+from .candidate import Candidate, cand_state, output_sort_key
 from .caps import event_caps
+from .nodes import NodeRunner, decidable_early
 
 Rec = tuple[Any, ...]
 
@@ -39,27 +42,6 @@ Rec = tuple[Any, ...]
 #: of ``(guard index, negating record)``; see :class:`FastNot`). The generated kernel omits
 #: ``subs``, and ``P`` unless the plan has a NOT decided in the automaton with predicates.
 Run = tuple[Any, ...]
-
-
-@dataclass(slots=True)
-class Candidate:
-    """A complete match before negation checks and policies."""
-
-    B: tuple[Any, ...]
-    first_ts: int
-    first_wpos: int
-    last_gpos: int
-    last_ts: int
-    last_wpos: int
-    positions: tuple[int, ...]
-    trailing: tuple[Any, ...] = ()
-    """Open tails of trailing NOTs the match waits on (matcher-specific plain tuples)."""
-
-
-def cand_state(c: Candidate) -> tuple[Any, ...]:
-    """A candidate as plain data (snapshots)."""
-    return (c.B, c.first_ts, c.first_wpos, c.last_gpos, c.last_ts, c.last_wpos, c.positions,
-            c.trailing)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,30 +78,6 @@ class PartState:
     pending: list[Candidate] = field(default_factory=list)
     last_wpos: int = -1
     last_ts: int = -(2 ** 62)
-
-
-def decidable_early(preds: tuple[Predicate, ...], list_vars: frozenset[str]) -> bool:
-    """Can a NOT's predicates be decided as soon as the positive variables they mention are
-    bound (no list variable, nothing iterated)?"""
-    return not any(p.iter_var is not None or p.general is not None
-                   or any(v in list_vars for v in p.vars) for p in preds)
-
-
-def output_sort_key(c: Candidate, order: tuple[str, ...] | list[str],
-                    slot: dict[str, int]) -> tuple[Any, ...]:
-    """The documented output order (docs/semantics.md 10): position of the last event, the
-    sorted positions, then per variable in pattern order ``(0,)`` if unbound, else
-    ``(1, positions...)``. Shared by every matcher so all plans sort identically."""
-    per_var: list[tuple[Any, ...]] = []
-    for v in order:
-        x = c.B[slot[v]]
-        if x is None:
-            per_var.append((0,))
-        elif isinstance(x, tuple) and (not x or isinstance(x[0], tuple)):
-            per_var.append((1, tuple(r[GPOS] for r in x)))
-        else:
-            per_var.append((1, (x[GPOS],)))
-    return (c.last_gpos, c.positions, tuple(per_var))
 
 
 class LinearMatcher:
@@ -182,9 +140,9 @@ class LinearMatcher:
         # can the pattern accept after component k (all later components nullable)?
         self.accept_after = [all(c.nullable for c in comps[k + 1:]) for k in range(self.ncomp)]
         self.strategy = plan.strategy
-        self.strict = plan.strategy in (ast.Strategy.STRICT_CONTIGUITY,
-                                        ast.Strategy.PARTITION_CONTIGUITY)
-        self.stnm = plan.strategy is ast.Strategy.SKIP_TILL_NEXT_MATCH
+        self.strict = plan.strategy in (Strategy.STRICT_CONTIGUITY,
+                                        Strategy.PARTITION_CONTIGUITY)
+        self.stnm = plan.strategy is Strategy.SKIP_TILL_NEXT_MATCH
         self.expire_us = plan.window_us
         self.expire_events = plan.window_events
         self.empty_B: tuple[Any, ...] = tuple(() if v in plan.layout.list_vars else None
@@ -198,10 +156,8 @@ class LinearMatcher:
             width = len(g.body) if g.node is not None else 1
             self.neg_bits.append(((1 << width) - 1) << nb)
             nb += width
-        self.nodes: Any = None
+        self.nodes: NodeRunner | None = None
         if any(g.node is not None for g in plan.negations):
-            from .groups import NodeRunner
-
             self.nodes = NodeRunner()
         self.iter_slot = {v: plan.layout.var_slots[v] for v in plan.layout.list_vars}
         # NOTs decided inside the automaton (FastNot); the others keep the history check
@@ -661,7 +617,8 @@ class LinearMatcher:
         B0 = list(B)
         for v, _t, _m in g.body:
             B0[self.slot[v]] = () if v in self.plan.layout.list_vars else None
-        return bool(self.nodes.occurs(g.node, pairs, tuple(B0), g.preds, self.iter_slot))
+        assert self.nodes is not None and g.node is not None
+        return self.nodes.occurs(g.node, pairs, tuple(B0), g.preds, self.iter_slot)
 
     def _trailing_kill(self, st: PartState, gi: int, g: NegGuard, n: Rec) -> None:
         keep = []
@@ -771,5 +728,7 @@ def _same(x: Any) -> Any:
     return x
 
 
+# Candidate, cand_state, decidable_early and output_sort_key live in .candidate / .nodes and stay
+# importable from here.
 __all__ = ["Candidate", "FastNot", "LinearMatcher", "PartState", "Run", "cand_state",
            "decidable_early", "output_sort_key"]

@@ -10,9 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..plan.automaton import UnionPlan
-from ..plan.expr import GPOS
-from .linear import Candidate, LinearMatcher, PartState, output_sort_key
+from ..plan.layout import GPOS
+from ..plan.linear import UnionPlan
+from .candidate import Candidate, output_sort_key
+from .linear import LinearMatcher, PartState
 
 
 @dataclass(slots=True)
