@@ -8,6 +8,7 @@ bug and prints its traceback (exit 3).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import importlib
@@ -16,7 +17,7 @@ import sys
 import time
 import traceback
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -87,6 +88,45 @@ def _without_cyclic_gc(fn: F) -> F:
                 gc.enable()
 
     return wrapper  # type: ignore[return-value]
+
+
+PARTIAL_SUFFIX = ".partial"
+
+
+@contextlib.contextmanager
+def output_target(output: str | None, *, keep_partial: bool = False) -> Iterator[str | None]:
+    """Where a run writes its matches, so that a killed or failed run never leaves a file that
+    looks complete: a regular output file is written as ``PATH.partial`` in the same folder
+    and renamed to PATH only when the run succeeds. On failure the partial file is removed, or
+    kept under its ``.partial`` name (``keep_partial``: a streaming run's matches so far).
+    Standard output, devices and pipes are written directly. Failures to write (disk full,
+    I/O error, permission) are input errors naming the path."""
+    if output is None or output == "-":
+        yield None
+        return
+    direct = os.path.exists(output) and not os.path.isfile(output)
+    target = output if direct else output + PARTIAL_SUFFIX
+    try:
+        yield target
+        if not direct and os.path.exists(target):
+            os.replace(target, output)
+    except OSError as e:
+        if not direct and not keep_partial:
+            with contextlib.suppress(OSError):
+                os.remove(target)
+        raise InputError(f"cannot write matches to {output}: {e.strerror or e}") from None
+    except InputError as e:
+        if not direct and not keep_partial:
+            with contextlib.suppress(OSError):
+                os.remove(target)
+        if e.path == target:  # a writer's error names the file the user asked for
+            raise InputError(e.reason, path=output, row=e.row, column=e.column) from None
+        raise
+    except BaseException:
+        if not direct and not keep_partial:
+            with contextlib.suppress(OSError):
+                os.remove(target)
+        raise
 
 
 @dataclass(frozen=True, slots=True)
@@ -448,8 +488,8 @@ def run(query: str, input_path: str, input_format: str | None, time_col: str | N
     else:
         from ..events.writers import open_writer
 
-        with open_writer(output, out_fmt, events.time) as writer:
-            writer.write(matches)
+        with output_target(output) as target, open_writer(target, out_fmt, events.time) as w:
+            w.write(matches)
     finished = time.perf_counter()
     if not quiet:
         _summary(report, len(matches), _engine_label(compiled),
@@ -522,26 +562,27 @@ def _run_streaming(compiled: Any, stream: Any, *, output: str | None, fmt: str, 
         if count:
             return
         if writer is None:
-            writer = open_writer(output, fmt, stream.time)
+            writer = open_writer(target, fmt, stream.time)
         writer.write(matches)
 
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # truncation: reported below
-            for batch in stream:
-                emit(_engine_call(compiled.engine, runtime.push, batch))
-                progress.show(f"streaming: {_percent(stream)}{stream.report.events:,} "
-                              f"events, {n_matches:,} matches")
-            emit(_engine_call(compiled.engine, runtime.close))
-        _report_truncation(runtime.counters)
-        if count:
-            click.echo(n_matches)
-        elif writer is None:
-            writer = open_writer(output, fmt, stream.time)
-    finally:
-        if writer is not None:
-            writer.close()
-        progress.clear()
+    with output_target(output, keep_partial=True) as target:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # truncation: reported below
+                for batch in stream:
+                    emit(_engine_call(compiled.engine, runtime.push, batch))
+                    progress.show(f"streaming: {_percent(stream)}{stream.report.events:,} "
+                                  f"events, {n_matches:,} matches")
+                emit(_engine_call(compiled.engine, runtime.close))
+            _report_truncation(runtime.counters)
+            if count:
+                click.echo(n_matches)
+            elif writer is None:
+                writer = open_writer(target, fmt, stream.time)
+        finally:
+            if writer is not None:
+                writer.close()
+            progress.clear()
     report = stream.report
     if report.rows_read == 0:
         raise InputError("no events: the input has no data rows", path=report.source)

@@ -48,6 +48,8 @@ MAX_NESTING = 64
 #: Deepest AST accepted (long AND chains are left-deep trees; the printer and the semantic
 #: passes recurse over them).
 MAX_DEPTH = 250
+#: Longest integer literal (Python refuses to convert more than 4,300 digits by default).
+MAX_DIGITS = 4_000
 _COMPOSITES = ("SEQ", "AND", "OR", "ANY", "NOT")
 
 
@@ -490,8 +492,15 @@ class Parser:
         t = self.tok
         if t.kind is Tok.NUMBER and t.value.isdigit():
             self.advance()
-            return int(t.value)
+            return self.int_of(t)
         self.fail(expected=(what,))
+
+    def int_of(self, t: Token) -> int:
+        """An integer token's value; a number longer than Python converts is a query error."""
+        if len(t.value) > MAX_DIGITS:
+            self.fail(f"number has {len(t.value):,} digits; at most {MAX_DIGITS:,} are "
+                      "supported", tok=t)
+        return int(t.value)
 
     def parse_composite(self) -> ast.Pattern:
         """``SEQ(...)``, ``AND(...)``, ``OR(...)``, ``ANY(k, ...)``, ``NOT(p)``."""
@@ -722,7 +731,7 @@ class Parser:
         raw = t.value
         value: int | float
         if raw.isdigit():
-            value = int(raw)
+            value = self.int_of(t)
         else:
             value = float(raw)
             if not math.isfinite(value):
@@ -817,7 +826,7 @@ class Parser:
         t = self.tok
         if t.kind is Tok.NUMBER and t.value.isdigit():
             self.advance()
-            n = int(t.value)
+            n = self.int_of(t)
             if n < 1:
                 self.fail("Kleene indexes are 1-based; use v[1] for the first element", tok=t)
             index = ast.Index(ast.IndexKind.ABSOLUTE, n, span=None)
