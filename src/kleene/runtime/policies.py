@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..codegen import build
 from ..events import Match
-from ..plan.automaton import CompKind
-from ..plan.expr import GPOS, ID, TS, WPOS
+from ..plan.layout import GPOS, ID, TS, WPOS
+from ..plan.linear import CompKind
 from ..vocab import Emit, PickMode
 from .matcher import OutputSpec, PickSpec
 
