@@ -22,8 +22,14 @@ from typing import Any
 import pytest
 
 from kleene.backends import BACKENDS, BackendFn
-from kleene.testing.timeline import (BatchedBackend, Case, PlanBackend, PlanDoesNotApply,
-                                     importable_backends, plan_backends)
+from kleene.testing.timeline import (
+    BatchedBackend,
+    Case,
+    PlanBackend,
+    PlanDoesNotApply,
+    importable_backends,
+    plan_backends,
+)
 
 _BATCHED: dict[str, BatchedBackend] = {}
 _SECONDS: dict[str, float] = {}
