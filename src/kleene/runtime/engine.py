@@ -206,7 +206,15 @@ class Runtime:
             return []
         self.counters.events_in += t.num_rows
         ts = t.column(TS).to_numpy()
-        late = ts < self.frontier
+        # An event is late when it is behind the watermark at its arrival: the newest event
+        # before it (in this or an earlier push) minus the allowed lateness, or an explicit
+        # advance(). Decided per event, so it does not depend on how the input is batched.
+        newest_before = np.empty_like(ts)
+        newest_before[0] = self.max_seen
+        if len(ts) > 1:
+            np.maximum.accumulate(ts[:-1], out=newest_before[1:])
+            np.maximum(newest_before, self.max_seen, out=newest_before)
+        late = (ts < self.frontier) | (ts < newest_before - max(self.allowed_lateness_us, 0))
         if late.any():
             self.counters.late_events += int(late.sum())
             self.late_events.append(t.filter(pa.array(late)))
