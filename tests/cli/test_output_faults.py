@@ -90,3 +90,29 @@ def test_a_run_that_fails_half_way_never_leaves_a_complete_looking_file(
         assert lines and all(json.loads(x)["match"]["b"] < 40 for x in lines)
     else:
         assert not partial.exists()
+
+
+def test_late_rows_do_not_depend_on_batch_size_and_are_written(tmp_path: Path) -> None:
+    """Issue 16 item 5: with lateness 0 the late rows are the rows behind the newest earlier
+    row, whatever --batch-size is, and --late-output writes each of them."""
+    rows = [(5, "A", 1), (6, "B", 2), (1, "A", 3), (7, "B", 4), (7, "A", 5), (2, "B", 6),
+            (9, "B", 7), (8, "A", 8), (10, "B", 9)]
+    (tmp_path / "in.csv").write_text("ts,type,x\n" + "".join(f"{t},{k},{x}\n" for t, k, x in rows))
+    want_late = [2, 5, 7]  # rows 2 (1 < 6), 5 (2 < 7) and 7 (8 < 9)
+    outputs = set()
+    for size in ("1", "2", "3", "100", "65536"):
+        late = tmp_path / f"late{size}.jsonl"
+        out = tmp_path / f"m{size}.jsonl"
+        done = kleene("run", "PATTERN SEQ(A a, B b)", "--input", "in.csv", "--stream",
+                      "--batch-size", size, "--late-output", str(late), "-o", str(out),
+                      cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        recs = [json.loads(x) for x in late.read_text().splitlines()]
+        assert [r["row"] for r in recs] == want_late, size
+        assert all(r["reason"].startswith("late: behind the newest earlier event") for r in recs)
+        assert "late                       3" in done.stderr
+        outputs.add(out.read_text())
+    assert len(outputs) == 1  # the same matches for every batch size
+    refused = kleene("run", "PATTERN SEQ(A a, B b)", "--input", "in.csv", "--late-output",
+                     "x.jsonl", cwd=tmp_path)
+    assert refused.returncode == 2 and "--late-output needs --stream" in refused.stderr

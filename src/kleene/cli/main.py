@@ -372,6 +372,9 @@ def explain(query: str, dialect: str | None, dot: bool, spark: bool,
                    "memory; rows later than --allowed-lateness are counted as late, not matched).")
 @click.option("--allowed-lateness", default=0.0, type=click.FloatRange(min=0), metavar="SECONDS",
               help="With --stream: how far behind the newest event a row may arrive.")
+@click.option("--late-output", default=None, metavar="PATH",
+              help="With --stream: write the late rows here as JSON Lines (row id, time, "
+                   "type, attributes, reason), like dead letters.")
 @click.option("--spark", is_flag=True,
               help="Read, match and write with PySpark (needs the spark extra and Java 17).")
 @click.option("--master", default=None, metavar="URL",
@@ -397,7 +400,7 @@ def run(query: str, input_path: str, input_format: str | None, time_col: str | N
         column_types: tuple[str, ...], on_bad_row: str, delimiter: str | None, batch_size: int,
         output: str | None, fmt: str | None, engine: str | None, plan: str | None,
         count: bool, dialect: str | None, udfs: tuple[str, ...], quiet: bool, streaming: bool,
-        allowed_lateness: float, spark: bool, master: str | None,
+        allowed_lateness: float, late_output: str | None, spark: bool, master: str | None,
         partitions: int | None, spark_reader: str, max_matches_per_call: int | None,
         on_cap: str) -> None:
     """Run QUERY over the events in --input; write matches (JSON Lines by default)."""
@@ -449,6 +452,9 @@ def run(query: str, input_path: str, input_format: str | None, time_col: str | N
         raise InputError("--master, --partitions and --spark-reader need --spark")
     if allowed_lateness and not streaming:
         raise InputError("--allowed-lateness needs --stream (a bounded run sorts its input)")
+    if late_output is not None and not streaming:
+        raise InputError("--late-output needs --stream (a bounded run sorts its input: no row "
+                         "is late)")
     compiled = _compile(query, dialect, udfs, engine or DEFAULT_BACKEND, plan)
     compiled_at = time.perf_counter()
     options = ReadOptions(time_col=time_col, type_col=type_col, event_type=event_type,
@@ -458,10 +464,12 @@ def run(query: str, input_path: str, input_format: str | None, time_col: str | N
                           format=input_format, delimiter=delimiter, batch_size=batch_size)
     progress = _Progress(sys.stderr.isatty() and not quiet)
 
-    stream = iter_events(input_path, options, sort_chunks=streaming)
+    # --stream: chunks in arrival order; the runtime decides lateness per event
+    stream = iter_events(input_path, options, sort_chunks=False)
     if streaming:
         _run_streaming(compiled, stream, output=output, fmt=out_fmt, count=count,
                        lateness_s=allowed_lateness, quiet=quiet, progress=progress,
+                       late_output=late_output,
                        clock=(started, compiled_at), caps=caps)
         return
     batches = []
@@ -542,6 +550,7 @@ def _engine_call(engine: str, fn: Callable[..., Any], *args: Any, **kwargs: Any)
 
 def _run_streaming(compiled: Any, stream: Any, *, output: str | None, fmt: str, count: bool,
                    lateness_s: float, quiet: bool, progress: _Progress,
+                   late_output: str | None = None,
                    clock: tuple[float, float], caps: dict[str, Any]) -> None:
     """``run --stream``: push each chunk through the engine's runtime as it is read and write
     matches as they come (memory bounded by the chunk size and the engine's live state)."""
@@ -583,6 +592,8 @@ def _run_streaming(compiled: Any, stream: Any, *, output: str | None, fmt: str, 
             if writer is not None:
                 writer.close()
             progress.clear()
+    if late_output is not None:
+        _write_late(runtime, late_output, lateness_s)
     report = stream.report
     if report.rows_read == 0:
         raise InputError("no events: the input has no data rows", path=report.source)
@@ -592,6 +603,30 @@ def _run_streaming(compiled: Any, stream: Any, *, output: str | None, fmt: str, 
         _summary(report, n_matches, _engine_label(compiled),
                  (started, compiled_at, finished, finished, finished),
                  late=int(runtime.counters.late_events), lateness_s=lateness_s)
+
+
+def _write_late(runtime: Any, path: str, lateness_s: float) -> None:
+    """The late rows of a streaming run as JSON Lines (``--late-output``)."""
+    import json
+
+    late = runtime.late
+    reason = (f"late: behind the newest earlier event by more than {lateness_s:g} s "
+              "(--allowed-lateness)")
+    with output_target(path) as target:
+        assert target is not None
+        try:
+            f = open(target, "w", encoding="utf-8")  # noqa: SIM115 - closed below
+        except OSError as e:
+            raise InputError(f"cannot write late rows to {path}: {e.strerror or e}") from None
+        with f:
+            if late is not None:
+                time_info = late.time
+                for row in late.rows():
+                    rec = {"row": row.pop("__id"),
+                           "time": time_info.to_output(row.pop("__ts")),
+                           "type": row.pop("__type"), "reason": reason,
+                           "attributes": row}
+                    f.write(json.dumps(rec, default=str) + "\n")
 
 
 def spark_options(*, output: str | None, fmt: str, input_format: str | None,
