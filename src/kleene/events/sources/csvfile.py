@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -66,6 +67,9 @@ def csv_header(line: bytes, rest: bytes, path: str, delimiter: str) -> list[str]
         raise InputError(f"cannot parse the header line: {e}", path=path) from None
     seen: set[str] = set()
     for n in names:
+        if not n.isprintable():
+            raise InputError(f"column name {n!r} in the header has a control character "
+                             "(another delimiter? see --delimiter)", path=path)
         if n in seen:
             raise InputError(f"duplicate column name {n!r} in the header", path=path, row=None)
         seen.add(n)
@@ -103,26 +107,38 @@ class _Blocks:
 
     def __iter__(self) -> Iterator[tuple[bytes, int]]:
         line = 2
-        size = self.first_read  # the first block ends where a whole-file block would
-        while True:
-            data = read_block(self.stream, size, self.path)
-            size = self.size
-            if not data:
-                chunk, self.leftover = self.leftover, b""
-            else:
-                cut = data.rfind(b"\n")
-                if cut < 0:  # a line longer than a block: read on
-                    self.leftover += data
+        # the next block is read (and decompressed) in a thread while this one is parsed;
+        # the first block ends where a whole-file block would
+        with ThreadPoolExecutor(1) as ahead:
+            pending = ahead.submit(read_block, self.stream, self.first_read, self.path)
+            while True:
+                data = pending.result()
+                if data:
+                    pending = ahead.submit(read_block, self.stream, self.size, self.path)
+                chunk = self._whole_lines(data)
+                if chunk is None:
                     continue
-                # one copy: the previous block's last partial line + this block's whole lines
-                chunk = (b"".join((self.leftover, memoryview(data)[: cut + 1])) if self.leftover
-                         else data[: cut + 1])
-                self.leftover = data[cut + 1:]
-            if chunk:
-                yield chunk, line
-                line += _line_breaks(chunk)
-            if not data:
-                return
+                if chunk:
+                    yield chunk, line
+                    line += _line_breaks(chunk)
+                if not data:
+                    return
+
+    def _whole_lines(self, data: bytes) -> bytes | None:
+        """The whole lines read so far (all of them at the end, ``data`` empty), or ``None``
+        when no line ends in ``data``."""
+        if not data:
+            chunk, self.leftover = self.leftover, b""
+            return chunk
+        cut = data.rfind(b"\n")
+        if cut < 0:  # a line longer than a block: read on
+            self.leftover += data
+            return None
+        # one copy: the previous block's last partial line + this block's whole lines
+        chunk = (b"".join((self.leftover, memoryview(data)[: cut + 1])) if self.leftover
+                 else data[: cut + 1])
+        self.leftover = data[cut + 1:]
+        return chunk
 
 
 def _has_line_break(table: pa.Table) -> bool:
@@ -180,12 +196,10 @@ class _Parser:
         except UnicodeDecodeError as e:
             return f"not UTF-8 text (byte {e.start + 1} is {line[e.start]:#04x})"
         if b'"' in line:
-            try:
-                fields = len(next(csv.reader([text], delimiter=self.delimiter, strict=True)))
-            except csv.Error as e:
-                if "unexpected end of data" in str(e):
-                    return "unterminated quote (a quoted value must end on its line)"
-                fields = len(next(csv.reader([text], delimiter=self.delimiter)))
+            n = _count_fields(text, self.delimiter)
+            if n is None:
+                return "unterminated quote (a quoted value must end on its line)"
+            fields = n
         else:
             fields = line.count(self.sep) + 1
         if fields != len(self.names):
@@ -233,6 +247,30 @@ class _Parser:
         return (pa.concat_tables(tables) if tables else empty), kept
 
 
+def _count_fields(text: str, delimiter: str) -> int | None:
+    """The fields of a line with quotes, as Arrow splits them, or ``None`` when a quote is
+    left open. (The csv module's reader would do, but it refuses values over 128 KiB.)"""
+    fields, i, n = 1, 0, len(text)
+    while i <= n:
+        if i < n and text[i] == '"':  # a quoted value: up to a quote not doubled
+            i += 1
+            while True:
+                q = text.find('"', i)
+                if q < 0:
+                    return None
+                if text.startswith('""', q):
+                    i = q + 2
+                    continue
+                i = q + 1
+                break
+        d = text.find(delimiter, i)
+        if d < 0:
+            return fields
+        fields += 1
+        i = d + 1
+    return fields
+
+
 def _bad(row: int, reason: str, line: int | None, text: bytes) -> BadRow:
     return BadRow(row, reason, line=line,
                   text=text[:_TEXT_LIMIT * 4].decode("utf-8", errors="replace")[:_TEXT_LIMIT])
@@ -247,16 +285,20 @@ class CsvSource(FileSource):
 
     def chunks(self) -> Iterator[Raw]:
         stream = open_stream(self.path, self.tracker)
+        blocks: Iterator[tuple[bytes, int]] | None = None
         try:
-            blocks = _Blocks(stream, self.path, self.options)
-            parser = _Parser(blocks.names, blocks.delimiter)
+            lines = _Blocks(stream, self.path, self.options)
+            parser = _Parser(lines.names, lines.delimiter)
             start = 0
+            blocks = iter(lines)
             for chunk, line in blocks:
                 raw = parser.parse(chunk, line, start)
                 start += raw.rows
                 if raw.rows:
                     yield raw
         finally:
+            if blocks is not None:
+                blocks.close()  # type: ignore[attr-defined]  # (waits for a read under way)
             stream.close()
 
 
