@@ -141,6 +141,13 @@ class _Blocks:
         return chunk
 
 
+def _rows_in(chunk: bytes, expected: int) -> int:
+    """The non-empty lines of ``chunk`` (counted exactly only when the fast count, which
+    takes every line break for a row, is not ``expected``)."""
+    fast = _line_breaks(chunk) + (not chunk.endswith((b"\n", b"\r")))
+    return fast if fast == expected else sum(1 for line in chunk.splitlines() if line)
+
+
 def _has_line_break(table: pa.Table) -> bool:
     """Whether a value holds a line break: an open quote ran over into the next lines."""
     for col in table.columns:
@@ -179,15 +186,27 @@ class _Parser:
                              parse_options=self.parse_opts, convert_options=self.convert_opts)
 
     def parse(self, chunk: bytes, first_line: int, start: int) -> Raw:
-        """The fast path: the whole block by Arrow, if it parses as one row per line."""
+        """The fast path: the whole block by Arrow, if it parses as one row per line; else
+        each half of the block alike, down to 64 KiB parts read line by line."""
         try:
             table = self.arrow(chunk)
         except pa.ArrowException:
+            table = None
+        if table is not None:
+            n = table.num_rows
+            # a quote left open: its value ran over the next lines, or (multi-threaded) Arrow
+            # dropped the rest of a part of the block without a word; only a quote can do that
+            if b'"' not in chunk or not (_has_line_break(table) or n != _rows_in(chunk, n)):
+                return Raw(table, np.arange(start, start + n, dtype=np.int64), self.text_cols,
+                           [], n)
+        mid = chunk.find(b"\n", len(chunk) // 2)
+        if len(chunk) <= 1 << 16 or mid < 0 or mid == len(chunk) - 1:
             return self.by_line(chunk, first_line, start)
-        if b'"' in chunk and _has_line_break(table):  # only a quote can hold a line break
-            return self.by_line(chunk, first_line, start)
-        n = table.num_rows
-        return Raw(table, np.arange(start, start + n, dtype=np.int64), self.text_cols, [], n)
+        left, right = chunk[: mid + 1], chunk[mid + 1:]
+        a = self.parse(left, first_line, start)
+        b = self.parse(right, first_line + _line_breaks(left), start + a.rows)
+        return Raw(pa.concat_tables([a.table, b.table]), np.concatenate([a.ids, b.ids]),
+                   self.text_cols, a.bad + b.bad, a.rows + b.rows)
 
     def problem(self, line: bytes) -> str | None:
         """Why ``line`` (no line break, not empty) is not a row, or ``None``."""
