@@ -90,6 +90,8 @@ class Constants:
 _CODE_CACHE: dict[tuple[str, str], Any] = {}
 _MAX_CACHE = 4096
 _serial = itertools.count()
+STATS = {"compiled": 0, "reused": 0}
+"""How many generated sources were compiled, and how many builds reused a compiled one."""
 SOURCES: dict[str, str] = {}
 """Generated file name -> source of everything built in this process (``kleene explain
 --kernel`` and tracebacks read it)."""
@@ -104,6 +106,7 @@ def build(source: str, namespace: dict[str, Any] | Constants, *, label: str,
     key = (label, source)
     hit = _CODE_CACHE.get(key)
     if hit is None:
+        STATS["compiled"] += 1
         filename = f"<kleene {label} #{next(_serial)}>"
         hit = (compile(source, filename, "exec"), filename)  # noqa: S102 - generated, see above
         if len(_CODE_CACHE) >= _MAX_CACHE:
@@ -111,6 +114,8 @@ def build(source: str, namespace: dict[str, Any] | Constants, *, label: str,
         _CODE_CACHE[key] = hit
         SOURCES[filename] = source
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    else:
+        STATS["reused"] += 1
     code, _filename = hit
     _exec(code, ns)
     names = [entry] if isinstance(entry, str) else list(entry)
@@ -131,4 +136,4 @@ def _exec(code: Any, ns: dict[str, Any]) -> None:
     exec(code, ns)  # noqa: S102
 
 
-__all__ = ["SOURCES", "Constants", "Source", "build"]
+__all__ = ["SOURCES", "STATS", "Constants", "Source", "build"]

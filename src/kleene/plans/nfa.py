@@ -11,7 +11,7 @@ from typing import Any
 
 from ..plan.automaton import CompKind, Plan, compile_plan
 from ..plan.explain import linear_text
-from ..runtime.kernel import build_kernel, kernel_supported
+from ..runtime.kernel import kernel_factory, kernel_supported
 from ..runtime.linear import LinearMatcher
 from ..runtime.matcher import MatcherOptions
 from ..runtime.policies import bindings_builder
@@ -33,8 +33,11 @@ def linear_cost(plan: Plan, stats: Stats) -> float:
 
 
 def linear_matcher(plan: Plan, options: MatcherOptions, plain_output: bool,
-                   count_ok: bool) -> LinearMatcher:
-    """A configured LinearMatcher: caps, count mode, direct output, kernel (built once)."""
+                   count_ok: bool, memo: dict[Any, Any] | None = None,
+                   key: Any = None) -> LinearMatcher:
+    """A configured LinearMatcher: caps, count mode, direct output, and its kernel. The
+    kernel's code is generated and compiled once per (plan, option set) and kept in ``memo``
+    (the compiled plan's), so every runtime of a compiled query reuses it."""
     m = LinearMatcher(plan, max_runs=options.max_runs, on_cap=options.on_cap)
     m.max_matches_per_call = options.max_matches_per_call
     if options.use_kernel and kernel_supported(plan):
@@ -49,12 +52,18 @@ def linear_matcher(plan: Plan, options: MatcherOptions, plain_output: bool,
             if built is not None:
                 # no NOT, policies or RETURN: the kernel emits finished (key, Match) entries
                 m.direct = (plan.name, built[0])
-        m.kernel = build_kernel(m)
+        k = ("kernel", key, options, plain_output, count_ok)
+        make = None if memo is None else memo.get(k)
+        if make is None:
+            make = kernel_factory(m)
+            if memo is not None:
+                memo[k] = make
+        m.kernel = make(m)
     return m
 
 
 def _matcher(cp: CompiledPlan, options: MatcherOptions) -> Any:
-    return linear_matcher(cp.plan, options, cp.spec.plain, True)
+    return linear_matcher(cp.plan, options, cp.spec.plain, True, cp.memo)
 
 
 PLAN = PlanKind(

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..plan.automaton import UnionPlan, compile_union_plan
 from ..plan.explain import union_text
-from ..runtime.kernel import build_kernel, kernel_supported
+from ..runtime.kernel import kernel_factory, kernel_supported
 from ..runtime.matcher import MatcherOptions
 from ..runtime.union import UnionMatcher
 from .nfa import linear_cost
@@ -21,10 +21,14 @@ def _cost(plan: UnionPlan, stats: Stats) -> float:
 def _matcher(cp: CompiledPlan, options: MatcherOptions) -> Any:
     m = UnionMatcher(cp.plan, max_runs=options.max_runs, on_cap=options.on_cap)
     m.max_matches_per_call = options.max_matches_per_call
-    for bm in m.branches:
+    for i, bm in enumerate(m.branches):
         if options.use_kernel and kernel_supported(bm.plan):
             bm.max_matches = options.max_matches_per_event
-            bm.kernel = build_kernel(bm)
+            key = ("branch kernel", i, options)
+            make = cp.memo.get(key)
+            if make is None:
+                make = cp.memo[key] = kernel_factory(bm)
+            bm.kernel = make(bm)
     return m
 
 

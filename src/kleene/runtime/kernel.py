@@ -23,6 +23,7 @@ from collections.abc import Callable
 from operator import itemgetter
 from typing import Any
 
+from ..codegen import build
 from ..events.match import Match
 from ..plan.layout import GPOS
 from ..plan.linear import CompKind, Plan
@@ -49,16 +50,28 @@ def _tuple(parts: list[str]) -> str:
 
 
 def build_kernel(m: LinearMatcher, count_mode: bool | None = None) -> Any:
-    """Generate and compile the ``process(st, recs, bits, out, max_matches, budget)``
-    function (arguments as :meth:`LinearMatcher.process`; ``max_matches`` is baked in, and
-    ``budget`` is checked only when ``m.max_matches_per_call`` is set and not counting).
-    ``count_mode`` overrides ``m.count_mode`` (the counting variant a truncating kernel hands
-    the rest of its events to once the budget is spent)."""
+    """The ``process(st, recs, bits, out, max_matches, budget)`` function of matcher ``m``
+    (arguments as :meth:`LinearMatcher.process`): :func:`kernel_factory` applied to ``m``."""
+    return kernel_factory(m, count_mode)(m)
+
+
+def kernel_factory(m: LinearMatcher, count_mode: bool | None = None) -> Callable[[Any], Any]:
+    """Generate and compile, once, a factory ``make(matcher) -> process`` for matchers
+    configured like ``m`` (same plan, caps, count and direct modes): the source depends on the
+    plan and that configuration only, and the matcher's own state (its counters, its pending
+    list helpers) is bound when ``make`` is called, so a compiled query builds its kernel once
+    however many runtimes it starts (``kleene.plans.nfa`` keeps the factory per option set).
+
+    In ``process``, ``max_matches`` is baked in, and ``budget`` is checked only when
+    ``m.max_matches_per_call`` is set and not counting. ``count_mode`` overrides
+    ``m.count_mode`` (the counting variant a truncating kernel hands the rest of its events to
+    once the budget is spent)."""
     plan = m.plan
     comps = plan.components
     nc = len(comps)
     nslots = len(plan.layout.var_slots)
-    env: dict[str, Any] = {"Candidate": Candidate, "m": m, "_G0": itemgetter(0)}
+    env: dict[str, Any] = {"Candidate": Candidate, "_G0": itemgetter(0)}
+    bound: list[str] = []  # names bound per matcher inside make(m)
     strict = plan.strategy in (Strategy.STRICT_CONTIGUITY, Strategy.PARTITION_CONTIGUITY)
     stnm = plan.strategy is Strategy.SKIP_TILL_NEXT_MATCH
     mm = m.max_matches
@@ -68,7 +81,8 @@ def build_kernel(m: LinearMatcher, count_mode: bool | None = None) -> Any:
     if capped:
         env["OVER"] = over_budget
         if m.on_cap == "truncate":
-            env["DRAIN"] = build_kernel(m, count_mode=True)
+            env["MAKE_DRAIN"] = kernel_factory(m, count_mode=True)
+            bound.append("DRAIN = MAKE_DRAIN(m)")
     direct = m.direct
     if direct is not None:
         env["Match"] = Match
@@ -77,9 +91,7 @@ def build_kernel(m: LinearMatcher, count_mode: bool | None = None) -> Any:
     CW = plan.window_events
     pend = m.pend
     if pend:
-        env["PSTEP"] = m.pending_step
-        env["CONF"] = m.confirm_nots
-        env["PEND_OK"] = m.pending_ok
+        bound += ["PSTEP = m.pending_step", "CONF = m.confirm_nots", "PEND_OK = m.pending_ok"]
     L: list[str] = []
 
     def emit(depth: int, line: str) -> None:
@@ -450,18 +462,12 @@ def build_kernel(m: LinearMatcher, count_mode: bool | None = None) -> Any:
         emit(1, "m.counted += cnt")
     emit(1, "if recs:")
     emit(2, "st.last_ts = recs[-1][1]; st.last_wpos = recs[-1][4]")
-    src = "\n".join(L) + "\n"
-    code = compile(src, f"<kleene kernel {plan.name}>", "exec")
-    ns: dict[str, Any] = dict(env)
-    _run_generated(code, ns)
-    fn = ns["process"]
-    fn.source = src
-    return fn
+    src = "def make(m):\n" + "".join(f"    {b}\n" for b in bound) + "".join(
+        f"    {line}\n" for line in L) + "    process.source = SOURCE\n    return process\n"
+    # generated from the plan's integers and function objects only (no user text)
+    env["SOURCE"] = src
+    make: Callable[[Any], Any] = build(src, env, label="kernel", entry="make")
+    return make
 
 
-def _run_generated(code: Any, ns: dict[str, Any]) -> None:
-    # Generated from the plan's integers and function objects only (no user text).
-    exec(code, ns)  # noqa: S102
-
-
-__all__ = ["build_kernel", "kernel_supported"]
+__all__ = ["build_kernel", "kernel_factory", "kernel_supported"]
