@@ -13,9 +13,10 @@ source from plan data and compiling it. Every generator uses this module:
   and debuggers show the generated lines, and returns the named entry points.
 
 What makes the ``exec`` safe: generators write only integers, fixed keywords and operators,
-and the names :class:`Constants` hands out. Query text never reaches the source; string
-literals of a query are constants too (tests/lang/test_security.py injects code through every
-place a query can carry text).
+the names of constants in the namespace (functions, UDF objects, variable names), and
+``repr()`` of plain scalar literals (int, float, str, bool), which cannot leave their literal.
+Identifiers from a query never reach the source (variables and attributes become integer
+slots); tests/lang/test_security.py injects code through every place a query can carry text.
 """
 
 from __future__ import annotations

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import ast
+from ..codegen import build
 from ..errors import EngineError
 from .layout import ATTR0, CPOS, GPOS, ID, RESERVED_ATTRS, TS, WPOS, CompiledExpr, Layout, PredFn
 
@@ -652,17 +653,10 @@ def compile_expr(e: ast.Expr, layout: Layout, udfs: Mapping[str, Callable[..., A
         src = (f"def _safe(B, I):\n    i = I[0]\n    return {safe}\n"
                f"def {name}(B, I):\n    i = I[0]\n    try:\n        return {fast}\n"
                f"    except TypeError:\n        return _safe(B, I)\n")
-    ns: dict[str, Any] = dict(env)
-    code = compile(src, f"<kleene predicate {name}>", "exec")
-    _run_generated(code, ns)
-    fn: PredFn = ns[name]
-    return CompiledExpr(fn, src)
-
-
-def _run_generated(code: Any, ns: dict[str, Any]) -> None:
     # The source was generated above from the validated AST only: identifiers became integer
-    # slots, literals went through repr of plain scalars, UDFs are closure constants.
-    exec(code, ns)  # noqa: S102
+    # slots, literals went through repr of plain scalars, UDFs are constants in ``env``.
+    fn: PredFn = build(src, env, label="predicate", entry=name)
+    return CompiledExpr(fn, src)
 
 
 __all__ = ["ATTR0", "CPOS", "GPOS", "ID", "RESERVED_ATTRS", "TS", "WPOS", "CompiledExpr",

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..codegen import build
 from ..plan.blocks import GroupPlan
 from ..plan.layout import CPOS, GPOS, TS, WPOS
 from ..plan.nodes import Ev, Node, Rep, Win
@@ -581,9 +582,10 @@ class GroupMatcher(NodeRunner):
             "arm_buckets": self._arm_buckets, "nots_of": self._nots_of,
             "caps": self._bucket_caps, "empty_B": self.empty_B,
             "key0": self._key(self.init[id(plan.root)], 0, 0)}
-        _run_generated(compile("\n".join(src) + "\n", f"<kleene groups {plan.name}>", "exec"),
-                       ns)
-        return ns["process"]  # type: ignore[no-any-return]
+        # generated from the plan's booleans and integers only; helpers are constants in ns
+        loop: Callable[..., None] = build("\n".join(src) + "\n", ns, label="groups loop",
+                                          entry="process")
+        return loop
 
     def _bucket_caps(self, st: GroupState, e: Rec, nm: int, out: list[Candidate],
                      max_matches: int | None, budget: int | None, nruns: int) -> int:
@@ -925,11 +927,6 @@ class _Between:
 
 def _gpos_of(item: tuple[Rec, int]) -> int:
     return int(item[0][GPOS])
-
-
-def _run_generated(code: Any, ns: dict[str, Any]) -> None:
-    # Generated from the plan's booleans and integers only (see GroupMatcher._build_loop).
-    exec(code, ns)  # noqa: S102
 
 
 def _has_win(n: Node) -> bool:
