@@ -43,6 +43,9 @@ class Emit(enum.Enum):
     """Every match."""
     RECENT = "recent"
     """Per completing event, only the match with the most recent bindings."""
+    COVERAGE = "coverage"
+    """Only the matches no other match covers (LinkedCEP's complex event instance coverage,
+    docs/semantics.md 16)."""
 
 
 class PickMode(enum.Enum):

@@ -286,10 +286,10 @@ class Parser:
         f["consume"] = self.parse_consume_body(start)
 
     def clause_emit(self, f: dict[str, object]) -> None:
-        """``EMIT ALL|RECENT``."""
+        """``EMIT ALL|RECENT|COVERAGE``."""
         self.advance()
-        t = self.expect_kw("ALL", "RECENT")
-        f["emit"] = ast.Emit.ALL if t.value.upper() == "ALL" else ast.Emit.RECENT
+        t = self.expect_kw("ALL", "RECENT", "COVERAGE")
+        f["emit"] = ast.Emit(t.value.lower())
 
     def clause_return(self, f: dict[str, object]) -> None:
         """``RETURN item, ... [AS TYPE Name]`` or ``RETURN * [AS TYPE Name]``."""

@@ -147,8 +147,8 @@ def policy_text(picks: Sequence[Any], emit: Emit, consume: Any,
                 return_names: Sequence[str]) -> list[str]:
     """The output-policy lines of ``kleene explain``."""
     lines = [f"policy: PICK {pk.mode.value.upper()} {pk.var}" for pk in picks]
-    if emit is Emit.RECENT:
-        lines.append("policy: EMIT RECENT")
+    if emit is not Emit.ALL:
+        lines.append(f"policy: EMIT {emit.value.upper()}")
     if consume is not None:
         lines.append("policy: CONSUME " + ("ALL" if consume.all_vars
                                            else ", ".join(consume.vars)))

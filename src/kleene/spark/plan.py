@@ -116,6 +116,8 @@ def plan_query(q: AnalyzedQuery) -> SparkPlan:
         blockers.append("CONSUME makes each match depend on every earlier emitted match")
     if q.query.picks:
         blockers.append("PICK compares matches that may end in different ranges")
+    if q.emit is ast.Emit.COVERAGE:
+        blockers.append("EMIT COVERAGE compares matches that may end in different ranges")
     if blockers or span is None:
         return SparkPlan("single", reasons=(*blockers, "runs in ONE task, in input order "
                                              "(correct, not parallel)"))

@@ -1153,6 +1153,115 @@ def _apply_recent(found: list[_Found], order: Sequence[str]) -> list[_Found]:
     return list(best.values())
 
 
+def _candidate_conditions(prep: _Prepared) -> dict[str, list[ast.Expr]]:
+    """Per positive variable, its candidate conditions (§16): the conjuncts that mention it
+    alone, call no user function and, for a list variable, read it only elementwise."""
+    udfs = set(prep.aq.udfs)
+
+    def calls(e: ast.Expr) -> set[str]:
+        own = {e.name} if isinstance(e, ast.Call) else set()
+        return own.union(*(calls(c) for c in _children(e)))
+
+    def all_refs(e: ast.Expr) -> list[ast.Expr]:
+        own: list[ast.Expr] = [e] if isinstance(e, ast.AttrRef | ast.VarRef) else []
+        return own + [r for c in _children(e) for r in all_refs(c)]
+
+    def elementwise(e: ast.Expr) -> bool:
+        if _is_aggregate(e):
+            return False
+        for r in all_refs(e):
+            if isinstance(r, ast.VarRef):
+                return False
+            assert isinstance(r, ast.AttrRef)
+            if r.index is not None and not (r.index.kind is ast.IndexKind.CURRENT
+                                            and r.index.offset == 0):
+                return False
+        return all(not _is_aggregate(c) for c in _subexprs(e))
+
+    out: dict[str, list[ast.Expr]] = {v: [] for v in prep.order}
+    for c in prep.positive:
+        m = _mentioned(c)
+        if len(m) != 1 or calls(c) & udfs:
+            continue
+        v = next(iter(m))
+        if v not in out or (v in prep.list_vars and not elementwise(c)):
+            continue
+        out[v].append(c)
+    return out
+
+
+def _subexprs(e: ast.Expr) -> list[ast.Expr]:
+    return [e] + [x for c in _children(e) for x in _subexprs(c)]
+
+
+def _apply_coverage(found: list[_Found], prep: _Prepared) -> list[_Found]:
+    """EMIT COVERAGE (§16): keep the matches no other match covers."""
+    conds = _candidate_conditions(prep)
+    udfs = prep.aq.udfs
+    cand_cache: dict[tuple[int, int, str], bool] = {}
+
+    def candidate(part: Sequence[_Event], x: int, v: str) -> bool:
+        key = (id(part), x, v)
+        if key not in cand_cache:
+            t = prep.types.get(v)
+            ok = t is None or part[x].type == t
+            if ok:
+                b: Bound = (x,) if v in prep.list_vars else x
+                env = _Env(part, {v: b}, udfs)
+                ok = all(_eval_conjunct(c, env) is True for c in conds[v])
+            cand_cache[key] = ok
+        return cand_cache[key]
+
+    run_cache: dict[tuple[int, tuple[Value, ...], str], dict[int, int]] = {}
+
+    def run_of(part: Sequence[_Event], eq: tuple[Value, ...], v: str, x: int) -> int:
+        """The run (its first relevant event) of event x for variable v in its sub-stream."""
+        key = (id(part), eq, v)
+        if key not in run_cache:
+            runs: dict[int, int] = {}
+            start: int | None = None
+            for y in range(len(part)):
+                if prep.equivalence and _equiv_value(part[y], prep.equivalence) != eq:
+                    continue
+                if not any(candidate(part, y, u) for u in prep.order):
+                    continue  # not relevant: invisible to adjacency
+                if candidate(part, y, v):
+                    if start is None:
+                        start = y
+                    runs[y] = start
+                else:
+                    start = None
+            run_cache[key] = runs
+        return run_cache[key][x]
+
+    def signature(f: _Found) -> tuple[Any, ...]:
+        part = f.cand.events
+        first = min(f.cand.positions)
+        eq = _equiv_value(part[first], prep.equivalence) if prep.equivalence else ()
+        sig: list[Any] = [id(part), eq]
+        for v in prep.order:
+            if v not in f.cand.bindings:
+                sig.append(None)
+                continue
+            sig.append(tuple(run_of(part, eq, v, x) for x in _elements(f.cand.bindings[v])))
+        return tuple(sig)
+
+    def positions(f: _Found) -> tuple[int, ...]:
+        return tuple(x for v in prep.order if v in f.cand.bindings
+                     for x in _elements(f.cand.bindings[v]))
+
+    sigs = [signature(f) for f in found]
+    pos = [positions(f) for f in found]
+    out = []
+    for i, f in enumerate(found):
+        covered = any(j != i and sigs[j] == sigs[i] and pos[j] != pos[i]
+                      and all(q >= p for p, q in zip(pos[i], pos[j], strict=True))
+                      for j in range(len(found)))
+        if not covered:
+            out.append(f)
+    return out
+
+
 def _apply_consume(found: list[_Found], consume: ast.Consume, order: Sequence[str]) -> list[_Found]:
     consumed: set[int] = set()
     out = []
@@ -1265,6 +1374,8 @@ def evaluate(analyzed: AnalyzedQuery, events: EventBatch) -> list[Match]:
         found = _apply_pick(found, pick)
     if analyzed.emit is ast.Emit.RECENT:
         found = _apply_recent(found, order)
+    elif analyzed.emit is ast.Emit.COVERAGE:
+        found = _apply_coverage(found, prep)
     found.sort(key=lambda f: _order_key(f, order))
     if analyzed.query.consume is not None:
         found = _apply_consume(found, analyzed.query.consume, order)
