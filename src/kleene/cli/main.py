@@ -393,6 +393,10 @@ def explain(query: str, dialect: str | None, dot: bool, spark: bool,
               show_default=True,
               help="When an engine cap is hit: fail, or keep going, drop the excess runs or "
                    "matches and report how many.")
+@click.option("--analyze", is_flag=True,
+              help="Count temporary matches created, copied and live (LinkedCEP's measure) "
+                   "and show them in the summary; the NFA then runs without its generated "
+                   "kernel.")
 @_guard
 @_without_cyclic_gc
 def run(query: str, input_path: str, input_format: str | None, time_col: str | None,
@@ -402,7 +406,7 @@ def run(query: str, input_path: str, input_format: str | None, time_col: str | N
         count: bool, dialect: str | None, udfs: tuple[str, ...], quiet: bool, streaming: bool,
         allowed_lateness: float, late_output: str | None, spark: bool, master: str | None,
         partitions: int | None, spark_reader: str, max_matches_per_call: int | None,
-        on_cap: str) -> None:
+        on_cap: str, analyze: bool = False) -> None:
     """Run QUERY over the events in --input; write matches (JSON Lines by default)."""
     from ..backends import DEFAULT_BACKEND
     from ..events.readers import BadRowPolicy, ReadOptions, collect, iter_events
@@ -421,6 +425,10 @@ def run(query: str, input_path: str, input_format: str | None, time_col: str | N
         raise InputError("--stream and --allowed-lateness are for the embedded engine, not "
                          "--spark")
     caps: dict[str, Any] = {"on_cap": on_cap}
+    if analyze:
+        if spark:
+            raise InputError("--analyze is for the embedded engine, not --spark")
+        caps["use_kernel"] = False
     if max_matches_per_call is not None:
         caps["max_matches_per_call"] = max_matches_per_call or None
     from ..backends import BACKENDS
@@ -515,7 +523,13 @@ def _automaton(compiled: Any, events: Any, options: dict[str, Any]) -> list[Any]
     if runtime.counters.late_events:  # the input is sorted; this would be a bug
         raise EngineError(f"{runtime.counters.late_events} events came out of order")
     _report_truncation(runtime.counters)
+    _TEMPORARY.clear()
+    _TEMPORARY.update(runtime.temporary_matches() or {})
     return out
+
+
+_TEMPORARY: dict[str, int] = {}
+"""Temporary-match counters of the last ``--analyze`` run (for the summary)."""
 
 
 def _engine_label(compiled: Any) -> str:
@@ -714,6 +728,10 @@ def _summary(report: Any, n_matches: int, engine: str,
         lines.append(f"late            {late:>12,}   (behind the watermark with "
                      f"{lateness_s:g} s allowed lateness: counted, not matched)")
     lines.append(f"matches         {n_matches:>12,}   (engine {engine})")
+    if _TEMPORARY:
+        t = _TEMPORARY
+        lines.append(f"temporary       {t['created']:>12,}   matches created ({t['copied']:,} "
+                     f"copied, {t['live']:,} live at the end)")
     if late is None:
         lines.append(f"time            {seconds:>12.2f} s  (compile {compiled_at - started:.2f} "
                      f"s, read {read_done - compiled_at:.2f} s, match "

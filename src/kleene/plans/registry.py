@@ -31,7 +31,7 @@ from ..errors import EngineError, QueryValidationError
 from ..plan.automaton import Unsupported
 from ..runtime.matcher import ConsumeSpec, MatcherOptions, OutputSpec, PickSpec
 from ..semantic.analyzed import AnalyzedQuery
-from ..vocab import Strategy
+from ..vocab import Emit, Strategy
 
 if TYPE_CHECKING:
     from ..events import EventBatch
@@ -41,6 +41,7 @@ REGISTRY: tuple[str, ...] = (
     "kleene.plans.nfa:PLAN",
     "kleene.plans.union:PLAN",
     "kleene.plans.pda:PLAN",
+    "kleene.plans.chain:PLAN",
 )
 """Every plan kind, as ``"module:attribute"`` (imported on first use). Order breaks cost ties."""
 
@@ -138,11 +139,19 @@ class PlanKind:
     match an event is offered to)."""
     explain: Callable[[Any], list[str]]
     """The plan as text lines (``kleene explain``)."""
+    coverage: bool = False
+    """Computes ``EMIT COVERAGE`` itself (the runtime's policies do not)."""
+
+    def compile_checked(self, analyzed: AnalyzedQuery) -> Any:
+        """:attr:`compile`, refusing what the kind does not declare (EMIT COVERAGE)."""
+        if analyzed.emit is Emit.COVERAGE and not self.coverage:
+            raise Unsupported("EMIT COVERAGE is computed by the chain plan only")
+        return self.compile(analyzed)
 
     def supports(self, analyzed: AnalyzedQuery) -> str | None:
         """None if this kind evaluates the query, else the reason it does not."""
         try:
-            self.compile(analyzed)
+            self.compile_checked(analyzed)
         except Unsupported as exc:
             return str(exc)
         return None
@@ -293,7 +302,7 @@ def choose(analyzed: AnalyzedQuery, *, plan: str | None = None,
     forced: tuple[PlanKind, Any] | None = None
     for i, kind in enumerate(kinds.values()):
         try:
-            compiled = kind.compile(analyzed)
+            compiled = kind.compile_checked(analyzed)
         except Unsupported as exc:
             rows.append(Candidate(kind.name, None, str(exc)))
             if kind.name == plan:

@@ -154,6 +154,9 @@ class Runtime:
         to the output buffer (no history check, nothing waits on a trailing NOT)."""
         self.on_cap = on_cap
         self.count_only = count_only
+        self.count_placeholders = True
+        """In count mode, return one placeholder per counted match (False: return nothing
+        and only add to ``counters.matches``, an exact integer)."""
         self.counters = Counters()
         self.policies = Policies(self.plan, self.spec)
         self.direct = getattr(self.matcher, "direct", None) is not None
@@ -631,7 +634,9 @@ class Runtime:
         if counted:
             m.counted = 0
             self.counters.matches += counted
-            return [_COUNT_MATCH] * counted
+            # exact counts can be astronomically large: callers that read
+            # ``counters.matches`` switch the placeholder list off
+            return [_COUNT_MATCH] * counted if self.count_placeholders else []
         if not self.held:
             return []
         limit: int | None = None
@@ -684,6 +689,18 @@ class Runtime:
         for _k, c, _x in self.held:
             bound = min(bound, c.positions[0])
         self.policies.consumed = {p for p in self.policies.consumed if p >= bound}
+
+    def temporary_matches(self) -> dict[str, int] | None:
+        """Temporary matches (LinkedCEP's measure) the matcher created and copied so far, and
+        the partial matches it stores now (runs, or the chain plan's nodes); None when the
+        matcher does not count them (the NFA counts in its interpreter, ``use_kernel=False``)."""
+        m: Any = self.matcher
+        if not hasattr(m, "created") or getattr(m, "kernel", None) is not None:
+            return None
+        live_fn = getattr(m, "live", None)
+        live = sum(live_fn(st) if live_fn is not None else len(getattr(st, "runs", ()))
+                   for st in self.states.values())
+        return {"created": int(m.created), "copied": int(m.copied), "live": live}
 
     # ---------------------------------------------------------------------------------------
     def snapshot(self) -> bytes:

@@ -99,6 +99,11 @@ class LinearMatcher:
         the kernel checks the ``budget`` argument only when it is not None)."""
         self.count_mode = False
         """Count complete matches (``counted``) instead of building candidates (kernel)."""
+        self.created = 0
+        """Temporary (partial or complete) matches created; the interpreter counts them,
+        the generated kernel does not (``use_kernel=False`` to measure)."""
+        self.copied = 0
+        """Of those, the ones copied from an existing partial match (not started anew)."""
         self.counted = 0
         self.direct: tuple[str, Any] | None = None
         """(query name, bindings builder) when the kernel emits finished output entries
@@ -386,6 +391,8 @@ class LinearMatcher:
                 if strict and e[CPOS] != r[6] + 1:
                     continue
                 opts = self._options(r, e, b)
+                self.created += len(opts)
+                self.copied += len(opts)
                 if not strict and not (stnm and opts):
                     new_runs.append(r)
                 for o in opts:
@@ -399,7 +406,9 @@ class LinearMatcher:
                         out.append(self._candidate(o, e))
                     if self._alive_after(o):
                         new_runs.append(o)
-            for o in self._options(None, e, b):
+            fresh = self._options(None, e, b)
+            self.created += len(fresh)
+            for o in fresh:
                 if self._accepts(o):
                     nm += 1
                     out.append(self._candidate(o, e))

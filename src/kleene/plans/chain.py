@@ -1,0 +1,596 @@
+"""``chain``: LinkedCEP's chain-partitioned match storage (docs/engine.md, "The chain plan").
+
+Skip-till-any-match over a SEQ of single events and Kleene ``+`` / ``*`` closures. Instead of one
+run per partial match (the NFA), each query state (component) keeps a *partition* of nodes, one
+node per event the state took, in stream order. A node does not copy its prefix: it records, per
+source partition, how many nodes that partition held when the event came (a *snapshot*); every
+one of those nodes is a valid predecessor (all of them are earlier, and without cross-event
+predicates nothing else constrains the choice). The nodes of a partition that share a snapshot
+and come from adjacent events form a *chain* (the paper's doubly linked chain): only its tail is
+"exposed" -- a later node refers to the whole chain by its length. CoverMatch (Algorithm 1) is
+the construction; CombineMatch (Algorithm 2) enumerates a complete node's matches by reverse
+joining over the snapshots, lazily (a generator: one match at a time, nothing materialised first).
+
+Windows: a node keeps the latest first event any of its partial matches can have (``lf``). It
+never decreases along a partition, so the nodes a window still admits are a suffix of every
+snapshot prefix (bisection) and every node visited while joining leads to at least one match (no
+dead ends). Expired nodes are cut as a prefix.
+
+Predicates: one-variable conditions are the runtime's candidate masks and equality / PARTITION BY
+the routing, so the storage is exact for them. Every other conjunct (relating several events or
+list elements, closing a Kleene list) is checked on each joined match before it is written:
+correct, but then the number of matches the join visits can exceed the number written.
+
+Counting (``count_only``): for the fragment SEQ + Kleene, one-variable predicates,
+equality / partition, time or count windows, and conjuncts relating the first (single) variable to
+one later variable, the matcher counts matches per live start event with exact integers and builds
+no node at all (``counted``); outside it, it counts what the join writes.
+
+Negation: checked by the inherited history test on complete matches (``negation_ok``).
+"""
+
+from __future__ import annotations
+
+import bisect
+import sys
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..plan.automaton import CompKind, Plan, Predicate, Unsupported, compile_plan
+from ..plan.expr import GPOS, TS, WPOS
+from ..runtime.caps import event_caps
+from ..runtime.linear import Candidate, LinearMatcher, PartState, cand_state
+from ..runtime.matcher import MatcherOptions
+from ..semantic.analyzed import AnalyzedQuery
+from ..vocab import Emit, Strategy
+from .registry import CompiledPlan, PlanKind, Stats
+
+Rec = tuple[Any, ...]
+
+_NONE = -(1 << 62)
+
+CHAIN_OVERHEAD = 4.0
+"""Work per node (stored or joined) relative to the NFA's per-run work in its generated
+kernel (calibrated on benchmarks/linkedcep.py, docs/benchmarks.md)."""
+
+
+# --------------------------------------------------------------------------------------------
+# Compile: the linear plan, restricted to what the chain storage evaluates
+# --------------------------------------------------------------------------------------------
+
+
+def compile_chain(analyzed: AnalyzedQuery) -> Plan:
+    """The linear plan of the query, or :class:`Unsupported` with the reason."""
+    if analyzed.strategy is not Strategy.SKIP_TILL_ANY_MATCH:
+        raise Unsupported("the chain storage enumerates skip-till-any-match only "
+                          f"(the query uses {analyzed.strategy.value})")
+    plan = compile_plan(analyzed)
+    for c in plan.components:
+        if c.kind is CompKind.CHOICE:
+            raise Unsupported("an OR inside SEQ (the chain storage has one variable per state)")
+        if c.kind is CompKind.KLEENE and (c.max is not None or c.min > 1):
+            raise Unsupported("a bounded repetition {n,m} (chains hold + and * closures)")
+    last = len(plan.components) - 1
+    for w in plan.windows:
+        if w.first != 0 or w.last != last:
+            raise Unsupported("a window on a sub-pattern (chains expire by the whole-pattern "
+                              "window)")
+    if analyzed.emit is Emit.COVERAGE and plan.negations:
+        raise Unsupported("EMIT COVERAGE together with NOT")
+    return plan
+
+
+# --------------------------------------------------------------------------------------------
+# Per-key state
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Part:
+    """One state's partition: its nodes in stream order (global index = ``base`` + list index).
+
+    ``recs[i]`` the event, ``snaps[i]`` the source-partition lengths when it came (one per
+    source), ``lft`` / ``lfw`` the timestamp and window position of the latest first event its
+    partial matches can have (non-decreasing), ``chain[i]`` True when the node starts a new
+    chain (else it extends the previous node's chain: adjacent event, same snapshot)."""
+
+    recs: list[Rec] = field(default_factory=list)
+    snaps: list[tuple[int, ...]] = field(default_factory=list)
+    lft: list[int] = field(default_factory=list)
+    lfw: list[int] = field(default_factory=list)
+    chain: list[bool] = field(default_factory=list)
+    base: int = 0
+    tails: int = 0
+    """Exposed tails (the paper's chains, one per prefix tail) -- for the counters."""
+
+    @property
+    def size(self) -> int:
+        """Global length (nodes ever appended, expired ones included)."""
+        return self.base + len(self.recs)
+
+
+@dataclass(slots=True)
+class ChainState(PartState):
+    """Per-key state: the partitions, adjacency for coverage, live starts when counting."""
+
+    parts: list[Part] = field(default_factory=list)
+    prev_bits: int = 0
+    """Candidate bits of the key's previous relevant event (adjacency)."""
+    run_of: dict[tuple[int, int], int] = field(default_factory=dict)
+    """EMIT COVERAGE: (gpos, component) -> the run (first gpos) the event belongs to."""
+    cur_run: list[int] = field(default_factory=list)
+    starts: deque[list[Any]] = field(default_factory=deque)
+    """Count mode: live start events ``[ts, wpos, rec, count per component...]``."""
+    total: list[int] = field(default_factory=list)
+    """Count mode without window and pair conditions: all starts summed."""
+    tails_hist: list[int] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------------------------
+# The matcher
+# --------------------------------------------------------------------------------------------
+
+
+class ChainMatcher(LinearMatcher):
+    """CoverMatch / CombineMatch over a linear plan (see the module docstring). Negation,
+    trailing NOTs, output order and masks are inherited from :class:`LinearMatcher`."""
+
+    def __init__(self, plan: Plan, options: MatcherOptions, *, coverage: bool) -> None:
+        super().__init__(plan, max_runs=options.max_runs, on_cap=options.on_cap)
+        self.max_matches_per_call = options.max_matches_per_call
+        # every NOT is checked on the complete match against the history
+        self.fast = {}
+        self.pend = False
+        self.confirm = {}
+        self.decides_negation = False
+        n = self.ncomp
+        self.n = n
+        self.cbit = [self.bit[c.vars[0]] for c in plan.components]
+        self.cslot = [plan.vars[c.vars[0]].slot for c in plan.components]
+        self.is_list = [plan.vars[c.vars[0]].is_list for c in plan.components]
+        self.kleene = [c.kind is CompKind.KLEENE for c in plan.components]
+        self.starts_at = [k in self.targets[0] for k in range(n)]
+        # sources of component k: earlier components from which a proceed edge reaches k
+        self.srcs = [tuple(j for j in range(k) if k in self.targets[j + 1]) for k in range(n)]
+        self.pos_bits = (1 << len(plan.order)) - 1
+        self.win_us = plan.window_us
+        self.win_ev = plan.window_events
+        # conjuncts the storage does not decide: checked on each joined match
+        self.filters: tuple[tuple[Predicate, int | None], ...] = tuple(
+            (p, self.iter_slot.get(p.iter_var) if p.iter_var else None)
+            for v in plan.order for p in plan.vars[v].take + plan.vars[v].close)
+        self.exact = not self.filters
+        self.coverage = coverage
+        if coverage:
+            self.has_trailing = True  # coverages wait for the end of the stream
+        # counters (the paper's temporary matches): created, copied, stored nodes
+        self.created = 0
+        self.copied = 0
+        self.nodes_made = 0
+        self.count_mode = False
+        self.counted = 0
+        self.pair: list[tuple[Predicate, ...]] = [() for _ in range(n)]
+        if options.count_only and not plan.negations and not coverage:
+            self.count_mode = self._countable()
+        self.sum_starts = self.count_mode and self.win_us is None and self.win_ev is None \
+            and not any(self.pair)
+
+    def _countable(self) -> bool:
+        """Can the matches be counted per start event (CORE's fragment plus conditions on
+        the first variable)? Fills ``self.pair``."""
+        p = self.plan
+        first = p.components[0]
+        v0 = first.vars[0]
+        for k, c in enumerate(p.components):
+            v = c.vars[0]
+            vp = p.vars[v]
+            if vp.close:
+                return False
+            preds = []
+            for pr in vp.take:
+                if (pr.general is not None or pr.opt_slots or pr.prev or pr.abs_need
+                        or not pr.vars <= {v0, v} or first.kind is not CompKind.SINGLE
+                        or k == 0 or (pr.iter_var not in (None, v))):
+                    return False
+                preds.append(pr)
+            self.pair[k] = tuple(preds)
+        return True
+
+    # ---------------------------------------------------------------------------------------
+    def new_state(self) -> ChainState:
+        """Fresh per-key state."""
+        return ChainState(neg_hist=[[] for _ in self.plan.negations],
+                          parts=[Part() for _ in range(self.n)],
+                          cur_run=[-1] * self.n, total=[0] * self.n)
+
+    def dump_state(self, st: ChainState) -> Any:  # type: ignore[override]
+        """Plain data for a snapshot."""
+        parts = [(p.recs, p.snaps, p.lft, p.lfw, p.chain, p.base, p.tails) for p in st.parts]
+        return (parts, st.neg_hist, [cand_state(c) for c in st.pending], st.last_wpos,
+                st.last_ts, st.prev_bits, sorted(st.run_of.items()), st.cur_run,
+                [list(s) for s in st.starts], st.total)
+
+    def load_state(self, data: Any) -> ChainState:
+        """Inverse of :meth:`dump_state`."""
+        parts, hist, pending, lw, lt, pb, run_of, cur, starts, total = data
+        st = self.new_state()
+        st.parts = [Part(list(a), list(b), list(c), list(d), list(e), f, g)
+                    for a, b, c, d, e, f, g in parts]
+        st.neg_hist = [list(h) for h in hist]
+        st.pending = [Candidate(*c) for c in pending]
+        st.last_wpos, st.last_ts, st.prev_bits = lw, lt, pb
+        st.run_of = {tuple(k): v for k, v in run_of}
+        st.cur_run = list(cur)
+        st.starts = deque(list(s) for s in starts)
+        st.total = list(total)
+        return st
+
+    def oldest(self, st: ChainState) -> int | None:  # type: ignore[override]
+        """The smallest position a live node binds (None: none)."""
+        firsts = [p.recs[0][GPOS] for p in st.parts if p.recs]
+        firsts += [s[2][GPOS] for s in st.starts]
+        return min(firsts, default=None)
+
+    def prune(self, st: ChainState) -> None:  # type: ignore[override]
+        """Drop negation history no live node or waiting match can need."""
+        if not self.plan.negations:
+            return
+        o = self.oldest(st)
+        st.runs = [] if o is None else [(0, 0, None, 0, 0, o)]
+        try:
+            self._prune_history(st)
+        finally:
+            st.runs = []
+
+    def live(self, st: ChainState) -> int:
+        """Stored nodes of one key."""
+        return sum(len(p.recs) for p in st.parts) + len(st.starts)
+
+    # ---------------------------------------------------------------------------------------
+    def process(self, st: ChainState, recs: list[Rec], bits: list[int],  # type: ignore[override]
+                out: list[Candidate], max_matches: int | None,
+                budget: int | None = None) -> None:
+        """CoverMatch per event; complete nodes are joined (CombineMatch) into ``out``."""
+        if self.count_mode:
+            self._count(st, recs, bits)
+            return
+        negs = self.plan.negations
+        pos_bits = self.pos_bits
+        n = self.n
+        parts = st.parts
+        win_us, win_ev = self.win_us, self.win_ev
+        cbit, srcs, kleene, starts_at = self.cbit, self.srcs, self.kleene, self.starts_at
+        accept = self.accept_after
+        for e, b in zip(recs, bits, strict=True):
+            st.last_wpos = e[WPOS]
+            st.last_ts = e[TS]
+            if negs and b & ~pos_bits:
+                self.neg_event(st, e, b)
+            b &= pos_bits
+            if not b:
+                continue
+            ts, wp = e[TS], e[WPOS]
+            bound_t = ts - win_us if win_us is not None else None
+            bound_w = wp - win_ev + 1 if win_ev is not None else None
+            if bound_t is not None or bound_w is not None:
+                self._expire(st, bound_t, bound_w)
+            if self.coverage:
+                self._track_runs(st, e, b)
+            adjacent = st.prev_bits
+            st.prev_bits = b
+            # CoverMatch: one node per state the event can take, from the sizes before it
+            sizes = [p.size for p in parts]
+            new: list[tuple[int, tuple[int, ...], int, int, int]] = []
+            for k in range(n):
+                if not b & cbit[k]:
+                    continue
+                lt = lw = _NONE
+                snap = tuple(sizes[j] for j in srcs[k])
+                made = 0  # the paper's temporary matches: one per exposed tail extended
+                for j in srcs[k]:
+                    pj = parts[j]
+                    if pj.recs:
+                        lt = max(lt, pj.lft[-1])
+                        lw = max(lw, pj.lfw[-1])
+                        made += pj.tails
+                if kleene[k] and parts[k].recs:
+                    lt = max(lt, parts[k].lft[-1])
+                    lw = max(lw, parts[k].lfw[-1])
+                    made += parts[k].tails
+                if starts_at[k]:
+                    lt, lw = ts, wp
+                if lt == _NONE or (bound_t is not None and lt < bound_t) or (
+                        bound_w is not None and lw < bound_w):
+                    continue  # no partial match it could extend (inside the window)
+                new.append((k, snap, lt, lw, made))
+            nm = 0
+            for k, snap, lt, lw, made in new:
+                p = parts[k]
+                ext = bool(p.recs) and bool(adjacent & cbit[k]) and p.snaps[-1] == snap
+                started = 1 if starts_at[k] else 0
+                self.created += made + started
+                self.copied += made
+                if not ext:
+                    p.tails += made + started
+                p.recs.append(e)
+                p.snaps.append(snap)
+                p.lft.append(lt)
+                p.lfw.append(lw)
+                p.chain.append(not ext)
+                self.nodes_made += 1
+            for k, _snap, _lt, _lw, _made in new:
+                if not accept[k]:
+                    continue
+                for c in self.combine(st, k, parts[k].size - 1, e, bound_t, bound_w):
+                    nm += 1
+                    if self.coverage:
+                        st.pending.append(c)
+                    else:
+                        out.append(c)
+                    if (max_matches is not None and nm > max_matches) or (
+                            budget is not None and len(out) > budget):
+                        break
+                else:
+                    continue
+                break
+            nlive = self.live(st) if self.max_runs is not None else 0
+            if ((max_matches is not None and nm > max_matches)
+                    or (budget is not None and len(out) > budget)
+                    or (self.max_runs is not None and nlive > self.max_runs)):
+                drop = event_caps(self, e, nm, out, max_matches, budget, nlive)
+                if drop:
+                    self._drop_oldest(st, drop)
+
+    def _drop_oldest(self, st: ChainState, drop: int) -> None:
+        """``on_cap='truncate'``: forget the ``drop`` oldest nodes (by their latest first
+        event) -- the matches through them are lost, and counted as truncated runs."""
+        while drop > 0:
+            best = None
+            for p in st.parts:
+                if p.recs and (best is None or p.lft[0] < best.lft[0]):
+                    best = p
+            if best is None:
+                return
+            self._cut(best, 1)
+            drop -= 1
+
+    @staticmethod
+    def _cut(p: Part, cut: int) -> None:
+        del p.recs[:cut], p.snaps[:cut], p.lft[:cut], p.lfw[:cut], p.chain[:cut]
+        p.base += cut
+
+    def _expire(self, st: ChainState, bound_t: int | None, bound_w: int | None) -> None:
+        """Cut the nodes no future match can use (their latest first event is outside the
+        window); a prefix of each partition since ``lf`` never decreases."""
+        for p in st.parts:
+            if not p.recs:
+                continue
+            if (bound_t is not None and p.lft[0] < bound_t) or (
+                    bound_w is not None and p.lfw[0] < bound_w):
+                cut = 0 if bound_t is None else bisect.bisect_left(p.lft, bound_t)
+                if bound_w is not None:
+                    cut = max(cut, bisect.bisect_left(p.lfw, bound_w))
+                if cut >= 32 or cut == len(p.recs):
+                    self._cut(p, cut)
+                    if not p.recs:
+                        p.tails = 0
+
+    def _lo(self, p: Part, bound_t: int | None, bound_w: int | None) -> int:
+        """Global index of the first node of ``p`` the window still admits."""
+        lo = 0
+        if bound_t is not None and p.recs and p.lft[0] < bound_t:
+            lo = bisect.bisect_left(p.lft, bound_t)
+        if bound_w is not None and p.recs and p.lfw[0] < bound_w:
+            lo = max(lo, bisect.bisect_left(p.lfw, bound_w))
+        return p.base + lo
+
+    # ---------------------------------------------------------------------------------------
+    def combine(self, st: ChainState, k: int, g: int, last: Rec, bound_t: int | None,
+                bound_w: int | None) -> Iterator[Candidate]:
+        """CombineMatch (Algorithm 2): every match that ends with node ``g`` of partition
+        ``k``, by reverse joining through the snapshots; yields one candidate at a time."""
+        parts = st.parts
+        n = self.n
+        srcs, kleene, starts_at = self.srcs, self.kleene, self.starts_at
+        path: list[tuple[int, Rec]] = []
+        filters = self.filters
+        lo_cache = [self._lo(p, bound_t, bound_w) for p in parts]
+
+        def walk(k: int, g: int) -> Iterator[list[tuple[int, Rec]]]:
+            p = parts[k]
+            i = g - p.base
+            rec = p.recs[i]
+            path.append((k, rec))
+            if starts_at[k] and (bound_t is None or rec[TS] >= bound_t) and (
+                    bound_w is None or rec[WPOS] >= bound_w):
+                yield path
+            for j, sz in zip(srcs[k], p.snaps[i], strict=True):
+                for g2 in range(lo_cache[j], sz):
+                    yield from walk(j, g2)
+            if kleene[k]:
+                for g2 in range(max(lo_cache[k], p.base), g):
+                    yield from walk(k, g2)
+            path.pop()
+
+        if n + 1 > sys.getrecursionlimit() // 4:
+            raise Unsupported("pattern too long for the chain join")
+        for pth in walk(k, g):
+            B = list(self.empty_B)
+            positions = []
+            for kk, rec in reversed(pth):
+                s = self.cslot[kk]
+                if self.is_list[kk]:
+                    B[s] = B[s] + (rec,)
+                else:
+                    B[s] = rec
+                positions.append(rec[GPOS])
+            Bt = tuple(B)
+            if filters and not all(pr.check_all(Bt, sl) for pr, sl in filters):
+                continue
+            first = pth[-1][1]
+            yield Candidate(Bt, first[TS], first[WPOS], last[GPOS], last[TS], last[WPOS],
+                            tuple(positions))
+
+    # ---------------------------------------------------------------------------------------
+    # counting without enumeration
+    def _count(self, st: ChainState, recs: list[Rec], bits: list[int]) -> None:
+        pos_bits = self.pos_bits
+        n = self.n
+        cbit, srcs, kleene, starts_at = self.cbit, self.srcs, self.kleene, self.starts_at
+        accept = self.accept_after
+        win_us, win_ev = self.win_us, self.win_ev
+        pair = self.pair
+        s0 = self.cslot[0]
+        starts = st.starts
+        counted = 0
+        summed = self.sum_starts
+        for e, b in zip(recs, bits, strict=True):
+            b &= pos_bits
+            if not b:
+                continue
+            ts, wp = e[TS], e[WPOS]
+            while starts and ((win_us is not None and ts - starts[0][0] > win_us) or (
+                    win_ev is not None and wp - starts[0][1] >= win_ev)):
+                starts.popleft()
+            hits = [k for k in range(n) if b & cbit[k]]
+            vecs = [st.total] if summed else starts
+            off = 0 if summed else 3
+            for v in vecs:
+                new = []
+                for k in hits:
+                    x = 0
+                    for j in srcs[k]:
+                        x += v[off + j]
+                    if kleene[k]:
+                        x += v[off + k]
+                    if x and pair[k]:
+                        B = list(self.empty_B)
+                        B[s0] = v[2]
+                        sk = self.cslot[k]
+                        B[sk] = (e,) if self.is_list[k] else e
+                        Bt = tuple(B)
+                        for pr in pair[k]:
+                            if pr.compiled.fn(Bt, 0) is not True:
+                                x = 0
+                                break
+                    new.append(x)
+                for k, x in zip(hits, new, strict=True):
+                    if x:
+                        v[off + k] += x
+                        if accept[k]:
+                            counted += x
+            init = [0] * n
+            any_start = False
+            for k in hits:
+                if starts_at[k]:
+                    init[k] = 1
+                    any_start = True
+                    if accept[k]:
+                        counted += 1
+            if any_start:
+                if summed:
+                    for k in hits:
+                        st.total[k] += init[k]
+                else:
+                    starts.append([ts, wp, e, *init])
+        self.counted += counted
+
+    # ---------------------------------------------------------------------------------------
+    # EMIT COVERAGE
+    def _track_runs(self, st: ChainState, e: Rec, b: int) -> None:
+        """Runs of adjacent candidates per variable (docs/semantics.md 16)."""
+        for k in range(self.n):
+            if b & self.cbit[k]:
+                if not st.prev_bits & self.cbit[k] or st.cur_run[k] < 0:
+                    st.cur_run[k] = e[GPOS]
+                st.run_of[(e[GPOS], k)] = st.cur_run[k]
+            else:
+                st.cur_run[k] = -1
+
+    def release_pending(self, st: ChainState, watermark: int | None  # type: ignore[override]
+                        ) -> list[Candidate]:
+        """Coverage: at the end of the stream, the matches no other match covers; trailing
+        NOTs: as the linear matcher."""
+        if not self.coverage:
+            return super().release_pending(st, watermark)
+        if watermark is not None or not st.pending:
+            return []
+        groups: dict[tuple[Any, ...], list[tuple[tuple[int, ...], Candidate]]] = {}
+        for c in st.pending:
+            sig: list[Any] = []
+            pos: list[int] = []
+            for k in range(self.n):
+                x = c.B[self.cslot[k]]
+                elems = x if self.is_list[k] else (x,)
+                sig.append(tuple(st.run_of[(r[GPOS], k)] for r in elems))
+                pos.extend(r[GPOS] for r in elems)
+            groups.setdefault(tuple(sig), []).append((tuple(pos), c))
+        out = []
+        for members in groups.values():
+            # maximal elements of the product order: scan from the largest positions down
+            members.sort(key=lambda m: m[0], reverse=True)
+            kept: list[tuple[int, ...]] = []
+            for pos_t, c in members:
+                if any(all(q >= p for p, q in zip(pos_t, o, strict=True)) for o in kept):
+                    continue
+                kept.append(pos_t)
+                out.append(c)
+        st.pending = []
+        return out
+
+
+# --------------------------------------------------------------------------------------------
+# The plan kind
+# --------------------------------------------------------------------------------------------
+
+
+def chain_cost(plan: Plan, stats: Stats) -> float:
+    """Estimated work per event, in the NFA's unit (one run visited). An event adds at most
+    one node per state and copies nothing, so the storage costs about one unit per state; the
+    join then visits about one node per match written: the matches a completing event makes
+    (the NFA's live runs of every component but the last) times the last state's share. Both
+    are weighted by :data:`CHAIN_OVERHEAD` (interpreted Python against the NFA's generated
+    kernel). The NFA pays for every live run on every event, the chain only for output."""
+    n = stats.events_in(plan.window_us, plan.window_events)
+    shares = [min(sum(stats.share(t) for t in c.types), 1.0) for c in plan.components]
+    conj = [len(plan.vars[c.vars[0]].take) + (plan.vars[c.vars[0]].mask is not None)
+            for c in plan.components]
+    matches = 1.0
+    for i, c in enumerate(plan.components[:-1]):
+        cand = max(shares[i] * n * (0.5 ** conj[i]), 1e-9)
+        matches *= (2.0 ** min(cand, 60.0) - 1.0) if c.kind is CompKind.KLEENE else cand
+        matches = min(matches, 1e30)
+    work = len(plan.components) + shares[-1] * (0.5 ** conj[-1]) * matches
+    # the NFA's estimate saturates at 1e18; stay below it where the output explodes
+    return 1.0 + min(CHAIN_OVERHEAD * work, 0.5e18)
+
+
+def chain_text(plan: Plan) -> list[str]:
+    """``kleene explain`` lines."""
+    from ..plan.explain import linear_text
+
+    out = ["chain storage (LinkedCEP): one partition per state, nodes refer to source "
+           "partitions by snapshot; CombineMatch joins complete nodes"]
+    filters = [p for v in plan.order for p in plan.vars[v].take + plan.vars[v].close]
+    if filters:
+        out.append(f"  {len(filters)} conjunct(s) checked on each joined match (not "
+                   "decided by the storage)")
+    return out + linear_text(plan)
+
+
+def _matcher(cp: CompiledPlan, options: MatcherOptions) -> Any:
+    return ChainMatcher(cp.plan, options, coverage=cp.spec.emit is Emit.COVERAGE)
+
+
+PLAN = PlanKind(
+    name="chain",
+    description="LinkedCEP chain-partitioned match storage with reverse joining "
+                "(skip-till-any-match SEQ / Kleene), coverage output, counting",
+    compile=compile_chain,
+    matcher=_matcher,
+    cost=chain_cost,
+    explain=chain_text,
+    coverage=True,
+)
