@@ -32,7 +32,6 @@ Negation: checked by the inherited history test on complete matches (``negation_
 from __future__ import annotations
 
 import bisect
-import sys
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -162,6 +161,16 @@ class ChainMatcher(LinearMatcher):
             (p, self.iter_slot.get(p.iter_var) if p.iter_var else None)
             for v in plan.order for p in plan.vars[v].take + plan.vars[v].close)
         self.exact = not self.filters
+        # conjuncts over the first and the last variable only (both single): checked on the
+        # two endpoint events before a joined match is built
+        v0, vl = plan.components[0].vars[0], plan.components[-1].vars[0]
+        ends = {v0, vl}
+        self.end_filters = tuple(
+            (pr, sl) for pr, sl in self.filters
+            if pr.vars <= ends and pr.iter_var is None and pr.general is None
+            and not pr.opt_slots and not plan.vars[v0].is_list and not plan.vars[vl].is_list)
+        self.filters = tuple(f for f in self.filters if f not in self.end_filters)
+        self.end_slots = (plan.vars[v0].slot, plan.vars[vl].slot)
         self.coverage = coverage
         if coverage:
             self.has_trailing = True  # coverages wait for the end of the stream
@@ -390,48 +399,99 @@ class ChainMatcher(LinearMatcher):
     def combine(self, st: ChainState, k: int, g: int, last: Rec, bound_t: int | None,
                 bound_w: int | None) -> Iterator[Candidate]:
         """CombineMatch (Algorithm 2): every match that ends with node ``g`` of partition
-        ``k``, by reverse joining through the snapshots; yields one candidate at a time."""
+        ``k``, by reverse joining through the snapshots; yields one candidate at a time (an
+        explicit depth-first stack: each step moves to the next predecessor node, and every
+        node on the stack is inside the window, so a match is at most one walk down away)."""
         parts = st.parts
-        n = self.n
         srcs, kleene, starts_at = self.srcs, self.kleene, self.starts_at
-        path: list[tuple[int, Rec]] = []
         filters = self.filters
         lo_cache = [self._lo(p, bound_t, bound_w) for p in parts]
+        plain = not any(self.is_list)
+        is_list, cslot = self.is_list, self.cslot
+        list_slots = [cslot[i] for i in range(self.n) if is_list[i]]
+        tail = self.empty_B[self.n:]
+        path_k: list[int] = []
+        path_r: list[Rec] = []
+        frames: list[list[Any]] = []
 
-        def walk(k: int, g: int) -> Iterator[list[tuple[int, Rec]]]:
+        def push(k: int, g: int) -> Rec:
             p = parts[k]
             i = g - p.base
             rec = p.recs[i]
-            path.append((k, rec))
-            if starts_at[k] and (bound_t is None or rec[TS] >= bound_t) and (
-                    bound_w is None or rec[WPOS] >= bound_w):
-                yield path
-            for j, sz in zip(srcs[k], p.snaps[i], strict=True):
-                for g2 in range(lo_cache[j], sz):
-                    yield from walk(j, g2)
-            if kleene[k]:
-                for g2 in range(max(lo_cache[k], p.base), g):
-                    yield from walk(k, g2)
-            path.pop()
+            path_k.append(k)
+            path_r.append(rec)
+            ranges = [(j, lo_cache[j], sz) for j, sz in zip(srcs[k], p.snaps[i], strict=True)
+                      if sz > lo_cache[j]]
+            if kleene[k] and g > lo_cache[k]:
+                ranges.append((k, lo_cache[k], g))
+            frames.append([ranges, 0, ranges[0][1] if ranges else 0])
+            return rec
 
-        if n + 1 > sys.getrecursionlimit() // 4:
-            raise Unsupported("pattern too long for the chain join")
-        for pth in walk(k, g):
-            B = list(self.empty_B)
-            positions = []
-            for kk, rec in reversed(pth):
-                s = self.cslot[kk]
-                if self.is_list[kk]:
-                    B[s] = B[s] + (rec,)
-                else:
-                    B[s] = rec
-                positions.append(rec[GPOS])
-            Bt = tuple(B)
-            if filters and not all(pr.check_all(Bt, sl) for pr, sl in filters):
+        def build() -> Candidate | None:
+            if plain:
+                B = tuple(reversed(path_r)) + tail
+                positions = tuple(r[GPOS] for r in B[: self.n])
+            else:
+                Bl: list[Any] = list(self.empty_B)
+                for sl in list_slots:
+                    Bl[sl] = []
+                for kk, rec in zip(reversed(path_k), reversed(path_r), strict=True):
+                    if is_list[kk]:
+                        Bl[cslot[kk]].append(rec)
+                    else:
+                        Bl[cslot[kk]] = rec
+                for sl in list_slots:
+                    Bl[sl] = tuple(Bl[sl])
+                B = tuple(Bl)
+                positions = tuple([r[GPOS] for r in reversed(path_r)])
+            if filters and not all(pr.check_all(B, sl) for pr, sl in filters):
+                return None
+            first = path_r[-1]
+            return Candidate(B, first[TS], first[WPOS], last[GPOS], last[TS], last[WPOS],
+                             positions)
+
+        end_fns = [pr.compiled.fn for pr, _sl in self.end_filters]
+        if end_fns:
+            s0, sl = self.end_slots
+            E = list(self.empty_B)
+            E[sl] = last
+
+        def admitted(rec: Rec) -> bool:
+            if (bound_t is not None and rec[TS] < bound_t) or (
+                    bound_w is not None and rec[WPOS] < bound_w):
+                return False
+            if end_fns:
+                E[s0] = rec
+                Et = tuple(E)
+                for fn in end_fns:
+                    if fn(Et, 0) is not True:
+                        return False
+            return True
+
+        rec = push(k, g)
+        if starts_at[k] and admitted(rec):
+            c = build()
+            if c is not None:
+                yield c
+        while frames:
+            f = frames[-1]
+            ranges, ri, gn = f
+            if ri >= len(ranges):
+                frames.pop()
+                path_k.pop()
+                path_r.pop()
                 continue
-            first = pth[-1][1]
-            yield Candidate(Bt, first[TS], first[WPOS], last[GPOS], last[TS], last[WPOS],
-                            tuple(positions))
+            j, _lo, hi = ranges[ri]
+            if gn >= hi:
+                f[1] = ri = ri + 1
+                f[2] = ranges[ri][1] if ri < len(ranges) else 0
+                continue
+            f[2] = gn + 1
+            rec = push(j, gn)
+            if starts_at[j] and admitted(rec):
+                c = build()
+                if c is not None:
+                    yield c
 
     # ---------------------------------------------------------------------------------------
     # counting without enumeration
