@@ -37,22 +37,26 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..events import Match
 from ..plan.automaton import CompKind, Plan, Predicate, Unsupported, compile_plan
 from ..plan.expr import GPOS, TS, WPOS
 from ..runtime.caps import event_caps
 from ..runtime.linear import Candidate, LinearMatcher, PartState, cand_state
 from ..runtime.matcher import MatcherOptions
+from ..runtime.policies import bindings_builder
 from ..semantic.analyzed import AnalyzedQuery
 from ..vocab import Emit, Strategy
-from .registry import CompiledPlan, PlanKind, Stats
+from .registry import CompiledPlan, PlanKind, Stats, runs_estimate
 
 Rec = tuple[Any, ...]
 
 _NONE = -(1 << 62)
 
-CHAIN_OVERHEAD = 4.0
-"""Work per node (stored or joined) relative to the NFA's per-run work in its generated
-kernel (calibrated on benchmarks/linkedcep.py, docs/benchmarks.md)."""
+CHAIN_NODE_OVERHEAD = 4.0
+"""Work to store one node relative to the NFA's per-run work in its generated kernel."""
+CHAIN_MATCH_OVERHEAD = 8.0
+"""Work to join and write one match, same unit (calibrated on benchmarks/linkedcep.py: on the
+sequence-3 groups the chain took 1.2-1.8x the NFA's CPU time, docs/benchmarks.md)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -154,6 +158,7 @@ class ChainMatcher(LinearMatcher):
         # sources of component k: earlier components from which a proceed edge reaches k
         self.srcs = [tuple(j for j in range(k) if k in self.targets[j + 1]) for k in range(n)]
         self.pos_bits = (1 << len(plan.order)) - 1
+        self.hit_cache: dict[int, list[int]] = {}
         self.win_us = plan.window_us
         self.win_ev = plan.window_events
         # conjuncts the storage does not decide: checked on each joined match
@@ -272,6 +277,8 @@ class ChainMatcher(LinearMatcher):
         win_us, win_ev = self.win_us, self.win_ev
         cbit, srcs, kleene, starts_at = self.cbit, self.srcs, self.kleene, self.starts_at
         accept = self.accept_after
+        hit_cache = self.hit_cache
+        tick = 0
         for e, b in zip(recs, bits, strict=True):
             st.last_wpos = e[WPOS]
             st.last_ts = e[TS]
@@ -284,26 +291,34 @@ class ChainMatcher(LinearMatcher):
             bound_t = ts - win_us if win_us is not None else None
             bound_w = wp - win_ev + 1 if win_ev is not None else None
             if bound_t is not None or bound_w is not None:
-                self._expire(st, bound_t, bound_w)
+                tick += 1
+                if tick >= 16:  # expiry is amortised: joins bisect the window anyway
+                    tick = 0
+                    self._expire(st, bound_t, bound_w)
             if self.coverage:
                 self._track_runs(st, e, b)
             adjacent = st.prev_bits
             st.prev_bits = b
             # CoverMatch: one node per state the event can take, from the sizes before it
-            sizes = [p.size for p in parts]
+            hits = hit_cache.get(b)
+            if hits is None:
+                hits = hit_cache[b] = [k for k in range(n) if b & cbit[k]]
             new: list[tuple[int, tuple[int, ...], int, int, int]] = []
-            for k in range(n):
-                if not b & cbit[k]:
-                    continue
+            for k in hits:
                 lt = lw = _NONE
-                snap = tuple(sizes[j] for j in srcs[k])
+                snap_l = []
                 made = 0  # the paper's temporary matches: one per exposed tail extended
                 for j in srcs[k]:
                     pj = parts[j]
-                    if pj.recs:
-                        lt = max(lt, pj.lft[-1])
-                        lw = max(lw, pj.lfw[-1])
+                    rj = pj.recs
+                    snap_l.append(pj.base + len(rj))
+                    if rj:
+                        if pj.lft[-1] > lt:
+                            lt = pj.lft[-1]
+                        if pj.lfw[-1] > lw:
+                            lw = pj.lfw[-1]
                         made += pj.tails
+                snap = tuple(snap_l)
                 if kleene[k] and parts[k].recs:
                     lt = max(lt, parts[k].lft[-1])
                     lw = max(lw, parts[k].lfw[-1])
@@ -344,7 +359,7 @@ class ChainMatcher(LinearMatcher):
                 else:
                     continue
                 break
-            nlive = self.live(st) if self.max_runs is not None else 0
+            nlive = self.live(st) if self.max_runs is not None and new else 0
             if ((max_matches is not None and nm > max_matches)
                     or (budget is not None and len(out) > budget)
                     or (self.max_runs is not None and nlive > self.max_runs)):
@@ -405,9 +420,12 @@ class ChainMatcher(LinearMatcher):
         parts = st.parts
         srcs, kleene, starts_at = self.srcs, self.kleene, self.starts_at
         filters = self.filters
+        direct = self.direct
         lo_cache = [self._lo(p, bound_t, bound_w) for p in parts]
         plain = not any(self.is_list)
         is_list, cslot = self.is_list, self.cslot
+        leaf = [plain and j == 0 and not srcs[j] and not kleene[j] and starts_at[j]
+                for j in range(self.n)]
         list_slots = [cslot[i] for i in range(self.n) if is_list[i]]
         tail = self.empty_B[self.n:]
         path_k: list[int] = []
@@ -447,14 +465,17 @@ class ChainMatcher(LinearMatcher):
             if filters and not all(pr.check_all(B, sl) for pr, sl in filters):
                 return None
             first = path_r[-1]
+            if direct is not None:
+                # the output-buffer entry itself: (sort key, Match, None)
+                return ((last[GPOS], positions),  # type: ignore[return-value]
+                        Match(direct[0], direct[1](B), first[TS], last[TS], {}), None)
             return Candidate(B, first[TS], first[WPOS], last[GPOS], last[TS], last[WPOS],
                              positions)
 
         end_fns = [pr.compiled.fn for pr, _sl in self.end_filters]
-        if end_fns:
-            s0, sl = self.end_slots
-            E = list(self.empty_B)
-            E[sl] = last
+        s0, s_last = self.end_slots
+        E = list(self.empty_B)
+        E[s_last] = last
 
         def admitted(rec: Rec) -> bool:
             if (bound_t is not None and rec[TS] < bound_t) or (
@@ -485,6 +506,30 @@ class ChainMatcher(LinearMatcher):
             if gn >= hi:
                 f[1] = ri = ri + 1
                 f[2] = ranges[ri][1] if ri < len(ranges) else 0
+                continue
+            if leaf[j]:
+                # the first state: every node of the range (the window's lower bound already
+                # cut it) starts a match; no frame per node
+                f[2] = hi
+                pj = parts[j]
+                recs_j = pj.recs
+                suffix = tuple(reversed(path_r))
+                pos_suffix = tuple([r[GPOS] for r in suffix])
+                for rec in recs_j[gn - pj.base: hi - pj.base]:
+                    if end_fns:
+                        E[s0] = rec
+                        Et = tuple(E)
+                        if not all(fn(Et, 0) is True for fn in end_fns):
+                            continue
+                    B = (rec, *suffix, *tail)
+                    if filters and not all(pr.check_all(B, sl) for pr, sl in filters):
+                        continue
+                    if direct is not None:
+                        yield ((last[GPOS], (rec[GPOS], *pos_suffix)),  # type: ignore[misc]
+                               Match(direct[0], direct[1](B), rec[TS], last[TS], {}), None)
+                    else:
+                        yield Candidate(B, rec[TS], rec[WPOS], last[GPOS], last[TS],
+                                        last[WPOS], (rec[GPOS], *pos_suffix))
                 continue
             f[2] = gn + 1
             rec = push(j, gn)
@@ -607,24 +652,32 @@ class ChainMatcher(LinearMatcher):
 
 
 def chain_cost(plan: Plan, stats: Stats) -> float:
-    """Estimated work per event, in the NFA's unit (one run visited). An event adds at most
-    one node per state and copies nothing, so the storage costs about one unit per state; the
-    join then visits about one node per match written: the matches a completing event makes
-    (the NFA's live runs of every component but the last) times the last state's share. Both
-    are weighted by :data:`CHAIN_OVERHEAD` (interpreted Python against the NFA's generated
-    kernel). The NFA pays for every live run on every event, the chain only for output."""
+    """Estimated work per event, in the NFA's unit (one run visited in its generated kernel).
+
+    An event adds at most one node per state and copies nothing: :data:`CHAIN_NODE_OVERHEAD`
+    per state. The join writes the matches a completing event makes -- the NFA's live partial
+    matches of every component but the last (``runs_estimate``), times the last state's share
+    and selectivity -- at :data:`CHAIN_MATCH_OVERHEAD` each. Where those partial matches exceed
+    the NFA's default ``max_runs_per_partition`` (100,000) the NFA stops with CapacityError
+    while the chain stores none of them: the estimate is then capped below the NFA's."""
     n = stats.events_in(plan.window_us, plan.window_events)
-    shares = [min(sum(stats.share(t) for t in c.types), 1.0) for c in plan.components]
-    conj = [len(plan.vars[c.vars[0]].take) + (plan.vars[c.vars[0]].mask is not None)
-            for c in plan.components]
-    matches = 1.0
-    for i, c in enumerate(plan.components[:-1]):
-        cand = max(shares[i] * n * (0.5 ** conj[i]), 1e-9)
-        matches *= (2.0 ** min(cand, 60.0) - 1.0) if c.kind is CompKind.KLEENE else cand
-        matches = min(matches, 1e30)
-    work = len(plan.components) + shares[-1] * (0.5 ** conj[-1]) * matches
-    # the NFA's estimate saturates at 1e18; stay below it where the output explodes
-    return 1.0 + min(CHAIN_OVERHEAD * work, 0.5e18)
+    steps = []
+    for c in plan.components:
+        share = min(sum(stats.share(t) for t in c.types), 1.0)
+        conj = len(plan.vars[c.vars[0]].take) + (plan.vars[c.vars[0]].mask is not None)
+        steps.append((share, c.kind is CompKind.KLEENE, conj))
+    prefixes = 1.0
+    for share, kleene, conj in steps[:-1]:
+        cand = max(share * n * (0.5 ** conj), 1e-9)
+        prefixes *= (2.0 ** min(cand, 60.0) - 1.0) if kleene else cand
+        prefixes = min(prefixes, 1e30)
+    share, _k, conj = steps[-1]
+    cost = 1.0 + CHAIN_NODE_OVERHEAD * len(steps) + CHAIN_MATCH_OVERHEAD * share * (
+        0.5 ** conj) * prefixes
+    runs = runs_estimate(steps, n, plan.strategy)
+    if runs > 100_000:
+        cost = min(cost, 0.5 * (1.0 + runs))
+    return min(cost, 0.5e18)
 
 
 def chain_text(plan: Plan) -> list[str]:
@@ -641,7 +694,15 @@ def chain_text(plan: Plan) -> list[str]:
 
 
 def _matcher(cp: CompiledPlan, options: MatcherOptions) -> Any:
-    return ChainMatcher(cp.plan, options, coverage=cp.spec.emit is Emit.COVERAGE)
+    plan = cp.plan
+    m = ChainMatcher(plan, options, coverage=cp.spec.emit is Emit.COVERAGE)
+    if (not options.count_only and not plan.negations and not m.has_trailing
+            and cp.spec.plain and m.simple_key and not plan.return_fns):
+        built = bindings_builder(plan)
+        if built is not None:
+            # no NOT, policies or RETURN: the join writes finished (key, Match) entries
+            m.direct = (plan.name, built[0])
+    return m
 
 
 PLAN = PlanKind(

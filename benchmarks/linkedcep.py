@@ -1,0 +1,334 @@
+"""LinkedCEP's experiments (../shared/seeds/linkedcep-chain-coverage.txt, section 4), the chain
+plan against kleene's NFA (the SASE-style baseline), alternately in the same run.
+
+    PYTHONPATH=src python -m benchmarks.linkedcep [--events N] [--only exp1,exp2,explosion]
+                                                  [--plots docs/img]
+
+* ``abc_stream``: the paper's synthetic stream (event types A, B, C, ...; attributes ``x`` and
+  ``y`` uniform in 0..99; about one event per second), generated in *runs* of adjacent events of
+  the same type (run length geometric with mean ``mean_run``), which is where coverage pays.
+  The paper's generator and its 100,000-event file are not published: this is the generator the
+  paper describes.
+* Experiment 1: five groups of 10 random sequence-3 queries ``SEQ(T1 a, T2 b, T3 c)`` with one
+  condition per variable (group g keeps about 15 % + 15 % * g of the candidates), WITHIN 50 s, on
+  the ABC stream and on the Aarhus traffic data (../shared/data/aarhus_traffic: the event type is
+  the speed band, A >= 60 km/h, B 30-60, C < 30; PARTITION BY REPORT_ID; the data is sampled
+  every 5 minutes, so a paper second is read as a minute there: WITHIN 50 s -> WITHIN 50 min).
+* Experiment 2: the same groups with windows 50, 100, 150, 200, 300 s (minutes on Aarhus).
+* Explosion: ``SEQ(Stock a, Stock+ b[], Stock c) WHERE c.price > a.price`` skip-till-any-match
+  (benchmarks/queries.py EXPLODE) at windows 5-60 s: counting (``count_only``) and enumerating
+  into a null sink.
+
+Times are CPU seconds of this process (``time.process_time``: the machine is shared), engine
+only (``evaluate`` on an in-memory batch). Each query runs on both plans, NFA first then chain,
+and their match counts must agree.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import random
+import resource
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+
+from kleene.api import analyze
+from kleene.errors import CapacityError
+from kleene.events import EventBatch
+from kleene.events.model import ID, TS, TYPE, TimeInfo
+from kleene.plans.registry import Stats, choose, start
+
+from . import datasets, queries
+
+PLANS = ("nfa", "chain")
+WINDOWS = (50, 100, 150, 200, 300)
+
+
+# --------------------------------------------------------------------------------------------
+# inputs
+# --------------------------------------------------------------------------------------------
+
+
+def abc_stream(n: int, *, types: str = "ABC", mean_run: float = 3.0, seed: int = 7,
+               step_s: float = 1.0) -> EventBatch:
+    """``n`` events in runs of adjacent same-type events; ~``1/step_s`` events per second."""
+    rng = np.random.default_rng(seed)
+    out_types = np.empty(n, dtype=object)
+    i = 0
+    prev = -1
+    while i < n:
+        t = int(rng.integers(0, len(types)))
+        if t == prev and len(types) > 1:
+            continue
+        prev = t
+        run = int(rng.geometric(1.0 / mean_run))
+        out_types[i:i + run] = types[t]
+        i += run
+    ts = np.cumsum(rng.integers(0, 3, n)) * int(step_s * 1_000_000)
+    table = pa.table({ID: pa.array(np.arange(n, dtype=np.int64)), TS: pa.array(ts, pa.int64()),
+                      TYPE: pa.array(list(out_types), pa.string()),
+                      "x": pa.array(rng.integers(0, 100, n)),
+                      "y": pa.array(rng.integers(0, 100, n))})
+    return EventBatch(table, TimeInfo())
+
+
+def aarhus_stream(n: int) -> EventBatch:
+    """The first ``n`` Aarhus observations; type = speed band (A fast, B medium, C slow)."""
+    src = datasets.AARHUS_DIR / datasets.AARHUS_FILES[0]
+    with gzip.open(src, "rb") as f:
+        head = b"".join(f.readline() for _ in range(n + 1))
+    t = pacsv.read_csv(pa.py_buffer(head))
+    ts = t.column("TIMESTAMP").cast(pa.timestamp("us")).cast(pa.int64())
+    speed = t.column("avgSpeed").to_numpy()
+    band = np.where(speed >= 60, "A", np.where(speed >= 30, "B", "C"))
+    table = pa.table({ID: pa.array(np.arange(t.num_rows, dtype=np.int64)), TS: ts,
+                      TYPE: pa.array(band.tolist(), pa.string()),
+                      "REPORT_ID": t.column("REPORT_ID"),
+                      "x": t.column("vehicleCount"), "y": t.column("avgMeasuredTime")})
+    return EventBatch(table, TimeInfo())
+
+
+# --------------------------------------------------------------------------------------------
+# queries
+# --------------------------------------------------------------------------------------------
+
+
+def query_groups(dataset: str, seed: int = 11) -> list[list[str]]:
+    """Five groups of 10 sequence-3 query templates (``{window}`` left open)."""
+    rng = random.Random(seed)
+    groups = []
+    for g in range(1, 6):
+        keep = 0.15 + 0.15 * g
+        group = []
+        for _ in range(10):
+            ts = rng.sample("ABC", 3)
+            if dataset == "abc":
+                conds = [f"{v}.{rng.choice('xy')} < {round(100 * keep)}" for v in "abc"]
+                tail = ""
+            else:  # vehicleCount: 46 % zeros; thresholds from its quantiles (0..~30)
+                thr = [0, 1, 3, 6, 10, 16][g]
+                conds = [f"{v}.x >= {rng.choice((0, thr))}" for v in "abc"]
+                tail = "\nPARTITION BY REPORT_ID"
+            group.append(f"PATTERN SEQ({ts[0]} a, {ts[1]} b, {ts[2]} c)\nWHERE "
+                         + " AND ".join(conds) + tail + "\nWITHIN {window}")
+        groups.append(group)
+    return groups
+
+
+def run_once(q: str, events: EventBatch, plan: str, **opts: Any) -> tuple[float, int]:
+    """CPU seconds and match count of one evaluation (count via ``counters.matches``)."""
+    aq = analyze(q)
+    rt = start(aq, plan=plan, max_matches_per_call=None, **opts)
+    rt.count_placeholders = False
+    t0 = time.process_time()
+    out = rt.push(events)
+    out += rt.close()
+    dt = time.process_time() - t0
+    return dt, max(len(out), rt.counters.matches)
+
+
+def experiment(events: EventBatch, groups: list[list[str]], window: str,
+               log: Any) -> list[dict[str, Any]]:
+    """Per group: mean CPU ms per query for each plan and the ratio nfa / chain."""
+    rows = []
+    for gi, group in enumerate(groups, 1):
+        times: dict[str, list[float]] = {p: [] for p in PLANS}
+        matches = 0
+        for q in group:
+            text = q.format(window=window)
+            counts = {}
+            for p in PLANS:  # alternately, same run
+                dt, m = run_once(text, events, p)
+                times[p].append(dt)
+                counts[p] = m
+            if counts["nfa"] != counts["chain"]:
+                raise AssertionError(f"plans disagree on {text!r}: {counts}")
+            matches += counts["nfa"]
+        row = {"group": f"Q{gi}", "window": window, "matches": matches,
+               **{f"{p}_ms": 1000 * statistics.mean(times[p]) for p in PLANS}}
+        row["speedup"] = row["nfa_ms"] / row["chain_ms"] if row["chain_ms"] else float("nan")
+        log(f"  {row['group']} {window:>12}: nfa {row['nfa_ms']:8.1f} ms  chain "
+            f"{row['chain_ms']:8.1f} ms  nfa/chain {row['speedup']:.2f}  ({matches:,} matches)")
+        rows.append(row)
+    return rows
+
+
+def explosion(n: int, windows: tuple[int, ...], log: Any) -> list[dict[str, Any]]:
+    """Counting and enumeration on the Kleene explosion query."""
+    csv = datasets.stock_csv(n)
+    from kleene.events.readers import ReadOptions, read_events
+
+    events, _ = read_events(str(csv), ReadOptions(time_col="ts", event_type="Stock",
+                                                  id_col="id"))
+    rows = []
+    for w in windows:
+        q = queries.EXPLODE.format(window=f"{w} seconds")
+        for p in PLANS:
+            row: dict[str, Any] = {"window_s": w, "plan": p}
+            try:
+                dt, m = run_once(q, events, p, count_only=True)
+                row.update(count_s=dt, matches=m, count_events_per_s=n / dt)
+            except CapacityError:
+                row.update(count_s=None, matches=None, count_events_per_s=None,
+                           note="CapacityError")
+            if w <= 20:
+                try:
+                    dt, m = run_once(q, events, p)
+                    row.update(enum_s=dt, enum_matches_per_s=m / dt)
+                except CapacityError:
+                    row.update(enum_s=None, note="CapacityError")
+            log(f"  explosion W={w:>2}s {p:5}: " + ", ".join(
+                f"{k} {v:,.2f}" if isinstance(v, float) else f"{k} {v}"
+                for k, v in row.items() if k not in ("window_s", "plan")))
+            rows.append(row)
+    return rows
+
+
+def chooser_check(events: EventBatch, groups: list[list[str]], window: str,
+                  rows: list[dict[str, Any]]) -> list[str]:
+    """Which plan the chooser picks per group (statistics from the stream) vs the faster one."""
+    stats = Stats.from_events(events)
+    out = []
+    for g, group, row in zip(range(1, 6), groups, rows, strict=True):
+        picks = [choose(analyze(q.format(window=window)), stats=stats).choice.chosen
+                 for q in group]
+        faster = "chain" if row["chain_ms"] < row["nfa_ms"] else "nfa"
+        out.append(f"Q{g} {window}: chooser picked {dict((p, picks.count(p)) for p in set(picks))}"
+                   f", faster: {faster} ({row['speedup']:.2f})")
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# plots
+# --------------------------------------------------------------------------------------------
+
+
+def plots(results: dict[str, Any], out_dir: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    made = []
+    for ds in ("abc", "aarhus"):
+        rows = results.get(f"exp1_{ds}")
+        if rows:
+            fig, ax = plt.subplots(figsize=(5, 3))
+            xs = np.arange(len(rows))
+            for i, p in enumerate(PLANS):
+                ax.bar(xs + 0.4 * i, [r[f"{p}_ms"] for r in rows], 0.4, label=p)
+            ax.set_xticks(xs + 0.2, [r["group"] for r in rows])
+            ax.set_ylabel("CPU ms per query")
+            ax.set_title(f"Experiment 1 ({ds}, window 50)")
+            ax.legend()
+            fig.tight_layout()
+            path = out_dir / f"linkedcep_exp1_{ds}.png"
+            fig.savefig(path, dpi=100)
+            plt.close(fig)
+            made.append(path)
+        rows = results.get(f"exp2_{ds}")
+        if rows:
+            fig, ax = plt.subplots(figsize=(5, 3))
+            for p in PLANS:
+                ws = sorted({r["window"] for r in rows}, key=lambda w: int(w.split()[0]))
+                ys = [statistics.mean(r[f"{p}_ms"] for r in rows if r["window"] == w)
+                      for w in ws]
+                ax.plot([int(w.split()[0]) for w in ws], ys, marker="o", label=p)
+            ax.set_xlabel("window (s; min on aarhus)")
+            ax.set_ylabel("CPU ms per query (mean of groups)")
+            ax.set_title(f"Experiment 2 ({ds})")
+            ax.legend()
+            fig.tight_layout()
+            path = out_dir / f"linkedcep_exp2_{ds}.png"
+            fig.savefig(path, dpi=100)
+            plt.close(fig)
+            made.append(path)
+    rows = results.get("explosion")
+    if rows:
+        fig, ax = plt.subplots(figsize=(5, 3))
+        for p in PLANS:
+            pts = [(r["window_s"], r["count_events_per_s"]) for r in rows
+                   if r["plan"] == p and r.get("count_events_per_s")]
+            if pts:
+                ax.plot(*zip(*pts, strict=True), marker="o", label=f"{p} count_only")
+        ax.set_xlabel("window (s)")
+        ax.set_ylabel("events/s (CPU)")
+        ax.set_yscale("log")
+        ax.set_title("Kleene explosion: counting")
+        ax.legend()
+        fig.tight_layout()
+        path = out_dir / "linkedcep_explosion.png"
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        made.append(path)
+    return made
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--events", type=int, default=3000, help="ABC / Aarhus events")
+    ap.add_argument("--aarhus-events", type=int, default=18_000,
+                    help="Aarhus events (449 sensors report every 5 minutes)")
+    ap.add_argument("--explosion-events", type=int, default=5000)
+    ap.add_argument("--only", default="exp1,exp2,explosion")
+    ap.add_argument("--exp2-groups", default="1,3,5", help="groups run in Experiment 2")
+    ap.add_argument("--plots", default=None, metavar="DIR", help="write PNG plots here")
+    ap.add_argument("--json", default=None, metavar="PATH", help="write the results here")
+    args = ap.parse_args(argv)
+    only = set(args.only.split(","))
+
+    def log(s: str) -> None:
+        print(s, flush=True)
+
+    results: dict[str, Any] = {"events": args.events, "date": time.strftime("%Y-%m-%d %H:%M")}
+    inputs = {"abc": abc_stream(args.events)}
+    if datasets.aarhus_available() is None:
+        inputs["aarhus"] = aarhus_stream(args.aarhus_events)
+    else:
+        log(f"aarhus: skipped ({datasets.aarhus_available()})")
+    unit = {"abc": "seconds", "aarhus": "minutes"}
+    for ds, events in inputs.items():
+        groups = query_groups(ds)
+        if "exp1" in only:
+            log(f"Experiment 1 on {ds} ({len(events):,} events), window 50 {unit[ds]}")
+            rows = experiment(events, groups, f"50 {unit[ds]}", log)
+            results[f"exp1_{ds}"] = rows
+            results[f"chooser_{ds}"] = chooser_check(events, groups, f"50 {unit[ds]}", rows)
+            for line in results[f"chooser_{ds}"]:
+                log("  " + line)
+        if "exp2" in only:
+            keep = [int(g) for g in args.exp2_groups.split(",")]
+            sub = [groups[g - 1] for g in keep]
+            log(f"Experiment 2 on {ds}: groups {keep}, windows {WINDOWS} {unit[ds]}")
+            rows2 = []
+            for w in WINDOWS:
+                rows = experiment(events, sub, f"{w} {unit[ds]}", log)
+                for r, g in zip(rows, keep, strict=True):
+                    r["group"] = f"Q{g}"
+                rows2 += rows
+            results[f"exp2_{ds}"] = rows2
+    if "explosion" in only:
+        log(f"Kleene explosion ({args.explosion_events:,} stock events)")
+        results["explosion"] = explosion(args.explosion_events, (5, 10, 20, 40, 60), log)
+    results["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    log(f"peak RSS {results['peak_rss_mb']:.0f} MB")
+    if args.plots:
+        for p in plots(results, Path(args.plots)):
+            log(f"plot: {p}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
