@@ -281,7 +281,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="Aarhus events (449 sensors report every 5 minutes)")
     ap.add_argument("--explosion-events", type=int, default=5000)
     ap.add_argument("--only", default="exp1,exp2,explosion")
-    ap.add_argument("--exp2-groups", default="1,3,5", help="groups run in Experiment 2")
+    ap.add_argument("--exp2-groups", default="1,3", help="groups run in Experiment 2")
+    ap.add_argument("--exp2-events", type=int, default=600,
+                    help="ABC events in Experiment 2 (the output grows with the window)")
+    ap.add_argument("--merge", default=None, metavar="PATHS",
+                    help="comma-separated JSON results of earlier runs to plot with this one")
     ap.add_argument("--plots", default=None, metavar="DIR", help="write PNG plots here")
     ap.add_argument("--json", default=None, metavar="PATH", help="write the results here")
     args = ap.parse_args(argv)
@@ -309,10 +313,12 @@ def main(argv: list[str] | None = None) -> int:
         if "exp2" in only:
             keep = [int(g) for g in args.exp2_groups.split(",")]
             sub = [groups[g - 1] for g in keep]
-            log(f"Experiment 2 on {ds}: groups {keep}, windows {WINDOWS} {unit[ds]}")
+            ev2 = abc_stream(args.exp2_events) if ds == "abc" else events
+            log(f"Experiment 2 on {ds} ({len(ev2):,} events): groups {keep}, windows "
+                f"{WINDOWS} {unit[ds]}")
             rows2 = []
             for w in WINDOWS:
-                rows = experiment(events, sub, f"{w} {unit[ds]}", log)
+                rows = experiment(ev2, sub, f"{w} {unit[ds]}", log)
                 for r, g in zip(rows, keep, strict=True):
                     r["group"] = f"Q{g}"
                 rows2 += rows
@@ -322,11 +328,15 @@ def main(argv: list[str] | None = None) -> int:
         results["explosion"] = explosion(args.explosion_events, (5, 10, 20, 40, 60), log)
     results["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     log(f"peak RSS {results['peak_rss_mb']:.0f} MB")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1, default=str))
+    if args.merge:
+        for path in args.merge.split(","):
+            for k, v in json.loads(Path(path).read_text()).items():
+                results.setdefault(k, v)
     if args.plots:
         for p in plots(results, Path(args.plots)):
             log(f"plot: {p}")
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=1, default=str))
     return 0
 
 

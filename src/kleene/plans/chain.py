@@ -188,6 +188,9 @@ class ChainMatcher(LinearMatcher):
         self.pair: list[tuple[Predicate, ...]] = [() for _ in range(n)]
         if options.count_only and not plan.negations and not coverage:
             self.count_mode = self._countable()
+        # does a component's count feed a later one (a source, or a Kleene loop)?
+        self.feeds = [kleene_k or any(k in self.srcs[j] for j in range(n))
+                      for k, kleene_k in enumerate(self.kleene)]
         self.sum_starts = self.count_mode and self.win_us is None and self.win_ev is None \
             and not any(self.pair)
 
@@ -551,6 +554,9 @@ class ChainMatcher(LinearMatcher):
         starts = st.starts
         counted = 0
         summed = self.sum_starts
+        hit_cache = self.hit_cache
+        empty_B, cslot, is_list = self.empty_B, self.cslot, self.is_list
+        feeds = self.feeds
         for e, b in zip(recs, bits, strict=True):
             b &= pos_bits
             if not b:
@@ -559,33 +565,42 @@ class ChainMatcher(LinearMatcher):
             while starts and ((win_us is not None and ts - starts[0][0] > win_us) or (
                     win_ev is not None and wp - starts[0][1] >= win_ev)):
                 starts.popleft()
-            hits = [k for k in range(n) if b & cbit[k]]
+            hits = hit_cache.get(b)
+            if hits is None:
+                hits = hit_cache[b] = [k for k in range(n) if b & cbit[k]]
             vecs = [st.total] if summed else starts
             off = 0 if summed else 3
+            # per hit: the slots its count reads (old values), a bindings template with the
+            # event in place for its conditions on the first variable, and their functions
+            plan_k = []
+            for k in hits:
+                reads = [off + j for j in srcs[k]] + ([off + k] if kleene[k] else [])
+                fns = [pr.compiled.fn for pr in pair[k]]
+                tmpl = None
+                if fns:
+                    tmpl = list(empty_B)
+                    tmpl[cslot[k]] = (e,) if is_list[k] else e
+                plan_k.append((off + k, reads, fns, tmpl, accept[k], feeds[k]))
             for v in vecs:
-                new = []
-                for k in hits:
+                upd = []
+                for at, reads, fns, tmpl, acc, feed in plan_k:
                     x = 0
-                    for j in srcs[k]:
-                        x += v[off + j]
-                    if kleene[k]:
-                        x += v[off + k]
-                    if x and pair[k]:
-                        B = list(self.empty_B)
-                        B[s0] = v[2]
-                        sk = self.cslot[k]
-                        B[sk] = (e,) if self.is_list[k] else e
-                        Bt = tuple(B)
-                        for pr in pair[k]:
-                            if pr.compiled.fn(Bt, 0) is not True:
+                    for r in reads:
+                        x += v[r]
+                    if x and fns:
+                        tmpl[s0] = v[2]  # type: ignore[index]
+                        Bt = tuple(tmpl)  # type: ignore[arg-type]
+                        for fn in fns:
+                            if fn(Bt, 0) is not True:
                                 x = 0
                                 break
-                    new.append(x)
-                for k, x in zip(hits, new, strict=True):
                     if x:
-                        v[off + k] += x
-                        if accept[k]:
+                        if acc:
                             counted += x
+                        if feed:
+                            upd.append((at, x))
+                for at, x in upd:
+                    v[at] += x
             init = [0] * n
             any_start = False
             for k in hits:
