@@ -40,7 +40,7 @@ from typing import Any
 from ..events import Match
 from ..plan.automaton import CompKind, Plan, Predicate, Unsupported, compile_plan
 from ..plan.expr import GPOS, TS, WPOS
-from ..runtime.caps import event_caps
+from ..runtime.caps import event_caps, too_many_runs
 from ..runtime.linear import Candidate, LinearMatcher, PartState, cand_state
 from ..runtime.matcher import MatcherOptions
 from ..runtime.policies import bindings_builder
@@ -615,6 +615,9 @@ class ChainMatcher(LinearMatcher):
                         st.total[k] += init[k]
                 else:
                     starts.append([ts, wp, e, *init])
+                    if self.max_runs is not None and len(starts) > self.max_runs:
+                        for _ in range(too_many_runs(self, len(starts))):
+                            starts.popleft()
         self.counted += counted
 
     # ---------------------------------------------------------------------------------------
@@ -674,7 +677,9 @@ def chain_cost(plan: Plan, stats: Stats) -> float:
     matches of every component but the last (``runs_estimate``), times the last state's share
     and selectivity -- at :data:`CHAIN_MATCH_OVERHEAD` each. Where those partial matches exceed
     the NFA's default ``max_runs_per_partition`` (100,000) the NFA stops with CapacityError
-    while the chain stores none of them: the estimate is then capped below the NFA's."""
+    while the chain stores none of them: the estimate is then capped below the NFA's (only
+    without PARTITION BY / equivalence: the statistics do not say how many keys share the
+    window's events, and the cap is per key)."""
     n = stats.events_in(plan.window_us, plan.window_events)
     steps = []
     for c in plan.components:
@@ -690,7 +695,8 @@ def chain_cost(plan: Plan, stats: Stats) -> float:
     cost = 1.0 + CHAIN_NODE_OVERHEAD * len(steps) + CHAIN_MATCH_OVERHEAD * share * (
         0.5 ** conj) * prefixes
     runs = runs_estimate(steps, n, plan.strategy)
-    if runs > 100_000:
+    # (with a key the window's events spread over keys the statistics do not count)
+    if runs > 100_000 and not plan.key_attrs:
         cost = min(cost, 0.5 * (1.0 + runs))
     return min(cost, 0.5e18)
 
