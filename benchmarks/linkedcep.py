@@ -170,8 +170,16 @@ def explosion(n: int, windows: tuple[int, ...], log: Any) -> list[dict[str, Any]
     events, _ = read_events(str(csv), ReadOptions(time_col="ts", event_type="Stock",
                                                   id_col="id"))
     rows = []
+    core = queries.EXPLODE.replace("WHERE c.price > a.price\n", "")
     for w in windows:
         q = queries.EXPLODE.format(window=f"{w} seconds")
+        # CORE's fragment (no condition between events): the chain counts with a
+        # sliding-window aggregate, flat in the window
+        dt, m = run_once(core.format(window=f"{w} seconds"), events, "chain", count_only=True)
+        rows.append({"window_s": w, "plan": "chain (no c.price > a.price)", "count_s": dt,
+                     "matches": m, "count_events_per_s": n / dt})
+        log(f"  explosion W={w:>2}s chain, no WHERE: count_s {dt:.2f}, matches {m}, "
+            f"count_events_per_s {n / dt:,.0f}")
         for p in PLANS:
             row: dict[str, Any] = {"window_s": w, "plan": p}
             try:
@@ -256,7 +264,7 @@ def plots(results: dict[str, Any], out_dir: Path) -> list[Path]:
     rows = results.get("explosion")
     if rows:
         fig, ax = plt.subplots(figsize=(5, 3))
-        for p in PLANS:
+        for p in (*PLANS, "chain (no c.price > a.price)"):
             pts = [(r["window_s"], r["count_events_per_s"]) for r in rows
                    if r["plan"] == p and r.get("count_events_per_s")]
             if pts:

@@ -126,7 +126,7 @@ def _random_case(rng: random.Random) -> tuple[str, list[dict[str, object]]]:
 
 def test_count_only_equals_the_oracle_on_random_cases() -> None:
     rng = random.Random(1313)
-    counted_cases = 0
+    counted_cases = swag_cases = 0
     for _ in range(400):
         q, recs = _random_case(rng)
         events = EventBatch.from_records(recs)
@@ -134,8 +134,17 @@ def test_count_only_equals_the_oracle_on_random_cases() -> None:
         want = oracle(aq, events)
         rt, out = _run(q, events, "chain", count_only=True)
         counted_cases += bool(rt.matcher.count_mode)  # type: ignore[attr-defined]
+        swag_cases += bool(rt.matcher.window_swag)  # type: ignore[attr-defined]
         got = rt.counters.matches  # type: ignore[attr-defined]
         assert got == len(want), f"{q} over {recs}: counted {got}, oracle {len(want)}"
         rt, out = _run(q, events, "chain")
         assert [m.bindings for m in out] == [m.bindings for m in want], q  # type: ignore[union-attr]
     assert counted_cases > 300  # the cases really ran the counting path
+    assert swag_cases > 80  # ... and the sliding-window aggregate
+
+
+def test_count_only_with_a_policy_counts_what_the_policy_keeps() -> None:
+    q = "PATTERN SEQ(A a, B b, C c) PICK LAST a"
+    rt, _out = _run(q, Q4, "chain", count_only=True)
+    assert not rt.matcher.count_mode  # type: ignore[attr-defined]
+    assert rt.counters.matches == len(oracle(analyze(q), Q4)) == 6  # type: ignore[attr-defined]

@@ -500,7 +500,7 @@ def run(query: str, input_path: str, input_format: str | None, time_col: str | N
     progress.clear()
     match_done = time.perf_counter()
     if count:
-        click.echo(len(matches))
+        click.echo(_n_matches(matches))
     else:
         from ..events.writers import open_writer
 
@@ -508,7 +508,7 @@ def run(query: str, input_path: str, input_format: str | None, time_col: str | N
             w.write(matches)
     finished = time.perf_counter()
     if not quiet:
-        _summary(report, len(matches), _engine_label(compiled),
+        _summary(report, _n_matches(matches), _engine_label(compiled),
                  (started, compiled_at, read_done, match_done, finished))
 
 
@@ -516,6 +516,8 @@ def _automaton(compiled: Any, events: Any, options: dict[str, Any]) -> list[Any]
     """The automaton engine over the whole (ordered) input as one ``push``, with the
     command's cap options; matches or runs dropped by ``--on-cap truncate`` are reported."""
     runtime = compiled.start(**options)
+    if options.get("count_only"):
+        runtime.count_placeholders = False  # exact counts may be huge: read the counter
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # reported below, once, in kleene's words
         out: list[Any] = runtime.push(events)
@@ -524,8 +526,27 @@ def _automaton(compiled: Any, events: Any, options: dict[str, Any]) -> list[Any]
         raise EngineError(f"{runtime.counters.late_events} events came out of order")
     _report_truncation(runtime.counters)
     _TEMPORARY.clear()
-    _TEMPORARY.update(runtime.temporary_matches() or {})
+    if options.get("use_kernel") is False:  # --analyze
+        _TEMPORARY.update(runtime.temporary_matches() or {})
+    if options.get("count_only"):
+        return _Count(runtime.counters.matches)  # type: ignore[return-value]
     return out
+
+
+def _n_matches(matches: Any) -> int:
+    """How many matches a run returned (exact, also beyond ``sys.maxsize``)."""
+    return matches.n if isinstance(matches, _Count) else len(matches)
+
+
+class _Count:
+    """The result of a ``--count`` run: the exact number of matches, without one placeholder
+    per match (the chain plan counts far more matches than fit in memory)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
 
 
 _TEMPORARY: dict[str, int] = {}
@@ -576,6 +597,8 @@ def _run_streaming(compiled: Any, stream: Any, *, output: str | None, fmt: str, 
     runtime = _engine_call(compiled.engine, compiled.start,
                            allowed_lateness_us=round(lateness_s * 1_000_000),
                            count_only=count, **caps)
+    if count:
+        runtime.count_placeholders = False  # exact counts may be huge: read the counter
     writer: MatchWriter | None = None
     n_matches = 0
 
@@ -599,6 +622,7 @@ def _run_streaming(compiled: Any, stream: Any, *, output: str | None, fmt: str, 
                 emit(_engine_call(compiled.engine, runtime.close))
             _report_truncation(runtime.counters)
             if count:
+                n_matches = runtime.counters.matches
                 click.echo(n_matches)
             elif writer is None:
                 writer = open_writer(target, fmt, stream.time)

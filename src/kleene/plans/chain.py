@@ -127,6 +127,9 @@ class ChainState(PartState):
     starts: deque[list[Any]] = field(default_factory=deque)
     """Count mode: live start events ``[ts, wpos, rec, count per component...]``."""
     total: list[int] = field(default_factory=list)
+    swag: list[Any] = field(default_factory=list)
+    """Count mode with a window and no pair conditions: the two-stack sliding-window
+    aggregate ``[front, back, Pb, yb]`` (see :meth:`ChainMatcher._count_window`)."""
     """Count mode without window and pair conditions: all starts summed."""
     tails_hist: list[int] = field(default_factory=list)
 
@@ -140,7 +143,8 @@ class ChainMatcher(LinearMatcher):
     """CoverMatch / CombineMatch over a linear plan (see the module docstring). Negation,
     trailing NOTs, output order and masks are inherited from :class:`LinearMatcher`."""
 
-    def __init__(self, plan: Plan, options: MatcherOptions, *, coverage: bool) -> None:
+    def __init__(self, plan: Plan, options: MatcherOptions, *, coverage: bool,
+                 plain: bool = True) -> None:
         super().__init__(plan, max_runs=options.max_runs, on_cap=options.on_cap)
         self.max_matches_per_call = options.max_matches_per_call
         # every NOT is checked on the complete match against the history
@@ -186,11 +190,13 @@ class ChainMatcher(LinearMatcher):
         self.count_mode = False
         self.counted = 0
         self.pair: list[tuple[Predicate, ...]] = [() for _ in range(n)]
-        if options.count_only and not plan.negations and not coverage:
+        if options.count_only and not plan.negations and not coverage and plain:
             self.count_mode = self._countable()
         # does a component's count feed a later one (a source, or a Kleene loop)?
         self.feeds = [kleene_k or any(k in self.srcs[j] for j in range(n))
                       for k, kleene_k in enumerate(self.kleene)]
+        self.window_swag = self.count_mode and not any(self.pair) and (
+            self.win_us is not None or self.win_ev is not None)
         self.sum_starts = self.count_mode and self.win_us is None and self.win_ev is None \
             and not any(self.pair)
 
@@ -227,11 +233,11 @@ class ChainMatcher(LinearMatcher):
         parts = [(p.recs, p.snaps, p.lft, p.lfw, p.chain, p.base, p.tails) for p in st.parts]
         return (parts, st.neg_hist, [cand_state(c) for c in st.pending], st.last_wpos,
                 st.last_ts, st.prev_bits, sorted(st.run_of.items()), st.cur_run,
-                [list(s) for s in st.starts], st.total)
+                [list(s) for s in st.starts], st.total, st.swag)
 
     def load_state(self, data: Any) -> ChainState:
         """Inverse of :meth:`dump_state`."""
-        parts, hist, pending, lw, lt, pb, run_of, cur, starts, total = data
+        parts, hist, pending, lw, lt, pb, run_of, cur, starts, total, swag = data
         st = self.new_state()
         st.parts = [Part(list(a), list(b), list(c), list(d), list(e), f, g)
                     for a, b, c, d, e, f, g in parts]
@@ -242,6 +248,7 @@ class ChainMatcher(LinearMatcher):
         st.cur_run = list(cur)
         st.starts = deque(list(s) for s in starts)
         st.total = list(total)
+        st.swag = swag
         return st
 
     def oldest(self, st: ChainState) -> int | None:  # type: ignore[override]
@@ -271,7 +278,10 @@ class ChainMatcher(LinearMatcher):
                 budget: int | None = None) -> None:
         """CoverMatch per event; complete nodes are joined (CombineMatch) into ``out``."""
         if self.count_mode:
-            self._count(st, recs, bits)
+            if self.window_swag:
+                self._count_window(st, recs, bits)
+            else:
+                self._count(st, recs, bits)
             return
         negs = self.plan.negations
         pos_bits = self.pos_bits
@@ -620,6 +630,93 @@ class ChainMatcher(LinearMatcher):
                             starts.popleft()
         self.counted += counted
 
+    def _count_window(self, st: ChainState, recs: list[Rec], bits: list[int]) -> None:
+        """Counting in CORE's fragment with a window, flat in the window size.
+
+        Every live start's vector of partial-match counts evolves by the same linear map per
+        event (``v <- M_e v``, ``M_e = I + A_e``: a hit state adds its sources' counts), so the
+        sum over the starts inside the window is a sliding-window aggregate of the elements
+        ``(M_e, x_e)`` (``x_e``: the starts the event makes) under the associative composition
+        ``(P2, y2) o (P1, y1) = (P2 P1, P2 y1 + y2)``. Two stacks (the back one with its running
+        aggregate, the front one with suffix aggregates, refilled by a flip when it runs empty)
+        give every event O(1) amortised small-matrix work and exact integers."""
+        n = self.n
+        pos_bits = self.pos_bits
+        cbit, srcs, kleene, starts_at = self.cbit, self.srcs, self.kleene, self.starts_at
+        accept = self.accept_after
+        win_us, win_ev = self.win_us, self.win_ev
+        hit_cache = self.hit_cache
+        rn = range(n)
+        if not st.swag:
+            st.swag = [[], [], [[int(i == j) for j in rn] for i in rn], [0] * n]
+        front, back, Pb, yb = st.swag
+        counted = 0
+        for e, b in zip(recs, bits, strict=True):
+            b &= pos_bits
+            if not b:
+                continue
+            ts, wp = e[TS], e[WPOS]
+            # evict the elements before the window (they precede every live start)
+            while True:
+                if front:
+                    f = front[-1]
+                    if (win_us is not None and ts - f[2] > win_us) or (
+                            win_ev is not None and wp - f[3] >= win_ev):
+                        front.pop()
+                        continue
+                    break
+                if not back or not ((win_us is not None and ts - back[0][2] > win_us) or (
+                        win_ev is not None and wp - back[0][3] >= win_ev)):
+                    break
+                # flip: suffix aggregates from the newest back element to the oldest
+                P = [[int(i == j) for j in rn] for i in rn]
+                y = [0] * n
+                for M, x, ets, ewp in reversed(back):
+                    # (P, y) o (M, x) = (P M, P x + y)
+                    y = [y[i] + sum(P[i][j] * x[j] for j in rn if x[j]) for i in rn]
+                    P = [[sum(P[i][m] * M[m][j] for m in rn) for j in rn] for i in rn]
+                    front.append([P, y, ets, ewp])
+                back.clear()
+                Pb = [[int(i == j) for j in rn] for i in rn]
+                yb = [0] * n
+            hits = hit_cache.get(b)
+            if hits is None:
+                hits = hit_cache[b] = [k for k in rn if b & cbit[k]]
+            # the live total before the event: Pb * y_front + yb
+            if front:
+                yf = front[-1][1]
+                T = [yb[i] + sum(Pb[i][j] * yf[j] for j in rn) for i in rn]
+            else:
+                T = yb
+            # M_e (rows of the hit states read their sources and, for a Kleene state, itself)
+            M = [[int(i == j) for j in rn] for i in rn]
+            x = [0] * n
+            for k in hits:
+                row = M[k]
+                for j in srcs[k]:
+                    row[j] += 1
+                if kleene[k]:
+                    row[k] += 1
+                if accept[k]:
+                    counted += sum(T[j] for j in srcs[k]) + (T[k] if kleene[k] else 0)
+                if starts_at[k]:
+                    x[k] = 1
+                    if accept[k]:
+                        counted += 1
+            back.append([M, x, ts, wp])
+            # back aggregate: (M, x) o (Pb, yb) = (M Pb, M yb + x), rows of the hit states
+            newP = [r[:] for r in Pb]
+            newy = yb[:]
+            for k in hits:
+                row = M[k]
+                newP[k] = [sum(row[m] * Pb[m][j] for m in rn if row[m]) for j in rn]
+                newy[k] = sum(row[m] * yb[m] for m in rn if row[m])
+            for k in rn:
+                newy[k] += x[k]
+            Pb, yb = newP, newy
+            st.swag[2], st.swag[3] = Pb, yb
+        self.counted += counted
+
     # ---------------------------------------------------------------------------------------
     # EMIT COVERAGE
     def _track_runs(self, st: ChainState, e: Rec, b: int) -> None:
@@ -716,7 +813,8 @@ def chain_text(plan: Plan) -> list[str]:
 
 def _matcher(cp: CompiledPlan, options: MatcherOptions) -> Any:
     plan = cp.plan
-    m = ChainMatcher(plan, options, coverage=cp.spec.emit is Emit.COVERAGE)
+    m = ChainMatcher(plan, options, coverage=cp.spec.emit is Emit.COVERAGE,
+                     plain=cp.spec.plain)
     if (not options.count_only and not plan.negations and not m.has_trailing
             and cp.spec.plain and m.simple_key and not plan.return_fns):
         built = bindings_builder(plan)
