@@ -18,7 +18,7 @@ def _as(n: int) -> EventBatch:
 def test_run_cap_raises_with_query_name_and_cap() -> None:
     aq = analyze("NAME blowup PATTERN SEQ(A+ a[], B b)")
     with pytest.raises(CapacityError, match=r"'blowup'.*max_runs_per_partition=50"):
-        evaluate(aq, _as(12), max_runs_per_partition=50, plan="nfa")  # runs: the NFA
+        evaluate(aq, _as(12), max_runs_per_partition=50)
 
 
 def test_match_cap_raises_with_query_name_and_cap() -> None:

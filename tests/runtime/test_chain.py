@@ -10,7 +10,7 @@ import pytest
 from kleene.api import analyze
 from kleene.errors import CapacityError
 from kleene.events import EventBatch
-from kleene.plans.registry import choose, start
+from kleene.plans.registry import Stats, choose, start
 from kleene.testing.oracle import evaluate as oracle
 from kleene.testing.timeline import timeline
 
@@ -74,8 +74,16 @@ def test_max_runs_cap() -> None:
 
 
 def test_chooser_prefers_chain_when_matches_explode() -> None:
-    cp = choose(analyze("PATTERN SEQ(A a, B+ b[], C c) WITHIN 60 seconds"))
-    assert cp.choice.chosen == "chain"
+    """With a measured rate, a Kleene whose partial matches exceed the NFA's run cap goes to
+    the chain; with default statistics the NFA stays (both estimates saturate)."""
+    q = analyze("PATTERN SEQ(A a, B+ b[], C c) WITHIN 60 seconds")
+    measured = Stats(type_share={"A": 0.3, "B": 0.4, "C": 0.3}, events_per_second=10.0,
+                     source="test")
+    assert choose(q, stats=measured).choice.chosen == "chain"
+    assert choose(q).choice.chosen == "nfa"
+    few = Stats(type_share={"A": 0.3, "B": 0.4, "C": 0.3}, events_per_second=0.05,
+                source="test")
+    assert choose(q, stats=few).choice.chosen == "nfa"
 
 
 # --------------------------------------------------------------------------------------------

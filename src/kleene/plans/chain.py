@@ -775,8 +775,8 @@ def chain_cost(plan: Plan, stats: Stats) -> float:
     and selectivity -- at :data:`CHAIN_MATCH_OVERHEAD` each. Where those partial matches exceed
     the NFA's default ``max_runs_per_partition`` (100,000) the NFA stops with CapacityError
     while the chain stores none of them: the estimate is then capped below the NFA's (only
-    without PARTITION BY / equivalence: the statistics do not say how many keys share the
-    window's events, and the cap is per key)."""
+    with measured statistics, and without PARTITION BY / equivalence: the statistics do not
+    say how many keys share the window's events, and the cap is per key)."""
     n = stats.events_in(plan.window_us, plan.window_events)
     steps = []
     for c in plan.components:
@@ -792,6 +792,10 @@ def chain_cost(plan: Plan, stats: Stats) -> float:
     cost = 1.0 + CHAIN_NODE_OVERHEAD * len(steps) + CHAIN_MATCH_OVERHEAD * share * (
         0.5 ** conj) * prefixes
     runs = runs_estimate(steps, n, plan.strategy)
+    if stats.source == "defaults":
+        # no measured rate: every window holds the same assumed 1,000 events and both
+        # estimates saturate for any Kleene; keep the NFA (ties go to registry order)
+        return min(cost, 1e18)
     # (with a key the window's events spread over keys the statistics do not count)
     if runs > 100_000 and not plan.key_attrs:
         cost = min(cost, 0.5 * (1.0 + runs))
