@@ -99,7 +99,7 @@ _MAGIC = ((b"\x1f\x8b", "gzip"), (b"BZh", "bz2"), (b"\x28\xb5\x2f\xfd", "zstd"),
 
 
 def sniff_codec(head: bytes) -> str | None:
-    """The compression of data that starts with ``head``, from its magic bytes.
+    r"""The compression of data that starts with ``head``, from its magic bytes.
 
     Example:
         >>> sniff_codec(b"\x1f\x8b\x08\x00"), sniff_codec(b"ts,type")
