@@ -130,6 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         text = Path(args.query_file).read_text()
         q = kleene.compile(text, name=Path(args.query_file).stem, **options)
         t2 = time.perf_counter()
+        c2 = time.process_time()
         result["compile_s"] = t2 - t1
         matches: list[Any] | None
         rt = None
@@ -147,7 +148,8 @@ def main(argv: list[str] | None = None) -> int:
                           if hasattr(e, "__dict__") else {})
             matches = None
         else:
-            result.update(run_s=time.perf_counter() - t2, matches=len(matches))
+            result.update(run_s=time.perf_counter() - t2, matches=len(matches),
+                          run_cpu_s=time.process_time() - c2)
         counters = getattr(rt, "counters", None)
         if counters is not None and dataclasses.is_dataclass(counters):
             result["counters"] = dataclasses.asdict(counters)  # type: ignore[arg-type]
