@@ -140,3 +140,18 @@ def test_api_analyze_and_compile_use_this_layer() -> None:
     assert aq.name == "stocks"
     assert aq.variables["Microsoft"].kind is VarKind.LIST
     assert aq.within == ast.Window(5, ast.TimeUnit.EVENTS)
+
+
+def test_a_window_on_a_not_itself_is_rejected_like_the_oracle_does() -> None:
+    """Found while making plans plain data: this query was accepted, then the engine failed
+    with a bare AssertionError while the oracle rejected it."""
+    import pytest
+
+    from kleene.api import analyze
+    from kleene.errors import QueryValidationError
+
+    with pytest.raises(QueryValidationError, match=r"NOT\(B n\).* is inside WITHIN; a negation "
+                                                   r"is only allowed inside SEQ or AND"):
+        analyze("PATTERN SEQ(A a, NOT(B n) WITHIN 5 seconds, C c)")
+    # a window on a sub-pattern that holds a NOT stays valid
+    analyze("PATTERN SEQ(A a, SEQ(B b, NOT(C n), D d) WITHIN 5 seconds, E e)")

@@ -66,7 +66,9 @@ def check_negation(ctx: Context) -> None:
             for item in p.items:
                 go(item, left, right, windowed, "OR" if isinstance(p, ast.Or) else "ANY")
         elif isinstance(p, ast.Within):
-            go(p.body, left, right, True, parent)
+            # a window on a NOT itself is not a SEQ/AND item (docs/semantics.md: NOT only
+            # directly inside SEQ or AND); windows on other sub-patterns are transparent
+            go(p.body, left, right, True, "WITHIN" if isinstance(p.body, ast.Not) else parent)
 
     go(ctx.query.pattern, False, False, ctx.query.within is not None, "")
 
