@@ -22,7 +22,7 @@ from __future__ import annotations
 import pickle
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -32,9 +32,9 @@ from .api import compile as compile_query
 from .errors import EngineError, QueryValidationError
 from .events import EventBatch, Match
 from .events.model import ID, TS, TimeInfo
-from .plans.shared import shared_spec
-from .runtime.engine import _safe_loads
-from .runtime.shared import SharedNetwork, SharedSpec
+
+if TYPE_CHECKING:
+    from .runtime.shared import SharedNetwork, SharedSpec
 
 PLANS = ("auto", "shared", "separate")
 """``auto``: the shared network when at least two queries of the set can share it (else each
@@ -42,6 +42,20 @@ query alone); ``shared``: every query the network supports; ``separate``: SCEMon
 baseline, every query on its own plan."""
 
 _FAR_PAST = -(2 ** 62)
+
+
+def _spec(c: CompiledQuery) -> SharedSpec | str:
+    """The query's shared-network spec or the reason it has none (imported lazily: importing
+    kleene must not load the engines)."""
+    from .plans.shared import shared_spec
+
+    return shared_spec(c.analyzed)
+
+
+def _is_spec(s: object) -> bool:
+    from .runtime.shared import SharedSpec
+
+    return isinstance(s, SharedSpec)
 
 
 @dataclass(frozen=True)
@@ -62,13 +76,13 @@ class QuerySet:
 
     def specs(self) -> list[SharedSpec | str]:
         """Per query: its network spec, or why the network cannot take it."""
-        return [shared_spec(q.analyzed) for q in self.queries]
+        return [_spec(q) for q in self.queries]
 
     def uses_network(self) -> bool:
         """Does this set evaluate some queries in the shared network?"""
         if self.plan == "separate" or self.options.get("allowed_lateness_us", 0):
             return False
-        n = sum(isinstance(s, SharedSpec) for s in self.specs())
+        n = sum(_is_spec(s) for s in self.specs())
         return n >= 1 if self.plan == "shared" else n >= 2
 
     def run(self, events: EventBatch) -> list[Match]:
@@ -90,7 +104,7 @@ class QuerySet:
         shared = self.uses_network()
         lines = []
         for q, s in zip(self.queries, self.specs(), strict=True):
-            if shared and isinstance(s, SharedSpec):
+            if shared and not isinstance(s, str):
                 lines.append(f"{q.name}: shared network ({s.kind.upper()} of "
                              f"{', '.join(s.types)}, key {list(s.key_attrs)}, "
                              f"{'EMIT RECENT' if s.recent else 'EMIT ALL'})")
@@ -199,8 +213,10 @@ class QuerySetRuntime:
         m = _Member(c, self.next_order, self.next_qid)
         self.next_order += 1
         self.next_qid += 1
-        spec = shared_spec(c.analyzed) if self.shared else None
-        if isinstance(spec, SharedSpec):
+        spec = _spec(c) if self.shared else None
+        if spec is not None and not isinstance(spec, str):
+            from .runtime.shared import SharedNetwork
+
             net = self.networks.get(spec.key_attrs)
             if net is None:
                 net = self.networks[spec.key_attrs] = SharedNetwork(
@@ -371,6 +387,8 @@ class QuerySetRuntime:
 
     def restore(self, blob: bytes) -> None:
         """Replace the state with a :meth:`snapshot` of a runtime of the same set."""
+        from .runtime.engine import _safe_loads
+
         data = _safe_loads(blob)
         if not isinstance(data, dict) or data.get("version") != 1 or "members" not in data:
             raise EngineError("not a kleene query-set snapshot")

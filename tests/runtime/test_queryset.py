@@ -12,7 +12,7 @@ import pytest
 import kleene
 from kleene.errors import QueryValidationError
 from kleene.events import EventBatch, Match
-from kleene.testing.oracle import evaluate as oracle
+from kleene.testing.oracle import evaluate_set
 
 TYPES = "ABCD"
 
@@ -62,20 +62,9 @@ def _stream(rng: random.Random, n: int) -> list[dict[str, Any]]:
 
 def _expected(queries: list[kleene.CompiledQuery], recs: list[dict[str, Any]],
               spans: list[tuple[int, int]] | None = None) -> list[Match]:
-    """The oracle per query alone (over the events it saw), merged by the set's rule:
+    """The oracle's query-set rule: each query alone over the events it saw, merged by the
     completing event's position, then the query's place in the set, then its own order."""
-    pos = {r["id"]: i for i, r in enumerate(recs)}
-    entries = []
-    for qi, q in enumerate(queries):
-        lo, hi = spans[qi] if spans else (0, len(recs))
-        sub = recs[lo:hi]
-        if not sub:
-            continue
-        for k, m in enumerate(oracle(q.analyzed, EventBatch.from_records(sub))):
-            ids = [i for b in m.bindings.values() for i in (b if isinstance(b, tuple) else (b,))]
-            entries.append((max(pos[i] for i in ids), qi, k, m))
-    entries.sort(key=lambda e: e[:3])
-    return [e[3] for e in entries]
+    return evaluate_set([q.analyzed for q in queries], EventBatch.from_records(recs), spans)
 
 
 def _keys(ms: list[Match]) -> list[Any]:
