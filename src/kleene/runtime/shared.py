@@ -99,60 +99,84 @@ class _Link:
 
 
 class _RLink:
-    """R-CLink: the sequence links that probe the same ECQ, and their largest window."""
+    """R-CLink: the sequence links of one ECQ that probe the same ECQ (sub-pattern sharing),
+    their largest window, the links whose probed ECQ starts the sequence (``init``: the probed
+    instance's own timestamp is the start) and the others by query id (``mid``: read from the
+    probed instance's PMB)."""
 
-    __slots__ = ("target", "links", "window")
+    __slots__ = ("target", "window", "init", "mid")
 
     def __init__(self, target: _ECQ) -> None:
         self.target = target
-        self.links: list[_Link] = []
         self.window: float = 0.0
+        self.init: list[tuple[_Query, int, int, float, bool]] = []
+        """(query, query id, since, window, completes here) per link."""
+        self.mid: dict[int, tuple[_Query, float, bool]] = {}
+        """query id -> (query, window, completes here)."""
 
 
 class _ECQ:
     __slots__ = ("name", "siq", "head", "clt", "rclt", "cnj", "dsj", "store_all", "window")
+    # rclt: probed ECQ -> R-CLink
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.siq: deque[list[Any]] = deque()
         self.head: dict[Any, list[Any]] = {}
         self.clt: dict[int, _Link] = {}
-        self.rclt: list[_RLink] = []
+        self.rclt: dict[_ECQ, _RLink] = {}
         self.cnj: list[_Link] = []
         self.dsj: list[_Link] = []
-        self.store_all = False
-        """Some query starts a sequence here or takes part in a conjunction: store every
-        instance (otherwise only instances that extended a partial match)."""
+        self.store_all = 0
+        """How many queries start a sequence here or take part in a conjunction: if any,
+        every instance is stored (otherwise only instances that extended a partial match)."""
         self.window: float = 0.0
 
-    def rebuild(self) -> None:
-        """Derive the R-CLT and the flags from the CLT (after a query is added or removed)."""
-        groups: dict[int, _RLink] = {}
-        self.cnj, self.dsj, self.store_all, self.window = [], [], False, 0.0
-        for link in self.clt.values():
-            q = link.query
-            self.window = max(self.window, q.window)
-            if link.kind == DSJ:
-                self.dsj.append(link)
-            elif link.kind == CNJ:
-                self.cnj.append(link)
-                self.store_all = True
+    def link_add(self, link: _Link) -> None:
+        """Add a CLink and update the R-CLT (O(1): adding a query costs no rebuild)."""
+        q = link.query
+        self.clt[q.qid] = link
+        self.window = max(self.window, q.window)
+        if link.kind == DSJ:
+            self.dsj.append(link)
+        elif link.kind == CNJ:
+            self.cnj.append(link)
+            self.store_all += 1
+        elif link.index == 0:
+            self.store_all += 1
+        else:
+            target = link.probe[0]
+            r = self.rclt.get(target)
+            if r is None:
+                r = self.rclt[target] = _RLink(target)
+            if link.prev_init:
+                r.init.append((q, q.qid, q.since, q.window, link.fine))
             else:
-                if link.index == 0:
-                    self.store_all = True
-                    continue
-                target = link.probe[0]
-                r = groups.get(id(target))
-                if r is None:
-                    r = groups[id(target)] = _RLink(target)
-                r.links.append(link)
-                r.window = max(r.window, q.window)
-        for r in groups.values():
-            r.links.sort(key=lambda lk: lk.query.order)
-        self.rclt = sorted(groups.values(), key=lambda r: r.target.name)
-        self.cnj.sort(key=lambda lk: lk.query.order)
-        self.dsj.sort(key=lambda lk: lk.query.order)
+                r.mid[q.qid] = (q, q.window, link.fine)
+            r.window = max(r.window, q.window)
 
+    def link_remove(self, link: _Link) -> None:
+        """Remove a CLink; windows shrink to the largest of the remaining links."""
+        q = link.query
+        del self.clt[q.qid]
+        if link.kind == DSJ:
+            self.dsj.remove(link)
+        elif link.kind == CNJ:
+            self.cnj.remove(link)
+            self.store_all -= 1
+        elif link.index == 0:
+            self.store_all -= 1
+        else:
+            r = self.rclt[link.probe[0]]
+            if link.prev_init:
+                r.init = [x for x in r.init if x[1] != q.qid]
+            else:
+                del r.mid[q.qid]
+            if not r.init and not r.mid:
+                del self.rclt[link.probe[0]]
+            else:
+                r.window = max([x[3] for x in r.init] + [x[1] for x in r.mid.values()])
+        self.window = max((lk.query.window for lk in self.clt.values()), default=0.0)
 
 Entry = tuple[int, int, tuple[int, ...], Match]
 """(global position of the completing event, query order, sorted positions, match)."""
@@ -173,6 +197,8 @@ class SharedNetwork:
         self.on_cap = on_cap
         self.ecqs: dict[str, _ECQ] = {}
         self.queries: dict[int, _Query] = {}
+        self.view: dict[int, dict[_ECQ, list[Any]]] = {}
+        """Per key: its newest stored instance of each class (the ECQs it can probe)."""
         self.keys: dict[Any, int] = {}
         """Partition key value -> small int (the SIQ hash key)."""
         self.max_ts = -(2 ** 62)
@@ -182,7 +208,7 @@ class SharedNetwork:
 
     # ------------------------------------------------------------------ the network (Fig. 3)
     def add(self, qid: int, spec: SharedSpec, order: int, since: int) -> None:
-        """Insert a query: create missing ECQs, add one CLink per class, rebuild R-CLTs."""
+        """Insert a query: create missing ECQs, add one CLink per class (and R-CLink)."""
         q = _Query(qid, spec, order, since)
         q.ecqs = [self.ecqs.setdefault(t, _ECQ(t)) for t in spec.types]
         for i, ecq in enumerate(q.ecqs):
@@ -192,8 +218,7 @@ class SharedNetwork:
                 probe = [e for j, e in enumerate(q.ecqs) if j != i]
             else:
                 probe = []
-            ecq.clt[qid] = _Link(q, i, probe)
-            ecq.rebuild()
+            ecq.link_add(_Link(q, i, probe))
         self.queries[qid] = q
 
     def remove(self, qid: int) -> None:
@@ -202,11 +227,13 @@ class SharedNetwork:
         query id is never reused, so they are never read again)."""
         q = self.queries.pop(qid)
         for ecq in q.ecqs:
-            ecq.clt.pop(qid, None)
-            if ecq.clt:
-                ecq.rebuild()
-            else:
+            ecq.link_remove(ecq.clt[qid])
+            if not ecq.clt:
                 self.ecqs.pop(ecq.name, None)
+                for k in list(ecq.head):
+                    v = self.view.get(k)
+                    if v is not None:
+                        v.pop(ecq, None)
 
     def stored(self) -> int:
         """Instances stored in all SIQs (one copy per event)."""
@@ -282,29 +309,43 @@ class SharedNetwork:
                out: list[Entry]) -> None:
         pmb: dict[int, float] = {}
         found: list[tuple[int, tuple[int, ...], Match]] = []
-        # sequences: one probe per R-CLink (sub-pattern sharing)
-        for r in ecq.rclt:
-            p = r.target.head.get(k)
-            if p is None or ts - p[_TS] > r.window:
-                continue
-            ppos, pts, ppmb = p[_POS], p[_TS], p[_PMB]
-            for link in r.links:
-                q = link.query
-                if ppos < q.since:
+        view = self.view.get(k)
+        if view is None:
+            view = self.view[k] = {}
+        # sequences: probe once per R-CLink (sub-pattern sharing), visiting only the classes
+        # this key has stored instances of
+        rclt = ecq.rclt
+        if rclt:
+            pairs = [(r, view.get(r.target)) for r in rclt.values()] \
+                if len(rclt) < len(view) else \
+                [(rclt.get(tgt), p) for tgt, p in view.items()]
+            for r, p in pairs:
+                if r is None or p is None:
                     continue
-                if link.prev_init:
-                    tstart: float = pts
-                else:
-                    got = ppmb.get(q.qid) if ppmb else None
-                    if got is None:
+                pts = p[_TS]
+                if ts - pts > r.window:
+                    continue
+                for q, qid, since, window, fine in r.init:
+                    if p[_POS] < since or ts - pts > window:
                         continue
-                    tstart = got
-                if ts - tstart > q.window:
-                    continue
-                if link.fine:
-                    self._complete_seq(q, k, pos, ts, eid, found)
-                else:
-                    pmb[q.qid] = tstart
+                    if fine:
+                        self._complete_seq(q, k, pos, ts, eid, found)
+                    else:
+                        pmb[qid] = pts
+                ppmb = p[_PMB]
+                if ppmb and r.mid:
+                    mid = r.mid
+                    hits = [(qid, ppmb[qid]) for qid in mid if qid in ppmb] \
+                        if len(mid) < len(ppmb) else \
+                        [(qid, t0) for qid, t0 in ppmb.items() if qid in mid]
+                    for qid, tstart in hits:
+                        q, window, fine = mid[qid]
+                        if ts - tstart > window:
+                            continue
+                        if fine:
+                            self._complete_seq(q, k, pos, ts, eid, found)
+                        else:
+                            pmb[qid] = tstart
         # conjunctions: probe every other ECQ of the query (the newest instance is enough to
         # decide; the enumeration walks further back)
         for link in ecq.cnj:
@@ -328,6 +369,7 @@ class SharedNetwork:
             inst = [pos, ts, eid, ecq.head.get(k), pmb or None, k]
             ecq.siq.append(inst)
             ecq.head[k] = inst
+            view[ecq] = inst
         if found:
             if len(found) > 1:
                 found.sort(key=lambda f: (f[0], f[1]))
@@ -446,8 +488,13 @@ class SharedNetwork:
                 inst = siq.popleft()
                 inst[_PREV] = None
                 inst[_PMB] = None
-                if head.get(inst[_KEY]) is inst:
-                    del head[inst[_KEY]]
+                k = inst[_KEY]
+                if head.get(k) is inst:
+                    del head[k]
+                    v = self.view[k]
+                    del v[ecq]
+                    if not v:
+                        del self.view[k]
 
     # ------------------------------------------------------------------ snapshot / restore
     def dump(self) -> dict[str, Any]:
@@ -465,6 +512,7 @@ class SharedNetwork:
         self.max_ts = data["max_ts"]
         self.since_clean = data["since_clean"]
         self.truncated_matches = data["truncated"]
+        self.view = {}
         for ecq in self.ecqs.values():
             ecq.siq.clear()
             ecq.head.clear()
@@ -477,6 +525,7 @@ class SharedNetwork:
                 inst = [pos, ts, eid, ecq.head.get(k), pmb, k]
                 ecq.siq.append(inst)
                 ecq.head[k] = inst
+                self.view.setdefault(k, {})[ecq] = inst
 
 
 __all__ = ["CNJ", "DSJ", "SEQ", "Entry", "SharedNetwork", "SharedSpec"]
