@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import math
 import os
 import random
 import resource
@@ -300,7 +299,6 @@ def main(argv: list[str] | None = None) -> None:
               f"{h['sp_us']:.1f} µs/event (extrapolated), speedup {h['speedup']:.1f}x")
     if "queries_exponent" in results:
         print(f"fitted exponent of µs/event vs queries: {results['queries_exponent']}")
-    del math
 
 
 if __name__ == "__main__":

@@ -223,7 +223,8 @@ class QuerySetRuntime:
                     spec.key_attrs, clean_period=self.clean_period,
                     max_matches_per_event=self.rt_options.get("max_matches_per_event",
                                                               1_000_000),
-                    on_cap=self.rt_options.get("on_cap", "error"))
+                    on_cap=self.rt_options.get("on_cap", "error"),
+                    count_only=bool(self.rt_options.get("count_only", False)))
             net.add(m.qid, spec, m.order, self.next_gpos)
             m.network = spec.key_attrs
         else:
@@ -347,7 +348,12 @@ class QuerySetRuntime:
     def _collect(self, m: _Member, matches: list[Match],
                  produced: list[tuple[int, int, int, Match]]) -> None:
         old, new = self._seen
+        name = m.compiled.name
+        placeholder = None
         for x in matches:
+            if x.query != name:  # a count-mode placeholder: label it with the query
+                placeholder = placeholder or Match(name, {}, x.start, x.end)
+                x = placeholder
             best = (x.end, -1)
             for b in x.bindings.values():
                 for i in (b if isinstance(b, tuple) else (b,)):

@@ -182,3 +182,16 @@ def test_cleaning_keeps_the_network_bounded() -> None:
     assert rt.stored_instances() <= 3 * 2 + 20  # one window's worth, not the whole stream
     assert n == len(qs.run(EventBatch.from_records(recs)))
     assert n > 0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_count_only_counts_the_same_matches_per_query(seed: int) -> None:
+    rng = random.Random(500 + seed)
+    texts = [_query(rng, f"q{i}", shareable=rng.random() < 0.8) for i in range(5)]
+    recs = _stream(rng, 30)
+    qs = kleene.compile_many(texts, plan="shared")
+    full = qs.run(EventBatch.from_records(recs))
+    rt = qs.start(count_only=True)
+    counted = rt.push(EventBatch.from_records(recs)) + rt.close()
+    assert len(counted) == len(full)
+    assert rt.counts == {n: sum(m.query == n for m in full) for n in qs.names}

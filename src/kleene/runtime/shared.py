@@ -71,9 +71,12 @@ _INF = float("inf")
 
 
 class _Query:
-    __slots__ = ("qid", "spec", "order", "since", "ecqs", "window")
+    __slots__ = ("qid", "spec", "order", "since", "ecqs", "window", "count_only")
 
-    def __init__(self, qid: int, spec: SharedSpec, order: int, since: int) -> None:
+    def __init__(self, qid: int, spec: SharedSpec, order: int, since: int,
+                 count_only: bool = False) -> None:
+        self.count_only = Match(spec.name, {}, 0, 0) if count_only else None
+        """Count mode: the placeholder every match of the query is (no bindings built)."""
         self.qid = qid
         self.spec = spec
         self.order = order
@@ -178,6 +181,29 @@ class _ECQ:
                 r.window = max([x[3] for x in r.init] + [x[1] for x in r.mid.values()])
         self.window = max((lk.query.window for lk in self.clt.values()), default=0.0)
 
+def _walk(ecqs: list[_ECQ], i: int, k: int, before: int, lo: float, since: int, qid: int,
+          acc: list[list[Any]], chains: list[list[list[Any]]]) -> None:
+    """Every chain of instances of ``ecqs[0..i]`` (key ``k``) before ``before`` that starts at
+    or after ``lo``: the instance of class i must carry a PMatch of the query (i > 0)."""
+    inst = ecqs[i].head.get(k)
+    while inst is not None:
+        ip = inst[_POS]
+        if inst[_TS] < lo or ip < since:
+            return
+        if ip < before:
+            if i == 0:
+                acc.append(inst)
+                chains.append(acc[::-1])
+                acc.pop()
+            else:
+                pmb = inst[_PMB]
+                if pmb is not None and pmb.get(qid, -_INF) >= lo:
+                    acc.append(inst)
+                    _walk(ecqs, i - 1, k, ip, lo, since, qid, acc, chains)
+                    acc.pop()
+        inst = inst[_PREV]
+
+
 Entry = tuple[int, int, tuple[int, ...], Match]
 """(global position of the completing event, query order, sorted positions, match)."""
 
@@ -187,7 +213,7 @@ class SharedNetwork:
 
     def __init__(self, key_attrs: tuple[str, ...], *, clean_period: int = 100_000,
                  max_matches_per_event: int | None = 1_000_000,
-                 on_cap: str = "error") -> None:
+                 on_cap: str = "error", count_only: bool = False) -> None:
         if clean_period < 1:
             raise EngineError(f"clean_period must be a positive number of events, not "
                               f"{clean_period!r}")
@@ -195,6 +221,8 @@ class SharedNetwork:
         self.clean_period = int(clean_period)
         self.max_matches_per_event = max_matches_per_event
         self.on_cap = on_cap
+        self.count_only = count_only
+        """Build no bindings: every match is its query's placeholder (``--count``)."""
         self.ecqs: dict[str, _ECQ] = {}
         self.queries: dict[int, _Query] = {}
         self.view: dict[int, dict[_ECQ, list[Any]]] = {}
@@ -209,7 +237,7 @@ class SharedNetwork:
     # ------------------------------------------------------------------ the network (Fig. 3)
     def add(self, qid: int, spec: SharedSpec, order: int, since: int) -> None:
         """Insert a query: create missing ECQs, add one CLink per class (and R-CLink)."""
-        q = _Query(qid, spec, order, since)
+        q = _Query(qid, spec, order, since, self.count_only)
         q.ecqs = [self.ecqs.setdefault(t, _ECQ(t)) for t in spec.types]
         for i, ecq in enumerate(q.ecqs):
             if spec.kind == SEQ:
@@ -362,7 +390,7 @@ class SharedNetwork:
         # disjunctions: the event itself
         for link in ecq.dsj:
             q = link.query
-            found.append((q.order, (pos,),
+            found.append((q.order, (pos,), q.count_only or
                           Match(q.spec.name, {q.spec.vars[link.index]: eid}, ts, ts)))
         # insert phase: at most one copy, only if a later event may use it
         if ecq.store_all or pmb:
@@ -412,25 +440,9 @@ class SharedNetwork:
             self._emit(q, chain, pos, ts, eid, found)
             return
         chains: list[list[list[Any]]] = []
-
-        def walk(i: int, before: int, acc: list[list[Any]]) -> None:
-            inst = ecqs[i].head.get(k)
-            while inst is not None:
-                ip = inst[_POS]
-                if inst[_TS] < lo or ip < since:
-                    return
-                if ip < before and (i == 0 or (inst[_PMB] is not None
-                                               and inst[_PMB].get(qid, -_INF) >= lo)):
-                    acc.append(inst)
-                    if i == 0:
-                        chains.append(acc[::-1])
-                    else:
-                        walk(i - 1, ip, acc)
-                    acc.pop()
-                inst = inst[_PREV]
-
-        walk(n - 2, pos, [])
-        chains.sort(key=lambda c: [x[_POS] for x in c])
+        _walk(ecqs, n - 2, k, pos, lo, since, qid, [], chains)
+        if len(chains) > 1:
+            chains.sort(key=lambda c: [x[_POS] for x in c])
         for c in chains:
             self._emit(q, c, pos, ts, eid, found)
 
@@ -454,6 +466,9 @@ class SharedNetwork:
         for combo in product(*pools):
             combos.append((tuple(sorted([x[_POS] for x in combo] + [pos])), combo))
         combos.sort(key=lambda c: c[0])
+        if q.count_only is not None:
+            found.extend((q.order, ps, q.count_only) for ps, _c in combos)
+            return
         for ps, combo in combos:
             ids: list[Any] = list(x[_ID] for x in combo)
             ids.insert(me, eid)
@@ -464,6 +479,9 @@ class SharedNetwork:
     @staticmethod
     def _emit(q: _Query, chain: list[list[Any]], pos: int, ts: int, eid: Any,
               found: list[tuple[int, tuple[int, ...], Match]]) -> None:
+        if q.count_only is not None:
+            found.append((q.order, (pos,), q.count_only))
+            return
         spec = q.spec
         ids = [x[_ID] for x in chain]
         ids.append(eid)
