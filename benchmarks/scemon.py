@@ -68,20 +68,21 @@ def events(n_events: int, n_sources: int, n_classes: int, seed: int = 1) -> Even
 
 
 def queries(n: int, n_classes: int, *, kind: str = "SEQ", steps: int = 3,
-            seed: int = 2) -> list[str]:
+            seed: int = 2, emit: str = "RECENT") -> list[str]:
     rng = random.Random(seed)
     out = []
     for i in range(n):
         cls = rng.sample(range(n_classes), steps)
         body = ", ".join(f"E{c} v{j}" for j, c in enumerate(cls))
         win = "" if kind == "OR" else f" WITHIN {rng.randint(200, 240)} minutes"
-        out.append(f"NAME q{i} PATTERN {kind}({body}) PARTITION BY src{win}")
+        out.append(f"NAME q{i} PATTERN {kind}({body}) PARTITION BY src{win} EMIT {emit}")
     return out
 
 
-def run_shared(qs: kleene.QuerySet, ev: EventBatch, chunk: int, clean: int) -> dict[str, Any]:
+def run_shared(qs: kleene.QuerySet, ev: EventBatch, chunk: int, clean: int,
+               count: bool = False) -> dict[str, Any]:
     """Push the events in chunks; time, matches, stored instances (sampled per chunk)."""
-    rt = qs.start(clean_period=clean)
+    rt = qs.start(clean_period=clean, count_only=count)
     gc.collect()
     gc.disable()
     stored = []
@@ -98,7 +99,8 @@ def run_shared(qs: kleene.QuerySet, ev: EventBatch, chunk: int, clean: int) -> d
             "stored": statistics.mean(warm)}
 
 
-def run_sp(texts: list[str], ev: EventBatch, sample: int, seed: int = 3) -> dict[str, Any]:
+def run_sp(texts: list[str], ev: EventBatch, sample: int, seed: int = 3,
+           count: bool = False) -> dict[str, Any]:
     """Each sampled query alone (its own plan); extrapolated to every query."""
     rng = random.Random(seed)
     pick = rng.sample(texts, min(sample, len(texts)))
@@ -107,7 +109,7 @@ def run_sp(texts: list[str], ev: EventBatch, sample: int, seed: int = 3) -> dict
     stored = 0.0
     types = ev.types
     for text in pick:
-        cq = kleene.compile(text)
+        cq = kleene.compile(text, count_only=count)
         t0 = time.perf_counter()
         matches += len(cq.run(ev))
         total += time.perf_counter() - t0
@@ -124,7 +126,9 @@ def run_sp(texts: list[str], ev: EventBatch, sample: int, seed: int = 3) -> dict
 
 def point(nq: int, ns: int, npc: int, n_events: int, *, kind: str = "SEQ", steps: int = 3,
           clean: int = 100_000, sp_sample: int = 8, chunk: int = 20_000,
-          sp: bool = True) -> dict[str, Any]:
+          sp: bool = True, modes: tuple[str, ...] = ("output", "count")) -> dict[str, Any]:
+    """One configuration; per mode (``output``: Match objects built; ``count``: the paper's
+    metric, output delivery excluded) the network then the SP sample, alternately."""
     ev = events(n_events, ns, npc)
     texts = queries(nq, npc, kind=kind, steps=steps)
     t0 = time.perf_counter()
@@ -132,11 +136,19 @@ def point(nq: int, ns: int, npc: int, n_events: int, *, kind: str = "SEQ", steps
     compile_s = time.perf_counter() - t0
     res: dict[str, Any] = {"nq": nq, "ns": ns, "npc": npc, "events": len(ev), "kind": kind,
                            "steps": steps, "clean": clean, "compile_s": compile_s}
-    res["shared"] = run_shared(qs, ev, chunk, clean)
-    if sp:
-        res["sp"] = run_sp(texts, ev, sp_sample)
-        res["speedup"] = res["sp"]["us_per_event"] / res["shared"]["us_per_event"]
-    print(json.dumps({k: v for k, v in res.items()}, default=float), flush=True)
+    for mode in modes:
+        count = mode == "count"
+        sfx = "" if mode == "output" else "_count"
+        res["shared" + sfx] = run_shared(qs, ev, chunk, clean, count)
+        if sp:
+            res["sp" + sfx] = run_sp(texts, ev, sp_sample, count=count)
+            res["speedup" + sfx] = (res["sp" + sfx]["us_per_event"]
+                                    / res["shared" + sfx]["us_per_event"])
+    if "shared" not in res:  # count-only points plot their count numbers
+        res["shared"] = res["shared_count"]
+        if sp:
+            res["sp"] = res["sp_count"]
+    print(json.dumps(res, default=float), flush=True)
     return res
 
 
@@ -225,6 +237,7 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", default=None)
     ap.add_argument("--events", type=int, default=100_000)
+    ap.add_argument("--quick", action="store_true", help="small sizes (a smoke test)")
     ap.add_argument("--sp-sample", type=int, default=8)
     ap.add_argument("--memory-child", nargs=3, type=int, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--plot-only", action="store_true")
@@ -232,46 +245,54 @@ def main(argv: list[str] | None = None) -> None:
     if args.memory_child:
         memory_child(*args.memory_child)
         return
-    results: dict[str, Any] = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    path = RESULTS.with_name("scemon-quick.json") if args.quick else RESULTS
+    results: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
     if args.plot_only:
         plot(results)
         return
-    ne, sp = args.events, args.sp_sample
+    ne, sp = (10_000, 2) if args.quick else (args.events, args.sp_sample)
     todo = args.only.split(",") if args.only else [
         "headline", "queries", "sources", "classes", "steps", "cnj", "dsj", "clean", "memory",
         "addremove"]
     for what in todo:
         if what == "headline":  # 5K queries x 1K sources, three alternating repeats
             reps = [point(5000, 1000, 50, ne, sp_sample=sp) for _ in range(3)]
-            sh = statistics.median(r["shared"]["us_per_event"] for r in reps)
-            spu = statistics.median(r["sp"]["us_per_event"] for r in reps)
-            results["headline"] = {"shared_us": sh, "sp_us": spu, "speedup": spu / sh,
-                                   "repeats": reps}
+            h: dict[str, Any] = {"repeats": reps}
+            for sfx in ("", "_count"):
+                sh = statistics.median(r["shared" + sfx]["us_per_event"] for r in reps)
+                spu = statistics.median(r["sp" + sfx]["us_per_event"] for r in reps)
+                h["shared_us" + sfx], h["sp_us" + sfx] = sh, spu
+                h["speedup" + sfx] = statistics.median(r["speedup" + sfx] for r in reps)
+            results["headline"] = h
         elif what == "queries":
             results["queries"] = [point(nq, 1000, 50, ne, sp_sample=sp)
                                   for nq in (100, 250, 500, 1000, 2000, 5000)]
             pts = results["queries"]
+            nqs = [p["nq"] for p in pts]
             results["queries_exponent"] = {
-                "shared": fit_exponent([p["nq"] for p in pts],
-                                       [p["shared"]["us_per_event"] for p in pts]),
-                "sp": fit_exponent([p["nq"] for p in pts], [p["sp"]["us_per_event"] for p in pts])}
+                f"{w}{sfx}": fit_exponent(nqs, [p[w + sfx]["us_per_event"] for p in pts])
+                for w in ("shared", "sp") for sfx in ("", "_count")}
         elif what == "sources":
-            results["sources"] = [point(1000, ns, 50, ne, sp_sample=sp)
+            results["sources"] = [point(1000, ns, 50, max(ne, 60 * ns), sp_sample=sp,
+                                        modes=("count",))
                                   for ns in (100, 500, 1000, 2000, 5000)]
         elif what == "classes":
-            results["classes"] = [point(1000, 1000, npc, ne, sp_sample=sp)
+            results["classes"] = [point(1000, 1000, npc, ne, sp_sample=sp, modes=("count",))
                                   for npc in (10, 25, 50, 100, 200)]
         elif what == "steps":
-            results["steps"] = [point(1000, 1000, 50, ne, steps=s, sp_sample=sp)
+            results["steps"] = [point(1000, 1000, 50, ne, steps=s, sp_sample=sp,
+                                      modes=("count",))
                                 for s in (2, 3, 4, 5)]
         elif what == "cnj":
-            results["cnj"] = [point(nq, 1000, 50, ne, kind="AND", sp_sample=sp)
+            results["cnj"] = [point(nq, 1000, 50, ne, kind="AND", sp_sample=sp,
+                                    modes=("count",))
                               for nq in (100, 1000, 5000)]
         elif what == "dsj":
-            results["dsj"] = [point(nq, 1000, 50, ne, kind="OR", steps=k, sp_sample=sp)
+            results["dsj"] = [point(nq, 1000, 50, ne // 5, kind="OR", steps=k, sp_sample=sp,
+                                    modes=("count",))
                               for k in (3, 5) for nq in (100, 1000, 5000)]
         elif what == "clean":
-            results["clean"] = [point(1000, 1000, 50, ne, clean=c, sp=False)
+            results["clean"] = [point(1000, 1000, 50, ne, clean=c, sp=False, modes=("count",))
                                 for c in (1_000, 10_000, 100_000, 1_000_000)]
         elif what == "memory":
             mem = []
@@ -290,13 +311,16 @@ def main(argv: list[str] | None = None) -> None:
         results["machine"] = {"cpus": os.cpu_count(), "load": os.getloadavg(),
                               "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                               "python": sys.version.split()[0]}
-        RESULTS.parent.mkdir(parents=True, exist_ok=True)
-        RESULTS.write_text(json.dumps(results, indent=1, default=float))
-    plot(results)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(results, indent=1, default=float))
+    if not args.quick:
+        plot(results)
     if "headline" in results:
         h = results["headline"]
-        print(f"5K queries x 1K sources: shared {h['shared_us']:.1f} µs/event, SP "
-              f"{h['sp_us']:.1f} µs/event (extrapolated), speedup {h['speedup']:.1f}x")
+        for sfx in ("", "_count"):
+            print(f"5K queries x 1K sources{sfx}: shared {h['shared_us' + sfx]:.1f} µs/event, "
+                  f"SP {h['sp_us' + sfx]:.1f} µs/event (extrapolated), speedup "
+                  f"{h['speedup' + sfx]:.1f}x")
     if "queries_exponent" in results:
         print(f"fitted exponent of µs/event vs queries: {results['queries_exponent']}")
 

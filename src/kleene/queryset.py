@@ -22,6 +22,7 @@ from __future__ import annotations
 import pickle
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -42,6 +43,7 @@ query alone); ``shared``: every query the network supports; ``separate``: SCEMon
 baseline, every query on its own plan."""
 
 _FAR_PAST = -(2 ** 62)
+_key3 = itemgetter(0, 1, 2)
 
 
 def _spec(c: CompiledQuery) -> SharedSpec | str:
@@ -292,10 +294,13 @@ class QuerySetRuntime:
         gpos0 = self.next_gpos
         self.next_gpos += t.num_rows
         produced: list[tuple[int, int, int, Match]] = []
-        for net in self.networks.values():
-            for g, qo, _ps, x in net.process(t, gpos0):
-                produced.append((x.end, g, qo, x))
         runtimes = [m for m in self.members.values() if m.runtime is not None]
+        if len(self.networks) == 1 and not runtimes:  # already in the set's order
+            (net,) = self.networks.values()
+            return self._count([x for _g, _o, x in net.process(t, gpos0)])
+        for net in self.networks.values():
+            for g, qo, x in net.process(t, gpos0):
+                produced.append((x.end, g, qo, x))
         if runtimes:
             self._remember(t, gpos0)
             sub = EventBatch(t, batch.time)
@@ -363,11 +368,13 @@ class QuerySetRuntime:
             produced.append((best[0], best[1], m.order, x))
 
     def _finish(self, produced: list[tuple[int, int, int, Match]]) -> list[Match]:
-        produced.sort(key=lambda e: (e[0], e[1], e[2]))
-        out = [e[3] for e in produced]
+        produced.sort(key=_key3)
+        return self._count([e[3] for e in produced])
+
+    def _count(self, out: list[Match]) -> list[Match]:
         counts = self.counts
         for x in out:
-            counts[x.query] = counts.get(x.query, 0) + 1
+            counts[x.query] += 1
         return out
 
     def _check_open(self) -> None:

@@ -34,6 +34,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 from itertools import product
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -204,8 +205,10 @@ def _walk(ecqs: list[_ECQ], i: int, k: int, before: int, lo: float, since: int, 
         inst = inst[_PREV]
 
 
-Entry = tuple[int, int, tuple[int, ...], Match]
-"""(global position of the completing event, query order, sorted positions, match)."""
+Entry = tuple[int, int, Match]
+"""(global position of the completing event, query order, match)."""
+
+_first = itemgetter(0)
 
 
 class SharedNetwork:
@@ -336,7 +339,7 @@ class SharedNetwork:
     def _event(self, ecq: _ECQ, k: int, pos: int, ts: int, eid: Any,
                out: list[Entry]) -> None:
         pmb: dict[int, float] = {}
-        found: list[tuple[int, tuple[int, ...], Match]] = []
+        found: list[tuple[int, Match]] = []
         view = self.view.get(k)
         if view is None:
             view = self.view[k] = {}
@@ -344,11 +347,10 @@ class SharedNetwork:
         # this key has stored instances of
         rclt = ecq.rclt
         if rclt:
-            pairs = [(r, view.get(r.target)) for r in rclt.values()] \
-                if len(rclt) < len(view) else \
-                [(rclt.get(tgt), p) for tgt, p in view.items()]
-            for r, p in pairs:
-                if r is None or p is None:
+            rget = rclt.get
+            for tgt, p in view.items():
+                r = rget(tgt)
+                if r is None:
                     continue
                 pts = p[_TS]
                 if ts - pts > r.window:
@@ -381,8 +383,8 @@ class SharedNetwork:
             lo = ts - q.window
             ok = True
             for o in link.probe:
-                p = o.head.get(k)
-                if p is None or p[_TS] < lo or p[_POS] < q.since:
+                newest = o.head.get(k)
+                if newest is None or newest[_TS] < lo or newest[_POS] < q.since:
                     ok = False
                     break
             if ok:
@@ -390,7 +392,7 @@ class SharedNetwork:
         # disjunctions: the event itself
         for link in ecq.dsj:
             q = link.query
-            found.append((q.order, (pos,), q.count_only or
+            found.append((q.order, q.count_only or
                           Match(q.spec.name, {q.spec.vars[link.index]: eid}, ts, ts)))
         # insert phase: at most one copy, only if a later event may use it
         if ecq.store_all or pmb:
@@ -400,7 +402,7 @@ class SharedNetwork:
             view[ecq] = inst
         if found:
             if len(found) > 1:
-                found.sort(key=lambda f: (f[0], f[1]))
+                found.sort(key=_first)  # stable: a query's matches keep their order
             mm = self.max_matches_per_event
             if mm is not None and len(found) > mm:
                 if self.on_cap != "truncate":
@@ -409,10 +411,10 @@ class SharedNetwork:
                                         f"max_matches_per_event={mm:,}")
                 self.truncated_matches += len(found) - mm
                 del found[mm:]
-            out.extend((pos, o, ps, m) for o, ps, m in found)
+            out += [(pos, o, m) for o, m in found]
 
     def _complete_seq(self, q: _Query, k: int, pos: int, ts: int, eid: Any,
-                      found: list[tuple[int, tuple[int, ...], Match]]) -> None:
+                      found: list[tuple[int, Match]]) -> None:
         spec = q.spec
         n = len(spec.types)
         lo = ts - q.window
@@ -447,7 +449,7 @@ class SharedNetwork:
             self._emit(q, c, pos, ts, eid, found)
 
     def _complete_cnj(self, q: _Query, link: _Link, k: int, pos: int, ts: int, eid: Any,
-                      found: list[tuple[int, tuple[int, ...], Match]]) -> None:
+                      found: list[tuple[int, Match]]) -> None:
         lo = ts - q.window
         since = q.since
         pools: list[list[list[Any]]] = []
@@ -467,27 +469,26 @@ class SharedNetwork:
             combos.append((tuple(sorted([x[_POS] for x in combo] + [pos])), combo))
         combos.sort(key=lambda c: c[0])
         if q.count_only is not None:
-            found.extend((q.order, ps, q.count_only) for ps, _c in combos)
+            found.extend((q.order, q.count_only) for _ps, _c in combos)
             return
-        for ps, combo in combos:
+        for _ps, combo in combos:
             ids: list[Any] = list(x[_ID] for x in combo)
             ids.insert(me, eid)
             start = min([x[_TS] for x in combo] + [ts])
-            found.append((q.order, ps, Match(spec.name, dict(zip(spec.vars, ids, strict=True)),
-                                             start, ts)))
+            found.append((q.order, Match(spec.name, dict(zip(spec.vars, ids, strict=True)),
+                                         start, ts)))
 
     @staticmethod
     def _emit(q: _Query, chain: list[list[Any]], pos: int, ts: int, eid: Any,
-              found: list[tuple[int, tuple[int, ...], Match]]) -> None:
+              found: list[tuple[int, Match]]) -> None:
         if q.count_only is not None:
-            found.append((q.order, (pos,), q.count_only))
+            found.append((q.order, q.count_only))
             return
         spec = q.spec
         ids = [x[_ID] for x in chain]
         ids.append(eid)
-        ps = tuple([x[_POS] for x in chain] + [pos])
-        found.append((q.order, ps, Match(spec.name, dict(zip(spec.vars, ids, strict=True)),
-                                         chain[0][_TS], ts)))
+        found.append((q.order, Match(spec.name, dict(zip(spec.vars, ids, strict=True)),
+                                     chain[0][_TS], ts)))
 
     # ------------------------------------------------------------------ cleaning
     def _maybe_clean(self) -> None:
