@@ -197,6 +197,7 @@ class QuerySetRuntime:
         self.next_qid = 0
         self.next_gpos = 0
         self.frontier = _FAR_PAST
+        self.max_seen = _FAR_PAST
         self.time: TimeInfo | None = None
         self.late_events: list[pa.Table] = []
         self.late_count = 0
@@ -277,8 +278,15 @@ class QuerySetRuntime:
         if t.num_rows == 0:
             return []
         if not self.lateness:
+            # late as in Runtime: behind the newest event before it (this or an earlier push)
+            # or an advance(); the events kept are then in order
             ts = t.column(TS).to_numpy()
-            late = ts < self.frontier
+            newest_before = np.empty_like(ts)
+            newest_before[0] = self.max_seen
+            if len(ts) > 1:
+                np.maximum.accumulate(ts[:-1], out=newest_before[1:])
+                np.maximum(newest_before, self.max_seen, out=newest_before)
+            late = (ts < self.frontier) | (ts < newest_before)
             if late.any():
                 self.late_count += int(late.sum())
                 self.late_events.append(t.filter(pa.array(late)))
@@ -286,10 +294,7 @@ class QuerySetRuntime:
                 ts = ts[~late]
                 if t.num_rows == 0:
                     return []
-            if len(ts) > 1 and not np.all(ts[1:] >= ts[:-1]):
-                order = np.argsort(ts, kind="stable")
-                t = t.take(pa.array(order))
-                ts = ts[order]
+            self.max_seen = max(self.max_seen, int(ts[-1]))
             self.frontier = max(self.frontier, int(ts[-1]))
         gpos0 = self.next_gpos
         self.next_gpos += t.num_rows
@@ -392,7 +397,7 @@ class QuerySetRuntime:
             "networks": {k: net.dump() for k, net in self.networks.items()},
             "runtimes": {n: m.runtime.snapshot() for n, m in self.members.items()
                          if m.runtime is not None},
-            "next_gpos": self.next_gpos, "frontier": self.frontier,
+            "next_gpos": self.next_gpos, "frontier": self.frontier, "max_seen": self.max_seen,
             "counts": dict(self.counts), "late_count": self.late_count,
             "seen": [list(d.items()) for d in self._seen],
         }
@@ -415,6 +420,7 @@ class QuerySetRuntime:
             self.members[n].runtime.restore(b)
         self.next_gpos = data["next_gpos"]
         self.frontier = data["frontier"]
+        self.max_seen = data["max_seen"]
         self.counts = dict(data["counts"])
         self.late_count = data["late_count"]
         self._seen = [{(tuple(k) if isinstance(k, list) else k): tuple(v) for k, v in d}

@@ -195,3 +195,38 @@ def test_count_only_counts_the_same_matches_per_query(seed: int) -> None:
     counted = rt.push(EventBatch.from_records(recs)) + rt.close()
     assert len(counted) == len(full)
     assert rt.counts == {n: sum(m.query == n for m in full) for n in qs.names}
+
+
+@pytest.mark.parametrize("plan", ["shared", "separate"])
+def test_late_events_as_each_query_alone(plan: str) -> None:
+    """Out-of-order pushes: an event behind the newest earlier one is late (counted, not
+    matched), per event, exactly as for one query's Runtime."""
+    texts = ["NAME s PATTERN SEQ(A a, B b) PARTITION BY src WITHIN 5 seconds",
+             "NAME o PATTERN OR(A a, C c)"]
+    chunks = [[{"id": 0, "type": "A", "ts": 1, "src": 1}, {"id": 1, "type": "A", "ts": 3, "src": 1},
+               {"id": 2, "type": "B", "ts": 2, "src": 1}],
+              [{"id": 3, "type": "C", "ts": 2, "src": 1}, {"id": 4, "type": "B", "ts": 4, "src": 1}]]
+    rt = kleene.compile_many(texts, plan=plan).start()
+    got = []
+    for c in chunks:
+        got += rt.push(EventBatch.from_records(c, sort=False))
+    got += rt.close()
+    alone = []
+    for text in texts:
+        one = kleene.compile(text).start()
+        for c in chunks:
+            alone += one.push(EventBatch.from_records(c, sort=False))
+        alone += one.close()
+        assert one.counters.late_events == 2
+    assert sorted(_keys(got)) == sorted(_keys(alone))
+    assert [tuple(m.bindings.values()) for m in got] == [(0,), (1,), (0, 4), (1, 4)]
+
+
+def test_cap_on_matches_per_event_in_the_network() -> None:
+    qs = kleene.compile_many(["NAME s PATTERN SEQ(A a, B b) WITHIN 100 seconds",
+                              "NAME t PATTERN SEQ(A a, C c) WITHIN 100 seconds"], plan="shared")
+    recs = [{"id": i, "type": "A", "ts": i} for i in range(5)] + [{"id": 9, "type": "B", "ts": 9}]
+    with pytest.raises(kleene.CapacityError, match="max_matches_per_event=3"):
+        qs.start(max_matches_per_event=3).push(EventBatch.from_records(recs))
+    rt = qs.start(max_matches_per_event=3, on_cap="truncate")
+    assert len(rt.push(EventBatch.from_records(recs))) == 3
