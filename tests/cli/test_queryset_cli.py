@@ -77,3 +77,12 @@ def test_split_queries() -> None:
     assert split_queries("PATTERN A a\n;\n  ;  \n-- only a comment\n;\nPATTERN B b") == [
         "PATTERN A a\n", "PATTERN B b"]
     assert split_queries("PATTERN SEQ(A a; B b)") == ["PATTERN SEQ(A a; B b)"]
+
+
+def test_explain_a_query_set(files: Path) -> None:
+    code, out, err = invoke("explain", str(files / "q"))
+    assert code == 0, err
+    assert out.splitlines() == [
+        "ab: shared network (SEQ of A, B, key ['src'], EMIT ALL)",
+        "more_1: shared network (SEQ of B, C, key ['src'], EMIT ALL)",
+        "kl: own plan nfa (Kleene or negated variables)"]

@@ -331,7 +331,7 @@ def check(query: str, dialect: str | None, udfs: tuple[str, ...]) -> None:
 
 
 @cli.command()
-@click.argument("query")
+@click.argument("query", nargs=-1, required=True)
 @_dialect
 @click.option("--dot", is_flag=True, help="Print the plan as a Graphviz dot graph.")
 @click.option("--spark", is_flag=True,
@@ -343,15 +343,22 @@ def check(query: str, dialect: str | None, udfs: tuple[str, ...]) -> None:
 @click.option("--kernel", is_flag=True,
               help="Print the generated source of the plan's kernel (where it has one).")
 @_guard
-def explain(query: str, dialect: str | None, dot: bool, spark: bool,
+def explain(query: tuple[str, ...], dialect: str | None, dot: bool, spark: bool,
             udfs: tuple[str, ...], plan: str | None, kernel: bool) -> None:
     """Show how QUERY will be evaluated: the chosen plan, why, every other plan's estimated
-    cost (or why it does not apply), and the plan itself."""
+    cost (or why it does not apply), and the plan itself. Several queries (a query set): one
+    line per query, in the shared network or on its own plan and why."""
     from ..api import analyze
     from ..plans import choose
     from ..plans.explain import explain as plan_explain
 
-    src = load_query(query)
+    sources = load_queries(query)
+    if len(sources) > 1 or plan in ("shared", "separate", "auto"):
+        if dot or spark or kernel:
+            raise QueryError("--dot, --spark and --kernel explain one query")
+        click.echo(_compile_set(sources, dialect, udfs, plan, 100_000).explain())
+        return
+    src = sources[0]
     analyzed = analyze(src.text, dialect=dialect, udfs=load_udfs(udfs), name=src.default_name)
     if spark:
         if dot or kernel:
