@@ -359,7 +359,7 @@ class SharedNetwork:
                     if p[_POS] < since or ts - pts > window:
                         continue
                     if fine:
-                        self._complete_seq(q, k, pos, ts, eid, found)
+                        self._complete_seq(q, p, k, pos, ts, eid, found)
                     else:
                         pmb[qid] = pts
                 ppmb = p[_PMB]
@@ -373,7 +373,7 @@ class SharedNetwork:
                         if ts - tstart > window:
                             continue
                         if fine:
-                            self._complete_seq(q, k, pos, ts, eid, found)
+                            self._complete_seq(q, p, k, pos, ts, eid, found)
                         else:
                             pmb[qid] = tstart
         # conjunctions: probe every other ECQ of the query (the newest instance is enough to
@@ -413,17 +413,23 @@ class SharedNetwork:
                 del found[mm:]
             out += [(pos, o, m) for o, m in found]
 
-    def _complete_seq(self, q: _Query, k: int, pos: int, ts: int, eid: Any,
+    def _complete_seq(self, q: _Query, p: list[Any], k: int, pos: int, ts: int, eid: Any,
                       found: list[tuple[int, Match]]) -> None:
+        """Complete query ``q`` at the event (``p``: the probed instance of the previous
+        class that extended it)."""
         spec = q.spec
         n = len(spec.types)
         lo = ts - q.window
         qid, since = q.qid, q.since
         ecqs = q.ecqs
         if spec.recent:
-            chain: list[list[Any]] = []
-            before = pos
-            for i in range(n - 2, -1, -1):
+            if q.count_only is not None:  # the probe proved the one most recent match
+                found.append((q.order, q.count_only))
+                return
+            # the probed instance p is the newest qualifying one of the previous class
+            chain: list[list[Any]] = [p]
+            before = p[_POS]
+            for i in range(n - 3, -1, -1):
                 inst = ecqs[i].head.get(k)
                 while inst is not None:
                     ip = inst[_POS]
