@@ -236,6 +236,68 @@ def plot(results: dict[str, Any]) -> None:
         plt.close(fig)
 
 
+def _f(x: float) -> str:
+    return f"{x:,.0f}" if x >= 100 else f"{x:.1f}" if x >= 1 else f"{x:.2f}"
+
+
+def report(results: dict[str, Any]) -> str:
+    """The results as the markdown tables of docs/benchmarks.md."""
+    out: list[str] = []
+    m = results.get("machine", {})
+    out.append(f"Machine: {m.get('cpus')} CPUs (shared), Python {m.get('python')}, "
+               f"{m.get('date')}, load average at the end {m.get('load')}.\n")
+    h = results.get("headline")
+    if h:
+        out.append("| 5K queries × 1K sources (median of 3) | shared µs/event | SP µs/event "
+                   "(extrapolated) | speedup |")
+        out.append("|---|---:|---:|---:|")
+        out.append(f"| with output (Match objects) | {_f(h['shared_us'])} | {_f(h['sp_us'])} | "
+                   f"{h['speedup']:.1f}× |")
+        out.append(f"| count only (the paper's metric: output excluded) | "
+                   f"{_f(h['shared_us_count'])} | {_f(h['sp_us_count'])} | "
+                   f"{h['speedup_count']:.1f}× |\n")
+    for name, key, title in (("queries", "nq", "queries"), ("sources", "ns", "sources"),
+                             ("classes", "npc", "classes"), ("steps", "steps", "SEQ length"),
+                             ("cnj", "nq", "CNJ3 queries"), ("dsj", "nq", "DSJ queries"),
+                             ("clean", "clean", "cleaning period")):
+        pts = results.get(name)
+        if not pts:
+            continue
+        out.append(f"**{title}** ({pts[0]['events']:,} events unless noted)\n")
+        has_sp = "sp" in pts[0]
+        cols = ["shared µs/event"] + (["SP µs/event", "speedup"] if has_sp else []) + [
+            "shared stored"] + (["SP stored (est.)"] if has_sp else [])
+        extra = " | kind" if name == "dsj" else ""
+        out.append(f"| {title}{extra} | " + " | ".join(cols) + " |")
+        out.append("|---" * (len(cols) + 1 + (1 if extra else 0)) + "|")
+        for p in pts:
+            sh = p["shared"]
+            row = [_f(sh["us_per_event"])]
+            if has_sp:
+                row += [_f(p["sp"]["us_per_event"]),
+                        f"{p['sp']['us_per_event'] / sh['us_per_event']:.1f}×"]
+            row += [_f(sh["stored"])]
+            if has_sp:
+                row += [_f(p["sp"]["stored"])]
+            kind = f" | {p['kind']}{p['steps']}" if extra else ""
+            ev = "" if p["events"] == pts[0]["events"] else f" ({p['events']:,} ev.)"
+            out.append(f"| {p[key]:,}{ev}{kind} | " + " | ".join(row) + " |")
+        out.append("")
+    e = results.get("queries_exponent")
+    if e:
+        out.append("Fitted exponent of µs/event against the number of queries (log-log, 100 "
+                   "to 5K): " + ", ".join(f"{k} {v:.2f}" for k, v in e.items()) + ".\n")
+    for r in results.get("memory", []):
+        out.append(f"Memory: {r['nq']:,} queries × {r['ns']:,} sources, {r['events']:,} events: "
+                   f"peak RSS {r['peak_rss_mb']:,.0f} MB, {_f(r['us_per_event'])} µs/event, "
+                   f"{_f(r['stored'])} stored instances.\n")
+    for r in results.get("addremove", []):
+        out.append(f"Add / remove with {r['nq']:,} queries registered: add median "
+                   f"{r['add_ms_median']:.2f} ms (max {r['add_ms_max']:.1f}), remove median "
+                   f"{r['remove_ms_median']:.2f} ms (max {r['remove_ms_max']:.1f}).\n")
+    return "\n".join(out)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", default=None)
@@ -244,6 +306,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--sp-sample", type=int, default=8)
     ap.add_argument("--memory-child", nargs=3, type=int, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--plot-only", action="store_true")
+    ap.add_argument("--report", action="store_true", help="print the markdown tables")
     args = ap.parse_args(argv)
     if args.memory_child:
         memory_child(*args.memory_child)
@@ -252,6 +315,9 @@ def main(argv: list[str] | None = None) -> None:
     results: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
     if args.plot_only:
         plot(results)
+        return
+    if args.report:
+        print(report(results))
         return
     ne, sp = (10_000, 2) if args.quick else (args.events, args.sp_sample)
     todo = args.only.split(",") if args.only else [
