@@ -236,6 +236,8 @@ class SharedNetwork:
         self.since_clean = 0
         self.truncated_matches = 0
         self.cleanings = 0
+        self.stored_log: deque[tuple[int, int]] = deque(maxlen=1000)
+        """Stored instances before and after each recent cleaning (the paper's measure)."""
 
     # ------------------------------------------------------------------ the network (Fig. 3)
     def add(self, qid: int, spec: SharedSpec, order: int, since: int) -> None:
@@ -291,10 +293,9 @@ class SharedNetwork:
         codes = lut[idx.astype(np.int64)]
         sel = np.flatnonzero(codes >= 0)
         ts_all = t.column(TS).to_numpy()
-        if len(sel):
-            self.max_ts = max(self.max_ts, int(ts_all[-1]))
-        self.since_clean += n
         if len(sel) == 0:
+            self.max_ts = max(self.max_ts, int(ts_all[-1]))
+            self.since_clean += n
             self._maybe_clean()
             return out
         sel_arr = pa.array(sel)
@@ -302,11 +303,23 @@ class SharedNetwork:
         cl = codes[sel].tolist()
         tl = ts_all[sel].tolist()
         il = t.column(ID).take(sel_arr).to_pylist()
-        gl = (sel + gpos0).tolist()
-        for c, k, ts, eid, g in zip(cl, keys, tl, il, gl, strict=True):
+        offs = sel.tolist()
+        # clean every clean_period input events, also inside a batch (before the event that
+        # reaches the period: instances older than its window are useless from then on)
+        next_at = self.clean_period - self.since_clean
+        last_clean = -self.since_clean
+        event = self._event
+        for c, k, ts, eid, off in zip(cl, keys, tl, il, offs, strict=True):
+            if off >= next_at:
+                self.max_ts = max(self.max_ts, ts)
+                self.clean()
+                last_clean = off
+                next_at = off + self.clean_period
             ecq = ecq_list[c]
             assert ecq is not None
-            self._event(ecq, k, g, ts, eid, out)
+            event(ecq, k, gpos0 + off, ts, eid, out)
+        self.max_ts = max(self.max_ts, int(ts_all[-1]))
+        self.since_clean = n - last_clean
         self._maybe_clean()
         return out
 
@@ -506,6 +519,7 @@ class SharedNetwork:
         (time-ordered SIQs: the obsolete instances are a prefix)."""
         self.since_clean = 0
         self.cleanings += 1
+        before = self.stored()
         for ecq in self.ecqs.values():
             siq, head = ecq.siq, ecq.head
             cutoff = self.max_ts - ecq.window
@@ -520,6 +534,7 @@ class SharedNetwork:
                     del v[ecq]
                     if not v:
                         del self.view[k]
+        self.stored_log.append((before, self.stored()))
 
     # ------------------------------------------------------------------ snapshot / restore
     def dump(self) -> dict[str, Any]:
