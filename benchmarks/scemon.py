@@ -161,7 +161,11 @@ def memory_child(nq: int, ns: int, n_events: int) -> None:
     ev = events(n_events, ns, 50)
     qs = kleene.compile_many(queries(nq, 50), plan="shared")
     r = run_shared(qs, ev, 10_000, 10_000)
+    # VmHWM: this process's peak RSS (ru_maxrss keeps the parent's peak across fork + exec)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            rss = int(line.split()[1]) / 1024
     print(json.dumps({"nq": nq, "ns": ns, "events": len(ev), "peak_rss_mb": rss, **r}))
 
 
