@@ -1397,7 +1397,7 @@ def evaluate(analyzed: AnalyzedQuery, events: EventBatch) -> list[Match]:
 
 def evaluate_set(queries: Sequence[AnalyzedQuery], events: EventBatch,
                  spans: Sequence[tuple[int, int]] | None = None) -> list[Match]:
-    """A query set (docs/semantics.md §16): each query alone over the events it saw
+    """A query set (docs/semantics.md §17): each query alone over the events it saw
     (``spans[i]``: the half-open range of stream positions between its addition and its
     removal; default the whole stream), merged by the position of the completing event, then
     the query's place in ``queries``, then the query's own order."""
