@@ -337,6 +337,8 @@ class QuerySetRuntime:
     def late(self) -> EventBatch | None:
         """Events that arrived behind the frontier (counted, never matched)."""
         lates = list(self.late_events)
+        # with allowed lateness every query has its own runtime, all fed the same batches:
+        # any one of them holds the set's late events (without it, the set filters them)
         for m in self.members.values():
             if m.runtime is not None and m.runtime.late is not None:
                 lates.append(m.runtime.late.table)
