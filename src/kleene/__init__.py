@@ -26,6 +26,7 @@ from .errors import (
 from .events import EventBatch, Match, TimeInfo
 from .events.readers import ReadReport, iter_events, read_events
 from .events.writers import write_matches
+from .queryset import QuerySet, compile_many
 
 __version__ = "0.1.0"
 
@@ -40,12 +41,14 @@ __all__ = [
     "Match",
     "MissingExtraError",
     "QueryError",
+    "QuerySet",
     "QuerySyntaxError",
     "QueryValidationError",
     "ReadReport",
     "TimeInfo",
     "analyze",
     "compile",
+    "compile_many",
     "iter_events",
     "parse",
     "read_events",

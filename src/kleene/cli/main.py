@@ -155,6 +155,52 @@ def load_query(arg: str) -> QuerySource:
     return QuerySource(arg, None, None)
 
 
+QUERY_SEPARATOR = ";"
+"""A line holding only this separates queries in one file (docs/language.md, "Query sets")."""
+
+
+def split_queries(text: str) -> list[str]:
+    """The queries of a text: the parts between lines that hold only ``;`` (blank parts and
+    parts holding only comments are ignored)."""
+    parts: list[list[str]] = [[]]
+    for line in text.splitlines(keepends=True):
+        if line.strip() == QUERY_SEPARATOR:
+            parts.append([])
+        else:
+            parts[-1].append(line)
+    out = []
+    for p in parts:
+        body = "".join(p)
+        if any(ln.strip() and not ln.strip().startswith("--") for ln in body.splitlines()):
+            out.append(body)
+    return out
+
+
+def load_queries(args: Sequence[str]) -> list[QuerySource]:
+    """QUERY arguments -> queries: a file (several queries separated by a ``;`` line; the file
+    stem names them, ``stem_1``, ``stem_2``, ... when there are several), a directory (its
+    ``*.kleene`` files, sorted), or query text."""
+    out: list[QuerySource] = []
+    for arg in args:
+        if os.path.isdir(arg):
+            files = sorted(Path(arg).glob("*.kleene"))
+            if not files:
+                raise QueryError(f"query directory {arg} has no *.kleene files")
+            for f in files:
+                out += load_queries([str(f)])
+            continue
+        src = load_query(arg)
+        parts = split_queries(src.text)
+        if not parts:
+            raise QueryError(f"{src.path or 'the query'} holds no query")
+        if len(parts) == 1:
+            out.append(QuerySource(parts[0], src.default_name, src.path))
+            continue
+        stem = src.default_name or "query"
+        out += [QuerySource(t, f"{stem}_{i}", src.path) for i, t in enumerate(parts, 1)]
+    return out
+
+
 def load_udfs(specs: Sequence[str]) -> dict[str, Callable[..., Any]]:
     """``module:function`` or ``name=module:function`` -> {name: callable}."""
     if os.getcwd() not in sys.path:
@@ -285,7 +331,7 @@ def check(query: str, dialect: str | None, udfs: tuple[str, ...]) -> None:
 
 
 @cli.command()
-@click.argument("query")
+@click.argument("query", nargs=-1, required=True)
 @_dialect
 @click.option("--dot", is_flag=True, help="Print the plan as a Graphviz dot graph.")
 @click.option("--spark", is_flag=True,
@@ -297,15 +343,22 @@ def check(query: str, dialect: str | None, udfs: tuple[str, ...]) -> None:
 @click.option("--kernel", is_flag=True,
               help="Print the generated source of the plan's kernel (where it has one).")
 @_guard
-def explain(query: str, dialect: str | None, dot: bool, spark: bool,
+def explain(query: tuple[str, ...], dialect: str | None, dot: bool, spark: bool,
             udfs: tuple[str, ...], plan: str | None, kernel: bool) -> None:
     """Show how QUERY will be evaluated: the chosen plan, why, every other plan's estimated
-    cost (or why it does not apply), and the plan itself."""
+    cost (or why it does not apply), and the plan itself. Several queries (a query set): one
+    line per query, in the shared network or on its own plan and why."""
     from ..api import analyze
     from ..plans import choose
     from ..plans.explain import explain as plan_explain
 
-    src = load_query(query)
+    sources = load_queries(query)
+    if len(sources) > 1 or plan in ("shared", "separate", "auto"):
+        if dot or spark or kernel:
+            raise QueryError("--dot, --spark and --kernel explain one query")
+        click.echo(_compile_set(sources, dialect, udfs, plan, 100_000).explain())
+        return
+    src = sources[0]
     analyzed = analyze(src.text, dialect=dialect, udfs=load_udfs(udfs), name=src.default_name)
     if spark:
         if dot or kernel:
@@ -330,7 +383,7 @@ def explain(query: str, dialect: str | None, dot: bool, spark: bool,
 
 
 @cli.command()
-@click.argument("query")
+@click.argument("query", nargs=-1, required=True)
 @click.option("--input", "-i", "input_path", required=True, metavar="PATH",
               help="Events: a .csv, .csv.gz, .tsv, .jsonl, .ndjson or .parquet file, a "
                    "directory or a glob of them (read in sorted order), or - for stdin.")
@@ -361,7 +414,11 @@ def explain(query: str, dialect: str | None, dot: bool, spark: bool,
               help="Evaluation backend (default automaton; oracle for tiny inputs).")
 @click.option("--plan", "plan", default=None, metavar="NAME",
               help="Force one evaluation plan of the automaton engine (nfa, pda, union, ...; "
-                   "`kleene explain` lists them and why one is chosen).")
+                   "`kleene explain` lists them and why one is chosen). For several queries: "
+                   "auto, shared (SCEMon's shared network) or separate.")
+@click.option("--clean-period", default=100_000, type=click.IntRange(min=1), show_default=True,
+              metavar="N", help="Several queries: events between two cleanings of the shared "
+                                "network.")
 @click.option("--count", is_flag=True, help="Print only the number of matches.")
 @_dialect
 @click.option("--udf", "udfs", multiple=True, metavar="module:function",
@@ -399,19 +456,26 @@ def explain(query: str, dialect: str | None, dot: bool, spark: bool,
                    "kernel.")
 @_guard
 @_without_cyclic_gc
-def run(query: str, input_path: str, input_format: str | None, time_col: str | None,
-        time_format: str | None, type_col: str | None, event_type: str | None, id_col: str | None, time_unit: str,
+def run(query: tuple[str, ...], input_path: str, input_format: str | None,
+        time_col: str | None, time_format: str | None, type_col: str | None,
+        event_type: str | None, id_col: str | None, time_unit: str,
         column_types: tuple[str, ...], on_bad_row: str, delimiter: str | None, batch_size: int,
         output: str | None, fmt: str | None, engine: str | None, plan: str | None,
-        count: bool, dialect: str | None, udfs: tuple[str, ...], quiet: bool, streaming: bool,
-        allowed_lateness: float, late_output: str | None, spark: bool, master: str | None,
+        clean_period: int, count: bool, dialect: str | None, udfs: tuple[str, ...],
+        quiet: bool, streaming: bool, allowed_lateness: float, late_output: str | None,
+        spark: bool, master: str | None,
         partitions: int | None, spark_reader: str, max_matches_per_call: int | None,
         on_cap: str, analyze: bool = False) -> None:
-    """Run QUERY over the events in --input; write matches (JSON Lines by default)."""
+    """Run QUERY over the events in --input; write matches (JSON Lines by default).
+
+    Several QUERY arguments, a directory of *.kleene files or a file holding several queries
+    (separated by a line holding only `;`) run as one query set in one pass."""
     from ..backends import DEFAULT_BACKEND
     from ..events.readers import BadRowPolicy, ReadOptions, collect, iter_events
 
     started = time.perf_counter()
+    sources = load_queries(query)
+    query_set = len(sources) > 1 or plan in ("shared", "separate", "auto")
     types: dict[str, str] = {}
     for spec in column_types:
         col, eq, typ = spec.partition("=")
@@ -446,8 +510,11 @@ def run(query: str, input_path: str, input_format: str | None, time_col: str | N
     if spark and plan is not None:
         raise InputError("--plan is for the embedded engine; --spark runs the chosen plan in "
                          "each task")
+    if query_set and (spark or (engine is not None and engine != DEFAULT_BACKEND)):
+        raise QueryError("several queries run as a query set on the embedded automaton "
+                         "engine; --spark and --engine are for one query")
     if spark:
-        _run_spark(query, input_path, on_bad_row=on_bad_row, quiet=quiet,
+        _run_spark(query[0], input_path, on_bad_row=on_bad_row, quiet=quiet,
                    **spark_options(output=output, fmt=out_fmt, input_format=input_format,
                                    time_col=time_col, type_col=type_col, event_type=event_type,
                                    id_col=id_col, time_unit=time_unit, column_types=types,
@@ -463,7 +530,10 @@ def run(query: str, input_path: str, input_format: str | None, time_col: str | N
     if late_output is not None and not streaming:
         raise InputError("--late-output needs --stream (a bounded run sorts its input: no row "
                          "is late)")
-    compiled = _compile(query, dialect, udfs, engine or DEFAULT_BACKEND, plan)
+    if query_set:
+        compiled: Any = _compile_set(sources, dialect, udfs, plan, clean_period)
+    else:
+        compiled = _compile(query[0], dialect, udfs, engine or DEFAULT_BACKEND, plan)
     compiled_at = time.perf_counter()
     options = ReadOptions(time_col=time_col, type_col=type_col, event_type=event_type,
                           id_col=id_col, time_unit=time_unit,  # type: ignore[arg-type]
@@ -486,12 +556,16 @@ def run(query: str, input_path: str, input_format: str | None, time_col: str | N
         progress.show(f"reading {input_path}: {_percent(stream)}{stream.report.events:,} events")
     events, report = collect(stream, batches)
     read_done = time.perf_counter()
-    if not compiled.backend.options and len(events) > ORACLE_WARN_EVENTS:
+    if not query_set and not compiled.backend.options and len(events) > ORACLE_WARN_EVENTS:
         click.echo(f"kleene: warning: the oracle enumerates every candidate match (brute "
                    f"force, for tiny inputs); {len(events):,} events may take very long. "
                    "The default engine is automaton.", err=True)
-    progress.show(f"matching {len(events):,} events with {compiled.engine}", force=True)
-    if compiled.backend.streaming:
+    progress.show(f"matching {len(events):,} events with {_engine_label(compiled)}",
+                  force=True)
+    if query_set:
+        matches = _engine_call("automaton", _run_query_set, compiled, events,
+                               {**caps, "count_only": count}) if len(events) else []
+    elif compiled.backend.streaming:
         # --count: the engine only counts (no bindings, no Match objects where it can)
         matches = _engine_call(compiled.engine, _automaton, compiled, events,
                                {**caps, "count_only": count}) if len(events) else []
@@ -509,7 +583,8 @@ def run(query: str, input_path: str, input_format: str | None, time_col: str | N
     finished = time.perf_counter()
     if not quiet:
         _summary(report, _n_matches(matches), _engine_label(compiled),
-                 (started, compiled_at, read_done, match_done, finished))
+                 (started, compiled_at, read_done, match_done, finished),
+                 per_query=_per_query(compiled, matches))
 
 
 def _automaton(compiled: Any, events: Any, options: dict[str, Any]) -> list[Any]:
@@ -553,8 +628,45 @@ _TEMPORARY: dict[str, int] = {}
 """Temporary-match counters of the last ``--analyze`` run (for the summary)."""
 
 
+def _compile_set(sources: list[QuerySource], dialect: str | None, udfs: Sequence[str],
+                 plan: str | None, clean_period: int) -> Any:
+    """Several queries -> one QuerySet (unique names; the plan: auto, shared or separate)."""
+    from ..queryset import PLANS, compile_many
+
+    if plan is not None and plan not in PLANS:
+        raise QueryError(f"--plan {plan!r} is for one query; a query set takes "
+                         f"{', '.join(PLANS)}")
+    return compile_many([s.text for s in sources], names=[s.default_name for s in sources],
+                        dialect=dialect, udfs=load_udfs(udfs), plan=plan,
+                        clean_period=clean_period)
+
+
+def _run_query_set(qs: Any, events: Any, options: dict[str, Any]) -> list[Any]:
+    """A query set over the whole (ordered) input as one ``push``."""
+    runtime = qs.start(**options)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        out: list[Any] = runtime.push(events)
+        out += runtime.close()
+    return out
+
+
+def _per_query(compiled: Any, matches: list[Any]) -> dict[str, int] | None:
+    """Matches per query name, for a query set's summary."""
+    names = getattr(compiled, "names", None)
+    if names is None:
+        return None
+    counts = dict.fromkeys(names, 0)
+    for m in matches:
+        counts[m.query] = counts.get(m.query, 0) + 1
+    return counts
+
+
 def _engine_label(compiled: Any) -> str:
     """``automaton, plan nfa`` for the summary line."""
+    if hasattr(compiled, "queries"):
+        shared = "shared network" if compiled.uses_network() else "separate plans"
+        return f"automaton, query set of {len(compiled.queries)}, {shared}"
     return compiled.engine if compiled.plan is None else f"{compiled.engine}, plan {compiled.plan}"
 
 
@@ -591,10 +703,12 @@ def _run_streaming(compiled: Any, stream: Any, *, output: str | None, fmt: str, 
     matches as they come (memory bounded by the chunk size and the engine's live state)."""
     from ..events.writers import MatchWriter, open_writer
 
-    if not compiled.backend.streaming:
+    is_set = hasattr(compiled, "queries")
+    engine = "automaton" if is_set else compiled.engine
+    if not is_set and not compiled.backend.streaming:
         raise QueryError(f"--stream needs an engine with a streaming runtime, not "
                          f"{compiled.engine!r}")
-    runtime = _engine_call(compiled.engine, compiled.start,
+    runtime = _engine_call(engine, compiled.start,
                            allowed_lateness_us=round(lateness_s * 1_000_000),
                            count_only=count, **caps)
     if count:
@@ -616,11 +730,12 @@ def _run_streaming(compiled: Any, stream: Any, *, output: str | None, fmt: str, 
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)  # truncation: reported below
                 for batch in stream:
-                    emit(_engine_call(compiled.engine, runtime.push, batch))
+                    emit(_engine_call(engine, runtime.push, batch))
                     progress.show(f"streaming: {_percent(stream)}{stream.report.events:,} "
                                   f"events, {n_matches:,} matches")
-                emit(_engine_call(compiled.engine, runtime.close))
-            _report_truncation(runtime.counters)
+                emit(_engine_call(engine, runtime.close))
+            if not is_set:
+                _report_truncation(runtime.counters)
             if count:
                 n_matches = runtime.counters.matches
                 click.echo(n_matches)
@@ -640,7 +755,8 @@ def _run_streaming(compiled: Any, stream: Any, *, output: str | None, fmt: str, 
         started, compiled_at = clock
         _summary(report, n_matches, _engine_label(compiled),
                  (started, compiled_at, finished, finished, finished),
-                 late=int(runtime.counters.late_events), lateness_s=lateness_s)
+                 late=int(runtime.late_count if is_set else runtime.counters.late_events),
+                 lateness_s=lateness_s, per_query=dict(runtime.counts) if is_set else None)
 
 
 def _write_late(runtime: Any, path: str, lateness_s: float) -> None:
@@ -733,7 +849,7 @@ def _run_spark(query: str, input_path: str, *, on_bad_row: str, quiet: bool,
 
 def _summary(report: Any, n_matches: int, engine: str,
              clock: tuple[float, float, float, float, float], *, late: int | None = None,
-             lateness_s: float = 0.0) -> None:
+             lateness_s: float = 0.0, per_query: dict[str, int] | None = None) -> None:
     started, compiled_at, read_done, match_done, finished = clock
     seconds = finished - started
     rate = report.events / seconds if seconds > 0 else 0.0
@@ -756,6 +872,8 @@ def _summary(report: Any, n_matches: int, engine: str,
         t = _TEMPORARY
         lines.append(f"temporary       {t['created']:>12,}   matches created ({t['copied']:,} "
                      f"copied, {t['live']:,} live at the end)")
+    for name, k in (per_query or {}).items():
+        lines.append(f"  {name:<13} {k:>12,}")
     if late is None:
         lines.append(f"time            {seconds:>12.2f} s  (compile {compiled_at - started:.2f} "
                      f"s, read {read_done - compiled_at:.2f} s, match "

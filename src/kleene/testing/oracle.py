@@ -1395,4 +1395,25 @@ def evaluate(analyzed: AnalyzedQuery, events: EventBatch) -> list[Match]:
     return out
 
 
-__all__ = ["MAX_CANDIDATES", "MAX_EVENTS", "OracleLimitError", "evaluate"]
+def evaluate_set(queries: Sequence[AnalyzedQuery], events: EventBatch,
+                 spans: Sequence[tuple[int, int]] | None = None) -> list[Match]:
+    """A query set (docs/semantics.md §17): each query alone over the events it saw
+    (``spans[i]``: the half-open range of stream positions between its addition and its
+    removal; default the whole stream), merged by the position of the completing event, then
+    the query's place in ``queries``, then the query's own order."""
+    ids = events.ids.to_pylist()
+    pos = {i: p for p, i in enumerate(ids)}
+    entries: list[tuple[int, int, int, Match]] = []
+    for qi, aq in enumerate(queries):
+        lo, hi = spans[qi] if spans is not None else (0, len(events))
+        if hi <= lo:
+            continue
+        for k, m in enumerate(evaluate(aq, events.slice(lo, hi - lo))):
+            bound = [i for b in m.bindings.values()
+                     for i in (b if isinstance(b, tuple) else (b,))]
+            entries.append((max(pos[i] for i in bound), qi, k, m))
+    entries.sort(key=lambda e: (e[0], e[1], e[2]))
+    return [e[3] for e in entries]
+
+
+__all__ = ["MAX_CANDIDATES", "MAX_EVENTS", "OracleLimitError", "evaluate", "evaluate_set"]

@@ -1,0 +1,432 @@
+"""Many queries in one pass: :func:`compile_many`, :class:`QuerySet` and its streaming runtime.
+
+Each query's matches in a set are exactly its matches run alone; across queries the output is
+ordered by the completing event (its timestamp, then its arrival), then the query's place in
+the set, then the query's own order (docs/semantics.md, "Query sets"). Queries the shared
+network supports (``kleene.plans.shared``) are evaluated together in SCEMon's event-queue
+network (``kleene.runtime.shared``); the others run on their own plan in the same pass.
+
+Example:
+    >>> import kleene
+    >>> from kleene.events import EventBatch
+    >>> qs = kleene.compile_many([
+    ...     "NAME ab PATTERN SEQ(A a, B b) PARTITION BY src WITHIN 10 seconds",
+    ...     "NAME bc PATTERN SEQ(B b, C c) PARTITION BY src WITHIN 10 seconds"])
+    >>> ev = [{"id": i, "type": t, "ts": i, "src": 1} for i, t in enumerate("ABC")]
+    >>> [(m.query, dict(m.bindings)) for m in qs.run(EventBatch.from_records(ev))]
+    [('ab', {'a': 0, 'b': 1}), ('bc', {'b': 1, 'c': 2})]
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from operator import itemgetter
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+
+from .api import CompiledQuery, QueryLike
+from .api import compile as compile_query
+from .errors import EngineError, QueryValidationError
+from .events import EventBatch, Match
+from .events.model import ID, TS, TimeInfo
+
+if TYPE_CHECKING:
+    from .runtime.shared import SharedNetwork, SharedSpec
+
+PLANS = ("auto", "shared", "separate")
+"""``auto``: the shared network when at least two queries of the set can share it (else each
+query alone); ``shared``: every query the network supports; ``separate``: SCEMon's SP
+baseline, every query on its own plan."""
+
+_FAR_PAST = -(2 ** 62)
+_key3 = itemgetter(0, 1, 2)
+
+
+def _spec(c: CompiledQuery) -> SharedSpec | str:
+    """The query's shared-network spec or the reason it has none (imported lazily: importing
+    kleene must not load the engines)."""
+    from .plans.shared import shared_spec
+
+    return shared_spec(c.analyzed)
+
+
+def _is_spec(s: object) -> bool:
+    from .runtime.shared import SharedSpec
+
+    return isinstance(s, SharedSpec)
+
+
+@dataclass(frozen=True)
+class QuerySet:
+    """Compiled queries evaluated together; immutable (``start`` gives a runtime that can add
+    and remove queries)."""
+
+    queries: tuple[CompiledQuery, ...]
+    plan: str = "auto"
+    options: Mapping[str, Any] = field(default_factory=dict)
+    dialect: str | None = None
+    udfs: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
+
+    @property
+    def names(self) -> list[str]:
+        """The query names, in set order."""
+        return [q.name for q in self.queries]
+
+    def specs(self) -> list[SharedSpec | str]:
+        """Per query: its network spec, or why the network cannot take it."""
+        return [_spec(q) for q in self.queries]
+
+    def uses_network(self) -> bool:
+        """Does this set evaluate some queries in the shared network?"""
+        if self.plan == "separate" or self.options.get("allowed_lateness_us", 0):
+            return False
+        n = sum(_is_spec(s) for s in self.specs())
+        return n >= 1 if self.plan == "shared" else n >= 2
+
+    def run(self, events: EventBatch) -> list[Match]:
+        """Every query's matches over a bounded, ordered batch, in the set's output order."""
+        ts = events.ts
+        if len(ts) > 1 and not np.all(ts[1:] >= ts[:-1]):
+            from .errors import InputError
+
+            raise InputError("events must be ordered by timestamp")
+        rt = self.start()
+        return rt.push(events) + rt.close()
+
+    def start(self, **options: Any) -> QuerySetRuntime:
+        """A streaming runtime: ``push`` / ``advance`` / ``close``, ``add`` / ``remove``."""
+        return QuerySetRuntime(self, {**self.options, **options})
+
+    def explain(self) -> str:
+        """One line per query: in the shared network, or on its own plan and why."""
+        shared = self.uses_network()
+        lines = []
+        for q, s in zip(self.queries, self.specs(), strict=True):
+            if shared and not isinstance(s, str):
+                lines.append(f"{q.name}: shared network ({s.kind.upper()} of "
+                             f"{', '.join(s.types)}, key {list(s.key_attrs)}, "
+                             f"{'EMIT RECENT' if s.recent else 'EMIT ALL'})")
+            else:
+                why = s if isinstance(s, str) else f"--plan {self.plan}" if \
+                    self.plan == "separate" else "nothing to share"
+                lines.append(f"{q.name}: own plan {q.plan} ({why})")
+        return "\n".join(lines)
+
+
+def compile_many(queries: Iterable[QueryLike] | Mapping[str, QueryLike], *,
+                 dialect: str | None = None,
+                 udfs: Mapping[str, Callable[..., Any]] | None = None,
+                 names: Iterable[str | None] | None = None, plan: str | None = None,
+                 **options: Any) -> QuerySet:
+    """Compile several queries into one :class:`QuerySet`.
+
+    ``queries`` is a list (text, AST or builder) or a mapping name -> query. A query's name is
+    its NAME clause, else the mapping key or ``names[i]``, else ``q1``, ``q2``, ... Names must
+    be unique. ``plan``: ``auto`` (default), ``shared`` or ``separate`` (:data:`PLANS`).
+    ``options`` are the runtime options of :func:`kleene.compile` plus ``clean_period`` (events
+    between two cleanings of the shared network, default 100,000).
+    """
+    plan = plan or "auto"
+    if plan not in PLANS:
+        raise QueryValidationError(f"unknown query-set plan {plan!r}; available: "
+                                   f"{', '.join(PLANS)}")
+    if isinstance(queries, Mapping):
+        items = list(queries.values())
+        given: list[str | None] = list(queries.keys())
+    else:
+        items = list(queries)
+        given = list(names) if names is not None else [None] * len(items)
+        if len(given) != len(items):
+            raise QueryValidationError(f"compile_many: {len(items)} queries but "
+                                       f"{len(given)} names")
+    if not items:
+        raise QueryValidationError("compile_many: the query set is empty")
+    set_opts = {k: v for k, v in options.items() if k != "clean_period"}
+    compiled: list[CompiledQuery] = []
+    for i, (q, nm) in enumerate(zip(items, given, strict=True)):
+        compiled.append(compile_query(q, dialect=dialect, udfs=udfs, name=nm or f"q{i + 1}",
+                                      **set_opts))
+    check_unique([c.name for c in compiled])
+    return QuerySet(tuple(compiled), plan, dict(options), dialect, dict(udfs or {}))
+
+
+def check_unique(names: list[str]) -> None:
+    """Query names in a set must be unique (they label every output record)."""
+    seen: set[str] = set()
+    for n in names:
+        if n in seen:
+            raise QueryValidationError(f"query set: two queries are named {n!r}; names must "
+                                       "be unique (use NAME, or rename a file)")
+        seen.add(n)
+
+
+class _Member:
+    __slots__ = ("compiled", "order", "qid", "network", "runtime")
+
+    def __init__(self, compiled: CompiledQuery, order: int, qid: int) -> None:
+        self.compiled = compiled
+        self.order = order
+        self.qid = qid
+        self.network: tuple[str, ...] | None = None
+        self.runtime: Any = None
+
+
+_RT_OPTS = ("allowed_lateness_us", "max_runs_per_partition", "max_matches_per_event",
+            "max_matches_per_call", "on_cap", "count_only", "use_kernel")
+
+
+class QuerySetRuntime:
+    """A running query set. ``push`` / ``advance`` / ``close`` as for one query; ``add`` and
+    ``remove`` change the set while it runs (an added query sees the events pushed after it;
+    a removed one emits nothing more and its state is freed)."""
+
+    def __init__(self, qs: QuerySet, options: dict[str, Any]) -> None:
+        self.qs = qs
+        self.options = options
+        self.clean_period = int(options.get("clean_period", 100_000))
+        self.rt_options = {k: v for k, v in options.items() if k in _RT_OPTS}
+        self.lateness = int(options.get("allowed_lateness_us", 0) or 0)
+        self.shared = qs.uses_network() if not self.lateness else False
+        self.members: dict[str, _Member] = {}
+        self.networks: dict[tuple[str, ...], SharedNetwork] = {}
+        self.next_order = 0
+        self.next_qid = 0
+        self.next_gpos = 0
+        self.frontier = _FAR_PAST
+        self.max_seen = _FAR_PAST
+        self.time: TimeInfo | None = None
+        self.late_events: list[pa.Table] = []
+        self.late_count = 0
+        self.counts: dict[str, int] = {}
+        """Matches emitted per query name (also for removed queries)."""
+        self._seen: list[dict[Any, tuple[int, int]]] = [{}, {}]
+        self.closed = False
+        for c in qs.queries:
+            self._add_compiled(c)
+
+    # ------------------------------------------------------------------ membership
+    def _add_compiled(self, c: CompiledQuery) -> None:
+        if c.name in self.members:
+            raise QueryValidationError(f"query set: a query named {c.name!r} is already "
+                                       "running; names must be unique")
+        m = _Member(c, self.next_order, self.next_qid)
+        self.next_order += 1
+        self.next_qid += 1
+        spec = _spec(c) if self.shared else None
+        if spec is not None and not isinstance(spec, str):
+            from .runtime.shared import SharedNetwork
+
+            net = self.networks.get(spec.key_attrs)
+            if net is None:
+                net = self.networks[spec.key_attrs] = SharedNetwork(
+                    spec.key_attrs, clean_period=self.clean_period,
+                    max_matches_per_event=self.rt_options.get("max_matches_per_event",
+                                                              1_000_000),
+                    on_cap=self.rt_options.get("on_cap", "error"),
+                    count_only=bool(self.rt_options.get("count_only", False)))
+            net.add(m.qid, spec, m.order, self.next_gpos)
+            m.network = spec.key_attrs
+        else:
+            m.runtime = c.start(**self.rt_options)
+        self.members[c.name] = m
+        self.counts.setdefault(c.name, 0)
+
+    def add(self, query: QueryLike, *, name: str | None = None) -> str:
+        """Add a query while running; it sees the events pushed from now on. Returns its
+        name (its NAME clause, else ``name``, else ``q<n>``)."""
+        self._check_open()
+        c = compile_query(query, dialect=self.qs.dialect, udfs=self.qs.udfs,
+                          name=name or f"q{self.next_order + 1}",
+                          **{k: v for k, v in self.qs.options.items() if k != "clean_period"})
+        self._add_compiled(c)
+        return c.name
+
+    def remove(self, name: str) -> None:
+        """Remove a query: it emits nothing more (matches it still held are dropped) and its
+        state is freed (network PMB entries with their instances, at the next cleaning)."""
+        m = self.members.pop(name, None)
+        if m is None:
+            raise QueryValidationError(f"query set: no query named {name!r}; running: "
+                                       f"{', '.join(self.members) or 'none'}")
+        if m.network is not None:
+            net = self.networks[m.network]
+            net.remove(m.qid)
+            if not net.queries:
+                del self.networks[m.network]
+        m.runtime = None
+
+    @property
+    def names(self) -> list[str]:
+        """The running queries, in set order."""
+        return list(self.members)
+
+    def stored_instances(self) -> int:
+        """Event instances stored by the shared network(s) (one copy per event)."""
+        return sum(n.stored() for n in self.networks.values())
+
+    # ------------------------------------------------------------------ streaming
+    def push(self, batch: EventBatch) -> list[Match]:
+        """Add events; returns the matches they complete, in the set's output order."""
+        self._check_open()
+        if self.time is None:
+            self.time = batch.time
+        t = batch.table
+        if t.num_rows == 0:
+            return []
+        if not self.lateness:
+            # late as in Runtime: behind the newest event before it (this or an earlier push)
+            # or an advance(); the events kept are then in order
+            ts = t.column(TS).to_numpy()
+            newest_before = np.empty_like(ts)
+            newest_before[0] = self.max_seen
+            if len(ts) > 1:
+                np.maximum.accumulate(ts[:-1], out=newest_before[1:])
+                np.maximum(newest_before, self.max_seen, out=newest_before)
+            late = (ts < self.frontier) | (ts < newest_before)
+            if late.any():
+                self.late_count += int(late.sum())
+                self.late_events.append(t.filter(pa.array(late)))
+                t = t.filter(pa.array(~late))
+                ts = ts[~late]
+                if t.num_rows == 0:
+                    return []
+            self.max_seen = max(self.max_seen, int(ts[-1]))
+            self.frontier = max(self.frontier, int(ts[-1]))
+        gpos0 = self.next_gpos
+        self.next_gpos += t.num_rows
+        produced: list[tuple[int, int, int, Match]] = []
+        runtimes = [m for m in self.members.values() if m.runtime is not None]
+        if len(self.networks) == 1 and not runtimes:  # already in the set's order
+            (net,) = self.networks.values()
+            return self._count([x for _g, _o, x in net.process(t, gpos0)])
+        for net in self.networks.values():
+            for g, qo, x in net.process(t, gpos0):
+                produced.append((x.end, g, qo, x))
+        if runtimes:
+            self._remember(t, gpos0)
+            sub = EventBatch(t, batch.time)
+            for mem in runtimes:
+                self._collect(mem, mem.runtime.push(sub), produced)
+        return self._finish(produced)
+
+    def advance(self, watermark_us: int) -> list[Match]:
+        """Promise no event below ``watermark_us`` will come (see Runtime.advance)."""
+        self._check_open()
+        produced: list[tuple[int, int, int, Match]] = []
+        for m in list(self.members.values()):
+            if m.runtime is not None:
+                self._collect(m, m.runtime.advance(watermark_us), produced)
+        self.frontier = max(self.frontier, int(watermark_us))
+        return self._finish(produced)
+
+    def close(self) -> list[Match]:
+        """End of stream: flush every query."""
+        self._check_open()
+        produced: list[tuple[int, int, int, Match]] = []
+        for m in list(self.members.values()):
+            if m.runtime is not None:
+                self._collect(m, m.runtime.close(), produced)
+        self.closed = True
+        return self._finish(produced)
+
+    @property
+    def late(self) -> EventBatch | None:
+        """Events that arrived behind the frontier (counted, never matched)."""
+        lates = list(self.late_events)
+        # with allowed lateness every query has its own runtime, all fed the same batches:
+        # any one of them holds the set's late events (without it, the set filters them)
+        for m in self.members.values():
+            if m.runtime is not None and m.runtime.late is not None:
+                lates.append(m.runtime.late.table)
+                break
+        if not lates:
+            return None
+        return EventBatch(pa.concat_tables(lates, promote_options="default"),
+                          self.time or TimeInfo())
+
+    # ------------------------------------------------------------------ output order
+    def _remember(self, t: pa.Table, gpos0: int) -> None:
+        """Arrival positions of this call's events (and the previous call's), to place the
+        completing event of a match from a query running on its own plan."""
+        ids = t.column(ID).to_pylist()
+        ts = t.column(TS).to_numpy().tolist()
+        self._seen = [self._seen[1], {i: (s, gpos0 + k)
+                                      for k, (i, s) in enumerate(zip(ids, ts, strict=True))}]
+
+    def _collect(self, m: _Member, matches: list[Match],
+                 produced: list[tuple[int, int, int, Match]]) -> None:
+        old, new = self._seen
+        name = m.compiled.name
+        placeholder = None
+        for x in matches:
+            if x.query != name:  # a count-mode placeholder: label it with the query
+                placeholder = placeholder or Match(name, {}, x.start, x.end)
+                x = placeholder
+            best = (x.end, -1)
+            for b in x.bindings.values():
+                for i in (b if isinstance(b, tuple) else (b,)):
+                    p = new.get(i) or old.get(i)
+                    if p is not None and p > best:
+                        best = p
+            produced.append((best[0], best[1], m.order, x))
+
+    def _finish(self, produced: list[tuple[int, int, int, Match]]) -> list[Match]:
+        produced.sort(key=_key3)
+        return self._count([e[3] for e in produced])
+
+    def _count(self, out: list[Match]) -> list[Match]:
+        counts = self.counts
+        for x in out:
+            counts[x.query] += 1
+        return out
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise EngineError("the query set's runtime is closed")
+
+    # ------------------------------------------------------------------ snapshot / restore
+    def snapshot(self) -> bytes:
+        """The whole set's state as plain bytes; restore it into a runtime of the same set
+        (the same queries added and removed, so names and places agree)."""
+        data = {
+            "version": 1,
+            "members": [(n, m.order, m.qid, m.network is not None)
+                        for n, m in self.members.items()],
+            "networks": {k: net.dump() for k, net in self.networks.items()},
+            "runtimes": {n: m.runtime.snapshot() for n, m in self.members.items()
+                         if m.runtime is not None},
+            "next_gpos": self.next_gpos, "frontier": self.frontier, "max_seen": self.max_seen,
+            "counts": dict(self.counts), "late_count": self.late_count,
+            "seen": [list(d.items()) for d in self._seen],
+        }
+        return pickle.dumps(data, protocol=5)
+
+    def restore(self, blob: bytes) -> None:
+        """Replace the state with a :meth:`snapshot` of a runtime of the same set."""
+        from .runtime.engine import _safe_loads
+
+        data = _safe_loads(blob)
+        if not isinstance(data, dict) or data.get("version") != 1 or "members" not in data:
+            raise EngineError("not a kleene query-set snapshot")
+        mine = [(n, m.order, m.qid, m.network is not None) for n, m in self.members.items()]
+        if [tuple(x) for x in data["members"]] != mine:
+            raise EngineError("snapshot is of a different query set (names, order or plans "
+                              "differ)")
+        for k, d in data["networks"].items():
+            self.networks[tuple(k)].load(d)
+        for n, b in data["runtimes"].items():
+            self.members[n].runtime.restore(b)
+        self.next_gpos = data["next_gpos"]
+        self.frontier = data["frontier"]
+        self.max_seen = data["max_seen"]
+        self.counts = dict(data["counts"])
+        self.late_count = data["late_count"]
+        self._seen = [{(tuple(k) if isinstance(k, list) else k): tuple(v) for k, v in d}
+                      for d in data["seen"]]
+
+
+__all__ = ["PLANS", "QuerySet", "QuerySetRuntime", "check_unique", "compile_many"]

@@ -1,0 +1,571 @@
+"""SCEMon's shared event-queue network: many queries evaluated in one pass over the events.
+
+One *event-centric composable queue* (ECQ) per event class (Lee et al., DEBS 2011):
+
+* the **shared instance queue** (SIQ): the stored instances of the class in arrival order, one
+  copy each however many queries use it, with a hash table ``head`` from the partition key
+  (SCEMon's source id) to the newest instance of that key; every instance points to the
+  previous instance of the same key (``prev``), so a key's instances are a linked list;
+* the **composition link table** (CLT): one link per query the class takes part in (kind,
+  window, the ECQs to probe, INIT / FINE position); the **reverse CLT** (R-CLT) groups the
+  sequence links by the ECQ they probe, so one probe serves every query of the group
+  (sub-pattern sharing);
+* the **partial matching block** (PMB) of each instance: ``{query id: t_start}``, the latest
+  start time of a partial match of that query ending at the instance. *PMB reduction*: the
+  entry of a query whose first class is the instance's class is not stored (it is the
+  instance's own timestamp).
+
+Processing an event is the paper's *test* phase (probe the preceding ECQ's newest instance of
+the same key: O(1), extend or complete partial matches) and *insert* phase (append the instance
+once, if some query may extend it later). Cleaning (every ``clean_period`` events) drops
+instances older than the largest window of the queries using the class, from the front of each
+SIQ. Matches are exactly those of docs/semantics.md for the supported shapes (SEQ / AND / OR of
+single events of distinct types, skip-till-any-match, a time window, EMIT ALL or RECENT), in the
+documented order; see docs/semantics.md, "Query sets".
+
+Why this is not a :class:`~kleene.runtime.matcher.Matcher`: a matcher belongs to one plan and
+gets one query's candidate events per key; the network's point is that one event is tested and
+stored once for every query, so it sits beside :class:`~kleene.runtime.engine.Runtime` and is
+driven by the query-set runtime (``kleene.queryset``).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from itertools import product
+from operator import itemgetter
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import CapacityError, EngineError
+from ..events import Match
+from ..events.model import ID, TS, TYPE
+
+SEQ, CNJ, DSJ = "seq", "and", "or"
+
+
+@dataclass(frozen=True, slots=True)
+class SharedSpec:
+    """One query as the network evaluates it (plain data, no AST)."""
+
+    name: str
+    kind: str
+    """``seq``, ``and`` or ``or``."""
+    types: tuple[str, ...]
+    """The event type of each variable, in pattern order (distinct)."""
+    vars: tuple[str, ...]
+    window_us: int | None
+    """``WITHIN`` in microseconds (required for ``seq`` / ``and`` of two or more)."""
+    recent: bool
+    """EMIT RECENT (else EMIT ALL)."""
+    key_attrs: tuple[str, ...]
+    """PARTITION BY and equivalence attributes: SCEMon's source id."""
+
+
+# instance slots (a list, so cleaning can cut ``prev``)
+_POS, _TS, _ID, _PREV, _PMB, _KEY = range(6)
+_INF = float("inf")
+
+
+class _Query:
+    __slots__ = ("qid", "spec", "order", "since", "ecqs", "window", "count_only")
+
+    def __init__(self, qid: int, spec: SharedSpec, order: int, since: int,
+                 count_only: bool = False) -> None:
+        self.count_only = Match(spec.name, {}, 0, 0) if count_only else None
+        """Count mode: the placeholder every match of the query is (no bindings built)."""
+        self.qid = qid
+        self.spec = spec
+        self.order = order
+        self.since = since
+        self.ecqs: list[_ECQ] = []
+        self.window: float = _INF if spec.window_us is None else spec.window_us
+
+
+class _Link:
+    """CLink(ECQ, Q): the query, its kind, the variable index, the ECQs to probe, flags."""
+
+    __slots__ = ("query", "kind", "index", "probe", "init", "fine", "prev_init")
+
+    def __init__(self, query: _Query, index: int, probe: list[_ECQ]) -> None:
+        self.query = query
+        self.kind = query.spec.kind
+        self.index = index
+        self.probe = probe
+        n = len(query.spec.types)
+        self.init = self.kind != SEQ or index == 0
+        self.fine = self.kind != SEQ or index == n - 1
+        self.prev_init = self.kind == SEQ and index == 1
+
+
+class _RLink:
+    """R-CLink: the sequence links of one ECQ that probe the same ECQ (sub-pattern sharing),
+    their largest window, the links whose probed ECQ starts the sequence (``init``: the probed
+    instance's own timestamp is the start) and the others by query id (``mid``: read from the
+    probed instance's PMB)."""
+
+    __slots__ = ("target", "window", "init", "mid")
+
+    def __init__(self, target: _ECQ) -> None:
+        self.target = target
+        self.window: float = 0.0
+        self.init: list[tuple[_Query, int, int, float, bool]] = []
+        """(query, query id, since, window, completes here) per link."""
+        self.mid: dict[int, tuple[_Query, float, bool]] = {}
+        """query id -> (query, window, completes here)."""
+
+
+class _ECQ:
+    __slots__ = ("name", "siq", "head", "clt", "rclt", "cnj", "dsj", "store_all", "window")
+    # rclt: probed ECQ -> R-CLink
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.siq: deque[list[Any]] = deque()
+        self.head: dict[Any, list[Any]] = {}
+        self.clt: dict[int, _Link] = {}
+        self.rclt: dict[_ECQ, _RLink] = {}
+        self.cnj: list[_Link] = []
+        self.dsj: list[_Link] = []
+        self.store_all = 0
+        """How many queries start a sequence here or take part in a conjunction: if any,
+        every instance is stored (otherwise only instances that extended a partial match)."""
+        self.window: float = 0.0
+
+    def link_add(self, link: _Link) -> None:
+        """Add a CLink and update the R-CLT (O(1): adding a query costs no rebuild)."""
+        q = link.query
+        self.clt[q.qid] = link
+        self.window = max(self.window, q.window)
+        if link.kind == DSJ:
+            self.dsj.append(link)
+        elif link.kind == CNJ:
+            self.cnj.append(link)
+            self.store_all += 1
+        elif link.index == 0:
+            self.store_all += 1
+        else:
+            target = link.probe[0]
+            r = self.rclt.get(target)
+            if r is None:
+                r = self.rclt[target] = _RLink(target)
+            if link.prev_init:
+                r.init.append((q, q.qid, q.since, q.window, link.fine))
+            else:
+                r.mid[q.qid] = (q, q.window, link.fine)
+            r.window = max(r.window, q.window)
+
+    def link_remove(self, link: _Link) -> None:
+        """Remove a CLink; windows shrink to the largest of the remaining links."""
+        q = link.query
+        del self.clt[q.qid]
+        if link.kind == DSJ:
+            self.dsj.remove(link)
+        elif link.kind == CNJ:
+            self.cnj.remove(link)
+            self.store_all -= 1
+        elif link.index == 0:
+            self.store_all -= 1
+        else:
+            r = self.rclt[link.probe[0]]
+            if link.prev_init:
+                r.init = [x for x in r.init if x[1] != q.qid]
+            else:
+                del r.mid[q.qid]
+            if not r.init and not r.mid:
+                del self.rclt[link.probe[0]]
+            else:
+                r.window = max([x[3] for x in r.init] + [x[1] for x in r.mid.values()])
+        self.window = max((lk.query.window for lk in self.clt.values()), default=0.0)
+
+def _walk(ecqs: list[_ECQ], i: int, k: int, before: int, lo: float, since: int, qid: int,
+          acc: list[list[Any]], chains: list[list[list[Any]]]) -> None:
+    """Every chain of instances of ``ecqs[0..i]`` (key ``k``) before ``before`` that starts at
+    or after ``lo``: the instance of class i must carry a PMatch of the query (i > 0)."""
+    inst = ecqs[i].head.get(k)
+    while inst is not None:
+        ip = inst[_POS]
+        if inst[_TS] < lo or ip < since:
+            return
+        if ip < before:
+            if i == 0:
+                acc.append(inst)
+                chains.append(acc[::-1])
+                acc.pop()
+            else:
+                pmb = inst[_PMB]
+                if pmb is not None and pmb.get(qid, -_INF) >= lo:
+                    acc.append(inst)
+                    _walk(ecqs, i - 1, k, ip, lo, since, qid, acc, chains)
+                    acc.pop()
+        inst = inst[_PREV]
+
+
+Entry = tuple[int, int, Match]
+"""(global position of the completing event, query order, match)."""
+
+_first = itemgetter(0)
+
+
+class SharedNetwork:
+    """The ECQ network of the queries that share one partition key (``key_attrs``)."""
+
+    def __init__(self, key_attrs: tuple[str, ...], *, clean_period: int = 100_000,
+                 max_matches_per_event: int | None = 1_000_000,
+                 on_cap: str = "error", count_only: bool = False) -> None:
+        if clean_period < 1:
+            raise EngineError(f"clean_period must be a positive number of events, not "
+                              f"{clean_period!r}")
+        self.key_attrs = key_attrs
+        self.clean_period = int(clean_period)
+        self.max_matches_per_event = max_matches_per_event
+        self.on_cap = on_cap
+        self.count_only = count_only
+        """Build no bindings: every match is its query's placeholder (``--count``)."""
+        self.ecqs: dict[str, _ECQ] = {}
+        self.queries: dict[int, _Query] = {}
+        self.view: dict[int, dict[_ECQ, list[Any]]] = {}
+        """Per key: its newest stored instance of each class (the ECQs it can probe)."""
+        self.keys: dict[Any, int] = {}
+        """Partition key value -> small int (the SIQ hash key)."""
+        self.max_ts = -(2 ** 62)
+        self.since_clean = 0
+        self.truncated_matches = 0
+        self.cleanings = 0
+        self.stored_log: deque[tuple[int, int]] = deque(maxlen=1000)
+        """Stored instances before and after each recent cleaning (the paper's measure)."""
+
+    # ------------------------------------------------------------------ the network (Fig. 3)
+    def add(self, qid: int, spec: SharedSpec, order: int, since: int) -> None:
+        """Insert a query: create missing ECQs, add one CLink per class (and R-CLink)."""
+        q = _Query(qid, spec, order, since, self.count_only)
+        q.ecqs = [self.ecqs.setdefault(t, _ECQ(t)) for t in spec.types]
+        for i, ecq in enumerate(q.ecqs):
+            if spec.kind == SEQ:
+                probe = [q.ecqs[i - 1]] if i > 0 else []
+            elif spec.kind == CNJ:
+                probe = [e for j, e in enumerate(q.ecqs) if j != i]
+            else:
+                probe = []
+            ecq.link_add(_Link(q, i, probe))
+        self.queries[qid] = q
+
+    def remove(self, qid: int) -> None:
+        """Delete a query's CLinks; an ECQ whose CLT becomes empty is dropped with its
+        instances. PMB entries of the query are freed with their instances by cleaning (the
+        query id is never reused, so they are never read again)."""
+        q = self.queries.pop(qid)
+        for ecq in q.ecqs:
+            ecq.link_remove(ecq.clt[qid])
+            if not ecq.clt:
+                self.ecqs.pop(ecq.name, None)
+                for k in list(ecq.head):
+                    v = self.view.get(k)
+                    if v is not None:
+                        v.pop(ecq, None)
+
+    def stored(self) -> int:
+        """Instances stored in all SIQs (one copy per event)."""
+        return sum(len(e.siq) for e in self.ecqs.values())
+
+    def pmb_entries(self) -> int:
+        """PMatch entries stored in all PMBs."""
+        return sum(len(i[_PMB]) for e in self.ecqs.values() for i in e.siq if i[_PMB])
+
+    # ------------------------------------------------------------------ one batch
+    def process(self, t: pa.Table, gpos0: int) -> list[Entry]:
+        """Run an ordered batch (rows ``gpos0 ...``) through the network; the matches of every
+        query, in (completing position, query order, positions) order."""
+        n = t.num_rows
+        out: list[Entry] = []
+        if n == 0 or not self.ecqs:
+            return out
+        # one type pass for every query: class code per row (-1: no ECQ)
+        enc = pc.dictionary_encode(t.column(TYPE)).combine_chunks()
+        ecq_list: list[_ECQ | None] = [self.ecqs.get(nm) for nm in enc.dictionary.to_pylist()]
+        lut = np.array([i if e is not None else -1 for i, e in enumerate(ecq_list)] + [-1],
+                       dtype=np.int64)
+        idx = enc.indices.fill_null(len(ecq_list)).to_numpy(zero_copy_only=False)
+        codes = lut[idx.astype(np.int64)]
+        sel = np.flatnonzero(codes >= 0)
+        ts_all = t.column(TS).to_numpy()
+        if len(sel) == 0:
+            self.max_ts = max(self.max_ts, int(ts_all[-1]))
+            self.since_clean += n
+            self._maybe_clean()
+            return out
+        sel_arr = pa.array(sel)
+        keys = self._keys(t, sel_arr)
+        cl = codes[sel].tolist()
+        tl = ts_all[sel].tolist()
+        il = t.column(ID).take(sel_arr).to_pylist()
+        offs = sel.tolist()
+        # clean every clean_period input events, also inside a batch (before the event that
+        # reaches the period: instances older than its window are useless from then on)
+        next_at = self.clean_period - self.since_clean
+        last_clean = -self.since_clean
+        event = self._event
+        for c, k, ts, eid, off in zip(cl, keys, tl, il, offs, strict=True):
+            if off >= next_at:
+                self.max_ts = max(self.max_ts, ts)
+                self.clean()
+                last_clean = off
+                next_at = off + self.clean_period
+            ecq = ecq_list[c]
+            assert ecq is not None
+            event(ecq, k, gpos0 + off, ts, eid, out)
+        self.max_ts = max(self.max_ts, int(ts_all[-1]))
+        self.since_clean = n - last_clean
+        self._maybe_clean()
+        return out
+
+    def _keys(self, t: pa.Table, sel: pa.Array) -> list[int]:
+        """The partition key of each selected row, interned to a small int (one pass)."""
+        n = len(sel)
+        if not self.key_attrs:
+            return [0] * n
+        cols = []
+        for a in self.key_attrs:
+            if a in t.column_names:
+                col = t.column(a).take(sel)
+                if pa.types.is_dictionary(col.type):
+                    col = col.cast(col.type.value_type)
+                cols.append(col)
+            else:
+                cols.append(pa.nulls(n))
+        intern = self.keys
+        if len(cols) == 1:
+            enc = pc.dictionary_encode(cols[0], null_encoding="encode").combine_chunks()
+            vals = enc.dictionary.to_pylist()
+            gid = np.array([intern.setdefault((v,), len(intern)) for v in vals],
+                           dtype=np.int64)
+            out: list[int] = gid[enc.indices.to_numpy(zero_copy_only=False)].tolist()
+            return out
+        rows = zip(*(c.to_pylist() for c in cols), strict=True)
+        return [intern.setdefault(r, len(intern)) for r in rows]
+
+    # ------------------------------------------------------------------ test + insert phases
+    def _event(self, ecq: _ECQ, k: int, pos: int, ts: int, eid: Any,
+               out: list[Entry]) -> None:
+        pmb: dict[int, float] = {}
+        found: list[tuple[int, Match]] = []
+        view = self.view.get(k)
+        if view is None:
+            view = self.view[k] = {}
+        # sequences: probe once per R-CLink (sub-pattern sharing), visiting only the classes
+        # this key has stored instances of
+        rclt = ecq.rclt
+        if rclt:
+            rget = rclt.get
+            for tgt, p in view.items():
+                r = rget(tgt)
+                if r is None:
+                    continue
+                pts = p[_TS]
+                if ts - pts > r.window:
+                    continue
+                for q, qid, since, window, fine in r.init:
+                    if p[_POS] < since or ts - pts > window:
+                        continue
+                    if fine:
+                        self._complete_seq(q, p, k, pos, ts, eid, found)
+                    else:
+                        pmb[qid] = pts
+                ppmb = p[_PMB]
+                if ppmb and r.mid:
+                    mid = r.mid
+                    hits = [(qid, ppmb[qid]) for qid in mid if qid in ppmb] \
+                        if len(mid) < len(ppmb) else \
+                        [(qid, t0) for qid, t0 in ppmb.items() if qid in mid]
+                    for qid, tstart in hits:
+                        q, window, fine = mid[qid]
+                        if ts - tstart > window:
+                            continue
+                        if fine:
+                            self._complete_seq(q, p, k, pos, ts, eid, found)
+                        else:
+                            pmb[qid] = tstart
+        # conjunctions: probe every other ECQ of the query (the newest instance is enough to
+        # decide; the enumeration walks further back)
+        for link in ecq.cnj:
+            q = link.query
+            lo = ts - q.window
+            ok = True
+            for o in link.probe:
+                newest = o.head.get(k)
+                if newest is None or newest[_TS] < lo or newest[_POS] < q.since:
+                    ok = False
+                    break
+            if ok:
+                self._complete_cnj(q, link, k, pos, ts, eid, found)
+        # disjunctions: the event itself
+        for link in ecq.dsj:
+            q = link.query
+            found.append((q.order, q.count_only or
+                          Match(q.spec.name, {q.spec.vars[link.index]: eid}, ts, ts)))
+        # insert phase: at most one copy, only if a later event may use it
+        if ecq.store_all or pmb:
+            inst = [pos, ts, eid, ecq.head.get(k), pmb or None, k]
+            ecq.siq.append(inst)
+            ecq.head[k] = inst
+            view[ecq] = inst
+        if found:
+            if len(found) > 1:
+                found.sort(key=_first)  # stable: a query's matches keep their order
+            mm = self.max_matches_per_event
+            if mm is not None and len(found) > mm:
+                if self.on_cap != "truncate":
+                    raise CapacityError(f"shared network: event {eid!r} completes "
+                                        f"{len(found):,} matches, more than "
+                                        f"max_matches_per_event={mm:,}")
+                self.truncated_matches += len(found) - mm
+                del found[mm:]
+            out += [(pos, o, m) for o, m in found]
+
+    def _complete_seq(self, q: _Query, p: list[Any], k: int, pos: int, ts: int, eid: Any,
+                      found: list[tuple[int, Match]]) -> None:
+        """Complete query ``q`` at the event (``p``: the probed instance of the previous
+        class that extended it)."""
+        spec = q.spec
+        n = len(spec.types)
+        lo = ts - q.window
+        qid, since = q.qid, q.since
+        ecqs = q.ecqs
+        if spec.recent:
+            if q.count_only is not None:  # the probe proved the one most recent match
+                found.append((q.order, q.count_only))
+                return
+            # the probed instance p is the newest qualifying one of the previous class
+            chain: list[list[Any]] = [p]
+            before = p[_POS]
+            for i in range(n - 3, -1, -1):
+                inst = ecqs[i].head.get(k)
+                while inst is not None:
+                    ip = inst[_POS]
+                    if inst[_TS] < lo or ip < since:
+                        inst = None
+                        break
+                    if ip < before and (i == 0 or (inst[_PMB] is not None
+                                                   and inst[_PMB].get(qid, -_INF) >= lo)):
+                        break
+                    inst = inst[_PREV]
+                if inst is None:  # cannot happen when the probe succeeded; be safe
+                    return
+                chain.append(inst)
+                before = inst[_POS]
+            chain.reverse()
+            self._emit(q, chain, pos, ts, eid, found)
+            return
+        chains: list[list[list[Any]]] = []
+        _walk(ecqs, n - 2, k, pos, lo, since, qid, [], chains)
+        if len(chains) > 1:
+            chains.sort(key=lambda c: [x[_POS] for x in c])
+        for c in chains:
+            self._emit(q, c, pos, ts, eid, found)
+
+    def _complete_cnj(self, q: _Query, link: _Link, k: int, pos: int, ts: int, eid: Any,
+                      found: list[tuple[int, Match]]) -> None:
+        lo = ts - q.window
+        since = q.since
+        pools: list[list[list[Any]]] = []
+        for o in link.probe:
+            pool: list[list[Any]] = []
+            inst = o.head.get(k)
+            while inst is not None and inst[_TS] >= lo and inst[_POS] >= since:
+                pool.append(inst)
+                if q.spec.recent:
+                    break
+                inst = inst[_PREV]
+            pools.append(pool)
+        spec = q.spec
+        me = link.index
+        combos: list[tuple[tuple[int, ...], tuple[list[Any], ...]]] = []
+        for combo in product(*pools):
+            combos.append((tuple(sorted([x[_POS] for x in combo] + [pos])), combo))
+        combos.sort(key=lambda c: c[0])
+        if q.count_only is not None:
+            found.extend((q.order, q.count_only) for _ps, _c in combos)
+            return
+        for _ps, combo in combos:
+            ids: list[Any] = list(x[_ID] for x in combo)
+            ids.insert(me, eid)
+            start = min([x[_TS] for x in combo] + [ts])
+            found.append((q.order, Match(spec.name, dict(zip(spec.vars, ids, strict=True)),
+                                         start, ts)))
+
+    @staticmethod
+    def _emit(q: _Query, chain: list[list[Any]], pos: int, ts: int, eid: Any,
+              found: list[tuple[int, Match]]) -> None:
+        if q.count_only is not None:
+            found.append((q.order, q.count_only))
+            return
+        spec = q.spec
+        ids = [x[_ID] for x in chain]
+        ids.append(eid)
+        found.append((q.order, Match(spec.name, dict(zip(spec.vars, ids, strict=True)),
+                                     chain[0][_TS], ts)))
+
+    # ------------------------------------------------------------------ cleaning
+    def _maybe_clean(self) -> None:
+        if self.since_clean >= self.clean_period:
+            self.clean()
+
+    def clean(self) -> None:
+        """Drop instances older than the largest window of the queries using their class
+        (time-ordered SIQs: the obsolete instances are a prefix)."""
+        self.since_clean = 0
+        self.cleanings += 1
+        before = self.stored()
+        for ecq in self.ecqs.values():
+            siq, head = ecq.siq, ecq.head
+            cutoff = self.max_ts - ecq.window
+            while siq and siq[0][_TS] < cutoff:
+                inst = siq.popleft()
+                inst[_PREV] = None
+                inst[_PMB] = None
+                k = inst[_KEY]
+                if head.get(k) is inst:
+                    del head[k]
+                    v = self.view[k]
+                    del v[ecq]
+                    if not v:
+                        del self.view[k]
+        self.stored_log.append((before, self.stored()))
+
+    # ------------------------------------------------------------------ snapshot / restore
+    def dump(self) -> dict[str, Any]:
+        """The network's instances as plain data (queries are re-added by the owner)."""
+        return {
+            "siq": {name: [[i[_POS], i[_TS], i[_ID], i[_PMB], i[_KEY]] for i in e.siq]
+                    for name, e in self.ecqs.items()},
+            "keys": list(self.keys.items()), "max_ts": self.max_ts,
+            "since_clean": self.since_clean, "truncated": self.truncated_matches,
+        }
+
+    def load(self, data: dict[str, Any]) -> None:
+        """Rebuild SIQs, hash heads and ``prev`` links from :meth:`dump`'s data."""
+        self.keys = {tuple(k) if isinstance(k, list) else k: v for k, v in data["keys"]}
+        self.max_ts = data["max_ts"]
+        self.since_clean = data["since_clean"]
+        self.truncated_matches = data["truncated"]
+        self.view = {}
+        for ecq in self.ecqs.values():
+            ecq.siq.clear()
+            ecq.head.clear()
+        for name, rows in data["siq"].items():
+            target = self.ecqs.get(name)
+            if target is None:
+                continue
+            ecq = target
+            for pos, ts, eid, pmb, k in rows:
+                inst = [pos, ts, eid, ecq.head.get(k), pmb, k]
+                ecq.siq.append(inst)
+                ecq.head[k] = inst
+                self.view.setdefault(k, {})[ecq] = inst
+
+
+__all__ = ["CNJ", "DSJ", "SEQ", "Entry", "SharedNetwork", "SharedSpec"]
