@@ -304,27 +304,85 @@ class _TextWriter(MatchWriter):
 
 
 class JsonLinesWriter(_TextWriter):
-    """The default: one JSON object per line (the contract)."""
+    """The default: one JSON object per line (the contract).
+
+    Matches are formatted a chunk at a time, column-wise (:func:`kleene.events.textcols.
+    jsonl_lines`); a chunk whose matches differ in shape is split by shape, and what the
+    column-wise path cannot format exactly is formatted one match at a time
+    (:class:`_LineFormatter`), with the same text."""
 
     def __init__(self, dest: str | IO[str] | None, time: TimeInfo) -> None:
         super().__init__(dest, time)
         self._fmt: _LineFormatter | None = None
+        enc = (getattr(self.out, "encoding", None) or "").lower().replace("-", "").replace("_", "")
+        self._raw: Any = getattr(self.out, "buffer", None) if enc in _ASCII_SAFE else None
+        """The byte stream under ``out`` (lines are ASCII, so any of these encodings takes
+        their bytes as they are), or None: then text is decoded and written to ``out``."""
 
-    _CHUNK = 8192
-    """Lines joined per ``write`` call (large writes, bounded extra memory)."""
+    _CHUNK = 65_536
+    """Matches formatted per chunk (large writes, bounded extra memory)."""
 
     def write(self, matches: Iterable[Match]) -> None:
+        ms = matches if isinstance(matches, list) else list(matches)
+        step = self._CHUNK
+        for i in range(0, len(ms), step):
+            self._write_chunk(ms[i:i + step])
+        self.count += len(ms)
+
+    def write_rows(self, matches: Iterable[Match]) -> None:
+        """:meth:`write`, one match at a time (the reference of the column-wise path)."""
+        ms = matches if isinstance(matches, list) else list(matches)
         if self._fmt is None:
             self._fmt = _LineFormatter(self.time)
         line = self._fmt.line
-        ms = matches if isinstance(matches, list) else list(matches)
-        out = self.out
-        step = self._CHUNK
-        for i in range(0, len(ms), step):
-            lines = [line(m) for m in ms[i:i + step]]
-            lines.append("")
-            out.write("\n".join(lines))
+        for i in range(0, len(ms), 8192):
+            self.out.write("".join([line(m) + "\n" for m in ms[i:i + 8192]]))
         self.count += len(ms)
+
+    def _write_chunk(self, ms: list[Match]) -> None:
+        from .textcols import Unformattable, jsonl_lines, utf8_bytes
+
+        try:
+            data = utf8_bytes(jsonl_lines(ms, self.time))
+        except (Unformattable, pa.ArrowCapacityError):
+            self.out.write("".join(self._lines_by_shape(ms)))
+            return
+        if self._raw is not None:
+            self.out.flush()
+            self._raw.write(data)
+        else:
+            self.out.write(bytes(data).decode("ascii"))
+
+    def _lines_by_shape(self, ms: list[Match]) -> list[str]:
+        """The lines (newline included) of matches of several shapes: column-wise per shape
+        when the shapes are few, else (and for a shape that cannot be) one match at a time."""
+        from .textcols import Unformattable, jsonl_lines
+
+        if self._fmt is None:
+            self._fmt = _LineFormatter(self.time)
+        line = self._fmt.line
+        groups: dict[tuple[Any, ...], list[int]] = {}
+        try:
+            for i, m in enumerate(ms):
+                groups.setdefault((tuple(m.bindings), tuple(m.values)), []).append(i)
+        except TypeError:
+            groups = {}
+        if not groups or len(groups) * 16 > len(ms):
+            return [line(m) + "\n" for m in ms]
+        lines: list[str] = [""] * len(ms)
+        for rows in groups.values():
+            part = [ms[i] for i in rows]
+            try:
+                texts = jsonl_lines(part, self.time).to_pylist()
+            except (Unformattable, pa.ArrowCapacityError):
+                texts = [line(m) + "\n" for m in part]
+            for i, t in zip(rows, texts, strict=True):
+                lines[i] = t
+        return lines
+
+
+_ASCII_SAFE = frozenset({"utf8", "ascii", "usascii", "latin1", "iso88591", "cp1252"})
+"""Encodings in which an ASCII text's bytes are its ASCII bytes (``encoding`` normalized)."""
 
 
 def _flat(match: Match, time: TimeInfo, fmt: _LineFormatter | None = None) -> dict[str, Any]:
