@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from itertools import chain
 from json.encoder import encode_basestring_ascii
 from operator import attrgetter, itemgetter
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import pyarrow as pa
@@ -43,7 +43,7 @@ _MIN_US = -62_135_596_800_000_000
 _MAX_US = 253_402_300_799_999_999
 """9999-12-31T23:59:59.999999 (``datetime``'s last)."""
 
-Piece = pa.Array | str
+Piece: TypeAlias = "pa.Array | str"
 """One column of a line: an Arrow string array (a text per match) or a constant text."""
 
 
@@ -255,8 +255,136 @@ def jsonl_lines(matches: Sequence[Match], time: TimeInfo) -> pa.Array:
     pieces: list[Piece] = ['{"query": ', query_texts(matches), ', "match": {']
     pieces += bindings_pieces(binds, names)
     pieces += ['}, "start": ', *starts, ', "end": ', *ends, ', "values": ']
-    pieces += values_pieces(vals, fields)
+    pieces += values_pieces(vals, fields or ())
     pieces.append("}\n")
+    return join(pieces, n)
+
+
+def match_texts(matches: Sequence[Match], bindings_text: Callable[[Any], str]) -> pa.Array:
+    """The bindings' JSON object of each match (the CSV and Parquet ``match`` cell);
+    ``bindings_text`` formats one match's bindings when they differ in shape."""
+    binds = list(map(attrgetter("bindings"), matches))
+    names = uniform_keys(binds)
+    if names is None:
+        return pa.array(["{" + bindings_text(b) + "}" for b in binds], pa.string())
+    return join(["{", *bindings_pieces(binds, names), "}"], len(binds))
+
+
+def row_keys(value_keys: Sequence[str]) -> dict[str, str]:
+    """The flat row's column of each RETURN field (``values.<name>`` when the name is taken),
+    as :func:`kleene.events.writers._flat` names them: column -> field."""
+    row: dict[str, str | None] = dict.fromkeys(("query", "start", "end", "match"))
+    for k in value_keys:
+        row[k if k not in row else f"values.{k}"] = k
+    return {c: k for c, k in row.items() if k is not None}
+
+
+def _csv_quote_chars() -> str:
+    """The characters that make Python's csv module quote a cell (lineterminator "\n")."""
+    import csv
+    import io
+
+    found = []
+    for c in "\n\r,\"\t ;":
+        buf = io.StringIO()
+        csv.writer(buf, lineterminator="\n").writerow(["x" + c, "y"])
+        if buf.getvalue().startswith('"'):
+            found.append(c)
+    return "".join(found)
+
+
+_CSV_QUOTE: str | None = None
+
+
+def csv_quote(texts: pa.Array) -> pa.Array:
+    """Cells as Python's csv writer writes them (QUOTE_MINIMAL, doubled quotes)."""
+    global _CSV_QUOTE
+    if _CSV_QUOTE is None:
+        _CSV_QUOTE = _csv_quote_chars()
+    pattern = "[" + "".join("\\" + c if c in "\\]^-" else c for c in _CSV_QUOTE) + "]"
+    need = pc.match_substring_regex(texts, pattern)
+    if not pc.any(need).as_py():
+        return texts
+    quoted = pc.binary_join_element_wise('"', pc.replace_substring(texts, '"', '""'), '"', "")
+    return pc.if_else(need, quoted, texts)
+
+
+def _csv_float(x: float) -> str:
+    return float.__repr__(x) if math.isfinite(x) else ""
+
+
+def _csv_none(_: None) -> str:
+    return ""
+
+
+_CSV_TEXT: dict[type, Callable[[Any], str]] = {
+    int: int.__repr__, str: str.__str__, float: _csv_float, bool: bool.__repr__,
+    type(None): _csv_none,
+}
+"""Exact types whose CSV cell is known (the csv module writes ``str(v)``, nothing for None; the
+writers turn non-finite floats into None first)."""
+
+
+def csv_cell(value: Any) -> str:
+    """The reference CSV cell of one RETURN value (before quoting)."""
+    from .writers import _clean, csv_cells
+
+    v = csv_cells({"v": _clean(value)})["v"]
+    return "" if v is None else str(v)
+
+
+def csv_texts(values: Sequence[Any]) -> pa.Array:
+    """The CSV cell of each value, before quoting."""
+    kinds = set(map(type, values))
+    if kinds == {int}:
+        arr = _ints(values)
+        if arr is not None:
+            return arr
+    if kinds == {str}:
+        return pa.array(values, pa.string())
+    if len(kinds) == 1:
+        (kind,) = kinds
+        known = _CSV_TEXT.get(kind)
+        if known is not None:
+            return pa.array(list(map(known, values)), pa.string())
+    texts = _CSV_TEXT
+    return pa.array([texts.get(type(v), csv_cell)(v) for v in values], pa.string())
+
+
+def csv_lines(matches: Sequence[Match], time: TimeInfo, header: Sequence[str],
+              bindings_text: Callable[[Any], str]) -> pa.Array:
+    """Each match's CSV line under ``header`` (a match's cell of a column it lacks is empty,
+    one of a column not in the header is left out), newline included.
+
+    Raises :class:`Unformattable` when the matches' RETURN fields differ, or a time cannot be
+    formatted here."""
+    n = len(matches)
+    vals = list(map(attrgetter("values"), matches))
+    fields: tuple[str, ...] | None = ()
+    if any(vals):
+        fields = uniform_keys(vals)
+        if fields is None:
+            raise Unformattable("the matches return different fields")
+    columns = row_keys(fields or ())
+    times = time_pieces(list(map(attrgetter("start"), matches))
+                        + list(map(attrgetter("end"), matches)), time, json=False)
+    pieces: list[Piece] = []
+    for j, col in enumerate(header):
+        if j:
+            pieces.append(",")
+        if col == "query":
+            q = query_texts(matches)
+            names = list(map(attrgetter("query"), matches))
+            pieces.append(csv_quote(csv_texts(names)) if isinstance(q, pa.Array)
+                          else csv_quote(pa.array([names[0]], pa.string()))[0].as_py())
+        elif col in ("start", "end"):
+            part = slice(0, n) if col == "start" else slice(n, 2 * n)
+            pieces += [p if isinstance(p, str) else p[part] for p in times]
+        elif col == "match":
+            pieces.append(csv_quote(match_texts(matches, bindings_text)))
+        elif col in columns:
+            pieces.append(csv_quote(csv_texts(list(map(itemgetter(columns[col]), vals)))))
+    pieces.append("\n")
     return join(pieces, n)
 
 
@@ -272,4 +400,5 @@ def utf8_bytes(texts: pa.Array) -> memoryview:
     return memoryview(bufs[2])[start:end]
 
 
-__all__ = ["Unformattable", "json_texts", "jsonl_lines", "time_pieces", "utf8_bytes"]
+__all__ = ["Unformattable", "csv_lines", "json_texts", "jsonl_lines", "match_texts", "row_keys",
+           "time_pieces", "utf8_bytes"]
