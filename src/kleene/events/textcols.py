@@ -175,8 +175,7 @@ def uniform_keys(maps: Sequence[Mapping[str, Any]]) -> tuple[str, ...] | None:
     first = tuple(maps[0])
     if not all(type(k) is str for k in first):
         return None
-    keys = list(map(tuple, maps))
-    return first if keys.count(first) == len(keys) else None
+    return first if all(map(first.__eq__, map(tuple, maps))) else None
 
 
 def bindings_pieces(bindings: Sequence[Mapping[str, Any]],

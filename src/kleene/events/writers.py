@@ -550,11 +550,22 @@ class ParquetWriter(MatchWriter):
 
     def write_rows(self, matches: Iterable[Match]) -> None:
         """:meth:`write`, one match at a time (the reference of the column-wise path)."""
+        keys: tuple[str, ...] | None = None
+        cols: dict[str, list[Any]] = {}
+        n = 0
         for m in matches:
             row = _flat(m, self.time, self._fmt)
             if self.time.kind == "datetime":
                 row["start"], row["end"] = m.start, m.end
-            self._add((1, {k: [v] for k, v in row.items()}))
+            if tuple(row) != keys:  # consecutive rows of one shape make one segment
+                if n:
+                    self._add((n, cols))
+                keys, cols, n = tuple(row), {k: [] for k in row}, 0
+            for k, v in row.items():
+                cols[k].append(v)
+            n += 1
+        if n:
+            self._add((n, cols))
 
     def _add(self, segment: _Segment) -> None:
         self._segments.append(segment)
