@@ -221,11 +221,11 @@ def join(pieces: list[Piece], n: int) -> pa.Array:
 
 def query_texts(matches: Sequence[Match]) -> Piece:
     """The JSON text of each match's query name (a constant when there is one name)."""
-    names = list(map(attrgetter("query"), matches))
-    if names.count(names[0]) == len(names):
-        return encode_basestring_ascii(names[0]) if type(names[0]) is str \
-            else json_value(names[0])
-    return json_texts(names)
+    names = set(map(attrgetter("query"), matches))
+    if len(names) == 1:
+        (name,) = names
+        return encode_basestring_ascii(name) if type(name) is str else json_value(name)
+    return json_texts(list(map(attrgetter("query"), matches)))
 
 
 def jsonl_lines(matches: Sequence[Match], time: TimeInfo) -> pa.Array:
@@ -241,9 +241,10 @@ def jsonl_lines(matches: Sequence[Match], time: TimeInfo) -> pa.Array:
     names = uniform_keys(binds)
     if names is None:
         raise Unformattable("the matches bind different variables")
-    vals = list(map(attrgetter("values"), matches))
+    vals: list[Mapping[str, Any]] = []
     fields: tuple[str, ...] | None = ()
-    if any(vals):
+    if any(map(attrgetter("values"), matches)):
+        vals = list(map(attrgetter("values"), matches))
         fields = uniform_keys(vals)
         if fields is None:
             raise Unformattable("the matches return different fields")
