@@ -8,6 +8,11 @@ had before) alternately, ``--repeat`` times; medians of CPU seconds (``time.proc
 sensitive than wall time to a shared machine) and of wall seconds are printed. Run::
 
     python -m benchmarks.writers_bench [--n 152420] [--repeat 5] [--values] [--formats jsonl,csv]
+    python -m benchmarks.writers_bench --engine-events 1000000   # the engine's own matches
+
+``--engine-events N`` writes the matches the engine finds in the N-event stock file instead
+(Match objects as the engine allocates them, scattered in memory, which costs the column-wise
+path more than the synthetic ones, allocated in order).
 
 ``write_rows`` does not exist in kleene before the column-wise writers: run the module under
 that version's sources with ``--only write`` for its numbers (then ``write`` is the old path).
@@ -50,8 +55,28 @@ def stock_like(n: int, *, values: bool, seed: int = 1) -> list[Match]:
     return out
 
 
-def _run(fmt: str, matches: list[Match], path: str, method: str) -> tuple[float, float]:
-    time_info = TimeInfo("datetime", "s")
+def engine_matches(n: int) -> tuple[list[Match], TimeInfo]:
+    """The stock query's matches on the ``n``-event stock file, as the engine returns them."""
+    import warnings
+
+    import kleene
+    from kleene.cli import main as cli_main
+
+    from . import datasets, queries
+
+    sys.meta_path.insert(0, cli_main._NoPandasForArrow())  # as the `kleene` process does
+    events, _ = kleene.read_events(str(datasets.stock_csv(n)), time_col="ts",
+                                   event_type="Stock", id_col="id")
+    runtime = kleene.compile(queries.STOCK, name="stock").start()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        out: list[Match] = runtime.push(events)
+        out += runtime.close()
+    return out, events.time
+
+
+def _run(fmt: str, matches: list[Match], path: str, method: str,
+         time_info: TimeInfo) -> tuple[float, float]:
     w0, c0 = time.perf_counter(), time.process_time()
     with open_writer(path, fmt, time_info) as w:
         getattr(w, method)(matches)
@@ -65,8 +90,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--values", action="store_true", help="three RETURN fields per match")
     p.add_argument("--formats", default="jsonl,csv,parquet")
     p.add_argument("--only", choices=["write", "write_rows"], default=None)
+    p.add_argument("--engine-events", type=int, default=None)
     args = p.parse_args(argv)
-    matches = stock_like(args.n, values=args.values)
+    time_info = TimeInfo("datetime", "s")
+    if args.engine_events:
+        matches, time_info = engine_matches(args.engine_events)
+        args.n = len(matches)
+    else:
+        matches = stock_like(args.n, values=args.values)
     methods = [args.only] if args.only else ["write", "write_rows"]
     log: Callable[[str], None] = lambda s: print(s, flush=True)  # noqa: E731
     log(f"{args.n:,} matches, RETURN values: {'3 fields' if args.values else 'none'}; "
@@ -79,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
             for _ in range(args.repeat):
                 for method in methods:
                     path = os.path.join(tmp, f"{method}.{fmt}")
-                    c, w = _run(fmt, matches, path, method)
+                    c, w = _run(fmt, matches, path, method, time_info)
                     cpu[method].append(c)
                     wall[method].append(w)
                     sizes[method] = os.path.getsize(path)
