@@ -170,14 +170,17 @@ def test_jsonl_10k_random_matches_byte_identical(time: TimeInfo, uniform: bool) 
 
 
 def test_jsonl_to_a_file_and_in_pieces(tmp_path: Path) -> None:
-    """Through the byte stream of a file, and a write at a time (the streaming run)."""
+    """Through the byte stream of a file, and a write at a time (the streaming run); the
+    per-match fallback's text and the column-wise bytes interleave in order."""
     time = TimeInfo("datetime", "us")
     matches = random_matches(11, 3_000, uniform=True)
+    matches[1000:1000] = rare_matches()
     p = tmp_path / "out.jsonl"
     with open_writer(str(p), "jsonl", time) as w:
         w.write(matches[:1])
         w.write(iter(matches[1:1000]))
-        w.write(matches[1000:])
+        w.write(matches[1000:1006])  # shapes the column-wise path hands back
+        w.write(matches[1006:])
         assert w.count == len(matches)
     assert p.read_bytes() == "".join(ref_line(m, time) + "\n" for m in matches).encode()
 
