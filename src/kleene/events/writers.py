@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import csv
 import datetime as _dt
+import io
 import json
 import math
 import sys
@@ -315,9 +316,11 @@ class JsonLinesWriter(_TextWriter):
         super().__init__(dest, time)
         self._fmt: _LineFormatter | None = None
         enc = (getattr(self.out, "encoding", None) or "").lower().replace("-", "").replace("_", "")
-        self._raw: Any = getattr(self.out, "buffer", None) if enc in _ASCII_SAFE else None
-        """The byte stream under ``out`` (lines are ASCII, so any of these encodings takes
-        their bytes as they are), or None: then text is decoded and written to ``out``."""
+        raw = getattr(self.out, "buffer", None) if enc in _ASCII_SAFE else None
+        self._raw: Any = raw if isinstance(raw, io.BufferedIOBase) else None
+        """The buffered byte stream under ``out`` (lines are ASCII, so any of these encodings
+        takes their bytes as they are; a buffered stream writes all of them or raises), or
+        None: then text is decoded and written to ``out``."""
 
     _CHUNK = 8_192
     """Matches formatted per chunk: large writes, and Arrow buffers small enough to be
