@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import csv
 import datetime as _dt
+import io
 import json
 import math
 import sys
@@ -304,27 +305,88 @@ class _TextWriter(MatchWriter):
 
 
 class JsonLinesWriter(_TextWriter):
-    """The default: one JSON object per line (the contract)."""
+    """The default: one JSON object per line (the contract).
+
+    Matches are formatted a chunk at a time, column-wise (:func:`kleene.events.textcols.
+    jsonl_lines`); a chunk whose matches differ in shape is split by shape, and what the
+    column-wise path cannot format exactly is formatted one match at a time
+    (:class:`_LineFormatter`), with the same text."""
 
     def __init__(self, dest: str | IO[str] | None, time: TimeInfo) -> None:
         super().__init__(dest, time)
         self._fmt: _LineFormatter | None = None
+        enc = (getattr(self.out, "encoding", None) or "").lower().replace("-", "").replace("_", "")
+        raw = getattr(self.out, "buffer", None) if enc in _ASCII_SAFE else None
+        self._raw: Any = raw if isinstance(raw, io.BufferedIOBase) else None
+        """The buffered byte stream under ``out`` (lines are ASCII, so any of these encodings
+        takes their bytes as they are; a buffered stream writes all of them or raises), or
+        None: then text is decoded and written to ``out``."""
 
-    _CHUNK = 8192
-    """Lines joined per ``write`` call (large writes, bounded extra memory)."""
+    _CHUNK = 8_192
+    """Matches formatted per chunk: large writes, and Arrow buffers small enough to be
+    reused from chunk to chunk (larger chunks cost more in page faults than they save)."""
 
     def write(self, matches: Iterable[Match]) -> None:
+        ms = matches if isinstance(matches, list) else list(matches)
+        step = self._CHUNK
+        for i in range(0, len(ms), step):
+            self._write_chunk(ms[i:i + step])
+        self.count += len(ms)
+
+    def write_rows(self, matches: Iterable[Match]) -> None:
+        """:meth:`write`, one match at a time (the reference of the column-wise path)."""
+        ms = matches if isinstance(matches, list) else list(matches)
         if self._fmt is None:
             self._fmt = _LineFormatter(self.time)
         line = self._fmt.line
-        ms = matches if isinstance(matches, list) else list(matches)
-        out = self.out
-        step = self._CHUNK
-        for i in range(0, len(ms), step):
-            lines = [line(m) for m in ms[i:i + step]]
-            lines.append("")
-            out.write("\n".join(lines))
+        for i in range(0, len(ms), 8192):
+            self.out.write("".join([line(m) + "\n" for m in ms[i:i + 8192]]))
         self.count += len(ms)
+
+    def _write_chunk(self, ms: list[Match]) -> None:
+        from .textcols import Unformattable, jsonl_lines, utf8_bytes
+
+        try:
+            data = utf8_bytes(jsonl_lines(ms, self.time))
+        except (Unformattable, pa.ArrowCapacityError):
+            self.out.write("".join(self._lines_by_shape(ms)))
+            return
+        if self._raw is not None:
+            self.out.flush()
+            self._raw.write(data)
+        else:
+            self.out.write(bytes(data).decode("ascii"))
+
+    def _lines_by_shape(self, ms: list[Match]) -> list[str]:
+        """The lines (newline included) of matches of several shapes: column-wise per shape
+        when the shapes are few, else (and for a shape that cannot be) one match at a time."""
+        from .textcols import Unformattable, jsonl_lines
+
+        if self._fmt is None:
+            self._fmt = _LineFormatter(self.time)
+        line = self._fmt.line
+        groups: dict[tuple[Any, ...], list[int]] = {}
+        try:
+            for i, m in enumerate(ms):
+                groups.setdefault((tuple(m.bindings), tuple(m.values)), []).append(i)
+        except TypeError:
+            groups = {}
+        if not groups or len(groups) * 16 > len(ms):
+            return [line(m) + "\n" for m in ms]
+        lines: list[str] = [""] * len(ms)
+        for rows in groups.values():
+            part = [ms[i] for i in rows]
+            try:
+                texts = jsonl_lines(part, self.time).to_pylist()
+            except (Unformattable, pa.ArrowCapacityError):
+                texts = [line(m) + "\n" for m in part]
+            for i, t in zip(rows, texts, strict=True):
+                lines[i] = t
+        return lines
+
+
+_ASCII_SAFE = frozenset({"utf8", "ascii", "usascii", "latin1", "iso88591", "cp1252"})
+"""Encodings in which an ASCII text's bytes are its ASCII bytes (``encoding`` normalized)."""
 
 
 def _flat(match: Match, time: TimeInfo, fmt: _LineFormatter | None = None) -> dict[str, Any]:
@@ -364,21 +426,57 @@ def csv_cells(row: dict[str, Any]) -> dict[str, Any]:
 
 
 class CsvWriter(_TextWriter):
-    """CSV: query, start, end, match (JSON), then the RETURN fields of the first match."""
+    """CSV: query, start, end, match (JSON), then the RETURN fields of the first match.
+
+    Chunks of matches with the same RETURN fields are formatted column-wise
+    (:func:`kleene.events.textcols.csv_lines`); others one match at a time, the same text."""
+
+    _CHUNK = 8_192
 
     def __init__(self, dest: str | IO[str] | None, time: TimeInfo) -> None:
         super().__init__(dest, time)
         self._writer: Any = None
+        self._header: list[str] | None = None
         self._fmt = _LineFormatter(time)
 
     def write(self, matches: Iterable[Match]) -> None:
+        from .textcols import Unformattable, csv_lines, row_keys, utf8_bytes
+
+        ms = matches if isinstance(matches, list) else list(matches)
+        if not ms:
+            return
+        if self._writer is None:
+            self._header = [*CSV_FIXED_COLUMNS, *row_keys(tuple(ms[0].values))]
+            self._writer = self._dict_writer(self._header)
+            self._writer.writeheader()
+        assert self._header is not None
+        for i in range(0, len(ms), self._CHUNK):
+            part = ms[i:i + self._CHUNK]
+            try:
+                text = csv_lines(part, self.time, self._header, self._fmt.bindings_text)
+            except (Unformattable, pa.ArrowCapacityError):
+                self._rows(part)
+                continue
+            self.out.write(bytes(utf8_bytes(text)).decode("utf-8"))
+            self.count += len(part)
+
+    def _dict_writer(self, header: list[str]) -> Any:
+        return csv.DictWriter(self.out, fieldnames=header, extrasaction="ignore",
+                              lineterminator="\n")
+
+    def write_rows(self, matches: Iterable[Match]) -> None:
+        """:meth:`write`, one match at a time (the reference of the column-wise path)."""
         for m in matches:
-            row = _flat(m, self.time, self._fmt)
             if self._writer is None:
-                self._writer = csv.DictWriter(self.out, fieldnames=list(row),
-                                              extrasaction="ignore", lineterminator="\n")
+                row = _flat(m, self.time, self._fmt)
+                self._header = list(row)
+                self._writer = self._dict_writer(self._header)
                 self._writer.writeheader()
-            self._writer.writerow(csv_cells(row))
+            self._rows([m])
+
+    def _rows(self, matches: Iterable[Match]) -> None:
+        for m in matches:
+            self._writer.writerow(csv_cells(_flat(m, self.time, self._fmt)))
             self.count += 1
 
     def close(self) -> None:
@@ -387,14 +485,27 @@ class CsvWriter(_TextWriter):
         super().close()
 
 
+_Segment = tuple[int, dict[str, Any]]
+"""Matches waiting for their row group: how many, and their columns (name -> a list of
+Python values, or an Arrow array for ``start``, ``end`` and ``match``)."""
+
+_NO_CLEAN = frozenset({int, str, bool, type(None)})
+"""Value types ``_clean`` leaves as they are."""
+
+
 class ParquetWriter(MatchWriter):
-    """Parquet, one row per match; row groups of ``row_group_size`` matches."""
+    """Parquet, one row per match; row groups of ``row_group_size`` matches.
+
+    Matches are buffered as columns (a chunk's times and bindings texts as Arrow arrays, its
+    RETURN fields as lists); a row group's columns are converted as a whole, exactly as rows
+    were (the same values in, the same file out)."""
 
     def __init__(self, path: str, time: TimeInfo, row_group_size: int = 65_536) -> None:
         super().__init__(time)
         self.path = path
         self.row_group_size = row_group_size
-        self._rows: list[dict[str, Any]] = []
+        self._segments: list[_Segment] = []
+        self._buffered = 0
         self._writer: Any = None
         self._fmt = _LineFormatter(time)
 
@@ -404,36 +515,109 @@ class ParquetWriter(MatchWriter):
         return pa.int64() if self.time.unit == "us" else pa.float64()
 
     def write(self, matches: Iterable[Match]) -> None:
+        from .textcols import match_texts, row_keys
+
+        ms = matches if isinstance(matches, list) else list(matches)
+        if not ms:
+            return
+        vals = [m.values for m in ms]
+        fields = tuple(vals[0])
+        if not all(tuple(v) == fields for v in vals):
+            self.write_rows(ms)
+            return
+        cols: dict[str, Any] = {
+            "query": [m.query for m in ms],
+            "start": self._times([m.start for m in ms]),
+            "end": self._times([m.end for m in ms]),
+            "match": match_texts(ms, self._fmt.bindings_text),
+        }
+        for col, k in row_keys(fields).items():
+            values = [v[k] for v in vals]
+            cols[col] = values if set(map(type, values)) <= _NO_CLEAN \
+                else list(map(_clean, values))
+        self._add((len(ms), cols))
+
+    def _times(self, ts: list[Any]) -> Any:
+        """Start or end times as the column's Arrow array (a list when it cannot be)."""
+        try:
+            us = pa.array(ts, pa.int64())
+        except (OverflowError, pa.ArrowException, TypeError):
+            return ts if self.time.kind == "datetime" else [self.time.to_output(t) for t in ts]
+        if self.time.kind == "datetime":
+            return us.cast(self._ts_type())
+        if self.time.unit == "us":
+            return us
+        a = us.to_numpy(zero_copy_only=False)
+        if us.null_count or (len(a) and np.abs(a).max() >= 1 << 53):
+            return [self.time.to_output(t) for t in ts]
+        return pa.array(a / self.time.unit_us, pa.float64())
+
+    def write_rows(self, matches: Iterable[Match]) -> None:
+        """:meth:`write`, one match at a time (the reference of the column-wise path)."""
+        keys: tuple[str, ...] | None = None
+        cols: dict[str, list[Any]] = {}
+        n = 0
         for m in matches:
             row = _flat(m, self.time, self._fmt)
             if self.time.kind == "datetime":
                 row["start"], row["end"] = m.start, m.end
-            self._rows.append(row)
-            self.count += 1
-            if len(self._rows) >= self.row_group_size:
-                self._flush()
+            if tuple(row) != keys:  # consecutive rows of one shape make one segment
+                if n:
+                    self._add((n, cols))
+                keys, cols, n = tuple(row), {k: [] for k in row}, 0
+            for k, v in row.items():
+                cols[k].append(v)
+            n += 1
+        if n:
+            self._add((n, cols))
 
-    def _flush(self) -> None:
+    def _add(self, segment: _Segment) -> None:
+        self._segments.append(segment)
+        self._buffered += segment[0]
+        self.count += segment[0]
+        size = self.row_group_size
+        while self._buffered >= size:
+            group: list[_Segment] = []
+            taken = 0
+            while taken < size:
+                n, cols = self._segments.pop(0)
+                if taken + n > size:
+                    k = size - taken
+                    self._segments.insert(0, (n - k, {c: v[k:] for c, v in cols.items()}))
+                    n, cols = k, {c: v[:k] for c, v in cols.items()}
+                group.append((n, cols))
+                taken += n
+            self._buffered -= taken
+            self._flush(group)
+
+    def _column(self, group: list[_Segment], name: str, kind: pa.DataType | None) -> pa.Array:
+        """One column of a row group: typed (``kind``) or as ``pa.array`` infers it."""
+        if kind is not None:
+            return pa.concat_arrays([
+                v if isinstance(v, pa.Array) else pa.array(v, pa.int64()).cast(kind)
+                if name in ("start", "end") and self.time.kind == "datetime"
+                else pa.array(v, kind)
+                for n, cols in group for v in [cols.get(name, [None] * n)]])
+        values: list[Any] = []
+        for n, cols in group:
+            values += cols.get(name, [None] * n)
+        try:
+            return pa.array(values)
+        except (pa.ArrowException, TypeError, ValueError):
+            return pa.array([json.dumps(v, default=_json_default) for v in values])
+
+    def _flush(self, group: list[_Segment]) -> None:
         import pyarrow.parquet as pq
 
-        if not self._rows and self._writer is not None:
-            return
-        names = list(self._rows[0]) if self._rows else ["query", "start", "end", "match"]
+        names = list(group[0][1]) if group else ["query", "start", "end", "match"]
+        kinds = {"start": self._ts_type(), "end": self._ts_type(), "query": pa.string(),
+                 "match": pa.string()}
         cols: dict[str, pa.Array] = {}
         for name in names:
-            values = [r.get(name) for r in self._rows]
-            if name in ("start", "end"):
-                if self.time.kind == "datetime":
-                    cols[name] = pa.array(values, pa.int64()).cast(self._ts_type())
-                else:
-                    cols[name] = pa.array(values, self._ts_type())
-            elif name in ("query", "match"):
-                cols[name] = pa.array(values, pa.string())
+            if group:
+                cols[name] = self._column(group, name, kinds.get(name))
             else:
-                try:
-                    cols[name] = pa.array(values)
-                except (pa.ArrowException, TypeError, ValueError):
-                    cols[name] = pa.array([json.dumps(v, default=_json_default) for v in values])
+                cols[name] = pa.array([], kinds[name])
         table = pa.table(cols)
         if self._writer is None:
             try:
@@ -443,11 +627,11 @@ class ParquetWriter(MatchWriter):
         else:
             table = table.cast(self._writer.schema)
         self._writer.write_table(table)
-        self._rows = []
 
     def close(self) -> None:
-        if self._rows or self._writer is None:
-            self._flush()
+        if self._segments or self._writer is None:
+            group, self._segments, self._buffered = self._segments, [], 0
+            self._flush(group)
         if self._writer is not None:
             self._writer.close()
             self._writer = None
