@@ -65,7 +65,7 @@ CASES = [
          ts  1   2   3   4   5
              a1  b1  c1  b2  d1
          """,
-         ["a=a1 b=[b1 b2] d=d1", "a=a1 b=[b2] d=d1"]),
+         ["a=a1 b=[b2] d=d1", "a=a1 b=[b1 b2] d=d1"]),
     case("leading NOT: only the lead-in of the window counts",
          "PATTERN SEQ(NOT(C c), A a, B b) WITHIN 3 seconds",
          """

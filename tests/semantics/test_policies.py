@@ -163,13 +163,42 @@ CASES = [
              a1  b1  b2
          """,
          ["a=a1 b=b1"]),
-    case("PICK before CONSUME",
+    case("PICK among the matches still valid: a2 is consumed, a1 is the last a left for b2",
          "PATTERN SEQ(A a, B b) PICK LAST a CONSUME a",
          """
          ts  1   2   3   4
              a1  a2  b1  b2
          """,
-         ["a=a2 b=b1"]),
+         ["a=a2 b=b1", "a=a1 b=b2"]),
+    case("PICK FIRST with CONSUME ALL keeps a match per valid triple (issue 15, TESLA)",
+         "PATTERN SEQ(A a, B b, C c) PICK FIRST a CONSUME a, b, c",
+         """
+         ts  1   2   3   4   5   6
+             a1  a2  b1  b2  c1  c2
+         """,
+         ["a=a1 b=b1 c=c1", "a=a2 b=b2 c=c2"]),
+    case("PICK FIRST with CONSUME ALL gives what CONSUME ALL alone gives",
+         "PATTERN SEQ(A a, B b, C c) CONSUME ALL",
+         """
+         ts  1   2   3   4   5   6
+             a1  a2  b1  b2  c1  c2
+         """,
+         ["a=a1 b=b1 c=c1", "a=a2 b=b2 c=c2"]),
+    case("EMIT RECENT among the matches still valid",
+         "PATTERN SEQ(A a, B b) CONSUME a EMIT RECENT",
+         """
+         ts  1   2   3   4
+             a1  a2  b1  b2
+         """,
+         ["a=a2 b=b1", "a=a1 b=b2"]),
+    case("output order (Definition 4.4.12) decides what CONSUME ALL keeps",
+         "PATTERN SEQ(A a, B b, C c, D d) WHERE b.x = c.x CONSUME ALL",
+         """
+         ts  1   2   3   5   6   9
+             a1  b2  b3  c5  c6  d9
+         """,
+         ["a=a1 b=b3 c=c5 d=d9"],
+         b2={"x": 1}, c6={"x": 1}, b3={"x": 2}, c5={"x": 2}),
     case("consumed events still negate",
          "PATTERN SEQ(A a, NOT(B n), B b) CONSUME b",
          """
@@ -183,3 +212,32 @@ CASES = [
 @pytest.mark.parametrize("c", CASES, ids=lambda c: c.name)
 def test_policies(backend: BackendFn, c: Case) -> None:
     c.check(backend)
+
+
+SNOOP_CASES = [
+    # issue 15: the thesis's Extended SNOOP with TESLA's first selection and CONSUMING; the
+    # canonical cases above ("PICK FIRST with CONSUME ALL ...") are the same queries.
+    ("SELECT * FROM SEQ(A; B; C) PICK first A CONSUMING A, B, C",
+     "a1@1 a2@2 b1@3 b2@4 c1@5 c2@6", {},
+     [{"A": "a1", "B": "b1", "C": "c1"}, {"A": "a2", "B": "b2", "C": "c2"}]),
+    ("SELECT * FROM SEQ(A; B; C; D)\nWHERE B.x = C.x\nCONSUMING A, B, C, D",
+     "a1@1 b2@2 b3@3 c5@5 c6@6 d9@9",
+     {"b2": {"x": 1}, "c6": {"x": 1}, "b3": {"x": 2}, "c5": {"x": 2}},
+     [{"A": "a1", "B": "b3", "C": "c5", "D": "d9"}]),
+]
+
+
+@pytest.mark.parametrize("text, stream, attrs, expected", SNOOP_CASES,
+                         ids=["pick-first-consuming", "thesis-order"])
+@pytest.mark.parametrize("engine", ["oracle", "automaton"])
+def test_snoop_pick_consuming_follows_the_thesis(text: str, stream: str,
+                                                 attrs: dict[str, dict[str, int]],
+                                                 expected: list[dict[str, str]],
+                                                 engine: str) -> None:
+    """PICK and CONSUMING in the snoop dialect select among the events not yet consumed, and
+    the walk follows the order of Definition 4.4.12 (docs/semantics.md 9, 10)."""
+    import kleene
+    from kleene.testing.timeline import events
+
+    got = kleene.compile(text, dialect="snoop", engine=engine).run(events(stream, **attrs))
+    assert [dict(m.bindings) for m in got] == expected

@@ -14,9 +14,9 @@ CASES = [
          ts  1   2   3
              a1  b1  b2
          """,
-         ["a=a1 b=[b1]", "a=a1 b=[b1 b2]", "a=a1 b=[b2]"],
-         values=[{"ax": 1, "n": 1, "xs": [2]}, {"ax": 1, "n": 2, "xs": [2, 3]},
-                 {"ax": 1, "n": 1, "xs": [3]}],
+         ["a=a1 b=[b1]", "a=a1 b=[b2]", "a=a1 b=[b1 b2]"],
+         values=[{"ax": 1, "n": 1, "xs": [2]}, {"ax": 1, "n": 1, "xs": [3]},
+                 {"ax": 1, "n": 2, "xs": [2, 3]}],
          a1={"x": 1}, b1={"x": 2}, b2={"x": 3}),
     case("default names are the canonical expression text",
          "PATTERN SEQ(A a, B+ b[]) RETURN a.x, sum(b.x), b[last].x",

@@ -58,13 +58,28 @@ CASES = [
              b1  a1
          """,
          []),
-    case("output order: same last event, then the sorted positions",
+    case("output order: same last event, then the first event",
          "PATTERN SEQ(A a, B b)",
          """
          ts  1   2   3
              a1  a2  b1
          """,
          ["a=a1 b=b1", "a=a2 b=b1"]),
+    case("output order: same last and first events, then drop the last and compare again",
+         "PATTERN SEQ(A a, B b, C c, D d) WHERE b.x = c.x",
+         """
+         ts  1   2   3   5   6   9
+             a1  b2  b3  c5  c6  d9
+         """,
+         ["a=a1 b=b3 c=c5 d=d9", "a=a1 b=b2 c=c6 d=d9"],
+         b2={"x": 1}, c6={"x": 1}, b3={"x": 2}, c5={"x": 2}),
+    case("output order: a shorter match that is a prefix after dropping last events is first",
+         "PATTERN SEQ(A a, B+ b[], C c)",
+         """
+         ts  1   2   3   4
+             a1  b1  b2  c1
+         """,
+         ["a=a1 b=[b1] c=c1", "a=a1 b=[b2] c=c1", "a=a1 b=[b1 b2] c=c1"]),
     case("events of other types in between are skipped (skip-till-any-match)",
          "PATTERN SEQ(A a, B b)",
          """

@@ -32,7 +32,7 @@ CASES = [
          ts  1   2   3   4
              a1  b1  b2  b3
          """,
-         ["a=a1 b=[b1]", "a=a1 b=[b1 b2]", "a=a1 b=[b2]"]),
+         ["a=a1 b=[b1]", "a=a1 b=[b2]", "a=a1 b=[b1 b2]"]),
     case("window on a sub-pattern applies to its events only",
          "PATTERN SEQ(A a, AND(B b, C c) WITHIN 1 seconds)",
          """

@@ -64,6 +64,16 @@ buffered match measured, so 1-2 GB at the cap)."""
 _first = itemgetter(0)
 
 
+def _output_key(h: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The output order (docs/semantics.md 10, Definition 4.4.12 of parallel-cep) from a
+    matcher's sort key ``(last_gpos, sorted positions[, per-variable])``: last position,
+    first position, then the positions from the second-to-last down to the second (dropping
+    the last event and comparing again), then the per-variable tie-break."""
+    k = h[0]
+    p = k[1]
+    return (k[0], (p[0], *p[-2:0:-1]), *k[2:])
+
+
 class CompiledLike(Protocol):
     """A compiled plan as the runtime uses it (kleene.plans.registry.CompiledPlan)."""
 
@@ -644,7 +654,7 @@ class Runtime:
             pend = [c.last_gpos for st in self.states.values() for c in st.pending]
             if pend:
                 limit = min(pend)
-        self.held.sort(key=_first)
+        self.held.sort(key=_output_key)
         if limit is None:
             ready, self.held = self.held, []
         else:

@@ -150,14 +150,110 @@ class Policies:
                     self.consumed.add(r[GPOS])
         return out
 
+    def _pick_key(self, c: Candidate, vs: int) -> tuple[Any, ...]:
+        key: tuple[Any, ...] = tuple(None if i == vs else (
+            None if x is None else tuple(r[GPOS] for r in _recs(x)))
+            for i, x in enumerate(c.B[: len(self.plan.order)]))
+        return key + (c.B[vs] is None,)
+
+    def _recency(self, c: Candidate) -> tuple[Any, ...]:
+        return (tuple(sorted(c.positions, reverse=True)),
+                tuple((0,) if c.B[self.slot[v]] is None else
+                      (1, tuple(sorted((r[GPOS] for r in _recs(c.B[self.slot[v]])),
+                                       reverse=True)))
+                      for v in reversed(self.plan.order)))
+
+    def _select_consume(self, cands: list[Candidate]) -> list[Candidate]:
+        """CONSUME with PICK / EMIT RECENT (docs/semantics.md 9): walk in output order; a match
+        is emitted if none of its events is consumed and it survives every PICK, then EMIT
+        RECENT, among the matches still valid at that point.
+
+        ``alive(k, i)``: is candidate i in the result of the first k selections over the valid
+        candidates? Each selection is a group competition, so it is decided from i's group
+        alone; the memo is dropped whenever an emitted match consumes something."""
+        n = len(cands)
+        levels: list[tuple[str, Any, list[bool], dict[Any, list[int]]]] = []
+        for p in self.picks:
+            vs = self.slot[p.var]
+            ok = [True] * n
+            if p.within is not None and p.from_var is not None:
+                kept = self._pick(cands, PickSpec(p.var, PickMode.EACH, from_var=p.from_var,
+                                                    within=p.within))
+                ids = {id(c) for c in kept}
+                ok = [id(c) in ids for c in cands]
+            groups: dict[Any, list[int]] = {}
+            if p.mode is not PickMode.EACH:
+                for i, c in enumerate(cands):
+                    groups.setdefault(self._pick_key(c, vs), []).append(i)
+            levels.append(("pick", p, ok, groups))
+        if self.recent:
+            groups = {}
+            for i, c in enumerate(cands):
+                groups.setdefault(c.last_gpos, []).append(i)
+            levels.append(("recent", None, [True] * n, groups))
+        pos_of = [tuple(r[GPOS] for r in _recs(c.B[self.slot[p.var]])) for p in self.picks
+                  for c in cands]  # per pick level, per candidate: the picked positions
+        recency: dict[int, tuple[Any, ...]] = {}
+        consumed = self.consumed
+        memo: dict[tuple[int, int], bool] = {}
+
+        def valid(i: int) -> bool:
+            return not any(q in consumed for q in cands[i].positions)
+
+        def alive(k: int, i: int) -> bool:
+            if k == 0:
+                return valid(i)
+            got = memo.get((k, i))
+            if got is not None:
+                return got
+            kind, p, ok, groups = levels[k - 1]
+            res = ok[i] and alive(k - 1, i)
+            if res and (kind == "recent" or p.mode is not PickMode.EACH):
+                rivals = groups[cands[i].last_gpos if kind == "recent" else
+                                self._pick_key(cands[i], self.slot[p.var])]
+                best = None
+                best_key: Any = None
+                for j in rivals:
+                    if not (levels[k - 1][2][j] and alive(k - 1, j)):
+                        continue
+                    if kind == "recent":
+                        key = recency.get(j)
+                        if key is None:
+                            key = recency[j] = self._recency(cands[j])
+                        better = best is None or key > best_key
+                    else:
+                        key = pos_of[(k - 1) * n + j]
+                        better = best is None or (key < best_key if p.mode is PickMode.FIRST
+                                                  else key > best_key)
+                    if better:
+                        best, best_key = j, key
+                res = best == i
+            memo[(k, i)] = res
+            return res
+
+        out = []
+        top = len(levels)
+        for i, c in enumerate(cands):
+            if not alive(top, i):
+                continue
+            out.append(c)
+            memo.clear()
+            for s in self.consume_slots:
+                for r in _recs(c.B[s]):
+                    consumed.add(r[GPOS])
+        return out
+
     def apply(self, cands: list[Candidate], matcher: Any, count_only: bool) -> list[Match]:
         """Policies over candidates in output order, then RETURN -> Match objects."""
-        for p in self.picks:
-            cands = self._pick(cands, p)
-        if self.recent:
-            cands = self._recent(cands)
-        if self.consume is not None:
-            cands = self._consume(cands)
+        if self.consume is not None and (self.picks or self.recent):
+            cands = self._select_consume(cands)
+        else:
+            for p in self.picks:
+                cands = self._pick(cands, p)
+            if self.recent:
+                cands = self._recent(cands)
+            if self.consume is not None:
+                cands = self._consume(cands)
         if count_only:
             return [_COUNT_MATCH] * len(cands)
         if self._binds is not None and not self.plan.return_fns:

@@ -17,6 +17,7 @@ Example:
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import itertools
 import math
 import re
@@ -1097,9 +1098,33 @@ class _Found:
     """Sorted global positions of all positive events."""
 
 
-def _order_key(f: _Found, order: Sequence[str]) -> tuple[Any, ...]:
-    per_var = tuple((1, *f.gbind[v]) if v in f.gbind else (0,) for v in order)
-    return (f.gpos[-1], f.gpos, per_var)
+def _thesis_earlier(w: tuple[int, ...], x: tuple[int, ...]) -> bool | None:
+    """Definition 4.4.12 of parallel-cep-without-splitter, literally: is the final match with
+    sorted positions ``w`` earlier than ``x`` (None: neither)? Last events, then first events,
+    then the same comparison on both with the last event removed."""
+    while True:
+        if not w or not x:
+            return None if len(w) == len(x) else not w
+        if w[-1] != x[-1]:
+            return w[-1] < x[-1]
+        if w[0] != x[0]:
+            return w[0] < x[0]
+        w, x = w[:-1], x[:-1]
+
+
+def _per_var_key(f: _Found, order: Sequence[str]) -> tuple[Any, ...]:
+    return tuple((1, *f.gbind[v]) if v in f.gbind else (0,) for v in order)
+
+
+def _sort_output(found: list[_Found], order: Sequence[str]) -> list[_Found]:
+    """Output order (§10): Definition 4.4.12 on the positions, then the bindings."""
+    def cmp(a: _Found, b: _Found) -> int:
+        e = _thesis_earlier(a.gpos, b.gpos)
+        if e is not None:
+            return -1 if e else 1
+        ka, kb = _per_var_key(a, order), _per_var_key(b, order)
+        return -1 if ka < kb else (1 if ka > kb else 0)
+    return sorted(found, key=functools.cmp_to_key(cmp))
 
 
 def _recency_key(f: _Found, order: Sequence[str]) -> tuple[Any, ...]:
@@ -1262,13 +1287,33 @@ def _apply_coverage(found: list[_Found], prep: _Prepared) -> list[_Found]:
     return out
 
 
-def _apply_consume(found: list[_Found], consume: ast.Consume, order: Sequence[str]) -> list[_Found]:
+def _select(found: list[_Found], analyzed: AnalyzedQuery, order: Sequence[str]) -> list[_Found]:
+    """PICK (in the order written), then EMIT RECENT."""
+    for pick in analyzed.query.picks:
+        found = _apply_pick(found, pick)
+    if analyzed.emit is ast.Emit.RECENT:
+        found = _apply_recent(found, order)
+    return found
+
+
+def _apply_consume(found: list[_Found], consume: ast.Consume, order: Sequence[str],
+                   analyzed: AnalyzedQuery, *, select: bool = True) -> list[_Found]:
+    """The walk in output order (§9): a match is emitted if none of its events is consumed
+    and (``select``) it survives PICK and EMIT RECENT among the matches still valid at that
+    point."""
     consumed: set[int] = set()
     out = []
+    survivors: set[int] | None = None
     for f in found:
         if consumed & set(f.gpos):
             continue
+        if survivors is None and select:
+            valid = [g for g in found if not consumed & set(g.gpos)]
+            survivors = {id(g) for g in _select(valid, analyzed, order)}
+        if survivors is not None and id(f) not in survivors:
+            continue
         out.append(f)
+        survivors = None
         names = order if consume.all_vars else consume.vars
         for v in names:
             consumed.update(f.gbind.get(v, ()))
@@ -1370,15 +1415,19 @@ def evaluate(analyzed: AnalyzedQuery, events: EventBatch) -> list[Match]:
             gpos = tuple(sorted(part[x].gpos for x in cand.positions))
             found.append(_Found(cand, gbind, gpos))
     order = prep.order
-    for pick in analyzed.query.picks:
-        found = _apply_pick(found, pick)
-    if analyzed.emit is ast.Emit.RECENT:
-        found = _apply_recent(found, order)
-    elif analyzed.emit is ast.Emit.COVERAGE:
-        found = _apply_coverage(found, prep)
-    found.sort(key=lambda f: _order_key(f, order))
-    if analyzed.query.consume is not None:
-        found = _apply_consume(found, analyzed.query.consume, order)
+    if analyzed.emit is ast.Emit.COVERAGE:
+        # EMIT COVERAGE (§16) keeps its own order of application: PICK, coverage, then the
+        # plain CONSUME walk
+        for pick in analyzed.query.picks:
+            found = _apply_pick(found, pick)
+        found = _sort_output(_apply_coverage(found, prep), order)
+        if analyzed.query.consume is not None:
+            found = _apply_consume(found, analyzed.query.consume, order, analyzed, select=False)
+    elif analyzed.query.consume is None:
+        found = _sort_output(_select(found, analyzed, order), order)
+    else:
+        found = _apply_consume(_sort_output(found, order), analyzed.query.consume, order,
+                               analyzed)
     out = []
     for f in found:
         evs = f.cand.events
