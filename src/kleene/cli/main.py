@@ -454,6 +454,10 @@ def explain(query: tuple[str, ...], dialect: str | None, dot: bool, spark: bool,
               help="Count temporary matches created, copied and live (LinkedCEP's measure) "
                    "and show them in the summary; the NFA then runs without its generated "
                    "kernel.")
+@click.option("--workers", default=None, type=click.IntRange(min=1), metavar="N",
+              help="Processes for a PARTITION BY query: partitions spread over N workers by "
+                   "key hash, merged back in output order (default: the number of cores; "
+                   "the summary says when a run stays in one process and why).")
 @_guard
 @_without_cyclic_gc
 def run(query: tuple[str, ...], input_path: str, input_format: str | None,
@@ -465,7 +469,7 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
         quiet: bool, streaming: bool, allowed_lateness: float, late_output: str | None,
         spark: bool, master: str | None,
         partitions: int | None, spark_reader: str, max_matches_per_call: int | None,
-        on_cap: str, analyze: bool = False) -> None:
+        on_cap: str, analyze: bool = False, workers: int | None = None) -> None:
     """Run QUERY over the events in --input; write matches (JSON Lines by default).
 
     Several QUERY arguments, a directory of *.kleene files or a file holding several queries
@@ -568,7 +572,7 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
     elif compiled.backend.streaming:
         # --count: the engine only counts (no bindings, no Match objects where it can)
         matches = _engine_call(compiled.engine, _automaton, compiled, events,
-                               {**caps, "count_only": count}) if len(events) else []
+                               {**caps, "count_only": count}, workers) if len(events) else []
     else:
         matches = _engine_call(compiled.engine, compiled.run, events) if len(events) else []
     progress.clear()
@@ -582,14 +586,35 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
             w.write(matches)
     finished = time.perf_counter()
     if not quiet:
-        _summary(report, _n_matches(matches), _engine_label(compiled),
+        _summary(report, _n_matches(matches), _engine_label(compiled) + _WORKERS.pop("label", ""),
                  (started, compiled_at, read_done, match_done, finished),
                  per_query=_per_query(compiled, matches))
 
 
-def _automaton(compiled: Any, events: Any, options: dict[str, Any]) -> list[Any]:
+_WORKERS: dict[str, str] = {}
+"""The summary's note on keyed parallelism, set by :func:`_automaton`."""
+
+
+def _automaton(compiled: Any, events: Any, options: dict[str, Any],
+               workers: int | None = None) -> list[Any]:
     """The automaton engine over the whole (ordered) input as one ``push``, with the
-    command's cap options; matches or runs dropped by ``--on-cap truncate`` are reported."""
+    command's cap options; matches or runs dropped by ``--on-cap truncate`` are reported.
+    A PARTITION BY query may spread over ``workers`` processes (default: the cores)."""
+    if getattr(compiled, "compiled_plan", None) is not None:  # not a query set
+        from ..runtime.parallel import default_workers, run_parallel
+
+        n = default_workers() if workers is None else workers
+        if n > 1 and options.get("use_kernel") is not False:  # not with --analyze
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                par = run_parallel(compiled.compiled_plan, events, n, options,
+                                   udfs=compiled.analyzed.udfs)
+            _WORKERS["label"] = (f", {par.workers} workers" if par.workers > 1
+                                 else f", 1 worker: {par.reason}")
+            _report_truncation(par.counters)
+            if options.get("count_only"):
+                return _Count(par.counters.matches)  # type: ignore[return-value]
+            return par.matches
     runtime = compiled.start(**options)
     if options.get("count_only"):
         runtime.count_placeholders = False  # exact counts may be huge: read the counter

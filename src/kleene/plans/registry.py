@@ -376,6 +376,7 @@ def start(query: AnalyzedQuery | CompiledPlan, *, plan: str | None = None,
     """
     from ..runtime.engine import Runtime
 
+    options.pop("workers", None)  # keyed parallelism is for evaluate (run); a stream is one process
     unknown = set(options) - _RUNTIME_OPTIONS
     if unknown:
         raise EngineError(f"unknown runtime option(s) {sorted(unknown)}; known: "
@@ -387,9 +388,17 @@ def start(query: AnalyzedQuery | CompiledPlan, *, plan: str | None = None,
 
 def evaluate(query: AnalyzedQuery | CompiledPlan, events: EventBatch, *,
              plan: str | None = None, **options: Any) -> list[Any]:
-    """Evaluate over a bounded, ordered batch (the ``automaton`` backend)."""
+    """Evaluate over a bounded, ordered batch (the ``automaton`` backend). ``workers=N``
+    spreads the partitions of a PARTITION BY query over N processes (kleene.runtime.parallel;
+    the same matches in the same order)."""
     from ..runtime.engine import run_batch
 
+    workers = options.pop("workers", None)
+    if workers is not None and workers != 1:
+        from ..runtime.parallel import run_parallel
+
+        rt = start(query, plan=plan, **options)  # validates the options, compiles once
+        return run_parallel(rt.compiled, events, int(workers), options).matches
     return run_batch(start(query, plan=plan, **options), events)
 
 

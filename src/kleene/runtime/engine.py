@@ -63,6 +63,10 @@ buffered match measured, so 1-2 GB at the cap)."""
 
 _first = itemgetter(0)
 
+GPOS_COL = "__gpos"
+"""Optional input column: the events' positions in the whole stream (kleene.runtime.parallel
+gives each worker its share of the stream with it)."""
+
 
 def _output_key(h: tuple[Any, ...]) -> tuple[Any, ...]:
     """The output order (docs/semantics.md 10, Definition 4.4.12 of parallel-cep) from a
@@ -177,6 +181,10 @@ class Runtime:
         self.strategy = self.spec.strategy
         self._warned = False
         self.needs_positions = self.spec.needs_positions
+        self.out_keys: list[int] | None = None
+        """When a list: the global position of every released match's last event is appended
+        to it, in the order of the matches returned (the keyed parallel runtime merges its
+        workers by them: two partitions never share a last event)."""
 
     def _init_state(self) -> None:
         """The matching state of a freshly started runtime (everything :meth:`snapshot` saves
@@ -372,8 +380,14 @@ class Runtime:
         *reorder*, happened in :meth:`push` / :meth:`_flush_buffer`)."""
         n = t.num_rows
         self.counters.events_processed += n
-        gpos = np.arange(self.next_gpos, self.next_gpos + n, dtype=np.int64)
-        self.next_gpos += n
+        if GPOS_COL in t.column_names:
+            # a worker of the keyed parallel runtime: its share of the stream, with the
+            # positions the events have in the whole stream (output order compares those)
+            gpos = t.column(GPOS_COL).to_numpy().astype(np.int64, copy=False)
+            self.next_gpos = int(gpos[-1]) + 1
+        else:
+            gpos = np.arange(self.next_gpos, self.next_gpos + n, dtype=np.int64)
+            self.next_gpos += n
         masks, left_rows = self._vectorize(t)
         routed = self._route(t, masks, gpos)
         if routed is None:
@@ -677,8 +691,14 @@ class Runtime:
             # finished Matches (a restored snapshot may still hold candidates)
             to_match = self.policies.to_match
             out = [c if type(c) is Match else to_match(c) for c in cands]
-        else:
+            if self.out_keys is not None:
+                self.out_keys.extend(h[0][0] for h in ready)
+        elif self.out_keys is None:
             out = self.policies.apply(cands, self.matcher, self.count_only)
+        else:
+            kept = self.policies.select(cands)
+            self.out_keys.extend(c.last_gpos for c in kept)
+            out = self.policies.build(kept, self.count_only)
         if len(self.policies.consumed) > self._CONSUMED_PRUNE:
             self._prune_consumed()
         self.counters.matches += len(out)
@@ -808,4 +828,4 @@ def run_batch(rt: Runtime, events: EventBatch) -> list[Match]:
     return out
 
 
-__all__ = ["Counters", "Runtime", "run_batch"]
+__all__ = ["GPOS_COL", "Counters", "Runtime", "run_batch"]

@@ -243,17 +243,26 @@ class Policies:
                     consumed.add(r[GPOS])
         return out
 
+    def select(self, cands: list[Candidate]) -> list[Candidate]:
+        """PICK, EMIT RECENT and CONSUME over candidates in output order (the kept ones, in
+        the same order)."""
+        if self.consume is not None and (self.picks or self.recent):
+            return self._select_consume(cands)
+        for p in self.picks:
+            cands = self._pick(cands, p)
+        if self.recent:
+            cands = self._recent(cands)
+        if self.consume is not None:
+            cands = self._consume(cands)
+        return cands
+
     def apply(self, cands: list[Candidate], matcher: Any, count_only: bool) -> list[Match]:
         """Policies over candidates in output order, then RETURN -> Match objects."""
-        if self.consume is not None and (self.picks or self.recent):
-            cands = self._select_consume(cands)
-        else:
-            for p in self.picks:
-                cands = self._pick(cands, p)
-            if self.recent:
-                cands = self._recent(cands)
-            if self.consume is not None:
-                cands = self._consume(cands)
+        del matcher
+        return self.build(self.select(cands), count_only)
+
+    def build(self, cands: list[Candidate], count_only: bool) -> list[Match]:
+        """RETURN over kept candidates -> Match objects."""
         if count_only:
             return [_COUNT_MATCH] * len(cands)
         if self._binds is not None and not self.plan.return_fns:

@@ -1,0 +1,285 @@
+"""Keyed parallelism (issue 15): the partitions of a PARTITION BY query spread over worker
+processes, with an order-preserving merge of their matches.
+
+Every rule of a partitioned query reads one partition only (per-partition positions for
+contiguity, count windows and negation; PICK groups, EMIT RECENT and CONSUME never mix two
+partitions, since a match's events all share its key). So the stream is split by key:
+
+1. *split*: the partition key of every event is dictionary-encoded (Arrow), and each distinct
+   key goes to worker ``crc32(repr(key)) % workers`` (a hash of the key's value, stable from
+   run to run and independent of the batch);
+2. *match*: each worker runs the ordinary :class:`~kleene.runtime.engine.Runtime` over its share
+   of the stream, carrying the events' positions in the whole stream (``GPOS_COL``), so its
+   matches carry the same output-order keys as in one process. Workers are forked processes
+   (they inherit the compiled plan and the events: nothing is pickled on the way in); worker 0
+   runs in the calling process;
+3. *merge*: the workers' matches, each list already in output order, are merged by their keys
+   (``heapq.merge``): the result is the single-process output, match for match and in order.
+
+Used by ``CompiledQuery.run`` / ``kleene.plans.evaluate`` with ``workers=N`` and by
+``kleene run --workers N``. Streaming (``start``) runs in one process.
+"""
+
+from __future__ import annotations
+
+import gc
+import multiprocessing
+import os
+import pickle
+import time
+import traceback
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import EngineError
+from ..events import EventBatch, Match
+from ..plan.automaton import CompKind
+from ..vocab import PickMode
+from .engine import GPOS_COL, Counters, Runtime
+
+MIN_EVENTS_PER_WORKER = 10_000
+"""Below this many events per worker, forking costs more than it saves: one process."""
+
+
+@dataclass
+class ParallelRun:
+    """What a keyed parallel run did (for the CLI summary and the benchmarks)."""
+
+    matches: list[Match]
+    counters: Counters
+    workers: int
+    """Processes that matched (1: ran sequentially, see ``reason``)."""
+    reason: str | None = None
+    """Why the run used one process, when it did."""
+    cpu: dict[str, float] = field(default_factory=dict)
+    """Seconds of the calling process: CPU of its own share and of the merge, wall time
+    waiting for the other workers."""
+
+
+def default_workers() -> int:
+    """The number of cores this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _pick_spans_partitions(plan: Any, spec: Any) -> str | None:
+    """A PICK FIRST/LAST v compares the matches equal in every other binding: they share an
+    event (hence a partition) only if some other variable always binds one. Checked on linear
+    plans (components); any other plan with such a PICK stays in one process."""
+    comps = getattr(plan, "components", None)
+    for p in spec.picks:
+        if p.mode is PickMode.EACH:
+            continue
+        if comps is None or not any(
+                c.kind is not CompKind.CHOICE and c.min > 0 and p.var not in c.vars
+                for c in comps):
+            return (f"PICK {p.mode.name} {p.var} can compare matches of different partitions "
+                    "(no other variable always binds an event)")
+    return None
+
+
+def sequential_reason(compiled: Any, n_events: int, workers: int) -> str | None:
+    """Why ``compiled`` runs in one process over ``n_events`` with ``workers`` asked (None:
+    it runs in parallel)."""
+    plan = compiled.plan
+    if workers <= 1:
+        return "one worker asked"
+    if not plan.partition_by:
+        return ("no PARTITION BY: partitions are the unit of keyed parallelism "
+                "(positions, PICK and CONSUME would span workers)")
+    why = _pick_spans_partitions(plan, compiled.spec)
+    if why is not None:
+        return why
+    if n_events < 2 * MIN_EVENTS_PER_WORKER:
+        return f"{n_events:,} events: too few to pay for a second process"
+    return None
+
+
+def key_workers(table: pa.Table, attrs: Sequence[str], workers: int) -> np.ndarray[Any, Any]:
+    """Per row, the worker of its partition key: ``crc32(repr(key)) % workers``."""
+    n = table.num_rows
+    if len(attrs) == 1 and attrs[0] in table.column_names:
+        col = table.column(attrs[0])
+        if pa.types.is_dictionary(col.type):
+            col = col.cast(col.type.value_type)
+        enc = pc.dictionary_encode(col, null_encoding="encode").combine_chunks()
+        per_key = np.array([zlib.crc32(repr((v,)).encode()) % workers
+                            for v in enc.dictionary.to_pylist()], dtype=np.int64)
+        one: np.ndarray[Any, Any] = per_key[enc.indices.to_numpy(zero_copy_only=False)]
+        return one
+    codes = np.zeros(n, dtype=np.int64)
+    dicts: list[list[Any]] = []
+    for a in attrs:
+        if a in table.column_names:
+            col = table.column(a)
+            if pa.types.is_dictionary(col.type):
+                col = col.cast(col.type.value_type)
+            enc = pc.dictionary_encode(col, null_encoding="encode").combine_chunks()
+            idx = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+            vals = enc.dictionary.to_pylist()
+        else:
+            idx = np.zeros(n, dtype=np.int64)
+            vals = [None]
+        codes = codes * len(vals) + idx
+        dicts.append(vals)
+    uniq, inv = np.unique(codes, return_inverse=True)
+    dest = np.empty(len(uniq), dtype=np.int64)
+    for i, u in enumerate(uniq.tolist()):
+        parts = []
+        for vals in reversed(dicts):
+            u, r = divmod(u, len(vals))
+            parts.append(vals[r])
+        key = tuple(reversed(parts))
+        dest[i] = zlib.crc32(repr(key).encode()) % workers
+    out: np.ndarray[Any, Any] = dest[inv.reshape(-1)]
+    return out
+
+
+# the job a forked worker inherits (set just before forking, cleared after)
+_JOB: dict[str, Any] = {}
+
+
+def _work(w: int, *, rows: bool = True) -> tuple[list[Any], list[Any], list[int]]:
+    """Worker ``w``: match its share of the stream; (positions of the matches' last events,
+    the matches (as plain tuples with ``rows``, for the pipe), counters)."""
+    job = _JOB
+    table: pa.Table = job["table"]
+    idx = np.flatnonzero(job["dest"] == w)
+    share = table.take(pa.array(idx)).append_column(GPOS_COL, pa.array(idx, pa.int64()))
+    rt = Runtime(job["compiled"], **job["options"])
+    count_only = bool(job["options"].get("count_only"))
+    if not count_only:
+        rt.out_keys = []
+    batch = EventBatch(share, job["time"])
+    out = rt.push(batch)
+    out += rt.close()
+    c = rt.counters
+    counters = [c.events_in, c.events_processed, c.candidate_events, c.late_events,
+                c.matches, c.truncated_runs, c.truncated_matches]
+    if count_only:
+        return [], [()] * len(out), counters
+    assert rt.out_keys is not None
+    # Workers never share a last event (it belongs to one partition), and each worker's list
+    # is in output order: the position of the last event alone merges them.
+    lasts = rt.out_keys
+    if not rows:
+        return lasts, out, counters
+    return lasts, [(m.query, m.bindings, m.start, m.end, m.values) for m in out], counters
+
+
+def _child(w: int, conn: Any) -> None:
+    gc.disable()  # a collection would touch (and copy) every page inherited from the parent
+    try:
+        res: Any = ("ok", _work(w))
+    except BaseException as e:  # noqa: BLE001 - reported to the parent, one line
+        res = ("error", f"{type(e).__name__}: {e}", traceback.format_exc()[-2000:])
+    try:
+        conn.send_bytes(pickle.dumps(res, protocol=pickle.HIGHEST_PROTOCOL))
+    finally:
+        conn.close()
+        os._exit(0)
+
+
+def run_parallel(compiled: Any, events: EventBatch, workers: int,
+                 options: dict[str, Any] | None = None) -> ParallelRun:
+    """Evaluate ``compiled`` (a compiled plan) over a bounded, ordered batch with up to
+    ``workers`` processes; the matches are exactly those of one process, in the same order."""
+    options = dict(options or {})
+    plan = compiled.plan
+    n = len(events)
+    if workers < 1:
+        raise EngineError(f"workers must be a positive integer, not {workers!r}")
+    ts = events.ts
+    if n > 1 and not np.all(ts[1:] >= ts[:-1]):
+        from ..errors import InputError
+
+        raise InputError("events must be ordered by timestamp")
+    reason = sequential_reason(compiled, n, workers)
+    dest = None
+    if reason is None:
+        dest = key_workers(events.table, plan.partition_by, workers)
+        if len(np.unique(dest)) < 2:
+            reason = "every partition key hashes to one worker"
+    if reason is not None or dest is None:
+        from .engine import run_batch
+
+        rt = Runtime(compiled, **options)
+        return ParallelRun(run_batch(rt, events), rt.counters, 1, reason)
+    was = gc.isenabled()
+    gc.disable()  # many small tuples are unpickled and merged: no cyclic collection meanwhile
+    try:
+        return _fork_and_merge(compiled, events, workers, dest, options)
+    finally:
+        if was:
+            gc.enable()
+
+
+def _fork_and_merge(compiled: Any, events: EventBatch, workers: int,
+                    dest: np.ndarray[Any, Any], options: dict[str, Any]) -> ParallelRun:
+    ctx = multiprocessing.get_context("fork")
+    _JOB.update(compiled=compiled, table=events.table, dest=dest, options=options,
+                time=events.time)
+    procs = []
+    cpu: dict[str, float] = {}
+    count_only = bool(options.get("count_only"))
+    try:
+        for w in range(1, workers):
+            recv, send = ctx.Pipe(duplex=False)
+            p = ctx.Process(target=_child, args=(w, send), daemon=True)
+            p.start()
+            send.close()
+            procs.append((p, recv))
+        c0 = time.process_time()
+        results = [_work(0, rows=False)]
+        cpu["own share"] = time.process_time() - c0
+        w0 = time.perf_counter()
+        for p, recv in procs:
+            try:
+                res = pickle.loads(recv.recv_bytes())  # noqa: S301 - our own child's bytes
+            except EOFError:
+                raise EngineError(f"keyed parallel run: worker process {p.pid} died "
+                                  f"(exit code {p.exitcode})") from None
+            if res[0] != "ok":
+                raise EngineError(f"keyed parallel run: a worker failed: {res[1]}")
+            lasts, rows, cnt = res[1]
+            results.append((lasts, rows if count_only else [Match(*r) for r in rows], cnt))
+        cpu["wait"] = time.perf_counter() - w0
+    finally:
+        _JOB.clear()
+        for p, recv in procs:
+            recv.close()
+            p.join(timeout=5)
+    counters = Counters()
+    for _k, _r, c in results:
+        counters.events_in += c[0]
+        counters.events_processed += c[1]
+        counters.candidate_events += c[2]
+        counters.late_events += c[3]
+        counters.matches += c[4]
+        counters.truncated_runs += c[5]
+        counters.truncated_matches += c[6]
+    if options.get("count_only"):
+        from .policies import _COUNT_MATCH
+
+        return ParallelRun([_COUNT_MATCH] * sum(len(r) for _k, r, _c in results), counters,
+                           workers)
+    c0 = time.process_time()
+    # each worker's list is in output order and no two share a last event: a stable sort of
+    # the concatenated last positions is the merge
+    lasts = np.concatenate([np.asarray(k, dtype=np.int64) for k, _r, _c in results])
+    every = [m for _k, r, _c in results for m in r]
+    matches = [every[i] for i in np.argsort(lasts, kind="stable").tolist()]
+    cpu["merge"] = time.process_time() - c0
+    return ParallelRun(matches, counters, workers, cpu=cpu)
+
+
+__all__ = ["MIN_EVENTS_PER_WORKER", "ParallelRun", "default_workers", "key_workers",
+           "run_parallel", "sequential_reason"]

@@ -1,0 +1,49 @@
+"""``kleene run --workers N``: a PARTITION BY query over N processes writes exactly the
+output of one process (issue 15), and the summary says how many worked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from click.testing import CliRunner
+
+from kleene.cli.main import cli
+from kleene.runtime.parallel import MIN_EVENTS_PER_WORKER
+
+QUERY = ("PATTERN SEQ(Stock a, Stock+ b[], Stock c) WHERE b[1].price > a.price AND "
+         "b[i].price > b[i-1].price AND c.price < a.price PARTITION BY symbol "
+         "WITHIN 10 minutes USING strict-contiguity")
+
+
+def _csv(path: Path, n: int) -> Path:
+    rng = np.random.default_rng(3)
+    sym = rng.integers(0, 30, n)
+    price = rng.normal(100, 5, n).round(1)
+    lines = ["id,symbol,ts,price"] + [f"{i},S{s},{i},{p}" for i, (s, p) in
+                                       enumerate(zip(sym.tolist(), price.tolist(), strict=True))]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_run_workers_two_writes_the_output_of_one(tmp_path: Path) -> None:
+    csv = _csv(tmp_path / "stock.csv", 2 * MIN_EVENTS_PER_WORKER + 2000)
+    outs = {}
+    for w in ("1", "2"):
+        out = tmp_path / f"out{w}.jsonl"
+        r = CliRunner().invoke(cli, ["run", QUERY, "-i", str(csv), "--event-type", "Stock",
+                                     "--workers", w, "-o", str(out)])
+        assert r.exit_code == 0, r.output
+        outs[w] = out.read_bytes()
+        if w == "2":
+            assert "2 workers" in r.stderr
+    assert outs["1"] == outs["2"] and outs["1"].count(b"\n") > 100
+
+
+def test_run_workers_on_an_unpartitioned_query_says_why_it_used_one(tmp_path: Path) -> None:
+    csv = _csv(tmp_path / "stock.csv", 300)
+    r = CliRunner().invoke(cli, ["run", "PATTERN SEQ(Stock a, Stock b) WHERE b.price > "
+                                 "a.price + 12", "-i", str(csv), "--event-type", "Stock",
+                                 "--workers", "2"])
+    assert r.exit_code == 0, r.output
+    assert "1 worker: no PARTITION BY" in r.stderr

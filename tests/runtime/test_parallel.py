@@ -1,0 +1,111 @@
+"""Keyed parallelism (kleene.runtime.parallel): N worker processes give the single-process
+matches, match for match and in order (issue 15)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, note, settings
+
+import kleene
+from kleene.api import analyze
+from kleene.errors import KleeneError
+from kleene.events import EventBatch, Match
+from kleene.plans import choose
+from kleene.runtime import parallel
+from kleene.runtime.engine import Runtime, run_batch
+from kleene.testing.strategies import describe, queries, streams
+
+
+def _key(ms: list[Match]) -> list[tuple[Any, ...]]:
+    return [(m.query, dict(m.bindings), m.start, m.end, dict(m.values)) for m in ms]
+
+
+@pytest.fixture
+def no_minimum(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Parallel even on a handful of events (the tests' streams are tiny)."""
+    monkeypatch.setattr(parallel, "MIN_EVENTS_PER_WORKER", 0)
+
+
+@pytest.mark.parametrize("feature", ["partitions", "policies", "kleene", "negation", "mixed"])
+def test_workers_equal_one_process_on_random_partitioned_queries(no_minimum: None,
+                                                                 feature: str) -> None:
+    @settings(max_examples=40, derandomize=True, deadline=None, database=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+    @given(query=queries(feature=feature), stream=streams(min_events=4, max_events=12))
+    def check(query: str, stream: EventBatch) -> None:
+        try:
+            aq = analyze(query)
+            if not aq.partition_by:
+                aq = analyze(dataclasses.replace(aq.query, partition_by=("k",)))
+            compiled = choose(aq)
+        except KleeneError:
+            assume(False)
+            return
+        note(f"query:  {query} (PARTITION BY k)")
+        note(f"stream: {describe(stream)}")
+        want = _key(run_batch(Runtime(compiled), stream))
+        for workers in (2, 3):
+            got = parallel.run_parallel(compiled, stream, workers)
+            assert _key(got.matches) == want, f"{workers} workers differ from one process"
+
+    check()
+
+
+def _stock(n: int, symbols: int, seed: int = 7) -> EventBatch:
+    rng = np.random.default_rng(seed)
+    return EventBatch.from_records([
+        {"id": i, "type": "Stock", "ts": i, "symbol": f"S{int(s)}", "price": float(p)}
+        for i, (s, p) in enumerate(zip(rng.integers(0, symbols, n),
+                                       rng.normal(100, 5, n).round(1), strict=True))])
+
+
+STOCK = """PATTERN SEQ(Stock a, Stock+ b[], Stock c)
+WHERE b[1].price > a.price AND b[i].price > b[i-1].price AND c.price < a.price
+PARTITION BY symbol WITHIN 10 minutes USING strict-contiguity"""
+
+
+def test_api_workers_gives_the_same_matches_in_the_same_order() -> None:
+    """``compile(..., workers=2).run`` on enough events to fork: really two processes, and
+    the output of one."""
+    events = _stock(2 * parallel.MIN_EVENTS_PER_WORKER + 1000, symbols=20)
+    one = kleene.compile(STOCK).run(events)
+    two = kleene.compile(STOCK, workers=2).run(events)
+    assert len(one) > 100
+    assert _key(two) == _key(one)
+    compiled = kleene.compile(STOCK).compiled_plan
+    run = parallel.run_parallel(compiled, events, 2)
+    assert run.workers == 2 and run.reason is None
+    assert run.counters.events_in == len(events)
+
+
+def test_unpartitioned_query_runs_in_one_process_and_says_why(no_minimum: None) -> None:
+    events = _stock(200, symbols=3)
+    compiled = kleene.compile("PATTERN SEQ(Stock a, Stock b) WHERE b.price > a.price + 5"
+                              ).compiled_plan
+    run = parallel.run_parallel(compiled, events, 2)
+    assert run.workers == 1 and run.reason is not None and "PARTITION BY" in run.reason
+    assert _key(run.matches) == _key(run_batch(Runtime(compiled), events))
+
+
+def test_count_only_counts_across_workers(no_minimum: None) -> None:
+    events = _stock(3000, symbols=10)
+    compiled = kleene.compile(STOCK).compiled_plan
+    want = len(run_batch(Runtime(compiled), events))
+    run = parallel.run_parallel(compiled, events, 2, {"count_only": True})
+    assert run.workers == 2 and len(run.matches) == want
+
+
+def test_keys_go_to_workers_by_a_stable_hash() -> None:
+    t = _stock(500, symbols=7).table
+    a = parallel.key_workers(t, ["symbol"], 3)
+    b = parallel.key_workers(t.slice(100), ["symbol"], 3)
+    assert set(a.tolist()) <= {0, 1, 2}
+    # the same key goes to the same worker whatever batch it arrives in
+    sym = t.column("symbol").to_pylist()
+    where = {s: int(w) for s, w in zip(sym, a.tolist(), strict=True)}
+    assert all(where[s] == int(w) for s, w in zip(sym[100:], b.tolist(), strict=True))
+    assert len(set(where.values())) > 1
