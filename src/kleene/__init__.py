@@ -27,6 +27,7 @@ from .events import EventBatch, Match, TimeInfo
 from .events.readers import ReadReport, iter_events, read_events
 from .events.writers import write_matches
 from .queryset import QuerySet, compile_many
+from .udf import udf
 
 __version__ = "0.1.0"
 
@@ -53,5 +54,6 @@ __all__ = [
     "parse",
     "read_events",
     "to_text",
+    "udf",
     "write_matches",
 ]

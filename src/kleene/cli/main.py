@@ -27,6 +27,7 @@ import click
 
 from .. import __version__
 from ..errors import EngineError, InputError, KleeneError, MissingExtraError, QueryError
+from ..udf import pure_udfs, udf
 
 EXIT_OK = 0
 EXIT_QUERY = 1
@@ -202,7 +203,8 @@ def load_queries(args: Sequence[str]) -> list[QuerySource]:
 
 
 def load_udfs(specs: Sequence[str]) -> dict[str, Callable[..., Any]]:
-    """``module:function`` or ``name=module:function`` -> {name: callable}."""
+    """``module:function`` or ``name=module:function`` -> {name: callable}; a ``:pure``
+    suffix memoizes the function (kleene.udf)."""
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # so a module next to the query can be named
     udfs: dict[str, Callable[..., Any]] = {}
@@ -211,6 +213,9 @@ def load_udfs(specs: Sequence[str]) -> dict[str, Callable[..., Any]]:
         if not eq:
             name, target = "", spec
         module, colon, func = target.partition(":")
+        func, _, flag = func.partition(":")
+        if flag not in ("", "pure"):
+            raise QueryError(f"--udf {spec!r}: unknown flag {flag!r} (the only one is :pure)")
         if not colon or not module or not func:
             raise QueryError(f"--udf {spec!r}: expected module:function or name=module:function")
         try:
@@ -223,7 +228,7 @@ def load_udfs(specs: Sequence[str]) -> dict[str, Callable[..., Any]]:
         fn = getattr(mod, func, None)
         if not callable(fn):
             raise QueryError(f"--udf {spec!r}: module {module!r} has no function {func!r}")
-        udfs[name or func] = fn
+        udfs[name or func] = udf(fn, pure=True) if flag == "pure" else fn
     return udfs
 
 
@@ -589,6 +594,17 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
         _summary(report, _n_matches(matches), _engine_label(compiled) + _WORKERS.pop("label", ""),
                  (started, compiled_at, read_done, match_done, finished),
                  per_query=_per_query(compiled, matches))
+        _udf_summary(compiled)
+
+
+def _udf_summary(compiled: Any) -> None:
+    """One line per pure (memoized) UDF: real calls and cache hits."""
+    analyzed = getattr(compiled, "analyzed", None)  # a query set has several
+    for name, f in sorted(pure_udfs(analyzed.udfs if analyzed is not None else {}).items()):
+        total = f.calls + f.hits
+        rate = f.hits / total if total else 0.0
+        click.echo(f"udf {name:<11} {f.calls:>12,}   calls ({f.hits:,} cache hits, "
+                   f"{rate:.0%} of {total:,} evaluations)", err=True)
 
 
 _WORKERS: dict[str, str] = {}

@@ -398,7 +398,9 @@ def evaluate(query: AnalyzedQuery | CompiledPlan, events: EventBatch, *,
         from ..runtime.parallel import run_parallel
 
         rt = start(query, plan=plan, **options)  # validates the options, compiles once
-        return run_parallel(rt.compiled, events, int(workers), options).matches
+        udfs = getattr(query, "udfs", None) or getattr(getattr(rt.plan, "analyzed", None),
+                                                         "udfs", None)
+        return run_parallel(rt.compiled, events, int(workers), options, udfs=udfs).matches
     return run_batch(start(query, plan=plan, **options), events)
 
 

@@ -29,7 +29,7 @@ import pickle
 import time
 import traceback
 import zlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -164,6 +164,8 @@ def _work(w: int, *, rows: bool = True) -> tuple[list[Any], list[Any], list[int]
     c = rt.counters
     counters = [c.events_in, c.events_processed, c.candidate_events, c.late_events,
                 c.matches, c.truncated_runs, c.truncated_matches]
+    for f in job["udfs"]:  # calls and hits this worker made (added up in the parent)
+        counters += [f.calls, f.hits]
     if count_only:
         return [], [()] * len(out), counters
     assert rt.out_keys is not None
@@ -173,6 +175,12 @@ def _work(w: int, *, rows: bool = True) -> tuple[list[Any], list[Any], list[int]
     if not rows:
         return lasts, out, counters
     return lasts, [(m.query, m.bindings, m.start, m.end, m.values) for m in out], counters
+
+
+def _counted(udfs: Mapping[str, Any] | None) -> list[Any]:
+    from ..udf import pure_udfs
+
+    return [f for _n, f in sorted(pure_udfs(udfs or {}).items())]
 
 
 def _child(w: int, conn: Any) -> None:
@@ -189,9 +197,11 @@ def _child(w: int, conn: Any) -> None:
 
 
 def run_parallel(compiled: Any, events: EventBatch, workers: int,
-                 options: dict[str, Any] | None = None) -> ParallelRun:
+                 options: dict[str, Any] | None = None, *,
+                 udfs: Mapping[str, Any] | None = None) -> ParallelRun:
     """Evaluate ``compiled`` (a compiled plan) over a bounded, ordered batch with up to
-    ``workers`` processes; the matches are exactly those of one process, in the same order."""
+    ``workers`` processes; the matches are exactly those of one process, in the same order.
+    The counters of memoizing UDFs (``udfs``, kleene.udf) add up the workers' calls and hits."""
     options = dict(options or {})
     plan = compiled.plan
     n = len(events)
@@ -216,17 +226,18 @@ def run_parallel(compiled: Any, events: EventBatch, workers: int,
     was = gc.isenabled()
     gc.disable()  # many small tuples are unpickled and merged: no cyclic collection meanwhile
     try:
-        return _fork_and_merge(compiled, events, workers, dest, options)
+        return _fork_and_merge(compiled, events, workers, dest, options, udfs)
     finally:
         if was:
             gc.enable()
 
 
 def _fork_and_merge(compiled: Any, events: EventBatch, workers: int,
-                    dest: np.ndarray[Any, Any], options: dict[str, Any]) -> ParallelRun:
+                    dest: np.ndarray[Any, Any], options: dict[str, Any],
+                    udfs: Mapping[str, Any] | None) -> ParallelRun:
     ctx = multiprocessing.get_context("fork")
     _JOB.update(compiled=compiled, table=events.table, dest=dest, options=options,
-                time=events.time)
+                time=events.time, udfs=_counted(udfs))
     procs = []
     cpu: dict[str, float] = {}
     count_only = bool(options.get("count_only"))
@@ -237,6 +248,8 @@ def _fork_and_merge(compiled: Any, events: EventBatch, workers: int,
             p.start()
             send.close()
             procs.append((p, recv))
+        pure = _JOB["udfs"]
+        before = [(f.calls, f.hits) for f in pure]
         c0 = time.process_time()
         results = [_work(0, rows=False)]
         cpu["own share"] = time.process_time() - c0
@@ -252,6 +265,11 @@ def _fork_and_merge(compiled: Any, events: EventBatch, workers: int,
             lasts, rows, cnt = res[1]
             results.append((lasts, rows if count_only else [Match(*r) for r in rows], cnt))
         cpu["wait"] = time.perf_counter() - w0
+        # the parent's counters already hold its own share; add the children's
+        for (_l, _r, cnt) in results[1:]:
+            for i, f in enumerate(pure):
+                f.calls += cnt[7 + 2 * i] - before[i][0]
+                f.hits += cnt[8 + 2 * i] - before[i][1]
     finally:
         _JOB.clear()
         for p, recv in procs:
