@@ -42,6 +42,7 @@ REGISTRY: tuple[str, ...] = (
     "kleene.plans.union:PLAN",
     "kleene.plans.pda:PLAN",
     "kleene.plans.chain:PLAN",
+    "kleene.plans.tasks:PLAN",
 )
 """Every plan kind, as ``"module:attribute"`` (imported on first use). Order breaks cost ties."""
 

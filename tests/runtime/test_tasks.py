@@ -1,0 +1,82 @@
+"""The splitter-free task engine (``--plan tasks``, kleene.plans.tasks): the oracle's matches,
+in its order, for any number of operator instances, block size and queue (issue 15)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, assume, given, note, settings
+
+import kleene
+from kleene.api import analyze
+from kleene.errors import KleeneError
+from kleene.events import EventBatch, Match
+from kleene.plans import choose, evaluate
+from kleene.plans import tasks as T
+from kleene.testing.oracle import evaluate as oracle
+from kleene.testing.strategies import describe, queries, streams
+
+
+def _key(ms: list[Match]) -> list[tuple[Any, ...]]:
+    return [(m.query, dict(m.bindings), m.start, m.end, dict(m.values)) for m in ms]
+
+
+CONFIGS = [(1, 1024, "priority"), (2, 1, "fifo"), (2, 3, "priority"), (4, 2, "fifo"),
+           (4, 1024, "priority")]
+
+
+@pytest.mark.parametrize("feature", ["sequence", "policies", "windows", "expressions",
+                                     "return"])
+def test_tasks_equal_the_oracle_at_1_2_4_workers_and_any_block(feature: str) -> None:
+    @settings(max_examples=40, derandomize=True, deadline=None, database=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+    @given(query=queries(feature=feature), stream=streams(min_events=3, max_events=10))
+    def check(query: str, stream: EventBatch) -> None:
+        try:
+            aq = analyze(query)
+            cp = choose(aq, plan="tasks")
+        except KleeneError:
+            assume(False)
+            return
+        note(f"query:  {query}")
+        note(f"stream: {describe(stream)}")
+        want = _key(oracle(aq, stream))
+        for workers, block, queue in CONFIGS:
+            with T.configure(workers=workers, block_size=block, queue=queue):
+                got = _key(evaluate(cp, stream))
+            assert got == want, f"tasks differ: {workers} workers, block {block}, {queue}"
+
+    check()
+
+
+HEAVY = "PATTERN SEQ(A a, B b, C c) WHERE same(a.x, b.x) AND same(a.x, c.x) WITHIN 25 EVENTS " \
+        "PICK FIRST a CONSUME ALL"
+
+
+def test_tasks_with_a_udf_and_policies_on_a_longer_stream_equal_nfa() -> None:
+    events = EventBatch.from_records([{"type": "ABC"[(i * 7) % 3], "ts": i, "x": (i * 13) % 4}
+                                      for i in range(400)])
+    udfs = {"same": lambda x, y: x == y}
+    want = kleene.compile(HEAVY, udfs=udfs, plan="nfa").run(events)
+    assert len(want) > 10
+    for workers, block, queue in CONFIGS:
+        with T.configure(workers=workers, block_size=block, queue=queue):
+            got = kleene.compile(HEAVY, udfs=udfs, plan="tasks").run(events)
+        assert _key(got) == _key(want)
+
+
+def test_chooser_does_not_pick_tasks_and_explain_reports_the_mode() -> None:
+    cq = kleene.compile("PATTERN SEQ(A a, B b, C c) WHERE b.x > a.x WITHIN 25 EVENTS")
+    assert cq.plan != "tasks"
+    with T.configure(workers=2):
+        lines = T.PLAN.explain(choose(cq.analyzed, plan="tasks").plan)
+    assert any("2 threads" in ln and "processes: not implemented" in ln for ln in lines)
+
+
+def test_tasks_refuses_what_it_does_not_cover() -> None:
+    for q, why in [("PATTERN SEQ(A a, B+ b[])", "single events"),
+                   ("PATTERN SEQ(A a, B b) PARTITION BY k", "parallel by key"),
+                   ("PATTERN SEQ(A a, NOT(C n), B b)", "no NOT")]:
+        with pytest.raises(KleeneError, match=why):
+            choose(analyze(q), plan="tasks")
