@@ -39,7 +39,7 @@ import pyarrow.compute as pc
 
 from ..errors import EngineError
 from ..events import EventBatch, Match
-from ..plan.automaton import CompKind
+from ..plan.linear import CompKind
 from ..vocab import PickMode
 from .engine import GPOS_COL, Counters, Runtime
 
