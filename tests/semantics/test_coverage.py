@@ -33,7 +33,7 @@ CASES = [
          ts  1   2   3   4   5
              a1  b1  b2  b3  c1
          """,
-         ["a=a1 b=[b1 b2 b3] c=c1", "a=a1 b=[b2 b3] c=c1", "a=a1 b=[b3] c=c1"],
+         ["a=a1 b=[b3] c=c1", "a=a1 b=[b2 b3] c=c1", "a=a1 b=[b1 b2 b3] c=c1"],
          b1={"val": 3}, b2={"val": 2}, b3={"val": 1}),
     case("Q2 with b2 above b1: [b1 b2] is no match, [b2 b3] covers [b1 b3]",
          "PATTERN SEQ(A a, B+ b[], C c) WHERE b[i].val < b[i-1].val EMIT COVERAGE",
@@ -41,7 +41,7 @@ CASES = [
          ts  1   2   3   4   5
              a1  b1  b2  b3  c1
          """,
-         ["a=a1 b=[b2 b3] c=c1", "a=a1 b=[b3] c=c1"],
+         ["a=a1 b=[b3] c=c1", "a=a1 b=[b2 b3] c=c1"],
          b1={"val": 3}, b2={"val": 5}, b3={"val": 1}),
     case("an irrelevant event does not break a run",
          "PATTERN SEQ(A a, B b) EMIT COVERAGE",
@@ -101,7 +101,7 @@ CASES = [
          ts  1   2   3   4
              a1  a2  b1  c1
          """,
-         ["a=a2 b=[b1] c=c1", "a=a2 b=[] c=c1"]),
+         ["a=a2 b=[] c=c1", "a=a2 b=[b1] c=c1"]),
 ]
 
 
