@@ -246,7 +246,8 @@ class Policies:
     def select(self, cands: list[Candidate]) -> list[Candidate]:
         """PICK, EMIT RECENT and CONSUME over candidates in output order (the kept ones, in
         the same order)."""
-        if self.consume is not None and (self.picks or self.recent):
+        if self.consume is not None and (self.picks or self.recent) \
+                and self.spec.emit is not Emit.COVERAGE:  # coverage: PICK before it (§16)
             return self._select_consume(cands)
         for p in self.picks:
             cands = self._pick(cands, p)
