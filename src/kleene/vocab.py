@@ -34,6 +34,9 @@ class Strategy(enum.Enum):
     """NFA^b rule: an event may be skipped only if it could not be taken at that point."""
     SKIP_TILL_ANY_MATCH = "skip-till-any-match"
     """Every combination of qualifying events is a match (the default)."""
+    MAXIMAL_GROUPING = "maximal-grouping"
+    """FAEM's Kleene: each Kleene variable binds the maximal group of qualifying events for
+    the other bindings (docs/semantics.md 16)."""
 
 
 class Emit(enum.Enum):

@@ -11,7 +11,8 @@ def test_check_prints_canonical_form_of_a_dialect() -> None:
     result = CliRunner().invoke(cli, ["check", "--dialect", "faem",
                                       "PATTERN Google; Microsoft+ WITHIN 5 UNIT"])
     assert result.exit_code == 0, result.output
-    assert result.output == "PATTERN SEQ(Google Google, Microsoft+ Microsoft[])\nWITHIN 5 events\n"
+    assert result.output == ("PATTERN SEQ(Google Google, Microsoft+ Microsoft[])\nWITHIN 5 events\n"
+                             "USING maximal-grouping\n")
 
 
 def test_check_detects_the_dialect() -> None:

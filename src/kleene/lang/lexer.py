@@ -59,6 +59,7 @@ STRATEGY_NAMES = (
     "partition-contiguity",
     "skip-till-next-match",
     "skip-till-any-match",
+    "maximal-grouping",
 )
 
 # Longest first so that "<=" wins over "<".

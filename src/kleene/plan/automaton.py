@@ -116,6 +116,8 @@ def compile_plan(analyzed: AnalyzedQuery, *, attrs_from: AnalyzedQuery | None = 
 
     ``attrs_from`` fixes the record layout's attributes from another query (the union plan's
     branches share one record layout)."""
+    if analyzed.strategy is ast.Strategy.MAXIMAL_GROUPING:
+        raise Unsupported("maximal-grouping (FAEM's Kleene groups) needs the tree plan")
     flat = _Flat([], [], [], analyzed.strategy is ast.Strategy.SKIP_TILL_NEXT_MATCH)
     q = analyzed.query
     top: list[Any] = [None, False, 0, None]

@@ -32,6 +32,8 @@ def _ignore_rule(strategy: Strategy) -> str:
         Strategy.STRICT_CONTIGUITY: "never (the next event must be taken)",
         Strategy.PARTITION_CONTIGUITY: "never within the key (the next event of the key "
                                            "must be taken)",
+        Strategy.MAXIMAL_GROUPING: "Kleene variables take every qualifying event (the tree "
+                                   "plan's groups)",
     }[strategy]
 
 

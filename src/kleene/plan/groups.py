@@ -45,6 +45,8 @@ def compile_group_plan(analyzed: AnalyzedQuery) -> GroupPlan:
     """Compile any validated pattern into the logical-block plan."""
     if analyzed.strategy is Strategy.SKIP_TILL_NEXT_MATCH:
         raise Unsupported("skip-till-next-match on AND / ANY / repeated groups")
+    if analyzed.strategy is Strategy.MAXIMAL_GROUPING:
+        raise Unsupported("maximal-grouping (FAEM's Kleene groups) needs the tree plan")
     info: dict[str, tuple[bool, bool]] = {}
     nots: list[ast.Not] = []
     _collect(analyzed.pattern, False, False, info, nots)

@@ -599,10 +599,15 @@ class _Occ:
 class _Enumerator:
     """Enumerates occurrences of pattern nodes over one partition's events."""
 
-    def __init__(self, events: Sequence[_Event], prune: Callable[[_Occ], bool]) -> None:
+    def __init__(self, events: Sequence[_Event], prune: Callable[[_Occ], bool], *,
+                 grouping: bool = False, relax: bool = False) -> None:
         self.events = events
         self.prune = prune
         self.count = 0
+        self.grouping = grouping
+        """maximal-grouping (§16): a Kleene item of an AND does not interleave with the others."""
+        self.relax = relax
+        """§16: every Kleene's maximum is lifted (the group is formed as for ``{n,}``)."""
 
     def _emit(self, occs: list[_Occ]) -> list[_Occ]:
         self.count += len(occs)
@@ -649,12 +654,35 @@ class _Enumerator:
         return partial
 
     def _and(self, items: Sequence[ast.Pattern], subset: Sequence[int] | None) -> list[_Occ]:
+        if self.grouping and any(isinstance(i, ast.Kleene) for i in items):
+            return self._and_apart(items, subset)
         partial = [_Occ({}, frozenset())]
         for item in items:
             occs = self.occ(item, subset)
             partial = self._emit([_Occ({**a.bindings, **o.bindings}, a.events | o.events)
                                   for a in partial for o in occs if not a.events & o.events])
         return partial
+
+    def _and_apart(self, items: Sequence[ast.Pattern], subset: Sequence[int] | None
+                   ) -> list[_Occ]:
+        """AND under maximal-grouping (§16): as AND, and the events of a Kleene item lie all
+        before or all after the events of each other item (``A+ & B = (A+;B) | (B;A+)``)."""
+        def apart(x: frozenset[int], y: frozenset[int]) -> bool:
+            return not x or not y or max(x) < min(y) or max(y) < min(x)
+
+        partial: list[tuple[_Occ, tuple[tuple[frozenset[int], bool], ...]]] = [
+            (_Occ({}, frozenset()), ())]
+        for item in items:
+            occs = self.occ(item, subset)
+            kl = isinstance(item, ast.Kleene)
+            nxt = [(_Occ({**a.bindings, **o.bindings}, a.events | o.events),
+                    parts + ((o.events, kl),))
+                   for a, parts in partial for o in occs
+                   if not a.events & o.events
+                   and all(apart(ev, o.events) for ev, k in parts if k or kl)]
+            kept = {id(o) for o in self._emit([o for o, _p in nxt])}
+            partial = [(o, p) for o, p in nxt if id(o) in kept]
+        return [o for o, _p in partial]
 
     def _kleene(self, p: ast.Kleene, subset: Sequence[int] | None) -> list[_Occ]:
         body = [o for o in self.occ(p.body, subset) if o.events]  # a repetition binds >= 1 event
@@ -672,7 +700,7 @@ class _Enumerator:
                 if not self._emit([occ]):
                     return  # pruned: every extension is pruned too (windows, equivalence)
                 out.append(occ)
-            if p.max is not None and len(reps) >= p.max:
+            if p.max is not None and not self.relax and len(reps) >= p.max:
                 return
             for o in body:
                 if min(o.events) > top:
@@ -1370,7 +1398,7 @@ def _partitions(events: list[_Event], keys: Sequence[str]) -> list[list[_Event]]
     return list(groups.values())
 
 
-def _candidates(prep: _Prepared, part: list[_Event]) -> Iterator[_Cand]:
+def _candidates(prep: _Prepared, part: list[_Event], *, relax: bool = False) -> Iterator[_Cand]:
     aq = prep.aq
 
     def prune(o: _Occ) -> bool:
@@ -1381,7 +1409,8 @@ def _candidates(prep: _Prepared, part: list[_Event]) -> Iterator[_Cand]:
             return len({_equiv_value(part[i], prep.equivalence) for i in o.events}) <= 1
         return True
 
-    enum = _Enumerator(part, prune)
+    enum = _Enumerator(part, prune, grouping=aq.strategy is ast.Strategy.MAXIMAL_GROUPING,
+                       relax=relax)
     for o in enum.occ(aq.pattern):
         if not o.events:
             continue  # a match binds at least one event (§2)
@@ -1396,6 +1425,61 @@ def _candidates(prep: _Prepared, part: list[_Event]) -> Iterator[_Cand]:
         yield cand
 
 
+def _kleene_vars(p: ast.Pattern, bounded: bool = False, inside: bool = False
+                 ) -> dict[str, bool]:
+    """List variables (inside a Kleene) -> is some enclosing Kleene bounded (finite max)?"""
+    if isinstance(p, ast.EventPattern):
+        return {p.var: bounded} if inside else {}
+    if isinstance(p, ast.Kleene):
+        return _kleene_vars(p.body, bounded or p.max is not None, True)
+    if isinstance(p, ast.Not):
+        return {}
+    if isinstance(p, ast.Within):
+        return _kleene_vars(p.body, bounded, inside)
+    out: dict[str, bool] = {}
+    for item in p.items:
+        out.update(_kleene_vars(item, bounded, inside))
+    return out
+
+
+def _grouped(prep: _Prepared, part: list[_Event]) -> list[_Cand]:
+    """maximal-grouping (§16): the candidates whose Kleene lists are maximal (under inclusion,
+    with every other binding fixed) among the candidates with every Kleene maximum lifted;
+    a bounded Kleene then takes every subset of its maximal group that is a candidate."""
+    bounded = _kleene_vars(prep.aq.pattern)
+
+    def fixed(c: _Cand) -> tuple[Any, ...]:
+        return (frozenset(c.bindings),
+                tuple(sorted((v, b) for v, b in c.bindings.items() if v not in bounded)))
+
+    def sets(c: _Cand) -> dict[str, frozenset[int]]:
+        return {v: frozenset(_elements(b)) for v, b in c.bindings.items() if v in bounded}
+
+    groups: dict[tuple[Any, ...], list[tuple[_Cand, dict[str, frozenset[int]]]]] = {}
+    for c in _candidates(prep, part, relax=True):
+        groups.setdefault(fixed(c), []).append((c, sets(c)))
+    maximal: dict[tuple[Any, ...], list[dict[str, frozenset[int]]]] = {}
+    found: list[_Cand] = []
+    for key, g in groups.items():
+        for c, cs in g:
+            if any(o is not c and all(cs[v] <= os[v] for v in cs)
+                   and any(cs[v] < os[v] for v in cs) for o, os in g):
+                continue
+            maximal.setdefault(key, []).append(cs)
+            found.append(c)
+    if not any(bounded.values()):
+        return found
+    out = []
+    for c in _candidates(prep, part):
+        cs = sets(c)
+        for ms in maximal.get(fixed(c), ()):
+            if all((cs[v] <= ms[v] and (bool(cs[v]) or not ms[v])) if bounded[v]
+                   else cs[v] == ms[v] for v in cs):
+                out.append(c)
+                break
+    return out
+
+
 def evaluate(analyzed: AnalyzedQuery, events: EventBatch) -> list[Match]:
     """Every match of ``analyzed`` over ``events``, after policies, in output order.
 
@@ -1408,8 +1492,9 @@ def evaluate(analyzed: AnalyzedQuery, events: EventBatch) -> list[Match]:
             f"the limit is {MAX_EVENTS}; use another --engine (e.g. automaton)")
     prep = _prepare(analyzed)
     found: list[_Found] = []
+    grouping = analyzed.strategy is ast.Strategy.MAXIMAL_GROUPING
     for part in _partitions(_load(events), analyzed.partition_by):
-        for cand in _candidates(prep, part):
+        for cand in (_grouped(prep, part) if grouping else _candidates(prep, part)):
             gbind = {v: tuple(part[x].gpos for x in _elements(b))
                      for v, b in cand.bindings.items()}
             gpos = tuple(sorted(part[x].gpos for x in cand.positions))

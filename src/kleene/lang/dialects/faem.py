@@ -7,9 +7,13 @@
 ``;`` is sequence, ``&`` or ``and`` conjunction, ``|`` disjunction, ``!`` negation; Kleene is
 ``+``, ``*`` or ``[n]`` (also ``{n}``/``{n,m}``) after the type; ``WITHIN n UNIT`` counts events.
 A numeric type name (a track id such as ``147073``) becomes the variable ``e147073``.
+Without ``USING``, a FAEM query uses FAEM's Kleene semantics, ``maximal-grouping``
+(docs/semantics.md 16).
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 from ... import ast
 from ..lexer import Tok, is_identifier
@@ -72,8 +76,12 @@ def parse(text: str) -> ast.Query:
         >>> print(to_text(parse("PATTERN Google; Microsoft+ WITHIN 5 UNIT")))
         PATTERN SEQ(Google Google, Microsoft+ Microsoft[])
         WITHIN 5 events
+        USING maximal-grouping
     """
-    return renumbered(FaemParser(text).parse_query())
+    q = renumbered(FaemParser(text).parse_query())
+    if q.strategy is None:
+        q = dataclasses.replace(q, strategy=ast.Strategy.MAXIMAL_GROUPING)
+    return q
 
 
 __all__ = ["FaemParser", "parse", "variable_for"]
