@@ -13,7 +13,8 @@ def explain(query: AnalyzedQuery | CompiledPlan, *, dot: bool = False, plan: str
     """The compiled plan of a validated query, as text or (``dot=True``) Graphviz DOT."""
     cp = query if isinstance(query, CompiledPlan) else choose(query, plan=plan, stats=stats)
     if dot:
-        return dot_text(cp.plan)
+        own = getattr(cp.plan, "dot", None)  # a plan kind with its own drawing (the tree)
+        return own() if callable(own) else dot_text(cp.plan)
     spec = cp.spec
     lines = header_text(spec.name, spec.strategy, spec.emit, cp.plan.key_attrs)
     lines += choice_text(cp)

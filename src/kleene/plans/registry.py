@@ -43,6 +43,7 @@ REGISTRY: tuple[str, ...] = (
     "kleene.plans.pda:PLAN",
     "kleene.plans.chain:PLAN",
     "kleene.plans.tasks:PLAN",
+    "kleene.plans.tree:PLAN",
 )
 """Every plan kind, as ``"module:attribute"`` (imported on first use). Order breaks cost ties."""
 
@@ -142,6 +143,10 @@ class PlanKind:
     """The plan as text lines (``kleene explain``)."""
     coverage: bool = False
     """Computes ``EMIT COVERAGE`` itself (the runtime's policies do not)."""
+
+    configure: Callable[[Any, str, AnalyzedQuery], Any] | None = None
+    """``plan="NAME:OPTION"``: the compiled plan with an option applied (the tree plan's
+    shape); None if the kind takes no option."""
 
     def compile_checked(self, analyzed: AnalyzedQuery) -> Any:
         """:attr:`compile`, refusing what the kind does not declare (EMIT COVERAGE)."""
@@ -296,6 +301,9 @@ def choose(analyzed: AnalyzedQuery, *, plan: str | None = None,
     """Compile ``analyzed`` with the cheapest supported plan kind (or the one named)."""
     stats = stats or Stats()
     kinds = plan_kinds()
+    option: str | None = None
+    if plan is not None and ":" in plan:
+        plan, _, option = plan.partition(":")
     if plan is not None:
         get_plan_kind(plan)  # unknown name: clear error
     rows: list[Candidate] = []
@@ -310,6 +318,10 @@ def choose(analyzed: AnalyzedQuery, *, plan: str | None = None,
                 raise QueryValidationError(
                     f"plan {plan!r} does not support query {analyzed.name!r}: {exc}") from None
             continue
+        if kind.name == plan and option is not None:
+            if kind.configure is None:
+                raise QueryValidationError(f"plan {plan!r} takes no option (got {option!r})")
+            compiled = kind.configure(compiled, option, analyzed)
         cost = float(kind.cost(compiled, stats))
         if math.isnan(cost):
             cost = math.inf

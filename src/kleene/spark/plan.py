@@ -122,12 +122,16 @@ def plan_query(q: AnalyzedQuery) -> SparkPlan:
         return SparkPlan("single", reasons=(*blockers, "runs in ONE task, in input order "
                                              "(correct, not parallel)"))
     lookback = max([span, *(w.microseconds for w in windows if not w.is_count)])
-    lookahead = lookback if _has_trailing_not(q.pattern) else 0
+    # maximal-grouping: a Kleene group may take events after the match's last event so far
+    # (until the window has passed), so a task reads ahead as for a trailing NOT
+    grouping = q.strategy is ast.Strategy.MAXIMAL_GROUPING
+    lookahead = lookback if _has_trailing_not(q.pattern) or grouping else 0
     reasons = [f"no key; every match spans at most {_fmt_us(span)}, so a task needs only "
                f"its range plus the preceding {_fmt_us(lookback)} of events as context"]
     if lookahead:
-        reasons.append(f"a trailing NOT looks {_fmt_us(lookahead)} past a match: each task "
-                       "also reads that much after its range")
+        reasons.append(f"a {'maximal group' if grouping else 'trailing NOT'} looks "
+                       f"{_fmt_us(lookahead)} past a match: each task also reads that much "
+                       "after its range")
     if q.emit is ast.Emit.RECENT:
         reasons.append("EMIT RECENT chooses among matches that share their last event, which "
                        "all end in the same range")
