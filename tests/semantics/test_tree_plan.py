@@ -182,3 +182,15 @@ def test_kleene_first_grouping_is_flat_where_skip_till_any_explodes() -> None:
     skip_any = analyze("PATTERN SEQ(A+ a[], B b, C c, D d) WITHIN 100000 EVENTS")
     with pytest.raises(CapacityError):
         evaluate(skip_any, s, plan="nfa")
+
+
+def test_spark_split_reads_ahead_for_open_groups() -> None:
+    """A maximal group may take events after the match's last event so far: Spark's split
+    tasks read ahead by the window, as for a trailing NOT (no Spark needed: planning only)."""
+    from kleene.spark.plan import plan_query
+
+    sp = plan_query(analyze("PATTERN SEQ(G g, M+ m[]) WITHIN 2 seconds "
+                            "USING maximal-grouping"))
+    assert sp.mode == "split" and sp.lookahead_us == 2_000_000
+    plain = plan_query(analyze("PATTERN SEQ(G g, M+ m[]) WITHIN 2 seconds"))
+    assert plain.lookahead_us == 0
