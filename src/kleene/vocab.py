@@ -36,7 +36,7 @@ class Strategy(enum.Enum):
     """Every combination of qualifying events is a match (the default)."""
     MAXIMAL_GROUPING = "maximal-grouping"
     """FAEM's Kleene: each Kleene variable binds the maximal group of qualifying events for
-    the other bindings (docs/semantics.md 16)."""
+    the other bindings (docs/semantics.md 18)."""
 
 
 class Emit(enum.Enum):

@@ -1,4 +1,4 @@
-"""maximal-grouping: FAEM's Kleene semantics (docs/semantics.md 16), with the paper's worked
+"""maximal-grouping: FAEM's Kleene semantics (docs/semantics.md 18), with the paper's worked
 examples (Behravesh et al., "Optimizing Expressibility and Performance of Kleene Operators on
 Binary Tree-based Directed Graph"): Query 1 over the stream of Fig. 3, Query 3 with kleene num
 over Fig. 4, Query 3 over Fig. 5 in both variants. The expected matches are the composite events

@@ -141,10 +141,13 @@ def test_bracket_shape_and_errors() -> None:
 
 def test_explain_shows_every_shape_estimate_and_the_nfa() -> None:
     aq = analyze("PATTERN SEQ(A a, B b, C c, D d) WITHIN 10 EVENTS")
-    text = explain(aq, stats=Stats(type_share={"A": 0.4, "B": 0.3, "C": 0.2, "D": 0.1}))
-    for name in ("nfa", "tree:left", "tree:right", "tree:bushy", "tree:inner"):
-        assert name in text
-    assert "estimated cost" in text
+    stats = Stats(type_share={"A": 0.4, "B": 0.3, "C": 0.2, "D": 0.1})
+    text = explain(aq, stats=stats)
+    assert "nfa      estimated cost" in text and "tree     estimated cost" in text
+    shapes = explain(aq, stats=stats, plan="tree")
+    for name in ("tree:left", "tree:right", "tree:bushy", "tree:inner"):
+        assert f"{name} " in shapes
+    assert shapes.count("estimated cost") >= 4 + 2
 
 
 def test_cost_model_prefers_starting_from_rare_classes() -> None:

@@ -11,7 +11,7 @@ Kleene leaves:
 
 * skip-till-any-match: the leaf's composites are every qualifying subsequence (the same
   enumeration the oracle and the NFA do);
-* maximal-grouping (docs/semantics.md 16): the Kleene leaf keeps its qualifying events and
+* maximal-grouping (docs/semantics.md 18): the Kleene leaf keeps its qualifying events and
   joins as ONE group composite; each join narrows the group's admissible position range
   (sequence: after / before the other side; conjunction: FAEM's ``A+ & B = (A+;B) | (B;A+)``
   gives two ranges), and the group is materialized once per root composite from the events in
@@ -39,11 +39,13 @@ from typing import Any
 
 from .. import ast
 from ..errors import QueryValidationError
-from ..plan.automaton import Predicate, Unsupported
-from ..plan.expr import GPOS, TS, WPOS, refs
-from ..plan.groups import GroupPlan, compile_group_plan
+from ..plan.blocks import GroupPlan
+from ..plan.expr import refs
+from ..plan.groups import compile_group_plan
+from ..plan.layout import GPOS, TS, WPOS
+from ..plan.predicate import Predicate, Unsupported
+from ..runtime.candidate import Candidate, cand_state, output_sort_key
 from ..runtime.caps import over_budget, too_many_matches, too_many_runs
-from ..runtime.linear import Candidate, cand_state, output_sort_key
 from ..runtime.matcher import MatcherOptions
 from ..semantic.analyzed import AnalyzedQuery
 from ..vocab import Strategy

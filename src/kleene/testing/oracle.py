@@ -605,9 +605,9 @@ class _Enumerator:
         self.prune = prune
         self.count = 0
         self.grouping = grouping
-        """maximal-grouping (§16): a Kleene item of an AND does not interleave with the others."""
+        """maximal-grouping (§18): a Kleene item of an AND does not interleave with the others."""
         self.relax = relax
-        """§16: every Kleene's maximum is lifted (the group is formed as for ``{n,}``)."""
+        """§18: every Kleene's maximum is lifted (the group is formed as for ``{n,}``)."""
 
     def _emit(self, occs: list[_Occ]) -> list[_Occ]:
         self.count += len(occs)
@@ -665,7 +665,7 @@ class _Enumerator:
 
     def _and_apart(self, items: Sequence[ast.Pattern], subset: Sequence[int] | None
                    ) -> list[_Occ]:
-        """AND under maximal-grouping (§16): as AND, and the events of a Kleene item lie all
+        """AND under maximal-grouping (§18): as AND, and the events of a Kleene item lie all
         before or all after the events of each other item (``A+ & B = (A+;B) | (B;A+)``)."""
         def apart(x: frozenset[int], y: frozenset[int]) -> bool:
             return not x or not y or max(x) < min(y) or max(y) < min(x)
@@ -1443,7 +1443,7 @@ def _kleene_vars(p: ast.Pattern, bounded: bool = False, inside: bool = False
 
 
 def _grouped(prep: _Prepared, part: list[_Event]) -> list[_Cand]:
-    """maximal-grouping (§16): the candidates whose Kleene lists are maximal (under inclusion,
+    """maximal-grouping (§18): the candidates whose Kleene lists are maximal (under inclusion,
     with every other binding fixed) among the candidates with every Kleene maximum lifted;
     a bounded Kleene then takes every subset of its maximal group that is a candidate."""
     bounded = _kleene_vars(prep.aq.pattern)

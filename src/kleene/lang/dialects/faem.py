@@ -8,7 +8,7 @@
 ``+``, ``*`` or ``[n]`` (also ``{n}``/``{n,m}``) after the type; ``WITHIN n UNIT`` counts events.
 A numeric type name (a track id such as ``147073``) becomes the variable ``e147073``.
 Without ``USING``, a FAEM query uses FAEM's Kleene semantics, ``maximal-grouping``
-(docs/semantics.md 16).
+(docs/semantics.md 18).
 """
 
 from __future__ import annotations
