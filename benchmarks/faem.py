@@ -221,9 +221,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--no-memory", action="store_true")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--report", default=None, metavar="DIR",
+                    help="Print markdown tables from the JSON files in DIR and exit.")
     ap.add_argument("--fig11-events", type=int, default=100_000,
                     help="events for Fig. 11 ([3] makes every 3-combination of a group)")
     args = ap.parse_args(argv)
+    if args.report:
+        print(report(Path(args.report)))
+        return
     args.figs = args.figs.split(",")
     base = generate(args.events, args.scale)
     results: dict[str, Any] = {"events": args.events, "scale": args.scale, "figures": {}}
@@ -276,6 +281,43 @@ def main(argv: Sequence[str] | None = None) -> None:
             (out / f"faem_fig{fig}.json").write_text(json.dumps(
                 {"events": args.events, "scale": args.scale, **data}, indent=1, default=str))
         plot(results, out)
+
+
+def report(out: Path) -> str:
+    """Markdown tables from the ``faem_fig*.json`` files in ``out`` (docs/benchmarks.md)."""
+    lines = []
+    for f in sorted(out.glob("faem_fig*.json"), key=lambda p: int(p.stem[8:])):
+        data = json.loads(f.read_text())
+        fig = f.stem[8:]
+        names = ["left", "right", "bushy", "inner", "chosen", "nfa"]
+        within = [spearman([p["plans"][n]["estimate"] for n in SHAPES],
+                           [p["plans"][n]["seconds"] for n in SHAPES]) for p in data["points"]]
+        within = [w for w in within if w == w]
+        mean_within = sum(within) / len(within) if within else float("nan")
+        lines.append(f"Fig. {fig} ({data['events']:,} events; Spearman(estimate, measured) over "
+                     f"all plans and points = {data['spearman']:.2f}, among the four shapes at "
+                     f"one point = {mean_within:.2f} on average; chosen within 10 % of the best "
+                     f"at {data['chosen_within_10pct']}/{len(data['points'])} points)")
+        lines.append("")
+        lines.append("| point | matches | chosen | " + " | ".join(names) + " |")
+        lines.append("|---|---:|---|" + "---:|" * len(names))
+        for p in data["points"]:
+            cells = []
+            for n in names:
+                r = p["plans"].get(n)
+                if r is None:
+                    cells.append("n/a")
+                    continue
+                c = f"{r['events_per_s'] / 1e3:,.0f}k/s"
+                if "peak_bytes" in r:
+                    c += f", {r['peak_bytes'] / 2**20:.1f} MiB"
+                if "nfa_ratio" in r and n != "nfa":
+                    c += f", {r['nfa_ratio']:.2f}x NFA"
+                cells.append(c)
+            lines.append(f"| {p['label']} | {p['matches']:,} | {p['chosen']} | "
+                         + " | ".join(cells) + " |")
+        lines.append("")
+    return "\n".join(lines)
 
 
 def plot(results: dict[str, Any], out: Path) -> None:
