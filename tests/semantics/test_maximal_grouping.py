@@ -59,9 +59,10 @@ CASES = [
          "PATTERN SEQ(G g, M{3} m[], D d, I i) WHERE i.value > m.value WITHIN 200 EVENTS "
          "USING maximal-grouping",
          FIG4,
+         # output order (§10): same last, first and d10; then the latest M first
          [f"g=g2 m=[{' '.join(c)}] d=d10 i=i12" for c in (
-             ("m4", "m6", "m7"), ("m4", "m6", "m8"), ("m4", "m6", "m9"), ("m4", "m7", "m8"),
-             ("m4", "m7", "m9"), ("m4", "m8", "m9"), ("m6", "m7", "m8"), ("m6", "m7", "m9"),
+             ("m4", "m6", "m7"), ("m4", "m6", "m8"), ("m4", "m7", "m8"), ("m6", "m7", "m8"),
+             ("m4", "m6", "m9"), ("m4", "m7", "m9"), ("m6", "m7", "m9"), ("m4", "m8", "m9"),
              ("m6", "m8", "m9"), ("m7", "m8", "m9"))],
          **FIG4_VALUES),
     case("FAEM Fig. 5, i9 = 11: every Microsoft fails, the composite g2 d8 i9 stays (M* admits "
