@@ -521,8 +521,10 @@ TREE_OVERHEAD = 10_000.0
 units of the NFA's estimate (``registry.runs_estimate``: every live run per input event).
 The NFA's units overcount: its kernel skips idle runs and noise never reaches it, so one
 NFA unit is far cheaper than one tree join in Python. Calibrated on FAEM's Fig. 7 query
-without Kleene (Table 1's populations, WITHIN 5000 EVENTS): the NFA estimate 457 for 0.19 µs
-per event, the tree's raw work 0.22 for 0.95 µs per event (docs/benchmarks.md, FAEM)."""
+without Kleene (Table 1's populations, WITHIN 5000 EVENTS): the NFA's estimate 457 for
+0.25 µs per event, the tree's raw work 0.21-0.26 for 1.3-1.6 µs per event (docs/benchmarks.md,
+FAEM). Under maximal-grouping the NFA does not apply, and this factor only scales the shapes
+against each other (and against other plans that accept the strategy: none yet)."""
 
 
 def shape_costs(plan: TreePlan, stats: Stats) -> list[tuple[str, str, float]]:
