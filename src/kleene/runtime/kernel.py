@@ -449,7 +449,7 @@ def kernel_factory(m: LinearMatcher, count_mode: bool | None = None) -> Callable
         # out only grows with this event's matches (nm counts them when tracked)
         emit(2, "if nm and len(out) > budget:" if mm is not None else "if len(out) > budget:")
         emit(3, "OVER(m, e, out, budget)")
-        if "DRAIN" in env:
+        if "MAKE_DRAIN" in env:
             # truncating and the budget is spent: the rest of the events only advance the
             # runs, and their matches are counted as truncated, never built
             emit(3, "st.runs = runs; rest = recs.index(e) + 1; c0 = m.counted")
