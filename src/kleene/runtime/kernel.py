@@ -299,169 +299,215 @@ def kernel_factory(m: LinearMatcher, count_mode: bool | None = None) -> Callable
 
         emit_take(depth + 1, j, True, B2, "1", body)
 
-    env["EMPTY"] = m.empty_B
-    emit(0, "def process(st, recs, bits, out, max_matches, budget=None):")
-    emit(1, "runs = st.runs")
-    for gi in m.fast:
-        emit(1, f"H{gi} = st.neg_hist[{gi}]")
-    if capped:
-        emit(1, "if budget is None:")
-        emit(2, f"budget = {1 << 62}")
-    if count_mode:
-        emit(1, "cnt = 0")
-    emit(1, "negs = m.plan.negations")
-    emit(1, f"POS = {(1 << len(plan.order)) - 1}")
-    use = []
-    for k, c in enumerate(comps):
-        u = 0
-        if c.kind is CompKind.KLEENE:
-            u |= 1 << plan.order.index(c.vars[0])
-        if k < nc - 1:
-            u |= 1 << plan.order.index(comps[k + 1].vars[0])
-        use.append(u)
-    env["USE"] = tuple(use)
-    emit(1, "present = -1")
-    emit(1, "for e, b in zip(recs, bits):")
-    emit(2, "ets = e[1]; ewp = e[4]; ecp = e[3]")
-    if plan.negations:
-        emit(2, "if b & ~POS:")
-        slow_bits = 0
-        for gi, nb in enumerate(m.neg_bits):
-            if gi in m.fast:
-                # a NOT decided inside the automaton only needs its history
-                emit(3, f"if b & {nb}:")
-                emit(4, f"H{gi}.append(e)")
-            else:
-                slow_bits |= nb
-        if slow_bits:
-            fast_bits = sum(m.neg_bits[gi] for gi in m.fast)
-            emit(3, f"if b & {slow_bits}:")
-            emit(4, f"m.neg_event(st, e, b & ~{fast_bits})")
-    emit(2, "if not b & POS:")
-    emit(3, "continue")
-    if (W is not None or CW is not None) and not strict:
-        conds = []
-        if W is not None:
-            conds.append(f"ets - runs[cut][3] > {W}")
-        if CW is not None:
-            conds.append(f"ewp - runs[cut][4] >= {CW}")
-        cond = " or ".join(conds)
-        emit(2, f"if runs and ({cond.replace('[cut]', '[0]')}):")
-        emit(3, "cut = 1; nr_ = len(runs)")
-        emit(3, f"while cut < nr_ and ({cond}):")
-        emit(4, "cut += 1")
-        emit(3, "del runs[:cut]")
-    if strict:
-        # Every live run was created or extended by the previous candidate event of this
-        # key (a run that does not take an event dies), so all runs share last_cpos: one
-        # contiguity test per event. Runs are in first-event order, so the expired ones
-        # (time or count window) are a prefix.
-        emit(2, "if runs:")
-        emit(3, "if ecp != runs[0][6] + 1:")
-        emit(4, "runs = ()")
-        wconds = []
-        if W is not None:
-            wconds.append(f"ets - runs[cut][3] > {W}")
-        if CW is not None:
-            wconds.append(f"ewp - runs[cut][4] >= {CW}")
-        if wconds:
-            cond = " or ".join(wconds)
-            emit(3, f"elif {cond.replace('[cut]', '[0]')}:")
-            emit(4, "cut = 1; nr_ = len(runs)")
-            emit(4, f"while cut < nr_ and ({cond}):")
-            emit(5, "cut += 1")
-            emit(4, "runs = runs[cut:]")
-    skip_idle = not strict
-    if skip_idle:
-        # Under skip-till-next / skip-till-any, a run whose state has no edge for the event's
-        # bits only ignores it (kept unchanged, in order). ``present`` is the union of the
-        # bits the live runs' states can use (a superset is safe; -1 = recompute): when the
-        # event has none of them, the runs are kept as they are without visiting each.
-        emit(2, "if present < 0:")
-        emit(3, "present = 0")
-        emit(3, "for r in runs:")
-        emit(4, "present |= USE[r[0]]")
-        emit(2, "if b & present:")
-        emit(3, "new = []; todo = runs; present = -1")
-        emit(2, "else:")
-        emit(3, "new = runs; todo = ()")
-    else:
-        emit(2, "new = []; todo = runs")
-    if mm is not None:
-        emit(2, "nm = 0")
-    emit(2, "for r in todo:")
-    emit(3, "k = r[0]; B = r[2]")
-    if stnm:
-        emit(3, "took = False")
-    for k, c in enumerate(comps):
-        emit(3, ("if" if k == 0 else "elif") + f" k == {k}:")
-        d = 4
-        if c.kind is CompKind.KLEENE:
-            vp = plan.vars[c.vars[0]]
-            emit(d, "n = r[1]")
-            cmax = f" and n < {c.max}" if c.max is not None else ""
-            emit(d, f"if b & {1 << plan.order.index(c.vars[0])}{cmax}:")
+    # ---- the generated function, one emitter per part of the NFA^b step ------------------
 
-            def body(dd: int, k: int = k) -> None:
-                if stnm:
-                    emit(dd, "took = True")
-                on_new(dd, k, "(k, n + 1, B2, r[3], r[4], r[5], ecp"
-                       + (", r[7])" if pend else ")"), "n + 1", "B2", ("r[3]", "r[4]"),
-                       "r[7]" if pend else "()")
-
-            emit_take(d + 1, k, False, b_with(vp.slot, f"B[{vp.slot}] + (e,)"), "n + 1", body)
+    def emit_header() -> None:
+        """``def process(...)``: locals, the per-key NOT histories, the budget."""
+        env["EMPTY"] = m.empty_B
+        emit(0, "def process(st, recs, bits, out, max_matches, budget=None):")
+        emit(1, "runs = st.runs")
+        for gi in m.fast:
+            emit(1, f"H{gi} = st.neg_hist[{gi}]")
+        if capped:
+            emit(1, "if budget is None:")
+            emit(2, f"budget = {1 << 62}")
+        if count_mode:
+            emit(1, "cnt = 0")
+        emit(1, "negs = m.plan.negations")
+        emit(1, f"POS = {(1 << len(plan.order)) - 1}")
+        use.clear()
+        for k, c in enumerate(comps):
+            u = 0
+            if c.kind is CompKind.KLEENE:
+                u |= 1 << plan.order.index(c.vars[0])
             if k < nc - 1:
-                cc = close_cond(k, "B", "n")
-                if cc == "True":
+                u |= 1 << plan.order.index(comps[k + 1].vars[0])
+            use.append(u)
+        env["USE"] = tuple(use)
+        emit(1, "present = -1")
+        emit(1, "for e, b in zip(recs, bits):")
+        emit(2, "ets = e[1]; ewp = e[4]; ecp = e[3]")
+
+    def emit_negation_history() -> None:
+        """Events of negated variables: to the history of their NOT (decided in the
+        automaton) or to the matcher's slow negation path."""
+        if plan.negations:
+            emit(2, "if b & ~POS:")
+            slow_bits = 0
+            for gi, nb in enumerate(m.neg_bits):
+                if gi in m.fast:
+                    # a NOT decided inside the automaton only needs its history
+                    emit(3, f"if b & {nb}:")
+                    emit(4, f"H{gi}.append(e)")
+                else:
+                    slow_bits |= nb
+            if slow_bits:
+                fast_bits = sum(m.neg_bits[gi] for gi in m.fast)
+                emit(3, f"if b & {slow_bits}:")
+                emit(4, f"m.neg_event(st, e, b & ~{fast_bits})")
+
+    def emit_expiry() -> None:
+        """Events that no variable can take are skipped; runs whose window has passed (a
+        prefix: runs are in first-event order) are dropped; contiguity kills runs."""
+        emit(2, "if not b & POS:")
+        emit(3, "continue")
+        if (W is not None or CW is not None) and not strict:
+            conds = []
+            if W is not None:
+                conds.append(f"ets - runs[cut][3] > {W}")
+            if CW is not None:
+                conds.append(f"ewp - runs[cut][4] >= {CW}")
+            cond = " or ".join(conds)
+            emit(2, f"if runs and ({cond.replace('[cut]', '[0]')}):")
+            emit(3, "cut = 1; nr_ = len(runs)")
+            emit(3, f"while cut < nr_ and ({cond}):")
+            emit(4, "cut += 1")
+            emit(3, "del runs[:cut]")
+        if strict:
+            # Every live run was created or extended by the previous candidate event of this
+            # key (a run that does not take an event dies), so all runs share last_cpos: one
+            # contiguity test per event. Runs are in first-event order, so the expired ones
+            # (time or count window) are a prefix.
+            emit(2, "if runs:")
+            emit(3, "if ecp != runs[0][6] + 1:")
+            emit(4, "runs = ()")
+            wconds = []
+            if W is not None:
+                wconds.append(f"ets - runs[cut][3] > {W}")
+            if CW is not None:
+                wconds.append(f"ewp - runs[cut][4] >= {CW}")
+            if wconds:
+                cond = " or ".join(wconds)
+                emit(3, f"elif {cond.replace('[cut]', '[0]')}:")
+                emit(4, "cut = 1; nr_ = len(runs)")
+                emit(4, f"while cut < nr_ and ({cond}):")
+                emit(5, "cut += 1")
+                emit(4, "runs = runs[cut:]")
+
+    def emit_ignore_shortcut() -> bool:
+        """The *ignore* edge in bulk: when the event has none of the bits the live runs'
+        states can use, the runs are kept as they are without visiting each."""
+        skip_idle = not strict
+        if skip_idle:
+            # Under skip-till-next / skip-till-any, a run whose state has no edge for the event's
+            # bits only ignores it (kept unchanged, in order). ``present`` is the union of the
+            # bits the live runs' states can use (a superset is safe; -1 = recompute): when the
+            # event has none of them, the runs are kept as they are without visiting each.
+            emit(2, "if present < 0:")
+            emit(3, "present = 0")
+            emit(3, "for r in runs:")
+            emit(4, "present |= USE[r[0]]")
+            emit(2, "if b & present:")
+            emit(3, "new = []; todo = runs; present = -1")
+            emit(2, "else:")
+            emit(3, "new = runs; todo = ()")
+        else:
+            emit(2, "new = []; todo = runs")
+        return skip_idle
+
+    def emit_take_and_proceed_edges() -> None:
+        """Per live run, by its state: the *take* edge (Kleene loop) and the *proceed* edge
+        into the next component (through the closing predicates)."""
+        if mm is not None:
+            emit(2, "nm = 0")
+        emit(2, "for r in todo:")
+        emit(3, "k = r[0]; B = r[2]")
+        if stnm:
+            emit(3, "took = False")
+        for k, c in enumerate(comps):
+            emit(3, ("if" if k == 0 else "elif") + f" k == {k}:")
+            d = 4
+            if c.kind is CompKind.KLEENE:
+                vp = plan.vars[c.vars[0]]
+                emit(d, "n = r[1]")
+                cmax = f" and n < {c.max}" if c.max is not None else ""
+                emit(d, f"if b & {1 << plan.order.index(c.vars[0])}{cmax}:")
+
+                def body(dd: int, k: int = k) -> None:
+                    if stnm:
+                        emit(dd, "took = True")
+                    on_new(dd, k, "(k, n + 1, B2, r[3], r[4], r[5], ecp"
+                           + (", r[7])" if pend else ")"), "n + 1", "B2", ("r[3]", "r[4]"),
+                           "r[7]" if pend else "()")
+
+                emit_take(d + 1, k, False, b_with(vp.slot, f"B[{vp.slot}] + (e,)"), "n + 1", body)
+                if k < nc - 1:
+                    cc = close_cond(k, "B", "n")
+                    if cc == "True":
+                        proceed_into(d, k + 1, "run")
+                    else:
+                        emit(d, f"if {cc}:")
+                        proceed_into(d + 1, k + 1, "run")
+            else:
+                if k < nc - 1:
                     proceed_into(d, k + 1, "run")
                 else:
-                    emit(d, f"if {cc}:")
-                    proceed_into(d + 1, k + 1, "run")
-        else:
-            if k < nc - 1:
-                proceed_into(d, k + 1, "run")
+                    emit(d, "pass")
+
+    def emit_ignore_edge() -> None:
+        """The *ignore* edge per run: always under skip-till-any-match, only when no edge was
+        taken under skip-till-next-match, never under the contiguity strategies."""
+        if not strict:
+            if stnm:
+                emit(3, "if not took:")
+                emit(4, "new.append(r)")
             else:
-                emit(d, "pass")
-    if not strict:
-        if stnm:
-            emit(3, "if not took:")
-            emit(4, "new.append(r)")
-        else:
-            emit(3, "new.append(r)")
-    proceed_into(2, 0, "begin")
-    if skip_idle:
-        emit(2, f"if present >= 0 and b & {1 << plan.order.index(comps[0].vars[0])}:")
-        emit(3, f"present |= {use[0]}")
-    if mm is not None:
-        env["TMM"] = too_many_matches
-        emit(2, f"if nm > {int(mm)}:")
-        emit(3, f"drop = TMM(m, e, nm, {int(mm)})")
+                emit(3, "new.append(r)")
+
+    def emit_begin_edge(skip_idle: bool) -> None:
+        """The *begin* edge: the event starts a new run in the first component."""
+        proceed_into(2, 0, "begin")
+        if skip_idle:
+            emit(2, f"if present >= 0 and b & {1 << plan.order.index(comps[0].vars[0])}:")
+            emit(3, f"present |= {use[0]}")
+
+    def emit_caps() -> None:
+        """The caps after each event: matches per event, live runs per key, matches per call
+        (with the hand-off to the counting variant when truncating)."""
+        if mm is not None:
+            env["TMM"] = too_many_matches
+            emit(2, f"if nm > {int(mm)}:")
+            emit(3, f"drop = TMM(m, e, nm, {int(mm)})")
+            if count_mode:
+                emit(3, "cnt -= drop")
+            else:
+                emit(3, "del out[len(out) - drop:]")
+        if m.max_runs is not None:
+            env["TMR"] = too_many_runs
+            emit(2, f"if len(new) > {int(m.max_runs)}:")
+            emit(3, "del new[:TMR(m, len(new))]")
+        emit(2, "runs = new")
+        if capped:
+            # out only grows with this event's matches (nm counts them when tracked)
+            emit(2, "if nm and len(out) > budget:" if mm is not None else "if len(out) > budget:")
+            emit(3, "OVER(m, e, out, budget)")
+            if "MAKE_DRAIN" in env:
+                # truncating and the budget is spent: the rest of the events only advance the
+                # runs, and their matches are counted as truncated, never built
+                emit(3, "st.runs = runs; rest = recs.index(e) + 1; c0 = m.counted")
+                emit(3, "DRAIN(st, recs[rest:], bits[rest:], None, None)")
+                emit(3, "m.truncated_matches += m.counted - c0; m.counted = c0")
+                emit(3, "st.last_ts = recs[-1][1]; st.last_wpos = recs[-1][4]")
+                emit(3, "return")
+
+    def emit_footer() -> None:
+        """Store the runs and the key's last position; count mode adds its count."""
+        emit(1, "st.runs = runs")
         if count_mode:
-            emit(3, "cnt -= drop")
-        else:
-            emit(3, "del out[len(out) - drop:]")
-    if m.max_runs is not None:
-        env["TMR"] = too_many_runs
-        emit(2, f"if len(new) > {int(m.max_runs)}:")
-        emit(3, "del new[:TMR(m, len(new))]")
-    emit(2, "runs = new")
-    if capped:
-        # out only grows with this event's matches (nm counts them when tracked)
-        emit(2, "if nm and len(out) > budget:" if mm is not None else "if len(out) > budget:")
-        emit(3, "OVER(m, e, out, budget)")
-        if "MAKE_DRAIN" in env:
-            # truncating and the budget is spent: the rest of the events only advance the
-            # runs, and their matches are counted as truncated, never built
-            emit(3, "st.runs = runs; rest = recs.index(e) + 1; c0 = m.counted")
-            emit(3, "DRAIN(st, recs[rest:], bits[rest:], None, None)")
-            emit(3, "m.truncated_matches += m.counted - c0; m.counted = c0")
-            emit(3, "st.last_ts = recs[-1][1]; st.last_wpos = recs[-1][4]")
-            emit(3, "return")
-    emit(1, "st.runs = runs")
-    if count_mode:
-        emit(1, "m.counted += cnt")
-    emit(1, "if recs:")
-    emit(2, "st.last_ts = recs[-1][1]; st.last_wpos = recs[-1][4]")
+            emit(1, "m.counted += cnt")
+        emit(1, "if recs:")
+        emit(2, "st.last_ts = recs[-1][1]; st.last_wpos = recs[-1][4]")
+
+    use: list[int] = []
+    emit_header()
+    emit_negation_history()
+    emit_expiry()
+    skip_idle = emit_ignore_shortcut()
+    emit_take_and_proceed_edges()
+    emit_ignore_edge()
+    emit_begin_edge(skip_idle)
+    emit_caps()
+    emit_footer()
     src = "def make(m):\n" + "".join(f"    {b}\n" for b in bound) + "".join(
         f"    {line}\n" for line in L) + "    process.source = SOURCE\n    return process\n"
     # generated from the plan's integers and function objects only (no user text)
