@@ -11,7 +11,7 @@ Example:
 
 from __future__ import annotations
 
-from .api import CompiledQuery, analyze, compile, parse, to_text
+from .api import CompiledQuery, analyze, compile, match, parse, to_text
 from .errors import (
     CapacityError,
     EngineError,
@@ -25,6 +25,7 @@ from .errors import (
 )
 from .events import EventBatch, Match, TimeInfo
 from .events.readers import ReadReport, iter_events, read_events
+from .events.results import Matches
 from .events.writers import write_matches
 from .queryset import QuerySet, compile_many
 from .udf import udf
@@ -40,6 +41,7 @@ __all__ = [
     "KleeneError",
     "LateEventError",
     "Match",
+    "Matches",
     "MissingExtraError",
     "QueryError",
     "QuerySet",
@@ -51,6 +53,7 @@ __all__ = [
     "compile",
     "compile_many",
     "iter_events",
+    "match",
     "parse",
     "read_events",
     "to_text",

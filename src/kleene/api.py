@@ -6,14 +6,15 @@ Each step is owned by one layer (docs/architecture.md): ``kleene.lang`` parses a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from . import ast
 from .backends import DEFAULT_BACKEND, Backend, get_backend_entry
 from .errors import QueryValidationError
-from .events import EventBatch, Match
+from .events import EventBatch, Match, TimeInfo
+from .events.results import Matches
 from .semantic.analyzed import AnalyzedQuery
 
 if TYPE_CHECKING:
@@ -38,15 +39,34 @@ QueryLike = Any
 """Query text (any dialect), an ``ast.Query``, or a builder (anything with ``.build()``)."""
 
 
+SchemaLike = Any
+"""What ``schema=`` accepts: an :class:`~kleene.semantic.schema.InputSchema`, the events the
+query will run on (a :class:`kleene.EventBatch`), or a mapping event type -> attribute -> kind."""
+
+
 def analyze(query: QueryLike, *, dialect: str | None = None,
             udfs: Mapping[str, Callable[..., Any]] | None = None,
             name: str | None = None,
-            schema: Mapping[str, Mapping[str, Any]] | None = None) -> AnalyzedQuery:
+            schema: SchemaLike | None = None) -> AnalyzedQuery:
     """Parse (if text) and validate a query; fill defaults.
 
-    ``schema`` (event type -> attribute -> kind) enables attribute and type checks.
+    ``schema`` enables attribute, type and kind checks: an ``InputSchema`` or an
+    ``EventBatch`` (the columns and event types of the input: an unknown attribute, event
+    type or PARTITION BY column is an error with a did-you-mean), or a mapping event type ->
+    attribute -> kind.
     """
     from .semantic import analyze as _analyze
+    from .semantic.schema import InputSchema, check_against
+
+    if isinstance(schema, EventBatch):
+        schema = InputSchema.of(schema)
+    if isinstance(schema, InputSchema):
+        analyzed = analyze(query, dialect=dialect, udfs=udfs, name=name)
+        for message in check_against(analyzed, schema):
+            import warnings
+
+            warnings.warn(message, UserWarning, stacklevel=2)
+        return analyzed
 
     if isinstance(query, str):
         q = parse(query, dialect=dialect)
@@ -86,17 +106,49 @@ class CompiledQuery:
         """The backend's registry entry (what it can do: streaming, options, plans)."""
         return get_backend_entry(self.engine)
 
-    def run(self, events: EventBatch) -> list[Match]:
-        """Evaluate over a bounded, ordered batch; matches in the documented output order.
+    def run(self, events: EventBatch) -> Matches:
+        """Evaluate over a bounded, ordered batch; matches in the documented output order, as
+        a list of :class:`Match` that converts to tables (``to_pandas()``, ``to_arrow()``,
+        ``to_polars()``).
 
         The options given to :func:`compile` (caps, ``on_cap``, lateness) go to the backend.
         """
         if self.compiled_plan is not None:
             from .plans import evaluate
 
-            return evaluate(self.compiled_plan, events, **self.options)
-        fn = self.backend.load()
-        return fn(self.analyzed, events, **self.options)
+            found = evaluate(self.compiled_plan, events, **self.options)
+        else:
+            found = self.backend.load()(self.analyzed, events, **self.options)
+        return self.matches(found, events.time)
+
+    def matches(self, found: Iterable[Match], time: TimeInfo | None = None) -> Matches:
+        """``found`` as :class:`Matches` of this query (``time``: the input's, for the
+        ``start``/``end`` columns)."""
+        from .semantic.analyzed import VarKind
+        from .syntax import expr_text
+
+        variables = [(v.name, v.kind is VarKind.LIST) for v in self.analyzed.variables.values()
+                     if v.kind is not VarKind.NEGATED]
+        returns = [r.alias or expr_text(r.expr) for r in self.analyzed.query.returns]
+        return Matches(found, time=time, variables=variables, returns=returns)
+
+    def check(self, events: EventBatch) -> list[str]:
+        """Check the query against the events it is about to run on: an attribute, event type
+        or PARTITION BY column the events do not have, or a comparison of a string column with
+        a number, raises :class:`~kleene.errors.QueryValidationError` (with a did-you-mean).
+        Returns warnings (none today for a whole batch).
+
+        Example:
+            >>> q = compile("PATTERN SEQ(A a, B b) WHERE b.X > a.x")
+            >>> q.check(EventBatch.from_records([{"type": "A", "ts": 1, "x": 1},
+            ...                                  {"type": "B", "ts": 2, "x": 5}]))
+            Traceback (most recent call last):
+            ...
+            kleene.errors.QueryValidationError: Line 1, column 29: the input has no column 'X' (did you mean 'x'?); ...
+        """
+        from .semantic.schema import InputSchema, check_against
+
+        return check_against(self.analyzed, InputSchema.of(events))
 
     def start(self, **options: Any) -> Any:
         """Start a streaming runtime (``push``/``advance``/``close``) on the compiled plan."""
@@ -109,7 +161,7 @@ class CompiledQuery:
 def compile(query: QueryLike, *, dialect: str | None = None,
             udfs: Mapping[str, Callable[..., Any]] | None = None,
             engine: str = DEFAULT_BACKEND, name: str | None = None,
-            schema: Mapping[str, Mapping[str, Any]] | None = None,
+            schema: SchemaLike | None = None,
             plan: str | None = None, stats: Stats | None = None,
             **options: Any) -> CompiledQuery:
     """Parse, validate, choose a plan and bind a query to a backend.
@@ -142,4 +194,58 @@ def compile(query: QueryLike, *, dialect: str | None = None,
     return CompiledQuery(analyzed, engine, options, compiled_plan)
 
 
-__all__ = ["CompiledQuery", "analyze", "compile", "parse", "to_text"]
+def match(data: Any, query: QueryLike, *, output: str = "auto", time_col: str | None = None,
+          type_col: str | None = None, event_type: str | None = None,
+          id_col: str | None = None, time_unit: str = "s", time_format: str | None = None,
+          column_types: Mapping[str, str] | None = None, on_bad_row: str = "fail",
+          dialect: str | None = None, udfs: Mapping[str, Callable[..., Any]] | None = None,
+          name: str | None = None, plan: str | None = None, **options: Any) -> Any:
+    """The matches of ``query`` in ``data``, as a DataFrame: two lines in a notebook.
+
+    ``data``: a pandas or polars DataFrame, a pyarrow Table or RecordBatch, an
+    :class:`EventBatch`, or a file path (CSV, JSON Lines, Parquet). The reading options are
+    those of :func:`kleene.read_events` (``time_col`` defaults to the first of ts, timestamp,
+    time, event_time in any case; ``event_type`` gives every row one type). The query is checked
+    against the data's columns and event types first (an unknown attribute is an error with a
+    did-you-mean). ``output``: ``"auto"`` (a polars DataFrame for polars input, else pandas),
+    ``"pandas"``, ``"polars"``, ``"arrow"`` or ``"matches"`` (the :class:`Matches` list).
+    Further keyword arguments are the engine options of :func:`compile` (caps, ``on_cap``).
+
+    Example:
+        >>> import pandas as pd
+        >>> df = pd.DataFrame({"time": pd.to_datetime(["2024-01-01 10:00", "2024-01-01 10:05",
+        ...                                            "2024-01-01 10:07"]),
+        ...                    "sensor": ["s1", "s1", "s1"], "speed": [80, 15, 12]})
+        >>> out = match(df, "PATTERN SEQ(R a, R b) WHERE b.speed < a.speed / 2 "
+        ...             "PARTITION BY sensor WITHIN 10 minutes RETURN b.speed AS slow",
+        ...             event_type="R")
+        >>> out[["a", "b", "slow"]].values.tolist(), str(out["end"].iloc[1])
+        ([[0, 1, 15], [0, 2, 12]], '2024-01-01 10:07:00')
+    """
+    from .events.readers import read_events
+
+    if output not in ("auto", "pandas", "polars", "arrow", "matches"):
+        raise ValueError(f"output must be auto, pandas, polars, arrow or matches, not "
+                         f"{output!r}")
+    is_polars = type(data).__module__.split(".")[0] == "polars"
+    if isinstance(data, EventBatch):
+        events = data
+    else:
+        source = data.to_arrow() if is_polars else data
+        events, _ = read_events(source, time_col=time_col, type_col=type_col,
+                                event_type=event_type, id_col=id_col, time_unit=time_unit,
+                                time_format=time_format, column_types=dict(column_types or {}),
+                                on_bad_row=on_bad_row)
+    compiled = compile(query, dialect=dialect, udfs=udfs, name=name, plan=plan,
+                       schema=events, **options)
+    found = compiled.run(events)
+    if output == "matches":
+        return found
+    if output == "arrow":
+        return found.to_arrow()
+    if output == "polars" or (output == "auto" and is_polars):
+        return found.to_polars()
+    return found.to_pandas()
+
+
+__all__ = ["CompiledQuery", "analyze", "compile", "match", "parse", "to_text"]

@@ -80,10 +80,10 @@ def test_run_bad_row_exits_2_naming_file_row_column(tmp_path: Path) -> None:
 def test_run_option_errors(tmp_path: Path) -> None:
     p = write(tmp_path / "e.csv", "ts,type,x\n1,A,1\n")
     code, _, err = invoke("run", QUERY, "--input", p, "--column-type", "x")
-    assert (code, err) == (2, "kleene: input error: --column-type 'x': expected COLUMN=TYPE, "
+    assert (code, err) == (1, "kleene: usage error: --column-type 'x': expected COLUMN=TYPE, "
                               "e.g. x=float\n")
     code, _, err = invoke("run", QUERY, "--input", p, "--on-bad-row", "ignore")
-    assert (code, err) == (2, "kleene: input error: unknown bad-row policy 'ignore'; use fail, "
+    assert (code, err) == (1, "kleene: usage error: --on-bad-row: unknown bad-row policy 'ignore'; use fail, "
                               "skip or dead-letter=PATH\n")
     code, _, err = invoke("run", QUERY, "--input", p, "--engine", "quantum")
     assert (code, err) == (1, "kleene: query error: unknown engine 'quantum'; available: "
@@ -110,15 +110,15 @@ def test_python_dash_m_kleene() -> None:
 def test_run_flag_combinations_are_checked_before_reading(tmp_path: Path) -> None:
     p = write(tmp_path / "e.csv", "ts,type,x\n1,A,1\n")
     code, _, err = invoke("run", QUERY, "--input", p, "--master", "local[2]")
-    assert (code, err) == (2, "kleene: input error: --master, --partitions and --spark-reader "
+    assert (code, err) == (1, "kleene: usage error: --master, --partitions and --spark-reader "
                               "need --spark\n")
     code, _, err = invoke("run", QUERY, "--input", p, "--spark-reader", "arrow")
-    assert code == 2 and "need --spark" in err
+    assert code == 1 and "need --spark" in err
     code, _, err = invoke("run", QUERY, "--input", p, "--spark", "--stream")
-    assert (code, err) == (2, "kleene: input error: --stream and --allowed-lateness are for the "
+    assert (code, err) == (1, "kleene: usage error: --stream and --allowed-lateness are for the "
                               "embedded engine, not --spark\n")
     code, _, err = invoke("run", QUERY, "--input", p, "--format", "parquet")
-    assert (code, err) == (2, "kleene: input error: Parquet output needs a file: pass --output "
+    assert (code, err) == (1, "kleene: usage error: Parquet output needs a file: pass --output "
                               "PATH\n")
 
 
@@ -206,5 +206,5 @@ def test_spark_backends_are_not_cli_engines(tmp_path: Path) -> None:
     assert spark_names  # (an empty loop would check nothing)
     for name in spark_names:
         code, _, err = invoke("run", QUERY, "--input", p, "--engine", name)
-        assert (code, err) == (2, f"kleene: input error: --engine {name} is the Spark pipeline "
+        assert (code, err) == (1, f"kleene: usage error: --engine {name} is the Spark pipeline "
                                   "itself: use --spark (with the default engine) instead\n")

@@ -154,7 +154,7 @@ def test_run_dead_letter(files: tuple[str, str], engine: str, tmp_path: Path) ->
     assert code == 0, err
     assert [json.loads(line) for line in out.splitlines()] == EXPECTED
     assert json.loads(dead.read_text()) == {
-        "source": str(e), "row": 5, "column": "ts",
+        "source": str(e), "row": 5, "index": 4, "column": "ts",
         "reason": "'x' is not an epoch time (the time column holds numbers in s; ISO-8601 "
                   "text must be the whole column)",
         "record": {"ts": "x", "type": "B", "x": "1"}}
@@ -184,7 +184,7 @@ def test_run_stream_counts_late_rows(tmp_path: Path) -> None:
     assert [json.loads(x)["match"] for x in out.splitlines()] == [
         {"a": 0, "b": 3}, {"a": 0, "b": 1}, {"a": 0, "b": 4}]
     code, _, err = invoke("run", q, "--input", str(e), "--allowed-lateness", "5")
-    assert (code, err) == (2, "kleene: input error: --allowed-lateness needs --stream (a "
+    assert (code, err) == (1, "kleene: usage error: --allowed-lateness needs --stream (a "
                               "bounded run sorts its input)\n")
 
 

@@ -171,9 +171,9 @@ def test_dead_letter_file(tmp_path: Path) -> None:
     assert (report.dead_lettered, report.skipped, report.events) == (2, 0, 3)
     lines = [json.loads(x) for x in dead.read_text().splitlines()]
     assert lines == [
-        {"source": p, "row": 2, "line": 3, "reason": "has 2 fields but the header has 3",
+        {"source": p, "row": 2, "index": 1, "line": 3, "reason": "has 2 fields but the header has 3",
          "text": "2,A"},
-        {"source": p, "row": 3, "column": "ts",
+        {"source": p, "row": 3, "index": 2, "column": "ts",
          "reason": "'x' is not an epoch time (the time column holds numbers in s; "
                    "ISO-8601 text must be the whole column)",
          "record": {"ts": "x", "type": "A", "x": "3"}},

@@ -1,7 +1,8 @@
 """The ``kleene`` command: a lens on the pipeline (``check`` the query, ``explain`` the plan,
 ``run`` it over events).
 
-Exit codes: 0 ok, 1 query error, 2 input error (or a command-line usage error), 3 runtime error.
+Exit codes: 0 ok, 1 query or usage error (the query, or the command line: an unknown option, a
+bad option value or combination), 2 input error (the events: file, row, column), 3 runtime error.
 User errors print one clear message on stderr, never a traceback; an unexpected exception is a
 bug and prints its traceback (exit 3).
 """
@@ -31,6 +32,9 @@ from ..udf import pure_udfs, udf
 
 EXIT_OK = 0
 EXIT_QUERY = 1
+EXIT_USAGE = EXIT_QUERY
+"""A command-line usage error (click's own, or options that do not go together) shares the
+query-error code, so exit 2 always means the events are wrong."""
 EXIT_INPUT = 2
 EXIT_RUNTIME = 3
 
@@ -38,6 +42,11 @@ ORACLE_WARN_EVENTS = 1_000
 QUERY_SUFFIXES = (".kleene", ".cep", ".sase", ".query", ".txt", ".sql")
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+class UsageError(KleeneError, ValueError):
+    """The command line is wrong: options that do not go together, or a malformed option
+    value (exit 1, like a query error; click's own usage errors exit 1 too)."""
 
 
 def _fail(message: str, code: int) -> None:
@@ -54,6 +63,8 @@ def _guard(fn: F) -> F:
             return fn(*args, **kwargs)
         except QueryError as e:
             _fail(f"query error: {e}", EXIT_QUERY)
+        except UsageError as e:
+            _fail(f"usage error: {e}", EXIT_USAGE)
         except InputError as e:
             _fail(f"input error: {e}", EXIT_INPUT)
         except MissingExtraError as e:
@@ -142,11 +153,12 @@ class QuerySource:
 def load_query(arg: str) -> QuerySource:
     """QUERY is a file path (read it; the file stem names the query) or the query text."""
     if os.path.isfile(arg):
-        try:
-            text = Path(arg).read_text(encoding="utf-8")
+        try:  # utf-8-sig: a byte-order mark (as some Windows editors write) is not the query
+            text = Path(arg).read_text(encoding="utf-8-sig")
         except (OSError, UnicodeDecodeError) as e:
             raise QueryError(f"cannot read query file {arg}: {e}") from None
         return QuerySource(text, Path(arg).stem, arg)
+    arg = arg.removeprefix("\ufeff")
     looks_like_path = (not any(ch.isspace() for ch in arg.strip())
                        and (arg.endswith(QUERY_SUFFIXES) or os.sep in arg))
     if looks_like_path:
@@ -263,14 +275,52 @@ def _peak_memory_mb() -> float:
     return rss / (1024 * 1024) if sys.platform == "darwin" else rss / 1024
 
 
+OUTPUT_SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv",
+                   ".parquet": "parquet", ".pq": "parquet"}
+"""The output format an ``--output`` file name selects (a name without a suffix: JSON Lines)."""
+
+
 def _format_from_output(output: str | None) -> str:
-    if output:
-        low = output.lower()
-        if low.endswith(".csv"):
-            return "csv"
-        if low.endswith((".parquet", ".pq")):
-            return "parquet"
-    return "jsonl"
+    """The output format ``--output``'s name selects. An unknown suffix (``out.xlsx``) is a
+    usage error rather than JSON Lines under a misleading name."""
+    if not output or output == "-":
+        return "jsonl"
+    suffix = Path(output).suffix.lower()
+    if not suffix:
+        return "jsonl"
+    if suffix not in OUTPUT_SUFFIXES:
+        known = ", ".join(OUTPUT_SUFFIXES)
+        raise UsageError(f"--output {output}: kleene cannot write {suffix} files; name the "
+                         f"file {known}, or pass --format jsonl|csv|parquet")
+    return OUTPUT_SUFFIXES[suffix]
+
+
+def _refuse_overwriting_input(input_path: str, targets: dict[str, str | None]) -> None:
+    """``--output`` (or a dead-letter file) naming an input file would destroy the input
+    before it is read: refuse it."""
+    if input_path == "-":
+        return
+    from ..events.sources import list_files
+
+    try:
+        inputs = {os.path.realpath(f) for f in list_files(input_path)}
+    except InputError:
+        return  # reported by the reader, with its own message
+    for option, path in targets.items():
+        if path and path != "-" and os.path.realpath(path) in inputs:
+            raise UsageError(f"{option} {path} is an input file; writing it would overwrite "
+                             "the events being read. Choose another path")
+
+
+def _output_time(time: Any, explicit_unit: bool) -> Any:
+    """How ``start``/``end`` are written: epoch numbers read with an explicit ``--time-unit``
+    are times, so they print as UTC ISO-8601 like any other time; without it a numeric time
+    column prints as read (it may be a sequence number, not a time)."""
+    from ..events import TimeInfo
+
+    if explicit_unit and time.kind == "numeric":
+        return TimeInfo("datetime", time.unit, "UTC")
+    return time
 
 
 def _percent(stream: Any) -> str:
@@ -307,7 +357,69 @@ class _Progress:
 # --------------------------------------------------------------------------------------------
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def protect_query(cmd: click.Command, args: list[str]) -> list[str]:
+    r"""The arguments of ``cmd`` with a QUERY that starts with ``-`` (a ``-- comment`` line
+    first) moved behind ``--``, so click takes it for the query, not for an option.
+
+    A token is the query when it starts with ``-``, holds white space (no option name does)
+    and is neither the value of the option before it nor ``--option=value``.
+
+    Example:
+        >>> protect_query(check, ["-- find pairs\nPATTERN SEQ(A a, B b)", "--dialect", "sase"])
+        ['--dialect', 'sase', '--', '-- find pairs\nPATTERN SEQ(A a, B b)']
+    """
+    if "--" in args:
+        return args
+    names: set[str] = set()
+    takes_value: set[str] = set()
+    for p in cmd.params:
+        if isinstance(p, click.Option):
+            names.update(p.opts, p.secondary_opts)
+            if not p.is_flag and not p.count:
+                takes_value.update(p.opts)
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a in takes_value:
+            i += 2
+            continue
+        if (a.startswith("-") and any(ch.isspace() for ch in a)
+                and a.partition("=")[0] not in names):
+            return [*args[:i], *args[i + 1:], "--", a]
+        i += 1
+    return args
+
+
+class _Command(click.Command):
+    """A subcommand whose QUERY may start with ``--`` (see :func:`protect_query`)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, protect_query(self, args))
+
+
+class _Group(click.Group):
+    """The ``kleene`` group: click's usage errors (unknown option, bad value, missing
+    argument) exit :data:`EXIT_USAGE`, not click's 2, which is kleene's input-error code."""
+
+    command_class = _Command
+
+    def make_context(self, info_name: str | None, args: list[str],
+                     parent: click.Context | None = None, **extra: Any) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except click.UsageError as e:
+            setattr(e, "exit_code", EXIT_USAGE)  # noqa: B010 (a ClassVar to click's typing)
+            raise
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.UsageError as e:
+            setattr(e, "exit_code", EXIT_USAGE)  # noqa: B010 (a ClassVar to click's typing)
+            raise
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="kleene")
 def cli() -> None:
     """kleene: complex event processing. Check a query, explain its plan, or run it over events.
@@ -333,6 +445,16 @@ def check(query: str, dialect: str | None, udfs: tuple[str, ...]) -> None:
     src = load_query(query)
     analyzed = analyze(src.text, dialect=dialect, udfs=load_udfs(udfs), name=src.default_name)
     click.echo(to_text(analyzed.query))
+    _advise(analyzed)
+
+
+def _advise(analyzed: Any) -> None:
+    """Warnings about a valid query that is likely to hurt (stderr; the exit code stays 0)."""
+    from ..semantic.advice import explosion_warning
+
+    warning = explosion_warning(analyzed)
+    if warning is not None:
+        click.echo(f"kleene: warning: {warning}", err=True)
 
 
 @cli.command()
@@ -365,9 +487,10 @@ def explain(query: tuple[str, ...], dialect: str | None, dot: bool, spark: bool,
         return
     src = sources[0]
     analyzed = analyze(src.text, dialect=dialect, udfs=load_udfs(udfs), name=src.default_name)
+    _advise(analyzed)
     if spark:
         if dot or kernel:
-            raise QueryError(f"{'--dot' if dot else '--kernel'} and --spark cannot be combined; "
+            raise UsageError(f"{'--dot' if dot else '--kernel'} and --spark cannot be combined; "
                              "the Spark plan is text")
         from ..spark import explain as spark_explain
 
@@ -403,8 +526,9 @@ def explain(query: tuple[str, ...], dialect: str | None, dot: bool, spark: bool,
 @click.option("--event-type", default=None, metavar="NAME", help="Every row is an event of NAME.")
 @click.option("--id-col", default=None, metavar="COL",
               help="Event id column (default: the 0-based input row).")
-@click.option("--time-unit", type=click.Choice(["s", "ms", "us"]), default="s",
-              help="Unit of epoch-number timestamps (default s).")
+@click.option("--time-unit", type=click.Choice(["s", "ms", "us"]), default=None,
+              help="Unit of epoch-number timestamps (default s). Given, the numbers are epoch "
+                   "times and start/end print as UTC ISO-8601 times.")
 @click.option("--column-type", "column_types", multiple=True, metavar="COL=TYPE",
               help="Override a column's type: int, float, string, bool, timestamp (repeatable).")
 @click.option("--on-bad-row", default="fail", metavar="fail|skip|dead-letter=PATH",
@@ -451,6 +575,12 @@ def explain(query: tuple[str, ...], dialect: str | None, dot: bool, spark: bool,
 @click.option("--max-matches-per-call", default=None, type=click.IntRange(min=0), metavar="N",
               help="Cap on the matches the engine buffers at once (default 2,000,000, about "
                    "0.5-1 KB each; 0 = no cap). Without --stream the whole input is one call.")
+@click.option("--max-runs-per-partition", default=None, type=click.IntRange(min=0),
+              metavar="N",
+              help="Cap on the partial matches (runs) alive in one partition (default 100,000; "
+                   "0 = no cap).")
+@click.option("--max-matches-per-event", default=None, type=click.IntRange(min=0), metavar="N",
+              help="Cap on the matches one event may complete (default 1,000,000; 0 = no cap).")
 @click.option("--on-cap", type=click.Choice(["error", "truncate"]), default="error",
               show_default=True,
               help="When an engine cap is hit: fail, or keep going, drop the excess runs or "
@@ -467,13 +597,14 @@ def explain(query: tuple[str, ...], dialect: str | None, dot: bool, spark: bool,
 @_without_cyclic_gc
 def run(query: tuple[str, ...], input_path: str, input_format: str | None,
         time_col: str | None, time_format: str | None, type_col: str | None,
-        event_type: str | None, id_col: str | None, time_unit: str,
+        event_type: str | None, id_col: str | None, time_unit: str | None,
         column_types: tuple[str, ...], on_bad_row: str, delimiter: str | None, batch_size: int,
         output: str | None, fmt: str | None, engine: str | None, plan: str | None,
         clean_period: int, count: bool, dialect: str | None, udfs: tuple[str, ...],
         quiet: bool, streaming: bool, allowed_lateness: float, late_output: str | None,
         spark: bool, master: str | None,
         partitions: int | None, spark_reader: str, max_matches_per_call: int | None,
+        max_runs_per_partition: int | None, max_matches_per_event: int | None,
         on_cap: str, analyze: bool = False, workers: int | None = None) -> None:
     """Run QUERY over the events in --input; write matches (JSON Lines by default).
 
@@ -489,35 +620,49 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
     for spec in column_types:
         col, eq, typ = spec.partition("=")
         if not eq or not col or not typ:
-            raise InputError(f"--column-type {spec!r}: expected COLUMN=TYPE, e.g. x=float")
+            raise UsageError(f"--column-type {spec!r}: expected COLUMN=TYPE, e.g. x=float")
         types[col] = typ
     out_fmt = fmt or _format_from_output(output)
+    try:
+        policy = BadRowPolicy.parse(on_bad_row)
+    except InputError as e:
+        raise UsageError(f"--on-bad-row: {e}") from None
+    _refuse_overwriting_input(input_path, {"--output": output, "--on-bad-row dead-letter=":
+                                           policy.path})
+    explicit_unit = time_unit is not None
+    time_unit = time_unit or "s"
     if out_fmt == "parquet" and output is None and not count:
-        raise InputError("Parquet output needs a file: pass --output PATH")
+        raise UsageError("Parquet output needs a file: pass --output PATH")
     if spark and (streaming or allowed_lateness):
-        raise InputError("--stream and --allowed-lateness are for the embedded engine, not "
+        raise UsageError("--stream and --allowed-lateness are for the embedded engine, not "
                          "--spark")
     caps: dict[str, Any] = {"on_cap": on_cap}
     if analyze:
         if spark:
-            raise InputError("--analyze is for the embedded engine, not --spark")
+            raise UsageError("--analyze is for the embedded engine, not --spark")
         caps["use_kernel"] = False
-    if max_matches_per_call is not None:
-        caps["max_matches_per_call"] = max_matches_per_call or None
+    cap_flags = {"max_matches_per_call": max_matches_per_call,
+                 "max_runs_per_partition": max_runs_per_partition,
+                 "max_matches_per_event": max_matches_per_event}
+    for option, value in cap_flags.items():
+        if value is not None:
+            caps[option] = value or None  # 0: no cap
     from ..backends import BACKENDS
 
     if engine is not None and engine in BACKENDS and BACKENDS[engine].needs_spark:
-        raise InputError(f"--engine {engine} is the Spark pipeline itself: use --spark (with "
+        raise UsageError(f"--engine {engine} is the Spark pipeline itself: use --spark (with "
                          "the default engine) instead")
     backend = _backend(engine or DEFAULT_BACKEND)
-    if not backend.options and (max_matches_per_call is not None or on_cap != "error"):
-        raise InputError(f"--max-matches-per-call and --on-cap are options of the automaton "
+    if not backend.options and (any(v is not None for v in cap_flags.values())
+                                or on_cap != "error"):
+        raise UsageError(f"--max-runs-per-partition, --max-matches-per-event, "
+                         f"--max-matches-per-call and --on-cap are options of the automaton "
                          f"engine, not {backend.name!r}")
     if plan is not None and not backend.plans:
-        raise InputError(f"--plan chooses among the automaton engine's plans; engine "
+        raise UsageError(f"--plan chooses among the automaton engine's plans; engine "
                          f"{backend.name!r} has none")
     if spark and plan is not None:
-        raise InputError("--plan is for the embedded engine; --spark runs the chosen plan in "
+        raise UsageError("--plan is for the embedded engine; --spark runs the chosen plan in "
                          "each task")
     if query_set and (spark or (engine is not None and engine != DEFAULT_BACKEND)):
         raise QueryError("several queries run as a query set on the embedded automaton "
@@ -533,11 +678,11 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
                                    time_format=time_format, reader=spark_reader))
         return
     if master is not None or partitions is not None or spark_reader != "auto":
-        raise InputError("--master, --partitions and --spark-reader need --spark")
+        raise UsageError("--master, --partitions and --spark-reader need --spark")
     if allowed_lateness and not streaming:
-        raise InputError("--allowed-lateness needs --stream (a bounded run sorts its input)")
+        raise UsageError("--allowed-lateness needs --stream (a bounded run sorts its input)")
     if late_output is not None and not streaming:
-        raise InputError("--late-output needs --stream (a bounded run sorts its input: no row "
+        raise UsageError("--late-output needs --stream (a bounded run sorts its input: no row "
                          "is late)")
     if query_set:
         compiled: Any = _compile_set(sources, dialect, udfs, plan, clean_period)
@@ -547,9 +692,10 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
     options = ReadOptions(time_col=time_col, type_col=type_col, event_type=event_type,
                           id_col=id_col, time_unit=time_unit,  # type: ignore[arg-type]
                           time_format=time_format,
-                          column_types=types, on_bad_row=BadRowPolicy.parse(on_bad_row),
+                          column_types=types, on_bad_row=policy,
                           format=input_format, delimiter=delimiter, batch_size=batch_size)
     progress = _Progress(sys.stderr.isatty() and not quiet)
+    options, unread = _unread_columns_as_text(input_path, options, _analyzed_all(compiled))
 
     # --stream: chunks in arrival order; the runtime decides lateness per event
     stream = iter_events(input_path, options, sort_chunks=False)
@@ -557,13 +703,20 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
         _run_streaming(compiled, stream, output=output, fmt=out_fmt, count=count,
                        lateness_s=allowed_lateness, quiet=quiet, progress=progress,
                        late_output=late_output,
-                       clock=(started, compiled_at), caps=caps)
+                       clock=(started, compiled_at), caps=caps, explicit_unit=explicit_unit,
+                       unread=unread)
         return
-    batches = []
+    batches: list[Any] = []
     for b in stream:
+        if not batches:  # the columns are known: a misspelt attribute fails before reading on
+            _check_schema(compiled, b, input_path, types=False)
         batches.append(b)
+        unread.count(b)
         progress.show(f"reading {input_path}: {_percent(stream)}{stream.report.events:,} events")
     events, report = collect(stream, batches)
+    unread.warn()
+    if len(events):  # every event type of the input is known: a misspelt one is an error
+        _check_schema(compiled, events, input_path, types=True)
     read_done = time.perf_counter()
     if not query_set and not compiled.backend.options and len(events) > ORACLE_WARN_EVENTS:
         click.echo(f"kleene: warning: the oracle enumerates every candidate match (brute "
@@ -587,7 +740,8 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
     else:
         from ..events.writers import open_writer
 
-        with output_target(output) as target, open_writer(target, out_fmt, events.time) as w:
+        out_time = _output_time(events.time, explicit_unit)
+        with output_target(output) as target, open_writer(target, out_fmt, out_time) as w:
             w.write(matches)
     finished = time.perf_counter()
     if not quiet:
@@ -609,6 +763,116 @@ def _udf_summary(compiled: Any) -> None:
 
 _WORKERS: dict[str, str] = {}
 """The summary's note on keyed parallelism, set by :func:`_automaton`."""
+
+
+class UnreadColumns:
+    """Columns the query does not read that would be typed by inference from text (CSV): they
+    are read as text, so a bad value in one (``'nil'`` in a number column) cannot fail the
+    run; :meth:`count` counts the values that are not of the inferred type and :meth:`warn`
+    reports them in one line."""
+
+    def __init__(self, types: dict[str, Any] | None = None) -> None:
+        self.types: dict[str, Any] = dict(types or {})
+        self.bad: dict[str, int] = dict.fromkeys(self.types, 0)
+        self.example: dict[str, str] = {}
+
+    def count(self, batch: Any) -> None:
+        """Count the values of ``batch`` not of their column's inferred type."""
+        if not self.types or not len(batch):
+            return
+        from ..events.convert import convert_column
+        from ..events.model import ID
+
+        for col, typ in self.types.items():
+            if col not in batch.table.column_names:
+                continue
+            arr = batch.table.column(col).combine_chunks()
+            _, errors = convert_column(arr, typ, col, True)
+            self.bad[col] += len(errors)
+            if errors and col not in self.example:
+                e = errors[0]
+                self.example[col] = (f"{arr[e.position].as_py()!r} at event id "
+                                     f"{batch.table.column(ID)[e.position].as_py()!r}")
+
+    def warn(self) -> None:
+        """One warning line when any of the counted values was bad."""
+        bad = {c: n for c, n in self.bad.items() if n}
+        if not bad:
+            return
+        parts = [f"{c}: {n:,} not {self.types[c]} (e.g. {self.example[c]})"
+                 for c, n in bad.items()]
+        total = sum(bad.values())
+        click.echo(f"kleene: warning: {total:,} bad value{'s' if total != 1 else ''} in "
+                   "columns the query does not read, kept as text so they do not fail the "
+                   f"run: {'; '.join(parts)}", err=True)
+
+
+def _analyzed_all(compiled: Any) -> list[Any]:
+    """The analyzed queries of a compiled query or of a query set."""
+    queries = getattr(compiled, "queries", None)
+    return [q.analyzed for q in queries] if queries is not None else [compiled.analyzed]
+
+
+def _unread_columns_as_text(input_path: str, options: Any,
+                            analyzed: list[Any]) -> tuple[Any, UnreadColumns]:
+    """``options`` with the columns the query does not read, whose types the reader infers
+    from text, read as text (``--column-type COL=string``), and an :class:`UnreadColumns`
+    that counts their bad values.
+
+    The columns and their inferred types come from a first look at the input with the same
+    options (its first 256 KB or 4,096 rows; bad rows skipped, nothing written). Standard input cannot
+    be looked at twice, and a query that reads whole events (``RETURN a``) reads every
+    column: both keep the reader's usual typing."""
+    from dataclasses import replace
+
+    from ..events.readers import iter_events
+    from ..semantic.schema import read_attributes
+
+    read: frozenset[str] | None = frozenset()
+    for a in analyzed:
+        r = read_attributes(a)
+        read = None if r is None or read is None else read | r
+    if read is None or input_path == "-":
+        return options, UnreadColumns()
+    try:
+        # a small first chunk: only the unread columns' types come from it, and those
+        # columns are read as text in the real read, whatever a larger chunk would infer
+        look = replace(options, on_bad_row="skip", batch_size=min(options.batch_size, 4_096),
+                       block_bytes=min(options.block_bytes, 1 << 18))
+        with iter_events(input_path, look, sort_chunks=False) as peek:
+            next(peek, None)
+            decided = peek.decisions
+    except KleeneError:
+        return options, UnreadColumns()  # the real read reports it
+    if decided is None:
+        return options, UnreadColumns()
+    import pyarrow as pa
+
+    keep = {decided.time_col, options.type_col or "type", options.id_col,
+            *options.column_types}
+    unread = {c: t for c, t in decided.types.items()
+              if c in decided.inferred and c not in read and c not in keep
+              and not pa.types.is_string(t)}
+    if not unread:
+        return options, UnreadColumns()
+    as_text = {**options.column_types, **dict.fromkeys(unread, "string")}
+    return replace(options, column_types=as_text), UnreadColumns(unread)
+
+
+def _check_schema(compiled: Any, events: Any, source: str, *, types: bool,
+                  complete: bool = True) -> None:
+    """Check the query against the input's columns (and its event types when ``types``):
+    an unknown attribute, event type or PARTITION BY column, or a string compared with a
+    number, is a query error with a did-you-mean; event types missing from a first chunk
+    (``complete=False``) are a warning."""
+    from ..semantic.schema import InputSchema, check_against
+
+    schema = InputSchema.of(events, types_complete=complete, source=source)
+    if not types:
+        schema = InputSchema(schema.columns, source=source)
+    for analyzed in _analyzed_all(compiled):
+        for message in check_against(analyzed, schema):
+            click.echo(f"kleene: warning: {message}", err=True)
 
 
 def _automaton(compiled: Any, events: Any, options: dict[str, Any],
@@ -739,7 +1003,9 @@ def _engine_call(engine: str, fn: Callable[..., Any], *args: Any, **kwargs: Any)
 def _run_streaming(compiled: Any, stream: Any, *, output: str | None, fmt: str, count: bool,
                    lateness_s: float, quiet: bool, progress: _Progress,
                    late_output: str | None = None,
-                   clock: tuple[float, float], caps: dict[str, Any]) -> None:
+                   clock: tuple[float, float], caps: dict[str, Any],
+                   explicit_unit: bool = False, unread: UnreadColumns | None = None
+                   ) -> None:
     """``run --stream``: push each chunk through the engine's runtime as it is read and write
     matches as they come (memory bounded by the chunk size and the engine's live state)."""
     from ..events.writers import MatchWriter, open_writer
@@ -763,25 +1029,35 @@ def _run_streaming(compiled: Any, stream: Any, *, output: str | None, fmt: str, 
         if count:
             return
         if writer is None:
-            writer = open_writer(target, fmt, stream.time)
+            writer = open_writer(target, fmt, _output_time(stream.time, explicit_unit))
         writer.write(matches)
 
     with output_target(output, keep_partial=True) as target:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)  # truncation: reported below
+                checked = False
                 for batch in stream:
+                    if not checked and len(batch):  # the columns, and the types seen so far
+                        _check_schema(compiled, batch, stream.report.source or "the input",
+                                      types=True,  # --event-type: every row has that type
+                                      complete=stream.options.event_type is not None)
+                        checked = True
+                    if unread is not None:
+                        unread.count(batch)
                     emit(_engine_call(engine, runtime.push, batch))
                     progress.show(f"streaming: {_percent(stream)}{stream.report.events:,} "
                                   f"events, {n_matches:,} matches")
                 emit(_engine_call(engine, runtime.close))
             if not is_set:
                 _report_truncation(runtime.counters)
+            if unread is not None:
+                unread.warn()
             if count:
                 n_matches = runtime.counters.matches
                 click.echo(n_matches)
             elif writer is None:
-                writer = open_writer(target, fmt, stream.time)
+                writer = open_writer(target, fmt, _output_time(stream.time, explicit_unit))
         finally:
             if writer is not None:
                 writer.close()

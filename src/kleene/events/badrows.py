@@ -101,7 +101,7 @@ class BadRows:
         if self.policy.action == "skip":
             self.skipped += len(bad)
         else:
-            self._write(bad, source)
+            self._write(bad, source, raw.offset)
             self.dead_lettered += len(bad)
         if result is None or not first:
             return result
@@ -125,10 +125,14 @@ class BadRows:
                                  path=self.policy.path) from None
         return self._file
 
-    def _write(self, bad: list[BadRow], source: str) -> None:
+    def _write(self, bad: list[BadRow], source: str, offset: int = 0) -> None:
+        """One JSON line per bad row: ``row`` counts data rows from 1 in ``source`` (as error
+        messages do), ``index`` from 0 across the whole input, like event ids (the id the row
+        would have had without --id-col), ``line`` is the physical line where known."""
         out = self._open()
         for b in bad:
-            rec: dict[str, Any] = {"source": source, "row": b.row + 1}
+            rec: dict[str, Any] = {"source": source, "row": b.row + 1,
+                                   "index": b.row + offset}
             if b.line is not None:
                 rec["line"] = b.line
             if b.column is not None:

@@ -25,10 +25,30 @@ from .model import RESERVED, TimeInfo
 from .options import ReadOptions
 
 TIME_CANDIDATES = ("ts", "timestamp", "time", "event_time")
-"""The time column when none is named: the first of these the input has."""
+"""The time column when none is named: the first of these the input has (any case)."""
 UNIT_US = {"s": 1_000_000, "ms": 1_000, "us": 1}
 
 TimeMode = Literal["timestamp", "numeric", "iso-zoned", "iso-naive", "formatted"]
+
+
+def default_time_column(columns: list[str]) -> str | None:
+    """The time column when none is named: the first of :data:`TIME_CANDIDATES` among
+    ``columns``, compared without case (``TIMESTAMP``, ``Time``); an exact match wins over
+    one that differs only in case.
+
+    Example:
+        >>> default_time_column(["REPORT_ID", "TIMESTAMP", "avgSpeed"])
+        'TIMESTAMP'
+        >>> default_time_column(["Time", "time"]), default_time_column(["x"])
+        ('time', None)
+    """
+    for cand in TIME_CANDIDATES:
+        if cand in columns:
+            return cand
+        folded = [c for c in columns if c.casefold() == cand]
+        if folded:
+            return folded[0]
+    return None
 
 
 def normalise_type(t: pa.DataType) -> pa.DataType:
@@ -77,11 +97,11 @@ def decide(table: pa.Table, text_cols: frozenset[str], opts: ReadOptions,
             raise InputError(f"time column {time_col!r} not found; the columns are: "
                              f"{', '.join(cols)}", path=src)
     else:
-        found = [c for c in TIME_CANDIDATES if c in cols]
-        if not found:
+        found = default_time_column(cols)
+        if found is None:
             raise InputError(f"no time column: pass --time-col (time_col=); the columns "
                              f"are: {', '.join(cols)}", path=src)
-        time_col = found[0]
+        time_col = found
     if opts.event_type is None:
         type_col = opts.type_col or "type"
         if type_col not in cols:
@@ -195,4 +215,5 @@ def time_micros(arr: pa.Array, d: Decisions, opts: ReadOptions,
     return ts, errs + errs2
 
 
-__all__ = ["Decisions", "TIME_CANDIDATES", "UNIT_US", "decide", "normalise_type", "time_micros"]
+__all__ = ["Decisions", "TIME_CANDIDATES", "UNIT_US", "decide", "default_time_column",
+           "normalise_type", "time_micros"]

@@ -50,6 +50,9 @@ MAX_NESTING = 64
 MAX_DEPTH = 250
 #: Longest integer literal (Python refuses to convert more than 4,300 digits by default).
 MAX_DIGITS = 4_000
+#: AND/OR chains up to this many operands are left-deep trees; longer ones are balanced, so
+#: their depth grows with the logarithm of their length (see ``_chain``).
+MAX_LEFT_DEEP_CHAIN = 64
 _COMPOSITES = ("SEQ", "AND", "OR", "ANY", "NOT")
 
 
@@ -619,20 +622,22 @@ class Parser:
     def parse_or(self) -> ast.Expr:
         """``a OR b``."""
         start = self.tok
-        left = self.parse_and()
+        items = [self.parse_and()]
+        spans: list[Span] = []
         while self.accept_kw("OR"):
-            right = self.parse_and()
-            left = ast.Binary("or", left, right, span=self.span_from(start))
-        return left
+            items.append(self.parse_and())
+            spans.append(self.span_from(start))
+        return _chain("or", items, spans)
 
     def parse_and(self) -> ast.Expr:
         """``a AND b``."""
         start = self.tok
-        left = self.parse_not()
+        items = [self.parse_not()]
+        spans: list[Span] = []
         while self.accept_kw("AND"):
-            right = self.parse_not()
-            left = ast.Binary("and", left, right, span=self.span_from(start))
-        return left
+            items.append(self.parse_not())
+            spans.append(self.span_from(start))
+        return _chain("and", items, spans)
 
     def parse_not(self) -> ast.Expr:
         """``NOT a``."""
@@ -909,6 +914,28 @@ def _sub_exprs(e: ast.Expr) -> list[ast.Expr]:
     return out
 
 
+def _chain(op: str, items: list[ast.Expr], spans: list[Span]) -> ast.Expr:
+    """``items[0] op items[1] op ...`` as a tree: left-deep (``spans[k]`` covering items 0..k+1)
+    up to :data:`MAX_LEFT_DEEP_CHAIN` items, balanced beyond, so a WHERE of thousands of
+    conjuncts is not "nested too deep" (AND and OR are associative; the printer writes the
+    balanced tree back as the same flat chain with parentheses that re-parse to it)."""
+    if len(items) <= MAX_LEFT_DEEP_CHAIN:
+        result = items[0]
+        for item, span in zip(items[1:], spans, strict=True):
+            result = ast.Binary(op, result, item, span=span)
+        return result
+
+    def fold(lo: int, hi: int) -> ast.Expr:
+        if hi - lo == 1:
+            return items[lo]
+        mid = (lo + hi + 1) // 2
+        left, right = fold(lo, mid), fold(mid, hi)
+        span = left.span.merge(right.span) if left.span is not None else right.span
+        return ast.Binary(op, left, right, span=span)
+
+    return fold(0, len(items))
+
+
 def check_depth(query: ast.Query, text: str = "") -> None:
     """Reject ASTs deeper than :data:`MAX_DEPTH` (measured without recursion)."""
     stack: list[tuple[object, int]] = [(query, 0)]
@@ -918,7 +945,7 @@ def check_depth(query: ast.Query, text: str = "") -> None:
             span = getattr(node, "span", None)
             raise QuerySyntaxError(
                 f"the query is nested more than {MAX_DEPTH} levels deep (e.g. a very long "
-                "chain of AND); split it into several queries", source=text, span=span)
+                "chain of + or -); split it into several queries", source=text, span=span)
         if isinstance(node, tuple):
             stack.extend((x, depth) for x in node)
         elif hasattr(node, "__dataclass_fields__"):

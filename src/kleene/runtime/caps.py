@@ -26,7 +26,10 @@ def too_many_matches(m: Any, e: Rec, nm: int, cap: int) -> int:
         return nm - cap
     raise CapacityError(
         f"query {m.plan.name!r}: event {e[2]!r} completed {nm} matches, more than "
-        f"max_matches_per_event={cap}")
+        f"max_matches_per_event={cap}; narrow the pattern (WITHIN, PARTITION BY, a stricter "
+        "strategy such as skip-till-next-match), raise the cap (CLI --max-matches-per-event N, "
+        "0 for no cap; Runtime option max_matches_per_event=N, None for no cap), or keep the "
+        "first matches and count the rest (CLI --on-cap truncate; on_cap='truncate')")
 
 
 def too_many_runs(m: Any, nruns: int) -> int:
@@ -39,8 +42,10 @@ def too_many_runs(m: Any, nruns: int) -> int:
         return nruns - cap
     raise CapacityError(
         f"query {m.plan.name!r}: {nruns} live runs in one partition exceed "
-        f"max_runs_per_partition={cap}; narrow the pattern (a window, a stricter strategy) "
-        "or raise the cap, or pass on_cap='truncate'")
+        f"max_runs_per_partition={cap}; narrow the pattern (WITHIN, PARTITION BY, a stricter "
+        "strategy such as skip-till-next-match), raise the cap (CLI --max-runs-per-partition "
+        "N, 0 for no cap; Runtime option max_runs_per_partition=N, None for no cap), or drop "
+        "the oldest runs and count them (CLI --on-cap truncate; on_cap='truncate')")
 
 
 def over_budget(m: Any, e: Rec | None, out: list[Any], budget: int) -> None:

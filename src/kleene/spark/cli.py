@@ -29,7 +29,6 @@ from ..errors import InputError, QueryError
 from ..events.writers import CSV_FIXED_COLUMNS
 from .tasks import END_US, LAST_POS, SEQ
 
-_TIME_CANDIDATES = ("ts", "timestamp", "time", "event_time")
 ROW = "__kleene_row"
 _META = "_metadata"
 
@@ -189,11 +188,13 @@ def _time_column(df: Any, time_col: str | None) -> str:
             raise InputError(f"time column {time_col!r} not found; the columns are: "
                              f"{', '.join(c for c in df.columns if c != ROW)}")
         return time_col
-    found = [c for c in _TIME_CANDIDATES if c in df.columns]
-    if not found:
+    from ..events.decisions import default_time_column
+
+    found = default_time_column([c for c in df.columns if c != ROW])
+    if found is None:
         raise InputError("no time column: pass --time-col; the columns are: "
                          f"{', '.join(c for c in df.columns if c != ROW)}")
-    return found[0]
+    return found
 
 
 def run_query(query: str, input_path: str, *, master: str | None = None,
