@@ -166,7 +166,7 @@ def test_time_format_and_epoch_times_read_like_the_embedded_cli(spark: Any,
                           "1709287620000,A,k1,5", "1709294400000,B,k1,9"])
     for src, extra, kwargs in [
             (fmt_src, ["--time-format", "%m/%d/%Y %H:%M"], {"time_format": "%m/%d/%Y %H:%M"}),
-            (epoch_src, ["--time-unit", "ms"], {"time_unit": "ms"})]:
+            (epoch_src, ["--time-unit", "ms"], {"time_unit": "ms", "epoch_times": True})]:
         res = CliRunner().invoke(cli, ["run", q, "--input", str(src), "--quiet", *extra])
         assert res.exit_code == 0, res.output
         assert res.output.count("\n") == 1 and '"a":0' in res.output.replace(" ", "")

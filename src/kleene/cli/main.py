@@ -675,7 +675,8 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
                                    delimiter=delimiter, dialect=dialect, udfs=load_udfs(udfs),
                                    engine=engine or DEFAULT_BACKEND, count_only=count,
                                    master=master, partitions=partitions, caps=caps,
-                                   time_format=time_format, reader=spark_reader))
+                                   time_format=time_format, reader=spark_reader,
+                                   epoch_times=explicit_unit))
         return
     if master is not None or partitions is not None or spark_reader != "auto":
         raise UsageError("--master, --partitions and --spark-reader need --spark")
@@ -1107,7 +1108,7 @@ def spark_options(*, output: str | None, fmt: str, input_format: str | None,
                   udfs: dict[str, Callable[..., Any]], engine: str, count_only: bool,
                   master: str | None, partitions: int | None,
                   caps: dict[str, Any] | None = None, time_format: str | None = None,
-                  reader: str = "auto") -> dict[str, Any]:
+                  reader: str = "auto", epoch_times: bool = False) -> dict[str, Any]:
     """The keyword arguments ``run --spark`` passes to :func:`kleene.spark.cli.run_query`
     (a test binds them to its signature, so the two cannot drift apart silently).
 
@@ -1124,7 +1125,7 @@ def spark_options(*, output: str | None, fmt: str, input_format: str | None,
             "time_unit": time_unit, "column_types": column_types, "delimiter": delimiter,
             "dialect": dialect, "udfs": udfs, "engine": engine, "count_only": count_only,
             "master": master, "partitions": partitions, "caps": caps, "cap_report": report,
-            "time_format": time_format, "reader": reader}
+            "time_format": time_format, "reader": reader, "epoch_times": epoch_times}
 
 
 def _run_spark(query: str, input_path: str, *, on_bad_row: str, quiet: bool,

@@ -518,8 +518,12 @@ def match(df: Any, query: Any, *, time_col: str, type_col: str | None = None,
           max_runs_per_partition: int | None = MAX_RUNS_PER_PARTITION,
           max_matches_per_event: int | None = MAX_MATCHES_PER_EVENT,
           max_matches_per_call: int | None = MAX_MATCHES_PER_CALL,
-          on_cap: str = "error", cap_report: CapReport | None = None) -> Any:
+          on_cap: str = "error", cap_report: CapReport | None = None,
+          epoch_times: bool = False) -> Any:
     """Run a kleene query over a Spark DataFrame of events; returns a DataFrame of matches.
+
+    ``epoch_times``: numeric times are epoch times in ``time_unit`` (the CLI's explicit
+    ``--time-unit``), so ``start``/``end`` come out as UTC timestamps, as in the embedded CLI.
 
     Columns: ``query``; ``match`` (map variable -> array of ids) or, with
     ``output="columns"``, one column per variable (an id, or an array for Kleene variables);
@@ -588,10 +592,13 @@ def match(df: Any, query: Any, *, time_col: str, type_col: str | None = None,
     lean = prep.df.select(*[f"`{c}`" for c in keep])
     sorted_df, group_cols, bounds = distribute(lean, plan, partitions=partitions,
                                                ranges=ranges, order_col=order_of)
-    spec = TaskSpec(analyzed=q, engine=engine, time=prep.time, group_cols=group_cols,
+    out_time, out_type = prep.time, prep.time_out
+    if epoch_times and prep.time.kind == "numeric":
+        out_time, out_type = TimeInfo("datetime", prep.time.unit, "UTC"), "timestamp"
+    spec = TaskSpec(analyzed=q, engine=engine, time=out_time, group_cols=group_cols,
                     attr_cols=attrs, id_type=prep.id_type, output=output,
                     event_type=const_type, order_col=order_of,
-                    time_out=prep.time_out, returns=return_fields(q, attr_types),
+                    time_out=out_type, returns=return_fields(q, attr_types),
                     range_bounds=bounds if plan.mode == "split" else None,
                     include_internal=order_columns or output in ("json", "csv"),
                     caps=caps, cap_report=acc)

@@ -208,8 +208,11 @@ def run_query(query: str, input_path: str, *, master: str | None = None,
               partitions: int | None = None, stdout: IO[str] | None = None,
               spark: Any = None, time_format: str | None = None,
               reader: str = "auto", on_bad_row: str = "fail", caps: Mapping[str, Any] | None = None,
-              cap_report: Any = None) -> dict[str, Any]:
+              cap_report: Any = None, epoch_times: bool = False) -> dict[str, Any]:
     """Run a query (text or a query file) over files with Spark; write matches.
+
+    ``epoch_times`` (the CLI's explicit ``--time-unit``): numeric times are epoch times, and
+    ``start``/``end`` are written as UTC times, as the embedded CLI writes them.
 
     ``output=None`` writes JSON Lines to ``stdout``; a path gets one file for ``jsonl`` and
     ``csv`` on a local file system (the single part file Spark wrote is moved there), else a
@@ -275,7 +278,8 @@ def run_query(query: str, input_path: str, *, master: str | None = None,
         matches = match(df, compiled.analyzed, time_col=tcol, type_col=type_col,
                         event_type=event_type, id_col=id_col, time_unit=time_unit,
                         engine=engine, output=out_mode, partitions=partitions,
-                        row_index_col=ROW, cap_report=cap_report, **(caps or {}))
+                        row_index_col=ROW, cap_report=cap_report, epoch_times=epoch_times,
+                        **(caps or {}))
         ordered = matches.repartition(1).sortWithinPartitions(END_US, LAST_POS, SEQ)
         try:
             if count_only:
