@@ -29,6 +29,30 @@ class _NotVectorizable(Exception):
     pass
 
 
+_INT64_MIN, _INT64_MAX = -(2 ** 63), 2 ** 63 - 1
+_FLOAT_EXACT = 2 ** 53
+"""Integers up to this magnitude convert to float64 exactly."""
+
+
+def _exact_as_float(*xs: Any, both: bool = False) -> None:
+    """Raise :class:`_NotVectorizable` if Arrow would compare or divide these numbers through
+    float64 with a rounding that Python's exact int/float arithmetic does not make: an int64
+    operand beyond 2**53 next to a float one (or, with ``both``, any such int64)."""
+    ints = [x for x in xs if pa.types.is_integer(x.type)]
+    if not ints or (not both and len(ints) == len(xs)):
+        return
+    for x in ints:
+        if isinstance(x, pa.Scalar):
+            v = x.as_py()
+            big = v is not None and abs(v) > _FLOAT_EXACT
+        else:
+            mm = pc.min_max(x)
+            lo, hi = mm["min"].as_py(), mm["max"].as_py()
+            big = lo is not None and (lo < -_FLOAT_EXACT or hi > _FLOAT_EXACT)
+        if big:
+            raise _NotVectorizable
+
+
 def _is_num(t: pa.DataType) -> bool:
     return bool(pa.types.is_integer(t) or pa.types.is_floating(t))
 
@@ -54,6 +78,8 @@ def _eval(e: ast.Expr, var: str, table: pa.Table, n: int) -> Any:  # noqa: C901
         if isinstance(e.value, bool):
             return pa.scalar(e.value, pa.bool_())
         if isinstance(e.value, int):
+            if not _INT64_MIN <= e.value <= _INT64_MAX:
+                raise _NotVectorizable  # exact Python ints, per row (issue 17 item 7)
             return pa.scalar(e.value, pa.int64())
         if isinstance(e.value, float):
             return pa.scalar(e.value, pa.float64())
@@ -79,7 +105,7 @@ def _eval(e: ast.Expr, var: str, table: pa.Table, n: int) -> Any:  # noqa: C901
             return pc.invert(x.cast(pa.bool_()) if _kind(x.type) == "null" else x)
         if _kind(x.type) != "num":
             raise _NotVectorizable
-        return pc.negate(x)
+        return pc.negate_checked(x)
     if isinstance(e, ast.Binary):
         x = _eval(e.left, var, table, n)
         y = _eval(e.right, var, table, n)
@@ -95,16 +121,21 @@ def _eval(e: ast.Expr, var: str, table: pa.Table, n: int) -> Any:  # noqa: C901
         if e.op in _CMP:
             if kx != ky or kx == "other":
                 raise _NotVectorizable
+            if kx == "num":
+                _exact_as_float(x, y)
             return _CMP[e.op](x, y)
         if kx != "num" or ky != "num":
             raise _NotVectorizable
+        # checked kernels: an int64 overflow raises ArrowInvalid, and the conjunct is then
+        # evaluated per row with exact Python ints (issue 17 item 7)
         if e.op == "+":
-            return pc.add(x, y)
+            return pc.add_checked(x, y)
         if e.op == "-":
-            return pc.subtract(x, y)
+            return pc.subtract_checked(x, y)
         if e.op == "*":
-            return pc.multiply(x, y)
+            return pc.multiply_checked(x, y)
         if e.op == "/":
+            _exact_as_float(x, y, both=True)
             xf = pc.cast(x, pa.float64())
             yf = pc.cast(y, pa.float64())
             zero = pc.equal(yf, pa.scalar(0.0))
@@ -117,6 +148,8 @@ def _eval(e: ast.Expr, var: str, table: pa.Table, n: int) -> Any:  # noqa: C901
         kinds = {_kind(x.type), _kind(lo.type), _kind(hi.type)} - {"null"}
         if len(kinds) > 1 or kinds & {"other"}:
             raise _NotVectorizable
+        if kinds == {"num"}:
+            _exact_as_float(x, lo, hi)
         if "null" in (_kind(x.type), _kind(lo.type), _kind(hi.type)):
             r = pa.nulls(n, pa.bool_())
         else:
@@ -152,6 +185,9 @@ def _eval(e: ast.Expr, var: str, table: pa.Table, n: int) -> Any:  # noqa: C901
             if isinstance(v, bool) != (kx == "bool") or (isinstance(v, str) != (kx == "str")):
                 raise _NotVectorizable
         if kx == "num":
+            if any(isinstance(v, int) and abs(v) > _FLOAT_EXACT for v in non_null):
+                raise _NotVectorizable
+            _exact_as_float(x, both=True)
             vs = pa.array([float(v) for v in non_null], pa.float64())
             xx = pc.cast(x, pa.float64())
         else:
@@ -166,7 +202,7 @@ def _eval(e: ast.Expr, var: str, table: pa.Table, n: int) -> Any:  # noqa: C901
         x = _eval(e.args[0], var, table, n)
         if _kind(x.type) != "num":
             raise _NotVectorizable
-        return pc.abs(x)
+        return pc.abs_checked(x)
     raise _NotVectorizable
 
 

@@ -1,0 +1,105 @@
+"""Engine faults of issue 17 (items 7, 8, 13, 14, 15): each reproducer from the issue, on the
+automaton engine (every registered plan that accepts it) and on the oracle, which must agree."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from kleene.api import analyze
+from kleene.events import EventBatch, Match
+from kleene.testing.oracle import evaluate as oracle
+from kleene.testing.timeline import PlanBackend, plan_backends
+
+SMALL = "ts,type,x,s\n1,A,1,foo\n2,B,2,bar\n3,C,3,baz\n4,A,0,qux\n5,B,5,quux\n"
+INT64_MAX = 2 ** 63 - 1
+
+
+def kleene(*args: str) -> tuple[int, str, str]:
+    proc = subprocess.run([sys.executable, "-m", "kleene", *args], capture_output=True,
+                          timeout=300, env={**os.environ, "PYTHONWARNINGS": "error"})
+    return proc.returncode, proc.stdout.decode(), proc.stderr.decode()
+
+
+def matches(out: str) -> list[dict[str, Any]]:
+    return [json.loads(ln) for ln in out.splitlines() if ln.strip()]
+
+
+def _key(ms: list[Match]) -> list[tuple[Any, ...]]:
+    return [(dict(m.bindings), m.start, m.end, dict(m.values)) for m in ms]
+
+
+def agree(query: str, stream: EventBatch) -> list[tuple[Any, ...]]:
+    """The oracle's matches, after checking that every plan accepting ``query`` gives them."""
+    aq = analyze(query)
+    want = _key(oracle(aq, stream))
+    ran = 0
+    for name in plan_backends():
+        pb = PlanBackend(name.partition("/")[2])
+        if pb.reason(aq) is not None:
+            continue
+        assert _key(pb(aq, stream)) == want, f"{name} differs from the oracle on {query}"
+        ran += 1
+    assert ran, f"no plan accepts {query}"
+    return want
+
+
+# --- item 7: int64 overflow in the vectorized path ------------------------------------------
+
+def test_item7_overflowing_product_matches_nothing(tmp_path: Path) -> None:
+    p = tmp_path / "small.csv"
+    p.write_text(SMALL)
+    code, out, err = kleene("run", "PATTERN A a WHERE a.x * 9223372036854775807 * 4 < 0",
+                            "--input", str(p), "-q")
+    assert code == 0, err
+    assert matches(out) == []
+    code, out, err = kleene("run", "PATTERN A a WHERE a.x * 9223372036854775807 * 4 > 0 "
+                            "RETURN a.x * 9223372036854775807 * 4 AS v", "--input", str(p), "-q")
+    assert code == 0, err
+    assert [m["values"]["v"] for m in matches(out)] == [4 * INT64_MAX]
+
+
+def test_item7_int64_max_plus_one(tmp_path: Path) -> None:
+    p = tmp_path / "big.csv"
+    p.write_text(f"ts,type,i\n1,A,{INT64_MAX}\n2,A,5\n3,A,{-INT64_MAX - 1}\n")
+    code, out, err = kleene("run", "PATTERN A a WHERE a.i + 1 > a.i", "--input", str(p), "-q")
+    assert code == 0, err
+    assert [m["match"]["a"] for m in matches(out)] == [0, 1, 2]
+    code, out, err = kleene("run", "PATTERN A a WHERE a.i - 1 < a.i AND -a.i != 0 "
+                            "AND abs(a.i) > 0", "--input", str(p), "-q")
+    assert code == 0, err
+    assert [m["match"]["a"] for m in matches(out)] == [0, 1, 2]
+
+
+def test_item7_literal_beyond_int64(tmp_path: Path) -> None:
+    p = tmp_path / "small.csv"
+    p.write_text(SMALL)
+    code, out, err = kleene("run", "PATTERN A a WHERE a.x > 99999999999999999999",
+                            "--input", str(p), "-q")
+    assert code == 0, err
+    assert matches(out) == []
+    code, out, err = kleene("run", "PATTERN A a WHERE a.x < 99999999999999999999",
+                            "--input", str(p), "-q")
+    assert code == 0, err
+    assert [m["match"]["a"] for m in matches(out)] == [0, 3]
+
+
+@pytest.mark.parametrize("where", [
+    "a.i * 3 > 0", "a.i + a.i < 0", "a.i - 9223372036854775807 < -1", "-a.i > 0",
+    "a.i > 9007199254740992.0", "a.i = 9007199254740993.0", "a.i / 3 > 3074457345618258602",
+    "a.i BETWEEN 9007199254740992.0 AND 9007199254740993.5", "a.i IN (9007199254740992.0)",
+    "a.i * 2.0 > 1.8446744073709552e19", "a.i > 99999999999999999999 OR a.i < 0",
+])
+def test_item7_big_integers_agree_with_the_oracle(where: str) -> None:
+    vals = [INT64_MAX, -INT64_MAX - 1, 2 ** 53 + 1, 2 ** 53, 5, None, -(2 ** 53) - 1]
+    stream = EventBatch.from_records([{"ts": k, "type": "A", "i": v}
+                                      for k, v in enumerate(vals, 1)])
+    assert stream.column("i").type == pa.int64()
+    agree(f"PATTERN A a WHERE {where}", stream)
