@@ -103,3 +103,33 @@ def test_item7_big_integers_agree_with_the_oracle(where: str) -> None:
                                       for k, v in enumerate(vals, 1)])
     assert stream.column("i").type == pa.int64()
     agree(f"PATTERN A a WHERE {where}", stream)
+
+
+# --- item 8: list-valued attributes ------------------------------------------------------------
+
+def test_item8_list_values_have_no_order(tmp_path: Path) -> None:
+    p = tmp_path / "l.jsonl"
+    p.write_text('{"ts":1,"type":"A","x":[1]}\n{"ts":2,"type":"B","x":[2]}\n')
+    code, out, err = kleene("run", "PATTERN SEQ(A a, B b) WHERE b.x > a.x", "--input", str(p),
+                            "-q")
+    assert code == 0, err
+    assert matches(out) == []
+    code, out, err = kleene("run", "PATTERN SEQ(A a, B b) RETURN a.x AS ax", "--input", str(p),
+                            "-q")
+    assert code == 0, err
+    assert [m["values"]["ax"] for m in matches(out)] == [[1]]
+
+
+@pytest.mark.parametrize("query", [
+    "PATTERN SEQ(A a, B b) WHERE b.x > a.x",
+    "PATTERN SEQ(A a, B b) WHERE b.x <= a.x OR a.x >= b.x",
+    "PATTERN SEQ(A a, B b) WHERE a.x = b.x",
+    "PATTERN SEQ(A a, B b) WHERE NOT (a.x < b.x)",
+    "PATTERN SEQ(A a, B+ b[]) WHERE b[i].x > a.x RETURN max(b.x) AS m, min(b.x) AS n",
+    "PATTERN SEQ(A a, B b) WHERE b.x BETWEEN a.x AND a.x RETURN a.x AS ax, b.x AS bx",
+])
+def test_item8_lists_agree_with_the_oracle(query: str) -> None:
+    xs: list[Any] = [[1], [2], [1, 2], None, [2], [], [3]]
+    stream = EventBatch.from_records([{"ts": k, "type": "AB"[k % 2], "x": v}
+                                      for k, v in enumerate(xs, 1)])
+    agree(query, stream)

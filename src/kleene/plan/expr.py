@@ -176,6 +176,8 @@ def h_agg(name: str, vals: list[Any]) -> Any:
         return sum(nums) if nums else 0
     if not nums:
         return None
+    if not _cmp_types(nums[0], nums[0]):
+        return None  # a list (or another non-scalar) has no order, even alone
     if name == "avg":
         if not all(_num(v) for v in nums):
             return None

@@ -90,6 +90,26 @@ class CompiledLike(Protocol):
     def matcher(self, options: MatcherOptions) -> Matcher: ...
 
 
+class Unordered(list):  # type: ignore[type-arg]
+    """A list-valued attribute (JSON ``[1, 2]``): equal to the same list and written as one,
+    but an ordering comparison raises TypeError, so that the generated predicates fall back
+    to their safe form, where a comparison between non-scalars is NULL (docs/semantics.md,
+    values and types; issue 17 item 8). A plain Python list would compare element-wise."""
+
+    __slots__ = ()
+
+    def _refuse(self, other: object) -> bool:
+        raise TypeError("a list value has no order")
+
+    __lt__ = __le__ = __gt__ = __ge__ = _refuse
+
+
+def _is_listlike(t: pa.DataType) -> bool:
+    return bool(pa.types.is_list(t) or pa.types.is_large_list(t)
+                or pa.types.is_fixed_size_list(t) or pa.types.is_list_view(t)
+                or pa.types.is_large_list_view(t))
+
+
 def _pylist(col: pa.ChunkedArray | pa.Array) -> list[Any]:
     """A column as Python values: through numpy for null-free int64 / float64 columns (the
     same ints and floats, built faster than Arrow's per-value conversion)."""
@@ -97,6 +117,8 @@ def _pylist(col: pa.ChunkedArray | pa.Array) -> list[Any]:
         values: list[Any] = col.to_numpy().tolist()
         return values
     plain: list[Any] = col.to_pylist()
+    if _is_listlike(col.type):
+        return [None if v is None else Unordered(v) for v in plain]
     return plain
 
 
