@@ -133,3 +133,18 @@ def test_item8_lists_agree_with_the_oracle(query: str) -> None:
     stream = EventBatch.from_records([{"ts": k, "type": "AB"[k % 2], "x": v}
                                       for k, v in enumerate(xs, 1)])
     agree(query, stream)
+
+
+# --- item 13: caps -------------------------------------------------------------------------------
+
+def test_item13_an_explicitly_uncapped_call_warns(tmp_path: Path) -> None:
+    p = tmp_path / "small.csv"
+    p.write_text(SMALL)
+    code, out, err = kleene("run", "PATTERN SEQ(A a, B b)", "--input", str(p), "-q",
+                            "--max-matches-per-call", "0")
+    assert code == 0, err
+    assert len(matches(out)) == 3
+    assert err.startswith("kleene: warning: --max-matches-per-call 0 buffers every match"), err
+    code, out, err = kleene("run", "PATTERN SEQ(A a, B b)", "--input", str(p), "-q",
+                            "--max-matches-per-call", "10")
+    assert code == 0 and err == "", err

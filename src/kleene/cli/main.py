@@ -647,6 +647,10 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
     for option, value in cap_flags.items():
         if value is not None:
             caps[option] = value or None  # 0: no cap
+    if max_matches_per_call == 0:
+        click.echo("kleene: warning: --max-matches-per-call 0 buffers every match of the "
+                   "call without limit (about 0.5-1 KB each): a dense query can exhaust "
+                   "memory; prefer a cap with --on-cap truncate, or --stream", err=True)
     from ..backends import BACKENDS
 
     if engine is not None and engine in BACKENDS and BACKENDS[engine].needs_spark:
