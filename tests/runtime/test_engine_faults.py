@@ -148,3 +148,17 @@ def test_item13_an_explicitly_uncapped_call_warns(tmp_path: Path) -> None:
     code, out, err = kleene("run", "PATTERN SEQ(A a, B b)", "--input", str(p), "-q",
                             "--max-matches-per-call", "10")
     assert code == 0 and err == "", err
+
+
+# --- found by the wild differential test: a boolean is not a number -----------------------------
+
+@pytest.mark.parametrize("where", [
+    "a.f > 0", "a.f <= 2", "-a.f >= 0", "0 < a.f", "a.f > a.x", "a.x >= a.f", "a.f > FALSE",
+    "a.f >= a.f", "NOT (a.f > 0)", "a.f * 1 > 0", "abs(a.f) >= 0", "a.x - 1 < a.f",
+])
+def test_booleans_do_not_compare_with_numbers(where: str) -> None:
+    rows = [{"ts": 1, "type": "A", "f": True, "x": 0}, {"ts": 2, "type": "A", "f": False, "x": 1},
+            {"ts": 3, "type": "A", "f": None, "x": None}]
+    got = agree(f"PATTERN A a WHERE {where}", EventBatch.from_records(rows))
+    if where not in ("a.f > FALSE", "a.f >= a.f"):
+        assert got == []

@@ -11,6 +11,9 @@ evaluated in ONE batch call and compared with the oracle pair by pair.
 
 from __future__ import annotations
 
+import json
+import os
+import time
 from typing import Any
 
 import pytest
@@ -21,7 +24,12 @@ from kleene.backends import BACKENDS
 from kleene.events import EventBatch, Match
 from kleene.testing.oracle import evaluate as oracle
 from kleene.testing.strategies import FEATURES, describe, queries, streams
-from kleene.testing.timeline import PlanBackend, importable_backends, plan_backends
+from kleene.testing.timeline import (
+    PlanBackend,
+    PlanDoesNotApply,
+    importable_backends,
+    plan_backends,
+)
 
 
 def _params(*, batched: bool) -> list[Any]:
@@ -140,3 +148,76 @@ def test_batched_backend_equals_oracle(name: str) -> None:
                        f"  oracle: {want}\n  {name}: {have!r}")
     assert not bad, (f"{name} differs from the oracle on {len(bad)} of {len(drawn)} random "
                      "pairs:\n" + "\n".join(bad))
+
+
+WILD_CASES = int(os.environ.get("KLEENE_DIFF_CASES", "60"))
+"""Random cases of the wild-values test (the long-run mode: ``KLEENE_DIFF_CASES=100000``)."""
+WILD_SECONDS = float(os.environ.get("KLEENE_DIFF_SECONDS", "inf"))
+"""Long run only: stop drawing new chunks of cases after this many seconds."""
+WILD_CHUNK = 2_000
+
+
+def test_wild_values_every_backend_and_plan_equal_oracle() -> None:
+    """Overflow-prone int64 values, NULLs, NaN, infinities, strings, booleans and lists (one
+    type per column and stream, compared across columns and with literals beyond int64): each
+    drawn (query, stream) is evaluated once by the oracle and by every in-process backend and
+    every forced plan.
+
+    Long run (docs/reliability.md): ``KLEENE_DIFF_CASES=100000 KLEENE_DIFF_SECONDS=3600
+    KLEENE_DIFF_REPORT=/tmp/diff.json``: random (not derandomized) chunks of 2,000 cases until
+    either limit, every disagreement collected (no shrinking), the report rewritten after each
+    chunk, the test failing at the end if there was one."""
+    targets: dict[str, Any] = {n: BACKENDS[n].load() for n in importable_backends()
+                               if n != "oracle" and BACKENDS[n].batch is None}
+    targets.update({n: PlanBackend(n.partition("/")[2]) for n in plan_backends()})
+    evaluated = dict.fromkeys(targets, 0)
+    unsupported = dict.fromkeys(targets, 0)
+    bad: list[str] = []
+    started = time.perf_counter()
+    long_run = "KLEENE_DIFF_CASES" in os.environ
+    cases = 0
+
+    def check(query: str, stream: EventBatch) -> None:
+        nonlocal cases
+        note(f"query:  {query}")
+        note(f"stream: {describe(stream)}")
+        aq = analyze(query)
+        want = _key(oracle(aq, stream))
+        cases += 1
+        failed = []
+        for name, fn in targets.items():
+            try:
+                got: Any = _key(fn(aq, stream))
+            except PlanDoesNotApply:
+                unsupported[name] += 1
+                continue
+            except Exception as exc:  # noqa: BLE001 - an engine error is a disagreement too
+                got = f"{type(exc).__name__}: {exc}"
+            evaluated[name] += 1
+            if got != want:
+                failed.append(name)
+                bad.append(f"{name}\n  query:  {query}\n  stream: {describe(stream)}\n"
+                           f"  oracle: {want}\n  {name}: {got}")
+        if not long_run:
+            assert not failed, f"{failed} differ from the oracle"
+
+    def report() -> None:
+        path = os.environ.get("KLEENE_DIFF_REPORT")
+        if path:
+            with open(path, "w") as f:
+                json.dump({"cases": cases, "seconds": round(time.perf_counter() - started, 1),
+                           "evaluated": evaluated, "unsupported": unsupported,
+                           "disagreements": len(bad), "first": bad[:30]}, f, indent=1)
+
+    strategies = given(query=queries(feature="mixed", wild=True), stream=streams(wild=True))
+    if not long_run:
+        settings(max_examples=WILD_CASES, derandomize=True, deadline=None, database=None,
+                 suppress_health_check=list(HealthCheck))(strategies(check))()
+    while long_run and cases < WILD_CASES and time.perf_counter() - started < WILD_SECONDS:
+        settings(max_examples=min(WILD_CHUNK, WILD_CASES - cases), derandomize=False,
+                 deadline=None, database=None, phases=[Phase.generate],
+                 suppress_health_check=list(HealthCheck))(strategies(check))()
+        report()
+    report()
+    assert not bad, f"{len(bad)} disagreements with the oracle:\n" + "\n".join(bad[:10])
+    assert max(evaluated.values()) > 0

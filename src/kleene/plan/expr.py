@@ -308,8 +308,13 @@ def h_udf(fn: Callable[..., Any], *args: Any) -> Any:
         raise EngineError(f"user function {name!r} raised {type(exc).__name__}: {exc}") from exc
 
 
+def h_bothbool(x: Any, y: Any) -> bool:
+    """Both values are booleans (which may be ordered: FALSE < TRUE)."""
+    return type(x) is bool and type(y) is bool
+
+
 HELPERS: dict[str, Any] = {
-    "_cmp": h_cmp, "_eq": h_eq, "_ar": h_arith, "_and": h_and, "_or": h_or, "_not": h_not,
+    "_bb": h_bothbool, "_bool": bool, "_type": type, "_cmp": h_cmp, "_eq": h_eq, "_ar": h_arith, "_and": h_and, "_or": h_or, "_not": h_not,
     "_neg": h_neg, "_btw": h_between, "_in": h_in, "_like": h_like, "_isnull": h_isnull,
     "_agg": h_agg, "_call": h_call, "_udf": h_udf,
 }
@@ -496,7 +501,8 @@ class _Gen:
                 return f"_not({x})"
             if self.fast:
                 t = self.tmp()
-                return f"(None if ({t} := {x}) is None else -{t})"
+                # a boolean is not a number (-TRUE is NULL), though Python's bool is an int
+                return f"(-{t} if type({t} := {x}) is int or type({t}) is float else _neg({t}))"
             return f"_neg({x})"
         if isinstance(e, ast.Binary):
             return self.binary(e)
@@ -534,6 +540,10 @@ class _Gen:
         if op in ("<", "<=", ">", ">="):
             if self.fast:
                 a, b = self.tmp(), self.tmp()
+                guard = _bool_guard(e.left, e.right, a, b)
+                if guard:
+                    return (f"(None if ({a} := {x}) is None or ({b} := {y}) is None else "
+                            f"({a} {op} {b} if {guard} else None))")
                 return f"(None if ({a} := {x}) is None or ({b} := {y}) is None else {a} {op} {b})"
             return f"_cmp({op!r}, {x}, {y})"
         if op in ("+", "-", "*") and self.fast:
@@ -614,14 +624,60 @@ def inline_condition(e: ast.Expr, layout: Layout, udfs: Mapping[str, Callable[..
     g.cprefix = tprefix + "k"
     if isinstance(e, ast.Binary) and e.op in ("<", "<=", ">", ">="):
         x, y = g.gen(e.left), g.gen(e.right)
+        a, b = g.tmp(), g.tmp()
+        guard = _bool_guard(e.left, e.right, a, b)
         if _plain(e.left) and _plain(e.right):
             # Ordering comparisons with None (SQL NULL) raise TypeError in Python, and so
-            # does any mixed-type comparison: the caller's fallback then evaluates the
-            # null-aware form. So plain operands need no explicit None tests.
-            return f"({x} {e.op} {y})"
-        a, b = g.tmp(), g.tmp()
-        return f"(({a} := {x}) is not None and ({b} := {y}) is not None and {a} {e.op} {b})"
+            # does any mixed-type comparison but bool vs number (bool is an int in Python:
+            # the guard, tested only when the comparison holds, makes that one NULL). The
+            # caller's fallback then evaluates the null-aware form. So plain operands need
+            # no explicit None tests.
+            if not guard:
+                return f"({x} {e.op} {y})"
+            return f"(({a} := {x}) {e.op} ({b} := {y}) and {guard})"
+        tail = f" and {guard}" if guard else ""
+        return (f"(({a} := {x}) is not None and ({b} := {y}) is not None and {a} {e.op} {b}"
+                f"{tail})")
     return f"({g.gen(e)} is True)"
+
+
+def _never_bool(e: ast.Expr) -> bool:
+    """The value of ``e`` is never a boolean (a number or string literal, arithmetic, a
+    numeric function): an ordering comparison with it needs no bool guard on its side."""
+    if isinstance(e, ast.Literal):
+        return type(e.value) in (int, float, str)
+    if isinstance(e, ast.Unary):
+        return e.op != "not"
+    if isinstance(e, ast.Binary):
+        return e.op in ("+", "-", "*", "/", "%")
+    if isinstance(e, ast.Call):
+        return e.name in _NUMERIC_OR_TEXT_CALLS
+    return False
+
+
+_NUMERIC_OR_TEXT_CALLS = frozenset({
+    "abs", "sqrt", "exp", "ln", "log", "log10", "floor", "ceil", "round", "power", "sign",
+    "lower", "upper", "length", "trim", "substr", "concat", "count", "sum", "avg"})
+
+
+def _bool_guard(left: ast.Expr, right: ast.Expr, a: str, b: str) -> str:
+    """A Python condition, over the operand values ``a`` and ``b``, that an ordering
+    comparison does not compare a boolean with a number (Python orders ``True > 0``; SQL
+    here makes it NULL, docs/semantics.md). Empty when neither side can be a boolean
+    next to a number: a string literal or a numeric expression on one side needs a test of
+    the other side only."""
+    lb, rb = _never_bool(left), _never_bool(right)
+    if lb and rb:
+        return ""
+    if isinstance(left, ast.Literal) and type(left.value) is str or \
+            isinstance(right, ast.Literal) and type(right.value) is str:
+        return ""  # a string vs a boolean raises TypeError already
+    if lb:
+        return f"_type({b}) is not _bool"
+    if rb:
+        return f"_type({a}) is not _bool"
+    # the common case (two numbers) costs two type tests; two booleans take the helper
+    return f"(_type({a}) is not _bool is not _type({b}) or _bb({a}, {b}))"
 
 
 def _plain(e: ast.Expr) -> bool:

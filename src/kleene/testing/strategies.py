@@ -29,26 +29,51 @@ FEATURES = ("sequence", "kleene", "negation", "and_or_any", "windows", "partitio
 """Feature groups for :func:`queries`; ``mixed`` draws from all of them at once."""
 
 
+INT64_MAX = 2 ** 63 - 1
+WILD_VALUES: dict[str, tuple[Any, ...]] = {
+    "int": (None, 0, 1, 2, 3, -1, INT64_MAX, -INT64_MAX - 1, INT64_MAX - 1, 2 ** 62,
+            2 ** 53 + 1, 2 ** 53, -(2 ** 53) - 1, 4611686018427387904),
+    "float": (None, 0.0, -0.0, 1.0, 2.5, float("nan"), float("inf"), float("-inf"),
+              9007199254740992.0, 1e300, -3.0),
+    "str": (None, "", "1", "pa", "q", "é", "2"),
+    "bool": (None, True, False),
+    "list": (None, [], [1], [2], [1, 2], [0]),
+}
+"""The value pools of :func:`streams` with ``wild=True``: one pool per column and stream, so
+that a column is one Arrow type (int64, float64, string, bool, list<int64>), while a query
+compares it with literals and with the other column of another type."""
+
+
 @st.composite
 def streams(draw: st.DrawFn, *, min_events: int = 3, max_events: int = 9,
-            max_ts: int = 6) -> EventBatch:
+            max_ts: int = 6, wild: bool = False) -> EventBatch:
     """A small stream: random types, timestamps with many ties (input order not sorted),
     attribute ``x`` (small ints or NULL), ``s`` (short strings or NULL), partition key ``k``
-    (``u``/``v``, rarely NULL)."""
+    (``u``/``v``, rarely NULL).
+
+    With ``wild``, ``x`` and a second attribute ``y`` each take their values from one pool of
+    :data:`WILD_VALUES` drawn per stream: int64 extremes (overflow-prone), NaN and infinities,
+    strings, booleans or lists, always with NULLs."""
     n = draw(st.integers(min_events, max_events))
+    pools = {"x": (None, 0, 1, 2, 3, 1, 2)}
+    if wild:
+        pools = {c: WILD_VALUES[draw(st.sampled_from(sorted(WILD_VALUES)))]
+                 for c in ("x", "y")}
     counters = dict.fromkeys(TYPES, 0)
     records = []
     for _ in range(n):
         t = draw(st.sampled_from(("A", "B", "C", "A", "B", "A", "B", "D")))
         counters[t] += 1
-        records.append({
+        rec = {
             "id": f"{t.lower()}{counters[t]}",
             "type": t,
             "ts": draw(st.integers(1, max_ts)),
-            "x": draw(st.sampled_from((None, 0, 1, 2, 3, 1, 2))),
             "k": draw(st.sampled_from(("u", "v", "u", "v", None))),
             "s": draw(st.sampled_from(("pa", "pb", "q", None))),
-        })
+        }
+        for c, pool in pools.items():
+            rec[c] = draw(st.sampled_from(pool))
+        records.append(rec)
     return EventBatch.from_records(records)
 
 
@@ -135,13 +160,25 @@ def _seq(draw: st.DrawFn, vs: _Vars, *, kleene: bool, negation: bool, or_: bool,
     return f"SEQ({', '.join(items)})"
 
 
-def _conditions(draw: st.DrawFn, vs: _Vars) -> list[str]:
-    """0-2 WHERE conjuncts that fit the drawn variables."""
+def _conditions(draw: st.DrawFn, vs: _Vars, wild: bool = False) -> list[str]:
+    """0-2 WHERE conjuncts that fit the drawn variables (with ``wild``, also overflowing
+    arithmetic, literals beyond int64 and comparisons across the columns ``x`` and ``y``)."""
     templates: list[str] = []
     related = [v for v in vs.single if v not in vs.branch]
     for v in vs.single:
         templates += [f"{v}.x > 1", f"{v}.x <= 2", f"{v}.x IS NULL", f"{v}.x IN (0, 3)",
                       f"{v}.x BETWEEN 1 AND 2"]
+        if wild:
+            templates += [f"{v}.x * 4611686018427387904 > 0", f"{v}.x + 1 > {v}.x",
+                          f"{v}.x - 9223372036854775807 < 0", f"-{v}.x >= 0",
+                          f"{v}.x > 99999999999999999999", f"{v}.x < -99999999999999999999",
+                          f"{v}.x > {v}.y", f"{v}.x = {v}.y", f"{v}.x / 3 > 1",
+                          f"{v}.y <= 9007199254740993", f"{v}.x != {v}.x",
+                          f"abs({v}.x) >= 2", f"{v}.x IN (9007199254740993, 2.5, 'q')",
+                          f"{v}.y BETWEEN 0 AND 9223372036854775807", f"{v}.x * 2.0 > 1e19"]
+    if wild:
+        templates += [f"{v}.y > {w}.x" for v in related for w in related if w != v]
+        templates += [f"{v}.x * {w}.x < 0" for v in related for w in related if w != v]
     templates += [f"{v}.x >= {w}.x" for v in related for w in related if w != v]
     for v in vs.lists:
         templates += [f"{v}[i].x >= {v}[i-1].x", f"{v}.x > 0", f"sum({v}.x) <= 4",
@@ -155,7 +192,8 @@ def _conditions(draw: st.DrawFn, vs: _Vars) -> list[str]:
         templates += [f"{n}.x > {w}.x" for w in vs.lists if w not in vs.branch]
     if not templates:
         return []
-    return draw(st.lists(st.sampled_from(templates), max_size=2, unique=True))
+    return draw(st.lists(st.sampled_from(templates), min_size=int(wild), max_size=2,
+                         unique=True))
 
 
 def _expression(vs: _Vars) -> st.SearchStrategy[str]:
@@ -195,11 +233,12 @@ def _window(draw: st.DrawFn) -> str:
     return f"WITHIN {draw(st.integers(2, 5))} EVENTS"
 
 
-def queries(*, feature: str = "mixed") -> st.SearchStrategy[str]:
-    """Valid canonical queries exercising ``feature`` (one of :data:`FEATURES`)."""
+def queries(*, feature: str = "mixed", wild: bool = False) -> st.SearchStrategy[str]:
+    """Valid canonical queries exercising ``feature`` (one of :data:`FEATURES`); ``wild``
+    adds conditions for the values of ``streams(wild=True)``."""
     if feature not in FEATURES:
         raise ValueError(f"unknown feature {feature!r}; one of {', '.join(FEATURES)}")
-    return _queries(feature=feature).filter(_valid)
+    return _queries(feature=feature, wild=wild).filter(_valid)
 
 
 def _valid(text: str) -> bool:
@@ -217,7 +256,7 @@ def _valid(text: str) -> bool:
 
 
 @st.composite
-def _queries(draw: st.DrawFn, *, feature: str) -> str:
+def _queries(draw: st.DrawFn, *, feature: str, wild: bool = False) -> str:
     if feature == "mixed":
         feature = draw(st.sampled_from(FEATURES[:-1]))
         mixed = True
@@ -300,7 +339,7 @@ def _queries(draw: st.DrawFn, *, feature: str) -> str:
         where.append(draw(_expression(vs)))
     else:  # return
         pattern = _seq(draw, vs, kleene=True, negation=False, or_=True)
-    where += _conditions(draw, vs)
+    where += _conditions(draw, vs, wild)
     positive = vs.single + vs.lists
     if feature == "policies" or (mixed and draw(st.booleans())):
         picks = []
@@ -347,8 +386,8 @@ def _queries(draw: st.DrawFn, *, feature: str) -> str:
 def describe(events: EventBatch) -> str:
     """A stream as ``name@ts{x,k}`` tokens (for readable failure reports)."""
     rows: list[dict[str, Any]] = events.rows()
-    return " ".join(f"{r['__id']}@{r['__ts'] // 1_000_000}{{x={r.get('x')},k={r.get('k')}}}"
-                    for r in rows)
+    return " ".join(f"{r['__id']}@{r['__ts'] // 1_000_000}{{x={r.get('x')!r},k={r.get('k')}"
+                    + (f",y={r['y']!r}" if "y" in r else "") + "}" for r in rows)
 
 
 __all__ = ["FEATURES", "TYPES", "describe", "queries", "streams"]
