@@ -14,6 +14,7 @@ import pyarrow as pa
 import pytest
 
 from kleene.api import analyze
+from kleene.errors import QueryValidationError
 from kleene.events import EventBatch, Match
 from kleene.testing.oracle import evaluate as oracle
 from kleene.testing.timeline import PlanBackend, plan_backends
@@ -162,3 +163,27 @@ def test_booleans_do_not_compare_with_numbers(where: str) -> None:
     got = agree(f"PATTERN A a WHERE {where}", EventBatch.from_records(rows))
     if where not in ("a.f > FALSE", "a.f >= a.f"):
         assert got == []
+
+
+# --- item 14: a NOT inside a NOT -----------------------------------------------------------------
+
+NESTED = "PATTERN SEQ(A a, NOT(SEQ(B b, NOT(C c), D d)), E e) WITHIN 10 seconds"
+
+
+@pytest.mark.parametrize("command", ["check", "run"])
+def test_item14_nested_negation_is_rejected_by_validation(tmp_path: Path, command: str) -> None:
+    """``check`` used to accept it and ``run`` to fail with a false reason; the oracle ignored
+    the inner NOT. Validation now rejects it, for every command and engine, with its reason."""
+    p = tmp_path / "small.csv"
+    p.write_text(SMALL)
+    args = [command, NESTED] + (["--input", str(p)] if command == "run" else [])
+    code, out, err = kleene(*args)
+    assert code == 1, err
+    assert "Traceback" not in err
+    first = err.splitlines()[0]
+    assert first == ("kleene: query error: Line 1, column 31: NOT(C c) is inside the negated "
+                     "pattern NOT(SEQ(B b, NOT(C c), D d)); a negation inside a negation is not "
+                     "supported (which occurrences of the outer pattern it would exclude is not "
+                     "defined in docs/semantics.md)")
+    with pytest.raises(QueryValidationError):
+        analyze("PATTERN AND(A a, NOT(AND(B b, NOT(OR(C c, D d)))), E e) WITHIN 5 seconds")

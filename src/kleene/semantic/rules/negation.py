@@ -29,9 +29,17 @@ def positive(p: ast.Pattern) -> bool:
 def check_negation(ctx: Context) -> None:
     """Placement of NOT and the window rule for leading/trailing negations."""
 
+    outer: list[ast.Not] = []
+
     def go(p: ast.Pattern, left: bool, right: bool, windowed: bool, parent: str) -> None:
         if isinstance(p, ast.Not):
             text = pattern_text(p, nested=True)
+            if outer:
+                raise ctx.reporter.error(
+                    f"{text} is inside the negated pattern "
+                    f"{pattern_text(outer[0], nested=True)}; a negation inside a negation is "
+                    "not supported (which occurrences of the outer pattern it would exclude "
+                    "is not defined in docs/semantics.md)", p.span)
             if parent not in ("SEQ", "AND"):
                 where = "the whole pattern" if parent == "" else f"inside {parent}"
                 raise ctx.reporter.error(
@@ -43,7 +51,9 @@ def check_negation(ctx: Context) -> None:
                     f"{text} has no positive event {side} it and no window bounds it; add "
                     "a WITHIN clause (e.g. WITHIN 10 seconds) or a positive event "
                     f"{side} it", p.span)
+            outer.append(p)
             go(p.body, True, True, True, "NOT")
+            outer.pop()
         elif isinstance(p, ast.Seq):
             if not any(positive(i) for i in p.items):
                 raise ctx.reporter.error(
