@@ -191,6 +191,15 @@ class GroupMatcher(NodeRunner):
                     self._conf[bit] = self._conf.get(bit, 0) | 1 << f.index
                 if bit & f.left:
                     self._clr[bit] = self._clr.get(bit, 0) | 1 << f.index
+        self._early = tuple(
+            (sum(self.bit[v] for v in p.vars), p.compiled.fn) for p in plan.preds
+            if p.iter_var is None and p.general is None and not p.opt_slots and p.vars
+            and all(v in self.bit and v not in plan.layout.list_vars for v in p.vars))
+        """LogCEP's pending predicates for positive conjuncts (issue 17 item 15): (the bits
+        of its variables, its function) for each conjunct over single, always-bound positive
+        variables. The bucketed loop evaluates it on the transition that binds the last of
+        them, and drops the run at once unless it is TRUE, instead of carrying it to the end
+        of an AND block; the complete match checks every conjunct again."""
         self._keys: dict[tuple[Any, int, int], _Key] = {}
         self._nots_memo: dict[int, int] = {}
         self._loop = self._build_loop() if self.bucketed else None
@@ -357,7 +366,11 @@ class GroupMatcher(NodeRunner):
                         key.bm & f.left and not key.bm & f.right
                         and not bit & (f.left | f.right)):
                     arms |= 1 << f.index
-            out.append((k2, ev.slot, ev.is_list, done, alive, conf, clr, arms, bm2))
+            step: tuple[Any, ...] = (k2, ev.slot, ev.is_list, done, alive, conf, clr, arms, bm2)
+            if self._early:  # then the loop unpacks one more item
+                step += (tuple(fn for need, fn in self._early
+                               if bit & need and need & ~bm2 == 0),)
+            out.append(step)
         got = tuple(out)
         if len(key.trans) > 4096:
             key.trans.clear()
@@ -443,6 +456,7 @@ class GroupMatcher(NodeRunner):
         fast = bool(self.fast)
         pend = any(nv.preds for f in self.fast.values() for nv in f.negs)
         simple = not plan.preds and not pend and plan.always_bound
+        early = ", early" if self._early else ""
         src: list[str] = []
 
         def emit(depth: int, *lines: str) -> None:
@@ -528,8 +542,10 @@ class GroupMatcher(NodeRunner):
         emit(6, "B = r[1]")
         if pend:
             emit(6, "P = r[6]")
-        emit(6, "for k2, slot, is_list, done, alive, conf, clr, arms, bm2 in tr:")
+        emit(6, f"for k2, slot, is_list, done, alive, conf, clr, arms, bm2{early} in tr:")
         bind(7, "B2", "B")
+        if self._early:
+            emit(7, "if early and not early_ok(early, B2):", "    continue")
         if pend:
             emit(7, "P2 = P",
                  "if P:",
@@ -555,8 +571,10 @@ class GroupMatcher(NodeRunner):
              "    tr = key0.trans.get(bb)",
              "    if tr is None:",
              "        tr = ktrans(key0, bb)",
-             "    for k2, slot, is_list, done, alive, conf, clr, arms, bm2 in tr:")
+             f"    for k2, slot, is_list, done, alive, conf, clr, arms, bm2{early} in tr:")
         bind(6, "B2", "empty_B")
+        if self._early:
+            emit(6, "if early and not early_ok(early, B2):", "    continue")
         emit(6, f"nr = (k2, B2, ets, ewp, e[{GPOS}], ecp, ())")
         done(6, "nr", "B2")
         emit(6, "if alive:", "    born.append(nr)")
@@ -580,7 +598,7 @@ class GroupMatcher(NodeRunner):
             "Candidate": Candidate, "ktrans": self._ktrans, "complete": self._complete,
             "pend_step": self._pend_step, "arm_run": self._arm_run,
             "arm_buckets": self._arm_buckets, "nots_of": self._nots_of,
-            "caps": self._bucket_caps, "empty_B": self.empty_B,
+            "caps": self._bucket_caps, "empty_B": self.empty_B, "early_ok": _early_ok,
             "key0": self._key(self.init[id(plan.root)], 0, 0)}
         # generated from the plan's booleans and integers only; helpers are constants in ns
         loop: Callable[..., None] = build("\n".join(src) + "\n", ns, label="groups loop",
@@ -861,6 +879,14 @@ class GroupMatcher(NodeRunner):
     def neg_event(self, st: GroupState, e: Rec, b: int) -> None:
         """History of possible negating events (kept for the NOT checks)."""
         st.hist.append((e, b))
+
+
+def _early_ok(fns: tuple[Any, ...], B: tuple[Any, ...]) -> bool:
+    """Every early conjunct is TRUE on the bindings ``B``."""
+    for fn in fns:
+        if fn(B, 0) is not True:
+            return False
+    return True
 
 
 def _interval(left: list[Rec], right: list[Rec], win: tuple[int, bool] | None,
