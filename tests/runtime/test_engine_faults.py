@@ -209,3 +209,16 @@ def test_item15_and_block_conjuncts_prune_runs_early() -> None:
     agree("PATTERN AND(A a, B b, C c) WHERE a.x = b.x", small)
     agree("PATTERN AND(A a, B b, C c) WHERE a.x < b.x AND c.x != a.x", small)
     agree("PATTERN SEQ(AND(A a, B b), C c) WHERE a.x = b.x AND c.x > b.x WITHIN 3 seconds", small)
+
+
+# --- found by the wild differential test: -0.0 IN (0, ...) -----------------------------------------
+
+@pytest.mark.parametrize("where", ["a.x IN (0, 3)", "a.x NOT IN (0, 3)", "a.x IN (-0.0, 2.5)",
+                                   "a.x = 0", "a.x IN (3, NULL)"])
+def test_negative_zero_is_in_a_list_with_zero(where: str) -> None:
+    rows = [{"ts": 1, "type": "A", "x": -0.0}, {"ts": 2, "type": "A", "x": 0.0},
+            {"ts": 3, "type": "A", "x": 2.5}, {"ts": 4, "type": "A", "x": None},
+            {"ts": 5, "type": "A", "x": float("nan")}]
+    got = agree(f"PATTERN A a WHERE {where}", EventBatch.from_records(rows))
+    if where in ("a.x IN (0, 3)", "a.x = 0"):
+        assert [m[0]["a"] for m in got] == [0, 1]

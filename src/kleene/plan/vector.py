@@ -188,8 +188,9 @@ def _eval(e: ast.Expr, var: str, table: pa.Table, n: int) -> Any:  # noqa: C901
             if any(isinstance(v, int) and abs(v) > _FLOAT_EXACT for v in non_null):
                 raise _NotVectorizable
             _exact_as_float(x, both=True)
-            vs = pa.array([float(v) for v in non_null], pa.float64())
-            xx = pc.cast(x, pa.float64())
+            vs = pa.array([float(v) + 0.0 for v in non_null], pa.float64())
+            # + 0.0 turns -0.0 into 0.0: is_in hashes them apart, and -0.0 = 0 is TRUE
+            xx = pc.add(pc.cast(x, pa.float64()), pa.scalar(0.0))
         else:
             vs = pa.array(non_null, x.type if hasattr(x, "type") else None)
             xx = x
