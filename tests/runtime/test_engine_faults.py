@@ -192,19 +192,21 @@ def test_item14_nested_negation_is_rejected_by_validation(tmp_path: Path, comman
 # --- item 15: conjuncts of an AND block are decided as soon as their variables are bound ---------
 
 def test_item15_and_block_conjuncts_prune_runs_early() -> None:
+    """On the group plan (pda), whose AND blocks kept every partial run until the block
+    completed."""
     from kleene.errors import CapacityError
     from kleene.plans import evaluate
 
     rows = [{"ts": i // 3, "type": "ABC"[i % 3], "x": i // 3} for i in range(180)]
     stream = EventBatch.from_records(rows)
     aq = analyze("PATTERN AND(A a, B b, C c) WHERE a.x = b.x")
-    want = evaluate(aq, stream, max_runs_per_partition=None)
+    want = evaluate(aq, stream, plan="pda", max_runs_per_partition=None)
     assert len(want) == 3600
     # the {a, c} and {b, c} partial runs are needed; the {a, b} ones with a.x != b.x no longer
     # wait for c (before: over 7,500 live runs at once, now about 7,000)
-    assert evaluate(aq, stream, max_runs_per_partition=7500) == want
+    assert evaluate(aq, stream, plan="pda", max_runs_per_partition=7500) == want
     with pytest.raises(CapacityError):
-        evaluate(aq, stream, max_runs_per_partition=6000)
+        evaluate(aq, stream, plan="pda", max_runs_per_partition=6000)
     small = EventBatch.from_records(rows[:24])
     agree("PATTERN AND(A a, B b, C c) WHERE a.x = b.x", small)
     agree("PATTERN AND(A a, B b, C c) WHERE a.x < b.x AND c.x != a.x", small)
