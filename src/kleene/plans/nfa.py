@@ -52,6 +52,7 @@ def linear_matcher(plan: Plan, options: MatcherOptions, plain_output: bool,
             if built is not None:
                 # no NOT, policies or RETURN: the kernel emits finished (key, Match) entries
                 m.direct = (plan.name, built[0])
+                m.output_keys = True  # the kernel's entries carry the output-order key
         k = ("kernel", key, options, plain_output, count_ok)
         make = None if memo is None else memo.get(k)
         if make is None:

@@ -23,6 +23,10 @@ def _steps(n: Node, plan: GroupPlan, stats: Stats) -> list[tuple[float, bool, in
         return [(s, True, c) for s, _k, c in _steps(n.body, plan, stats)]
     if isinstance(n, Win):
         return _steps(n.body, plan, stats)
+    if isinstance(n, AnyK) and n.k == 1:
+        # OR: the branches run side by side; estimate by the most expensive one
+        branches = [_steps(i, plan, stats) for i in n.items]
+        return max(branches, key=lambda st: runs_estimate(st, 1_000.0, plan.strategy))
     out: list[tuple[float, bool, int]] = []
     for i in n.items:
         out += _steps(i, plan, stats)
@@ -33,10 +37,18 @@ def _steps(n: Node, plan: GroupPlan, stats: Stats) -> list[tuple[float, bool, in
     return out
 
 
+def _runs(node: Node, plan: GroupPlan, stats: Stats, n: float) -> float:
+    """Expected live runs: a top-level OR's branches run side by side (their sum)."""
+    if isinstance(node, Win):
+        return _runs(node.body, plan, stats, n)
+    if isinstance(node, AnyK) and node.k == 1:
+        return sum(_runs(i, plan, stats, n) for i in node.items)
+    return runs_estimate(_steps(node, plan, stats), n, plan.strategy)
+
+
 def _cost(plan: GroupPlan, stats: Stats) -> float:
     n = stats.events_in(plan.window_us, plan.window_events)
-    return 1.0 + BLOCK_OVERHEAD * runs_estimate(_steps(plan.root, plan, stats), n,
-                                                plan.strategy)
+    return 1.0 + BLOCK_OVERHEAD * _runs(plan.root, plan, stats, n)
 
 
 def _matcher(cp: CompiledPlan, options: MatcherOptions) -> Any:

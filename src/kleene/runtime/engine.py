@@ -196,6 +196,9 @@ class Runtime:
         self.counters = Counters()
         self.policies = Policies(self.plan, self.spec)
         self.direct = getattr(self.matcher, "direct", None) is not None
+        self.keyed_direct = self.direct and bool(getattr(self.matcher, "output_keys", False))
+        """The matcher's direct entries carry the output-order key itself (the NFA kernel):
+        sorted without a key function."""
         """The matcher emits finished ``(key, Match, None)`` entries (no NOT, policies or
         RETURN)."""
         self._fresh_policies = self.policies.state()
@@ -690,7 +693,9 @@ class Runtime:
             pend = [c.last_gpos for st in self.states.values() for c in st.pending]
             if pend:
                 limit = min(pend)
-        self.held.sort(key=_output_key)
+        # the kernel's direct entries carry their output key already (and a restored
+        # snapshot's candidates are re-keyed on restore); others are keyed here
+        self.held.sort(key=_first if self.keyed_direct else _output_key)
         if limit is None:
             ready, self.held = self.held, []
         else:
@@ -806,6 +811,8 @@ class Runtime:
             with pa.ipc.open_stream(data["buffer"]) as r:
                 self.buffer = [r.read_all()]
         self.held = [(k, Candidate(*c), None) for k, c in data["held"]]
+        if self.keyed_direct:  # direct entries are sorted by output key (see _release)
+            self.held = [(_output_key(e), e[1], None) for e in self.held]
         self.closed = bool(data.get("closed", False))
         self.policies.restore(data["policies"])
         (self.counters.events_in, self.counters.events_processed,

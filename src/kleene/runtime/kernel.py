@@ -220,8 +220,11 @@ def kernel_factory(m: LinearMatcher, count_mode: bool | None = None) -> Callable
             if count_mode:
                 emit(depth + 1, "cnt += 1")
             elif direct is not None:
-                # the output-buffer entry itself: (sort key, Match, None)
-                emit(depth + 1, f"out.append(((e[0], {positions_expr(B2)}), "
+                # the output-buffer entry itself: (output key, Match, None), the key already in
+                # the output order (docs/semantics.md 10: last, first, then the others from
+                # the second-to-last down), so the runtime sorts without a key function
+                emit(depth + 1, f"_P = {positions_expr(B2)}")
+                emit(depth + 1, "out.append(((e[0], _P[:1] + _P[-2:0:-1]), "
                      f"Match(NAME, BINDS({B2}), {first[0]}, ets, {{}}), None))")
             else:
                 emit(depth + 1, f"out.append(Candidate({B2}, {first[0]}, {first[1]}, e[0], ets, "

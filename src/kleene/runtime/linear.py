@@ -105,6 +105,8 @@ class LinearMatcher:
         self.copied = 0
         """Of those, the ones copied from an existing partial match (not started anew)."""
         self.counted = 0
+        self.output_keys = False
+        """The kernel's direct entries carry the output-order key (docs/semantics.md 10)."""
         self.direct: tuple[str, Any] | None = None
         """(query name, bindings builder) when the kernel emits finished output entries
         ``(sort key, Match, None)`` instead of candidates (no NOT, policies or RETURN)."""
