@@ -34,7 +34,7 @@ import gc
 import io
 import pickle
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import repeat
@@ -76,6 +76,37 @@ def _output_key(h: tuple[Any, ...]) -> tuple[Any, ...]:
     k = h[0]
     p = k[1]
     return (k[0], (p[0], *p[-2:0:-1]), *k[2:])
+
+
+def key_codes(t: pa.Table, attrs: Sequence[str]) -> tuple[np.ndarray[Any, Any], list[Any]]:
+    """Encode the key columns: per-row code and the key value (a tuple) of each code."""
+    n = t.num_rows
+    if not attrs:
+        return np.zeros(n, dtype=np.int64), [()]
+    codes = np.zeros(n, dtype=np.int64)
+    dicts: list[list[Any]] = []
+    for a in attrs:
+        if a in t.column_names:
+            col = t.column(a)
+            if pa.types.is_dictionary(col.type):
+                col = col.cast(col.type.value_type)
+            enc = pc.dictionary_encode(col, null_encoding="encode").combine_chunks()
+            idx = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+            vals = enc.dictionary.to_pylist()
+        else:
+            idx = np.zeros(n, dtype=np.int64)
+            vals = [None]
+        codes = codes * len(vals) + idx
+        dicts.append(vals)
+    uniq, inv = np.unique(codes, return_inverse=True)
+    keys: list[Any] = []
+    for u in uniq.tolist():
+        parts = []
+        for vals in reversed(dicts):
+            u, r = divmod(u, len(vals))
+            parts.append(vals[r])
+        keys.append(tuple(reversed(parts)))
+    return inv.astype(np.int64), keys
 
 
 class CompiledLike(Protocol):
@@ -335,33 +366,7 @@ class Runtime:
     def _key_codes(self, t: pa.Table, attrs: tuple[str, ...]) -> tuple[np.ndarray[Any, Any],
                                                                      list[Any]]:
         """Encode the key columns: per-row code and the key value of each code."""
-        n = t.num_rows
-        if not attrs:
-            return np.zeros(n, dtype=np.int64), [()]
-        codes = np.zeros(n, dtype=np.int64)
-        dicts: list[list[Any]] = []
-        for a in attrs:
-            if a in t.column_names:
-                col = t.column(a)
-                if pa.types.is_dictionary(col.type):
-                    col = col.cast(col.type.value_type)
-                enc = pc.dictionary_encode(col, null_encoding="encode").combine_chunks()
-                idx = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-                vals = enc.dictionary.to_pylist()
-            else:
-                idx = np.zeros(n, dtype=np.int64)
-                vals = [None]
-            codes = codes * len(vals) + idx
-            dicts.append(vals)
-        uniq, inv = np.unique(codes, return_inverse=True)
-        keys: list[Any] = []
-        for u in uniq.tolist():
-            parts = []
-            for vals in reversed(dicts):
-                u, r = divmod(u, len(vals))
-                parts.append(vals[r])
-            keys.append(tuple(reversed(parts)))
-        return inv.astype(np.int64), keys
+        return key_codes(t, attrs)
 
     def _positions(self, codes: np.ndarray[Any, Any], keys: list[Any],
                    base: dict[Any, int], order: np.ndarray[Any, Any] | None = None
@@ -857,4 +862,4 @@ def run_batch(rt: Runtime, events: EventBatch) -> list[Match]:
     return out
 
 
-__all__ = ["GPOS_COL", "Counters", "Runtime", "run_batch"]
+__all__ = ["GPOS_COL", "Counters", "Runtime", "key_codes", "run_batch"]

@@ -35,13 +35,12 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..errors import EngineError
 from ..events import EventBatch, Match
 from ..plan.linear import CompKind
 from ..vocab import PickMode
-from .engine import GPOS_COL, Counters, Runtime
+from .engine import GPOS_COL, Counters, Runtime, key_codes
 
 MIN_EVENTS_PER_WORKER = 10_000
 """Below this many events per worker, forking costs more than it saves: one process."""
@@ -105,40 +104,8 @@ def sequential_reason(compiled: Any, n_events: int, workers: int) -> str | None:
 
 def key_workers(table: pa.Table, attrs: Sequence[str], workers: int) -> np.ndarray[Any, Any]:
     """Per row, the worker of its partition key: ``crc32(repr(key)) % workers``."""
-    n = table.num_rows
-    if len(attrs) == 1 and attrs[0] in table.column_names:
-        col = table.column(attrs[0])
-        if pa.types.is_dictionary(col.type):
-            col = col.cast(col.type.value_type)
-        enc = pc.dictionary_encode(col, null_encoding="encode").combine_chunks()
-        per_key = np.array([zlib.crc32(repr((v,)).encode()) % workers
-                            for v in enc.dictionary.to_pylist()], dtype=np.int64)
-        one: np.ndarray[Any, Any] = per_key[enc.indices.to_numpy(zero_copy_only=False)]
-        return one
-    codes = np.zeros(n, dtype=np.int64)
-    dicts: list[list[Any]] = []
-    for a in attrs:
-        if a in table.column_names:
-            col = table.column(a)
-            if pa.types.is_dictionary(col.type):
-                col = col.cast(col.type.value_type)
-            enc = pc.dictionary_encode(col, null_encoding="encode").combine_chunks()
-            idx = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-            vals = enc.dictionary.to_pylist()
-        else:
-            idx = np.zeros(n, dtype=np.int64)
-            vals = [None]
-        codes = codes * len(vals) + idx
-        dicts.append(vals)
-    uniq, inv = np.unique(codes, return_inverse=True)
-    dest = np.empty(len(uniq), dtype=np.int64)
-    for i, u in enumerate(uniq.tolist()):
-        parts = []
-        for vals in reversed(dicts):
-            u, r = divmod(u, len(vals))
-            parts.append(vals[r])
-        key = tuple(reversed(parts))
-        dest[i] = zlib.crc32(repr(key).encode()) % workers
+    inv, keys = key_codes(table, attrs)
+    dest = np.array([zlib.crc32(repr(k).encode()) % workers for k in keys], dtype=np.int64)
     out: np.ndarray[Any, Any] = dest[inv.reshape(-1)]
     return out
 
