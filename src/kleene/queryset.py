@@ -33,6 +33,7 @@ from .api import compile as compile_query
 from .errors import EngineError, QueryValidationError
 from .events import EventBatch, Match
 from .events.model import ID, TS, TimeInfo
+from .runtime.engine import late_mask
 
 if TYPE_CHECKING:
     from .runtime.shared import SharedNetwork, SharedSpec
@@ -281,12 +282,7 @@ class QuerySetRuntime:
             # late as in Runtime: behind the newest event before it (this or an earlier push)
             # or an advance(); the events kept are then in order
             ts = t.column(TS).to_numpy()
-            newest_before = np.empty_like(ts)
-            newest_before[0] = self.max_seen
-            if len(ts) > 1:
-                np.maximum.accumulate(ts[:-1], out=newest_before[1:])
-                np.maximum(newest_before, self.max_seen, out=newest_before)
-            late = (ts < self.frontier) | (ts < newest_before)
+            late = late_mask(ts, self.max_seen, self.frontier, 0)
             if late.any():
                 self.late_count += int(late.sum())
                 self.late_events.append(t.filter(pa.array(late)))

@@ -24,6 +24,12 @@ PredFn = Callable[[tuple[Any, ...], int], Any]
 RESERVED_ATTRS = {"__ts": TS, "__id": ID, "__type": -1}
 
 
+def route_attrs(partition_by: tuple[str, ...], equivalence: tuple[str, ...]) -> tuple[str, ...]:
+    """The attributes that route events to per-key state: PARTITION BY, then the
+    equivalence attributes not already in it."""
+    return partition_by + tuple(a for a in dict.fromkeys(equivalence) if a not in partition_by)
+
+
 @dataclass(frozen=True, slots=True)
 class Layout:
     """Where each variable and attribute lives in ``B`` and in a record."""

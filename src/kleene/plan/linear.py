@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..vocab import Strategy
-from .layout import Layout, ReturnFn
+from .layout import Layout, ReturnFn, route_attrs
 from .nodes import Node
 from .predicate import Predicate
 
@@ -135,11 +135,7 @@ class Plan:
     @property
     def key_attrs(self) -> tuple[str, ...]:
         """Attributes that route events to per-key state (PARTITION BY + equivalence)."""
-        out = list(self.partition_by)
-        for a in self.equivalence:
-            if a not in out:
-                out.append(a)
-        return tuple(out)
+        return route_attrs(self.partition_by, self.equivalence)
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,11 +160,7 @@ class UnionPlan:
     @property
     def key_attrs(self) -> tuple[str, ...]:
         """Attributes that route events to per-key state."""
-        out = list(self.partition_by)
-        for a in self.equivalence:
-            if a not in out:
-                out.append(a)
-        return tuple(out)
+        return route_attrs(self.partition_by, self.equivalence)
 
 
 __all__ = ["CompKind", "Component", "NegGuard", "Plan", "UnionPlan", "VarPlan", "WindowGuard"]

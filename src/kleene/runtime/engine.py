@@ -78,6 +78,20 @@ def _output_key(h: tuple[Any, ...]) -> tuple[Any, ...]:
     return (k[0], (p[0], *p[-2:0:-1]), *k[2:])
 
 
+def late_mask(ts: np.ndarray[Any, Any], max_seen: int, frontier: int,
+              lateness_us: int) -> np.ndarray[Any, Any]:
+    """Which events of a push are late (docs/engine.md, "Streaming rules"): behind the newest
+    event before them (in this or an earlier push) minus the allowed lateness, or behind an
+    explicit advance(). Decided per event, so it does not depend on how input is batched."""
+    newest_before = np.empty_like(ts)
+    newest_before[0] = max_seen
+    if len(ts) > 1:
+        np.maximum.accumulate(ts[:-1], out=newest_before[1:])
+        np.maximum(newest_before, max_seen, out=newest_before)
+    late: np.ndarray[Any, Any] = (ts < frontier) | (ts < newest_before - max(lateness_us, 0))
+    return late
+
+
 def key_codes(t: pa.Table, attrs: Sequence[str]) -> tuple[np.ndarray[Any, Any], list[Any]]:
     """Encode the key columns: per-row code and the key value (a tuple) of each code."""
     n = t.num_rows
@@ -283,15 +297,7 @@ class Runtime:
             return []
         self.counters.events_in += t.num_rows
         ts = t.column(TS).to_numpy()
-        # An event is late when it is behind the watermark at its arrival: the newest event
-        # before it (in this or an earlier push) minus the allowed lateness, or an explicit
-        # advance(). Decided per event, so it does not depend on how the input is batched.
-        newest_before = np.empty_like(ts)
-        newest_before[0] = self.max_seen
-        if len(ts) > 1:
-            np.maximum.accumulate(ts[:-1], out=newest_before[1:])
-            np.maximum(newest_before, self.max_seen, out=newest_before)
-        late = (ts < self.frontier) | (ts < newest_before - max(self.allowed_lateness_us, 0))
+        late = late_mask(ts, self.max_seen, self.frontier, self.allowed_lateness_us)
         if late.any():
             self.counters.late_events += int(late.sum())
             self.late_events.append(t.filter(pa.array(late)))
@@ -862,4 +868,4 @@ def run_batch(rt: Runtime, events: EventBatch) -> list[Match]:
     return out
 
 
-__all__ = ["GPOS_COL", "Counters", "Runtime", "key_codes", "run_batch"]
+__all__ = ["GPOS_COL", "Counters", "Runtime", "key_codes", "late_mask", "run_batch"]
