@@ -53,14 +53,19 @@ def linear_matcher(plan: Plan, options: MatcherOptions, plain_output: bool,
                 # no NOT, policies or RETURN: the kernel emits finished (key, Match) entries
                 m.direct = (plan.name, built[0])
                 m.output_keys = True  # the kernel's entries carry the output-order key
-        k = ("kernel", key, options, plain_output, count_ok)
-        make = None if memo is None else memo.get(k)
-        if make is None:
-            make = kernel_factory(m)
-            if memo is not None:
-                memo[k] = make
-        m.kernel = make(m)
+        m.kernel = kernel_for(m, memo, ("kernel", key, options, plain_output, count_ok))
     return m
+
+
+def kernel_for(m: LinearMatcher, memo: dict[Any, Any] | None, key: Any) -> Any:
+    """``m``'s kernel from the factory kept in ``memo`` under ``key`` (generated and compiled
+    on first use): every matcher configured alike shares one compiled kernel."""
+    make = None if memo is None else memo.get(key)
+    if make is None:
+        make = kernel_factory(m)
+        if memo is not None:
+            memo[key] = make
+    return make(m)
 
 
 def _matcher(cp: CompiledPlan, options: MatcherOptions) -> Any:

@@ -7,10 +7,10 @@ from typing import Any
 
 from ..plan.automaton import UnionPlan, compile_union_plan
 from ..plan.explain import union_text
-from ..runtime.kernel import kernel_factory, kernel_supported
+from ..runtime.kernel import kernel_supported
 from ..runtime.matcher import MatcherOptions
 from ..runtime.union import UnionMatcher
-from .nfa import linear_cost
+from .nfa import kernel_for, linear_cost
 from .registry import CompiledPlan, PlanKind, Stats
 
 
@@ -24,11 +24,7 @@ def _matcher(cp: CompiledPlan, options: MatcherOptions) -> Any:
     for i, bm in enumerate(m.branches):
         if options.use_kernel and kernel_supported(bm.plan):
             bm.max_matches = options.max_matches_per_event
-            key = ("branch kernel", i, options)
-            make = cp.memo.get(key)
-            if make is None:
-                make = cp.memo[key] = kernel_factory(bm)
-            bm.kernel = make(bm)
+            bm.kernel = kernel_for(bm, cp.memo, ("branch kernel", i, options))
     return m
 
 
