@@ -33,7 +33,6 @@ from .api import compile as compile_query
 from .errors import EngineError, QueryValidationError
 from .events import EventBatch, Match
 from .events.model import ID, TS, TimeInfo
-from .runtime.engine import late_mask
 
 if TYPE_CHECKING:
     from .runtime.shared import SharedNetwork, SharedSpec
@@ -281,6 +280,8 @@ class QuerySetRuntime:
         if not self.lateness:
             # late as in Runtime: behind the newest event before it (this or an earlier push)
             # or an advance(); the events kept are then in order
+            from .runtime.engine import late_mask  # the engines load only when a set runs
+
             ts = t.column(TS).to_numpy()
             late = late_mask(ts, self.max_seen, self.frontier, 0)
             if late.any():
