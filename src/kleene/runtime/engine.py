@@ -78,6 +78,14 @@ def _output_key(h: tuple[Any, ...]) -> tuple[Any, ...]:
     return (k[0], (p[0], *p[-2:0:-1]), *k[2:])
 
 
+def _flat_output_key(h: tuple[Any, ...]) -> tuple[int, ...]:
+    """The output-order key as the NFA kernel emits it (one flat tuple of positions: last,
+    first, then the second-to-last down to the second), from a matcher's sort key."""
+    k = h[0]
+    p = k[1]
+    return (k[0], p[0], *p[-2:0:-1])
+
+
 def late_mask(ts: np.ndarray[Any, Any], max_seen: int, frontier: int,
               lateness_us: int) -> np.ndarray[Any, Any]:
     """Which events of a push are late (docs/engine.md, "Streaming rules"): behind the newest
@@ -822,8 +830,8 @@ class Runtime:
             with pa.ipc.open_stream(data["buffer"]) as r:
                 self.buffer = [r.read_all()]
         self.held = [(k, Candidate(*c), None) for k, c in data["held"]]
-        if self.keyed_direct:  # direct entries are sorted by output key (see _release)
-            self.held = [(_output_key(e), e[1], None) for e in self.held]
+        if self.keyed_direct:  # direct entries are sorted by the flat output key (_release)
+            self.held = [(_flat_output_key(e), e[1], None) for e in self.held]
         self.closed = bool(data.get("closed", False))
         self.policies.restore(data["policies"])
         (self.counters.events_in, self.counters.events_processed,

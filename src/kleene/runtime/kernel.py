@@ -202,6 +202,23 @@ def kernel_factory(m: LinearMatcher, count_mode: bool | None = None) -> Callable
                 parts.append(f"{B}[{slot}][0]")
         return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
 
+    def output_key_expr(B: str) -> str | None:
+        """The output-order key of a complete match, flat (docs/semantics.md 10): the last
+        position (the completing event's), the first, then the positions from the
+        second-to-last down to the second. One flat tuple of ints sorts about three times
+        faster than ``(last, (first, ...))``. None when the first or the last component is
+        a Kleene list (the first or last position is then inside a list): the caller slices."""
+        if comps[0].kind is CompKind.KLEENE or comps[-1].kind is CompKind.KLEENE:
+            return None
+        parts = ["e[0]", f"{B}[{plan.vars[comps[0].vars[0]].slot}][0]"]
+        for c in reversed(comps[1:-1]):
+            slot = plan.vars[c.vars[0]].slot
+            if c.kind is CompKind.KLEENE:
+                parts.append(f"*map(_G0, reversed({B}[{slot}]))")
+            else:
+                parts.append(f"{B}[{slot}][0]")
+        return "(" + ", ".join(parts) + ")"
+
     def on_new(depth: int, k: int, nr_parts: str, n_new: str, B2: str,
                first: tuple[str, str], P: str = "()") -> None:
         """Code for a freshly created run at component k holding n_new events (``first``:
@@ -223,8 +240,11 @@ def kernel_factory(m: LinearMatcher, count_mode: bool | None = None) -> Callable
                 # the output-buffer entry itself: (output key, Match, None), the key already in
                 # the output order (docs/semantics.md 10: last, first, then the others from
                 # the second-to-last down), so the runtime sorts without a key function
-                emit(depth + 1, f"_P = {positions_expr(B2)}")
-                emit(depth + 1, "out.append(((e[0], _P[:1] + _P[-2:0:-1]), "
+                key = output_key_expr(B2)
+                if key is None:
+                    emit(depth + 1, f"_P = {positions_expr(B2)}")
+                    key = "(e[0], _P[0], *_P[-2:0:-1])"
+                emit(depth + 1, f"out.append(({key}, "
                      f"Match(NAME, BINDS({B2}), {first[0]}, ets, {{}}), None))")
             else:
                 emit(depth + 1, f"out.append(Candidate({B2}, {first[0]}, {first[1]}, e[0], ets, "
