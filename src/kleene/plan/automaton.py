@@ -268,7 +268,7 @@ def _with_inline(p: Predicate, is_list: bool, layout: Layout,
     v = p.var
     vslot = layout.var_slots[v]
 
-    def source(first: bool) -> str | None:
+    def source(first: bool, plain_attrs: bool = False) -> str | None:
         def access(r: ast.AttrRef) -> str | None:
             a = layout.attr_slot(r.attr)
             idx = r.index
@@ -297,13 +297,15 @@ def _with_inline(p: Predicate, is_list: bool, layout: Layout,
 
         try:
             return inline_condition(p.expr, layout, udfs, env, access,
-                                    f"_q{ci}{'a' if first else 'b'}_")
+                                    f"_q{ci}{'a' if first else 'b'}_", plain_attrs)
         except NotInlinable:
             return None
 
     env: dict[str, Any] = dict(HELPERS)
     inline = (source(True), source(False) if is_list else None)
-    return dataclasses.replace(p, inline=inline, inline_env=tuple(env.items()))
+    plain = (source(True, True), source(False, True) if is_list else None)
+    return dataclasses.replace(p, inline=inline, inline_env=tuple(env.items()),
+                               inline_plain=None if plain == inline else plain)
 
 
 def query_attrs(analyzed: AnalyzedQuery) -> tuple[str, ...]:

@@ -612,11 +612,12 @@ class NotInlinable(Exception):
 
 def inline_condition(e: ast.Expr, layout: Layout, udfs: Mapping[str, Callable[..., Any]],
                      env: dict[str, Any], access: Callable[[ast.AttrRef], str | None],
-                     tprefix: str) -> str:
+                     tprefix: str, plain_attrs: bool = False) -> str:
     """Source of a boolean condition "``e`` is TRUE" with attribute references rendered by
     ``access`` (used by the generated kernel). Raises :class:`NotInlinable` if an attribute
     reference has no inline form; may raise ``TypeError`` at run time on mixed types, which
-    the caller handles by falling back to the compiled function."""
+    the caller handles by falling back to the compiled function. With ``plain_attrs`` the
+    source assumes that no attribute value is a boolean (no bool-vs-number guard on them)."""
     env.update(HELPERS)
     g = _Gen(layout, udfs, True, env)
     g.access = access
@@ -625,7 +626,7 @@ def inline_condition(e: ast.Expr, layout: Layout, udfs: Mapping[str, Callable[..
     if isinstance(e, ast.Binary) and e.op in ("<", "<=", ">", ">="):
         x, y = g.gen(e.left), g.gen(e.right)
         a, b = g.tmp(), g.tmp()
-        guard = _bool_guard(e.left, e.right, a, b)
+        guard = _bool_guard(e.left, e.right, a, b, plain_attrs)
         if _plain(e.left) and _plain(e.right):
             # Ordering comparisons with None (SQL NULL) raise TypeError in Python, and so
             # does any mixed-type comparison but bool vs number (bool is an int in Python:
@@ -641,9 +642,12 @@ def inline_condition(e: ast.Expr, layout: Layout, udfs: Mapping[str, Callable[..
     return f"({g.gen(e)} is True)"
 
 
-def _never_bool(e: ast.Expr) -> bool:
+def _never_bool(e: ast.Expr, plain_attrs: bool = False) -> bool:
     """The value of ``e`` is never a boolean (a number or string literal, arithmetic, a
-    numeric function): an ordering comparison with it needs no bool guard on its side."""
+    numeric function; with ``plain_attrs``, also an attribute reference): an ordering
+    comparison with it needs no bool guard on its side."""
+    if plain_attrs and isinstance(e, ast.AttrRef):
+        return True
     if isinstance(e, ast.Literal):
         return type(e.value) in (int, float, str)
     if isinstance(e, ast.Unary):
@@ -660,13 +664,15 @@ _NUMERIC_OR_TEXT_CALLS = frozenset({
     "lower", "upper", "length", "trim", "substr", "concat", "count", "sum", "avg"})
 
 
-def _bool_guard(left: ast.Expr, right: ast.Expr, a: str, b: str) -> str:
+def _bool_guard(left: ast.Expr, right: ast.Expr, a: str, b: str,
+                plain_attrs: bool = False) -> str:
     """A Python condition, over the operand values ``a`` and ``b``, that an ordering
     comparison does not compare a boolean with a number (Python orders ``True > 0``; SQL
     here makes it NULL, docs/semantics.md). Empty when neither side can be a boolean
     next to a number: a string literal or a numeric expression on one side needs a test of
-    the other side only."""
-    lb, rb = _never_bool(left), _never_bool(right)
+    the other side only. With ``plain_attrs`` no attribute value is a boolean (the runtime
+    knows it from the columns' Arrow types: ``plain_values``)."""
+    lb, rb = _never_bool(left, plain_attrs), _never_bool(right, plain_attrs)
     if lb and rb:
         return ""
     if isinstance(left, ast.Literal) and type(left.value) is str or \

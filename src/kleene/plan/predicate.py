@@ -58,6 +58,9 @@ class Predicate:
     over the event ``e`` and the parent run's bindings ``B`` (no new ``B`` needed): when ``e``
     is the first event of its variable, and when it is a later element of a list variable.
     None where there is no inline form (the kernel then calls :attr:`compiled`)."""
+    inline_plain: tuple[str | None, str | None] | None = field(default=None, compare=False)
+    """:attr:`inline` for attribute values that are never booleans (no bool-vs-number guard:
+    the runtime selects it from the columns' Arrow types), or None where it is the same."""
     inline_env: tuple[tuple[str, Any], ...] = field(default=(), compare=False)
     """The names the inline sources use (helpers and UDF objects, never user text)."""
 

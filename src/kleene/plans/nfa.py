@@ -11,7 +11,7 @@ from typing import Any
 
 from ..plan.automaton import CompKind, Plan, compile_plan
 from ..plan.explain import linear_text
-from ..runtime.kernel import kernel_factory, kernel_supported
+from ..runtime.kernel import has_plain_variant, kernel_factory, kernel_supported
 from ..runtime.linear import LinearMatcher
 from ..runtime.matcher import MatcherOptions
 from ..runtime.policies import bindings_builder
@@ -59,13 +59,22 @@ def linear_matcher(plan: Plan, options: MatcherOptions, plain_output: bool,
 
 def kernel_for(m: LinearMatcher, memo: dict[Any, Any] | None, key: Any) -> Any:
     """``m``'s kernel from the factory kept in ``memo`` under ``key`` (generated and compiled
-    on first use): every matcher configured alike shares one compiled kernel."""
-    make = None if memo is None else memo.get(key)
-    if make is None:
-        make = kernel_factory(m)
-        if memo is not None:
-            memo[key] = make
-    return make(m)
+    on first use): every matcher configured alike shares one compiled kernel. When the plan
+    has comparisons that need a bool-vs-number guard, the variant without it (for columns
+    that hold no booleans) is set up too: ``m.plain_values`` switches between them."""
+    def made(plain: bool) -> Any:
+        k = (key, plain)
+        make = None if memo is None else memo.get(k)
+        if make is None:
+            make = kernel_factory(m, plain_values=plain)
+            if memo is not None:
+                memo[k] = make
+        return make(m)
+
+    guarded = made(False)
+    if has_plain_variant(m.plan):
+        m.kernels = (guarded, made(True))
+    return guarded
 
 
 def _matcher(cp: CompiledPlan, options: MatcherOptions) -> Any:

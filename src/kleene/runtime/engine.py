@@ -34,7 +34,7 @@ import gc
 import io
 import pickle
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import repeat
@@ -163,6 +163,17 @@ def _is_listlike(t: pa.DataType) -> bool:
                 or pa.types.is_large_list_view(t))
 
 
+def _may_hold_bools(t: pa.DataType) -> bool:
+    """Can a column of type ``t`` give Python booleans as record values? (Numbers, text,
+    binary, temporal, null and list columns cannot.)"""
+    if pa.types.is_dictionary(t):
+        return _may_hold_bools(t.value_type)
+    return not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
+                or pa.types.is_string(t) or pa.types.is_large_string(t)
+                or pa.types.is_binary(t) or pa.types.is_large_binary(t)
+                or pa.types.is_temporal(t) or pa.types.is_null(t) or _is_listlike(t))
+
+
 def _pylist(col: pa.ChunkedArray | pa.Array) -> list[Any]:
     """A column as Python values: through numpy for null-free int64 / float64 columns (the
     same ints and floats, built faster than Arrow's per-value conversion)."""
@@ -250,6 +261,10 @@ class Runtime:
         self.policies = Policies(self.plan, self.spec)
         self.direct = getattr(self.matcher, "direct", None) is not None
         self.keyed_direct = self.direct and bool(getattr(self.matcher, "output_keys", False))
+        self.plain: bool | None = None
+        """No attribute column seen so far can hold booleans (None: no column seen yet)."""
+        self._plain_hook: Callable[[bool], None] | None = getattr(self.matcher, "plain_values",
+                                                                  None)
         """The matcher's direct entries carry the output-order key itself (the NFA kernel):
         sorted without a key function."""
         """The matcher emits finished ``(key, Match, None)`` entries (no NOT, policies or
@@ -550,6 +565,7 @@ class Runtime:
                                  _pylist(t.column(ID) if everything else
                                          t.column(ID).take(sel_arr)), c_l, w_l]
         names = t.column_names
+        bools = False
         for a in plan.layout.attrs:
             if a in names:
                 col = t.column(a) if everything else t.column(a).take(sel_arr)
@@ -561,7 +577,9 @@ class Runtime:
                 continue
             if pa.types.is_timestamp(col.type):
                 col = col.cast(pa.timestamp("us", col.type.tz)).cast(pa.int64())
+            bools = bools or _may_hold_bools(col.type)
             cols.append(_pylist(col))
+        self._values_seen(bools)
         recs = list(zip(*cols, strict=True))
         bl = bits[sel].tolist()
         groups: Iterable[tuple[int, int, int]]
@@ -573,6 +591,18 @@ class Runtime:
             ends = np.r_[starts[1:], n_sel]
             groups = list(zip(src[starts].tolist(), starts.tolist(), ends.tolist(), strict=True))
         return recs, bl, groups, rcodes, rkeys, wpos
+
+    def _values_seen(self, bools: bool) -> None:
+        """Tell the matcher whether attribute values can be booleans (``plain_values``): plain
+        while no attribute column seen so far can hold one, guarded for good after."""
+        if self.plain is False or self._plain_hook is None:
+            return
+        if bools:
+            self.plain = False
+            self._plain_hook(False)
+        elif self.plain is None:
+            self.plain = True
+            self._plain_hook(True)
 
     def _row_fallback(self, recs: list[Any], bl: list[int],
                       left_rows: list[tuple[int, Any, tuple[int, ...]]]) -> None:
@@ -797,7 +827,7 @@ class Runtime:
             "version": 1, "query": self.plan.name, "states": states, "closed": self.closed,
             "pos_base": self.pos_base, "cpos_base": self.cpos_base,
             "next_gpos": self.next_gpos, "frontier": self.frontier,
-            "max_seen": self.max_seen, "buffer": buf,
+            "max_seen": self.max_seen, "buffer": buf, "plain": self.plain,
             "held": [(k, cand_state(c)) for k, c, _ in self.held],
             "policies": self.policies.state(),
             "counters": [self.counters.events_in, self.counters.events_processed,
@@ -830,6 +860,11 @@ class Runtime:
             with pa.ipc.open_stream(data["buffer"]) as r:
                 self.buffer = [r.read_all()]
         self.held = [(k, Candidate(*c), None) for k, c in data["held"]]
+        # whether attribute values so far could be booleans (an older snapshot: assume so)
+        self.plain = None
+        plain = data.get("plain", False)
+        if plain is not None:
+            self._values_seen(not plain)
         if self.keyed_direct:  # direct entries are sorted by the flat output key (_release)
             self.held = [(_flat_output_key(e), e[1], None) for e in self.held]
         self.closed = bool(data.get("closed", False))

@@ -33,6 +33,12 @@ from .caps import over_budget, too_many_matches, too_many_runs
 from .linear import LinearMatcher
 
 
+def has_plain_variant(plan: Plan) -> bool:
+    """Does the plan have inline conditions that differ when no attribute value is a boolean
+    (so a ``plain_values`` kernel is worth generating)?"""
+    return any(p.inline_plain is not None for v in plan.vars.values() for p in v.take)
+
+
 def kernel_supported(plan: Plan) -> bool:
     """Can :func:`build_kernel` specialise this plan?"""
     n = len(plan.components)
@@ -55,7 +61,8 @@ def build_kernel(m: LinearMatcher, count_mode: bool | None = None) -> Any:
     return kernel_factory(m, count_mode)(m)
 
 
-def kernel_factory(m: LinearMatcher, count_mode: bool | None = None) -> Callable[[Any], Any]:
+def kernel_factory(m: LinearMatcher, count_mode: bool | None = None,
+                   plain_values: bool = False) -> Callable[[Any], Any]:
     """Generate and compile, once, a factory ``make(matcher) -> process`` for matchers
     configured like ``m`` (same plan, caps, count and direct modes): the source depends on the
     plan and that configuration only, and the matcher's own state (its counters, its pending
@@ -65,7 +72,10 @@ def kernel_factory(m: LinearMatcher, count_mode: bool | None = None) -> Callable
     In ``process``, ``max_matches`` is baked in, and ``budget`` is checked only when
     ``m.max_matches_per_call`` is set and not counting. ``count_mode`` overrides
     ``m.count_mode`` (the counting variant a truncating kernel hands the rest of its events to
-    once the budget is spent)."""
+    once the budget is spent). With ``plain_values`` the inline conditions assume that no
+    attribute value is a boolean (:attr:`~kleene.plan.predicate.Predicate.inline_plain`): the
+    runtime uses that kernel only while every attribute column it has seen has a type
+    without booleans (``LinearMatcher.plain_values``)."""
     plan = m.plan
     comps = plan.components
     nc = len(comps)
@@ -81,7 +91,7 @@ def kernel_factory(m: LinearMatcher, count_mode: bool | None = None) -> Callable
     if capped:
         env["OVER"] = over_budget
         if m.on_cap == "truncate":
-            env["MAKE_DRAIN"] = kernel_factory(m, count_mode=True)
+            env["MAKE_DRAIN"] = kernel_factory(m, count_mode=True, plain_values=plain_values)
             bound.append("DRAIN = MAKE_DRAIN(m)")
     direct = m.direct
     if direct is not None:
@@ -151,7 +161,8 @@ def kernel_factory(m: LinearMatcher, count_mode: bool | None = None) -> Callable
                     continue
             else:
                 return None
-            src = p.inline[0 if first else 1]
+            inl = p.inline_plain if plain_values and p.inline_plain is not None else p.inline
+            src = inl[0 if first else 1]
             if src is None:
                 return None
             env.update(p.inline_env)

@@ -117,6 +117,9 @@ class LinearMatcher:
             c.kind is CompKind.KLEENE for c in plan.components) <= 1
         self.kernel: Any = None
         """The generated transition function (kleene.runtime.kernel), when the plan allows."""
+        self.kernels: tuple[Any, Any] | None = None
+        """(guarded, plain) kernels when the plan's comparisons need a bool-vs-number guard:
+        :meth:`plain_values` picks one."""
         order = plan.order
         self.bit = {v: 1 << i for i, v in enumerate(order)}
         self.nvars = len(plan.layout.var_slots)
@@ -351,6 +354,15 @@ class LinearMatcher:
                     self._trailing_kill(st, gi, g, e)
 
     # ---------------------------------------------------------------------------------------
+    def plain_values(self, plain: bool) -> None:
+        """The runtime's word on the attribute values this matcher will see, from now on and
+        in its state: with ``plain`` no value is a boolean (every attribute column's Arrow type
+        is numeric, text, temporal or null), so the kernel without the bool-vs-number guard
+        gives the same answers faster. The runtime says ``False`` for good once a column can
+        hold booleans (docs/engine.md, "Generated code")."""
+        if self.kernels is not None:
+            self.kernel = self.kernels[1 if plain else 0]
+
     def process(self, st: PartState, recs: list[Rec], bits: list[int],
                 out: list[Candidate], max_matches: int | None,
                 budget: int | None = None) -> None:

@@ -82,6 +82,11 @@ class UnionMatcher:
         self.track = bool(plan.negations) and not self.decides_negation
         """Remember each lifted match's branch (only needed for negation checks)."""
 
+    def plain_values(self, plain: bool) -> None:
+        """Forwarded to every branch (:meth:`LinearMatcher.plain_values`)."""
+        for m in self.branches:
+            m.plain_values(plain)
+
     @property
     def truncated_runs(self) -> int:
         """Runs dropped by on_cap='truncate', over all branches."""
