@@ -534,6 +534,10 @@ def explain(query: tuple[str, ...], dialect: str | None, dot: bool, spark: bool,
 @click.option("--on-bad-row", default="fail", metavar="fail|skip|dead-letter=PATH",
               help="What to do with a bad input row (default fail).")
 @click.option("--delimiter", default=None, metavar="CHAR", help="CSV delimiter (default ,).")
+@click.option("--null-values", default=None, metavar="LIST",
+              help="Comma-separated values read as NULL in every column, e.g. 'nil,NA,' (the "
+                   "last item is the empty value). CSV's empty value, NA, NULL, NaN, ... are "
+                   "NULL anyway.")
 @click.option("--batch-size", default=65_536, type=click.IntRange(min=1), show_default=True,
               help="Rows per input chunk.")
 @click.option("--output", "-o", default=None, metavar="PATH", help="Write matches here (default stdout).")
@@ -598,7 +602,8 @@ def explain(query: tuple[str, ...], dialect: str | None, dot: bool, spark: bool,
 def run(query: tuple[str, ...], input_path: str, input_format: str | None,
         time_col: str | None, time_format: str | None, type_col: str | None,
         event_type: str | None, id_col: str | None, time_unit: str | None,
-        column_types: tuple[str, ...], on_bad_row: str, delimiter: str | None, batch_size: int,
+        column_types: tuple[str, ...], on_bad_row: str, delimiter: str | None,
+        null_values: str | None, batch_size: int,
         output: str | None, fmt: str | None, engine: str | None, plan: str | None,
         clean_period: int, count: bool, dialect: str | None, udfs: tuple[str, ...],
         quiet: bool, streaming: bool, allowed_lateness: float, late_output: str | None,
@@ -611,6 +616,7 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
     Several QUERY arguments, a directory of *.kleene files or a file holding several queries
     (separated by a line holding only `;`) run as one query set in one pass."""
     from ..backends import DEFAULT_BACKEND
+    from ..events.options import null_values as parse_nulls
     from ..events.readers import BadRowPolicy, ReadOptions, collect, iter_events
 
     started = time.perf_counter()
@@ -680,7 +686,7 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
                                    engine=engine or DEFAULT_BACKEND, count_only=count,
                                    master=master, partitions=partitions, caps=caps,
                                    time_format=time_format, reader=spark_reader,
-                                   epoch_times=explicit_unit))
+                                   epoch_times=explicit_unit, null_values=null_values))
         return
     if master is not None or partitions is not None or spark_reader != "auto":
         raise UsageError("--master, --partitions and --spark-reader need --spark")
@@ -698,7 +704,8 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
                           id_col=id_col, time_unit=time_unit,  # type: ignore[arg-type]
                           time_format=time_format,
                           column_types=types, on_bad_row=policy,
-                          format=input_format, delimiter=delimiter, batch_size=batch_size)
+                          format=input_format, delimiter=delimiter, batch_size=batch_size,
+                          null_values=parse_nulls(null_values))
     progress = _Progress(sys.stderr.isatty() and not quiet)
     options, unread = _unread_columns_as_text(input_path, options, _analyzed_all(compiled))
 
@@ -1112,7 +1119,8 @@ def spark_options(*, output: str | None, fmt: str, input_format: str | None,
                   udfs: dict[str, Callable[..., Any]], engine: str, count_only: bool,
                   master: str | None, partitions: int | None,
                   caps: dict[str, Any] | None = None, time_format: str | None = None,
-                  reader: str = "auto", epoch_times: bool = False) -> dict[str, Any]:
+                  reader: str = "auto", epoch_times: bool = False,
+                  null_values: str | None = None) -> dict[str, Any]:
     """The keyword arguments ``run --spark`` passes to :func:`kleene.spark.cli.run_query`
     (a test binds them to its signature, so the two cannot drift apart silently).
 
@@ -1129,7 +1137,8 @@ def spark_options(*, output: str | None, fmt: str, input_format: str | None,
             "time_unit": time_unit, "column_types": column_types, "delimiter": delimiter,
             "dialect": dialect, "udfs": udfs, "engine": engine, "count_only": count_only,
             "master": master, "partitions": partitions, "caps": caps, "cap_report": report,
-            "time_format": time_format, "reader": reader, "epoch_times": epoch_times}
+            "time_format": time_format, "reader": reader, "epoch_times": epoch_times,
+            "null_values": null_values}
 
 
 def _run_spark(query: str, input_path: str, *, on_bad_row: str, quiet: bool,
@@ -1181,6 +1190,11 @@ def _summary(report: Any, n_matches: int, engine: str,
     ]
     bad = f"{report.skipped:,} skipped, {report.dead_lettered:,} dead-lettered"
     lines.append(f"bad rows        {report.bad_rows:>12,}   ({bad})")
+    if report.nulled:
+        lines.append(f"null values     {report.nulled:>12,}   (read as NULL: --null-values)")
+    if report.blank_lines:
+        lines.append(f"blank lines     {report.blank_lines:>12,}   (empty CSV lines: no events, "
+                     "but each takes an id, so ids stay line indices)")
     if late is None:
         lines.append(f"out of order    {report.out_of_order:>12,}   (rows behind an earlier "
                      "timestamp; sorted before matching)")

@@ -21,7 +21,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -65,7 +65,7 @@ def _format_of(files: list[str], fmt: str | None) -> str:
 
 def read_input(spark: Any, files: list[str], fmt: str, *, delimiter: str | None = None,
                column_types: Mapping[str, str] | None = None,
-               cache: bool = False) -> tuple[Any, int, Any]:
+               cache: bool = False, null_values: Sequence[str] = ()) -> tuple[Any, int, Any]:
     """Read the files with Spark and add ``__kleene_row``: the 0-based input row index.
     Returns the DataFrame, the number of rows and the cached scan (``unpersist()`` it when
     done; ``None`` unless ``cache``).
@@ -75,6 +75,7 @@ def read_input(spark: Any, files: list[str], fmt: str, *, delimiter: str | None 
     the rows of each split (a scan that parses no column) to turn that into a dense index.
     ``cache`` parses the input once into memory and disk for callers that read it several
     times (the time split's quantiles); ``KLEENE_SPARK_CACHE_INPUT=1`` / ``0`` overrides it.
+    ``null_values``: text values made NULL in every text column before CSV columns are typed.
     """
 
     if fmt == "csv":
@@ -82,9 +83,9 @@ def read_input(spark: Any, files: list[str], fmt: str, *, delimiter: str | None 
         df = (spark.read.option("header", True).option("inferSchema", False)
               .option("sep", delim).option("mode", "FAILFAST").option("encoding", "UTF-8")
               .csv(files))
-        df = _type_csv_columns(df, column_types or {})
+        df = _type_csv_columns(_null_strings(df, null_values), column_types or {})
     elif fmt == "jsonl":
-        df = spark.read.option("mode", "FAILFAST").json(files)
+        df = _null_strings(spark.read.option("mode", "FAILFAST").json(files), null_values)
     elif fmt == "parquet":
         df = spark.read.parquet(*files)
     else:
@@ -93,6 +94,22 @@ def read_input(spark: Any, files: list[str], fmt: str, *, delimiter: str | None 
     if env is not None:
         cache = env != "0"
     return _with_file_row_index(df, files, cache)
+
+
+def _null_strings(df: Any, values: Sequence[str]) -> Any:
+    """``values`` in the text columns of ``df`` made NULL (``--null-values``)."""
+    if not values:
+        return df
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    text = {f.name for f in df.schema.fields if isinstance(f.dataType, T.StringType)}
+    if not text:
+        return df
+    vals = list(values)
+    return df.select(*[
+        (F.when(F.col(f"`{n}`").isin(vals), F.lit(None)).otherwise(F.col(f"`{n}`")).alias(n)
+         if n in text else F.col(f"`{n}`")) for n in df.columns])
 
 
 def _type_csv_columns(df: Any, overrides: Mapping[str, str]) -> Any:
@@ -208,7 +225,8 @@ def run_query(query: str, input_path: str, *, master: str | None = None,
               partitions: int | None = None, stdout: IO[str] | None = None,
               spark: Any = None, time_format: str | None = None,
               reader: str = "auto", on_bad_row: str = "fail", caps: Mapping[str, Any] | None = None,
-              cap_report: Any = None, epoch_times: bool = False) -> dict[str, Any]:
+              cap_report: Any = None, epoch_times: bool = False,
+              null_values: str | Sequence[str] | None = None) -> dict[str, Any]:
     """Run a query (text or a query file) over files with Spark; write matches.
 
     ``epoch_times`` (the CLI's explicit ``--time-unit``): numeric times are epoch times, and
@@ -225,6 +243,7 @@ def run_query(query: str, input_path: str, *, master: str | None = None,
     ``time_format`` (a strptime format for text times) and ``on_bad_row="skip"`` (rows that are
     not events are skipped and counted: ``skipped`` and ``bad_examples`` in the summary) need
     the ``arrow`` reader; ``on_bad_row="dead-letter=PATH"`` is not supported on Spark.
+    ``null_values`` (``"nil,NA,"`` or a list): text values read as NULL in every column.
     """
     from ..api import compile as compile_query
     from .batch import match
@@ -239,6 +258,9 @@ def run_query(query: str, input_path: str, *, master: str | None = None,
         raise InputError(f"unknown output format {fmt!r}; use jsonl, csv or parquet")
     if fmt == "parquet" and output is None:
         raise InputError("Parquet output needs a path: pass --output PATH")
+    from ..events.options import null_values as parse_nulls
+
+    nulls = parse_nulls(null_values)
     files = list_inputs(input_path)
     in_fmt = _format_of(files, input_format)
     session = spark if spark is not None else _cli_session(master)
@@ -257,13 +279,15 @@ def run_query(query: str, input_path: str, *, master: str | None = None,
                                   id_col=id_col, time_unit=time_unit,  # type: ignore[arg-type]
                                   time_format=time_format, column_types=dict(column_types or {}),
                                   delimiter=delimiter, format="csv",
-                                  on_bad_row="skip" if skipped is not None else "fail")
+                                  on_bad_row="skip" if skipped is not None else "fail",
+                                  null_values=nulls)
             df, n_events, cached = _read_with_kleene(session, files, options, compiled.analyzed,
                                                      engine, skipped)
         else:
             # only the time split reads the input more than once (its quantiles)
             df, n_events, cached = read_input(session, files, in_fmt, delimiter=delimiter,
-                                              column_types=column_types, cache=mode == "split")
+                                              column_types=column_types, cache=mode == "split",
+                                              null_values=nulls)
         tcol = _time_column(df, time_col)
         if event_type is None:
             type_col = type_col or "type"
@@ -326,8 +350,8 @@ def _read_with_kleene(session: Any, files: list[str], options: Any, analyzed: An
     from .scan import read_csv
 
     attributes = sorted(referenced_attributes(analyzed)) if ":" not in engine else None
-    df, n_events = read_csv(session, files, options, attributes=attributes, row_col=ROW,
-                            skipped=skipped)
+    df, n_events, _blank = read_csv(session, files, options, attributes=attributes,
+                                    row_col=ROW, skipped=skipped)
     return df, n_events, None
 
 
