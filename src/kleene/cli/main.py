@@ -571,6 +571,8 @@ def explain(query: tuple[str, ...], dialect: str | None, dot: bool, spark: bool,
               help="Spark master with --spark (default local[*]).")
 @click.option("--partitions", default=None, type=click.IntRange(min=1), metavar="N",
               help="Spark partitions with --spark.")
+@click.option("--verbose", "-v", is_flag=True,
+              help="With --spark: show Spark's own log lines (hidden by default).")
 @click.option("--spark-reader", type=click.Choice(["auto", "arrow", "spark"]), default="auto",
               show_default=True,
               help="With --spark: read CSV with kleene's reader in Spark tasks (arrow: the "
@@ -608,7 +610,7 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
         clean_period: int, count: bool, dialect: str | None, udfs: tuple[str, ...],
         quiet: bool, streaming: bool, allowed_lateness: float, late_output: str | None,
         spark: bool, master: str | None,
-        partitions: int | None, spark_reader: str, max_matches_per_call: int | None,
+        partitions: int | None, verbose: bool, spark_reader: str, max_matches_per_call: int | None,
         max_runs_per_partition: int | None, max_matches_per_event: int | None,
         on_cap: str, analyze: bool = False, workers: int | None = None) -> None:
     """Run QUERY over the events in --input; write matches (JSON Lines by default).
@@ -639,9 +641,14 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
     time_unit = time_unit or "s"
     if out_fmt == "parquet" and output is None and not count:
         raise UsageError("Parquet output needs a file: pass --output PATH")
-    if spark and (streaming or allowed_lateness):
-        raise UsageError("--stream and --allowed-lateness are for the embedded engine, not "
-                         "--spark")
+    if spark and (streaming or allowed_lateness or late_output is not None
+                  or workers is not None):
+        raise UsageError("--stream, --allowed-lateness, --late-output and --workers are for "
+                         "the embedded engine, not --spark")
+    if spark and policy.path is not None:
+        raise UsageError("--on-bad-row dead-letter=PATH is not supported with --spark (tasks "
+                         "on other machines cannot share one dead-letter file); use fail or "
+                         "skip")
     caps: dict[str, Any] = {"on_cap": on_cap}
     if analyze:
         if spark:
@@ -678,7 +685,7 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
         raise QueryError("several queries run as a query set on the embedded automaton "
                          "engine; --spark and --engine are for one query")
     if spark:
-        _run_spark(query[0], input_path, on_bad_row=on_bad_row, quiet=quiet,
+        _run_spark(query[0], input_path, on_bad_row=on_bad_row, quiet=quiet, verbose=verbose,
                    **spark_options(output=output, fmt=out_fmt, input_format=input_format,
                                    time_col=time_col, type_col=type_col, event_type=event_type,
                                    id_col=id_col, time_unit=time_unit, column_types=types,
@@ -688,8 +695,8 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
                                    time_format=time_format, reader=spark_reader,
                                    epoch_times=explicit_unit, null_values=null_values))
         return
-    if master is not None or partitions is not None or spark_reader != "auto":
-        raise UsageError("--master, --partitions and --spark-reader need --spark")
+    if master is not None or partitions is not None or spark_reader != "auto" or verbose:
+        raise UsageError("--master, --partitions, --spark-reader and --verbose need --spark")
     if allowed_lateness and not streaming:
         raise UsageError("--allowed-lateness needs --stream (a bounded run sorts its input)")
     if late_output is not None and not streaming:
@@ -1142,14 +1149,15 @@ def spark_options(*, output: str | None, fmt: str, input_format: str | None,
 
 
 def _run_spark(query: str, input_path: str, *, on_bad_row: str, quiet: bool,
-               **options: Any) -> None:
+               verbose: bool = False, **options: Any) -> None:
     """``run --spark``: the same query and options, evaluated by kleene.spark."""
     try:
         from ..spark.cli import run_query
     except ImportError as e:
         raise MissingExtraError(f"--spark needs the spark extra: pip install 'kleene[spark]' "
                                 f"({e})") from None
-    result = run_query(query, input_path, on_bad_row=on_bad_row, **options)
+    result = run_query(query, input_path, on_bad_row=on_bad_row, verbose=verbose,
+                       warn=lambda m: click.echo(f"kleene: warning: {m}", err=True), **options)
     report = options.get("cap_report")
     if report is not None:  # --on-cap truncate: the counts the tasks sent back
         _report_truncation(report)

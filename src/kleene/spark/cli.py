@@ -226,7 +226,8 @@ def run_query(query: str, input_path: str, *, master: str | None = None,
               spark: Any = None, time_format: str | None = None,
               reader: str = "auto", on_bad_row: str = "fail", caps: Mapping[str, Any] | None = None,
               cap_report: Any = None, epoch_times: bool = False,
-              null_values: str | Sequence[str] | None = None) -> dict[str, Any]:
+              null_values: str | Sequence[str] | None = None, verbose: bool = False,
+              warn: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Run a query (text or a query file) over files with Spark; write matches.
 
     ``epoch_times`` (the CLI's explicit ``--time-unit``): numeric times are epoch times, and
@@ -244,6 +245,12 @@ def run_query(query: str, input_path: str, *, master: str | None = None,
     not events are skipped and counted: ``skipped`` and ``bad_examples`` in the summary) need
     the ``arrow`` reader; ``on_bad_row="dead-letter=PATH"`` is not supported on Spark.
     ``null_values`` (``"nil,NA,"`` or a list): text values read as NULL in every column.
+
+    Before Spark starts, the options are checked and the query is checked against the first
+    rows of a local input (read with the embedded reader, :func:`check_first_rows`): an
+    unknown column is an error at once, an event type not among the first rows' types a
+    warning (``warn``, default: a line on stderr). ``verbose``: Spark's own log lines are shown
+    (by default a session started here sends them to a temporary file).
     """
     from ..api import compile as compile_query
     from .batch import match
@@ -263,7 +270,19 @@ def run_query(query: str, input_path: str, *, master: str | None = None,
     nulls = parse_nulls(null_values)
     files = list_inputs(input_path)
     in_fmt = _format_of(files, input_format)
-    session = spark if spark is not None else _cli_session(master)
+    # everything that needs no Spark is checked before the session starts (seconds)
+    _check_options(reader, in_fmt, files, on_bad_row, time_format)
+    if not _on_connect(spark, master):
+        from ..events.readers import ReadOptions
+
+        first_rows = ReadOptions(time_col=time_col, type_col=type_col, event_type=event_type,
+                                 id_col=id_col, time_unit=time_unit,  # type: ignore[arg-type]
+                                 time_format=time_format,
+                                 column_types=dict(column_types or {}), delimiter=delimiter,
+                                 format=in_fmt, on_bad_row="skip", null_values=nulls)
+        check_first_rows(compiled.analyzed, files, first_rows, warn=warn,
+                         strict=in_fmt == "csv" and reader != "spark")
+    session = spark if spark is not None else _cli_session(master, verbose=verbose)
     mode = plan_query(compiled.analyzed).mode
     use_arrow = _use_arrow_reader(reader, in_fmt, files, session)
     if time_format is not None and not use_arrow:
@@ -326,20 +345,125 @@ def run_query(query: str, input_path: str, *, master: str | None = None,
             "truncated_matches": cap_report.truncated_matches if cap_report is not None else 0}
 
 
-def _cli_session(master: str | None) -> Any:
+def _on_connect(spark: Any, master: str | None) -> bool:
+    """Whether the run goes to Spark Connect (input paths are then the server's)."""
+    if spark is not None:
+        return type(spark).__module__.startswith("pyspark.sql.connect")
+    if master is not None:
+        return master.startswith("sc://")
+    return "SPARK_REMOTE" in os.environ
+
+
+def _check_options(reader: str, fmt: str, files: list[str], on_bad_row: str,
+                   time_format: str | None) -> None:
+    """The option checks that need no Spark session (run before one starts)."""
+    if reader not in ("auto", "arrow", "spark"):
+        raise InputError(f"unknown reader {reader!r}; use auto, arrow or spark")
+    local = not any(_is_remote(f) for f in files)
+    if reader == "arrow" and (fmt != "csv" or not local):
+        raise InputError("the arrow reader reads CSV files on a local or shared file system; "
+                         f"this input is {fmt}{'' if local else ' at a remote URL'}: use the "
+                         "spark reader")
+    policy = on_bad_row.strip()
+    if policy not in ("fail", "skip"):
+        raise InputError(f"--on-bad-row {policy} is not supported with --spark (tasks on other "
+                         "machines cannot share one dead-letter file); use fail or skip")
+    if (policy == "skip" or time_format is not None) and (fmt != "csv" or not local
+                                                          or reader == "spark"):
+        what = "--on-bad-row skip" if policy == "skip" else "--time-format"
+        raise InputError(f"{what} needs kleene's CSV reader in the Spark tasks (CSV files "
+                         "on a local or shared file system, --spark-reader arrow)")
+
+
+def check_first_rows(analyzed: Any, files: list[str], options: Any, *,
+                     warn: Callable[[str], None] | None = None, strict: bool = True) -> None:
+    """Check ``analyzed`` against the first rows of a local input, read on the driver with the
+    embedded reader (its first 256 KB): an unknown attribute, PARTITION BY column or (with
+    ``event_type``) event type raises :class:`~kleene.errors.QueryValidationError` with a
+    did-you-mean; an event type not among the first rows' types is a warning. ``strict``: an
+    input error of those rows (no time column, say) is raised too, since kleene's reader in the
+    tasks would raise it later; otherwise the Spark read reports its own."""
+    from dataclasses import replace
+
+    from ..errors import KleeneError
+    from ..events.readers import iter_events
+    from ..semantic.schema import InputSchema, check_against
+
+    if not files or any(_is_remote(f) for f in files):
+        return
+    look = replace(options, batch_size=4_096, block_bytes=1 << 18)
+    try:
+        with iter_events(files[0], look, sort_chunks=False) as stream:
+            first = next(stream, None)
+    except KleeneError:
+        if strict:
+            raise
+        return
+    if first is None or not len(first):
+        return
+    schema = InputSchema.of(first, types_complete=options.event_type is not None,
+                            source=files[0] if len(files) == 1 else f"{files[0]} (first file)")
+    for message in check_against(analyzed, schema):
+        (warn or _stderr_warning)(message)
+
+
+def _stderr_warning(message: str) -> None:
+    print(f"kleene: warning: {message}", file=sys.stderr)
+
+
+SPARK_LOG = "kleene-spark.log"
+"""The file (in the temporary directory) that Spark's own log lines go to, unless verbose."""
+
+
+def _cli_session(master: str | None, *, verbose: bool = False) -> Any:
     """The CLI's session: Spark's own log lines off below FATAL (a task's kleene error is
     reported once, as kleene's message; any other failure still raises with Spark's text;
     ``KLEENE_SPARK_LOG_LEVEL`` sets another level), and Spark's stage progress bar only when
-    stderr is a terminal (it would fill a redirected log)."""
+    stderr is a terminal (it would fill a redirected log).
+
+    Unless ``verbose``, the JVM's start-up lines (log4j's WARN lines, the JDK's notes) go to
+    :data:`SPARK_LOG` in the temporary directory instead of stderr: a JVM started here gets
+    that file as its stderr."""
     from .session import get_session
 
     tty = sys.stderr.isatty()
-    session = get_session(master, conf=None if tty else {"spark.ui.showConsoleProgress": "false"})
+    conf = None if tty else {"spark.ui.showConsoleProgress": "false"}
+    if not verbose:
+        _quiet_gateway(master, conf)
+    session = get_session(master, conf=conf)
     try:
-        session.sparkContext.setLogLevel(os.environ.get("KLEENE_SPARK_LOG_LEVEL", "FATAL"))
+        level = "WARN" if verbose else "FATAL"
+        session.sparkContext.setLogLevel(os.environ.get("KLEENE_SPARK_LOG_LEVEL", level))
     except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext
         pass
     return session
+
+
+def _quiet_gateway(master: str | None, conf: Mapping[str, str] | None) -> str | None:
+    """Start PySpark's JVM gateway with its stderr in :data:`SPARK_LOG` (returns the path),
+    unless a JVM is already running, the session is Spark Connect's or ``spark-submit``
+    started this process (then nothing is done: ``None``)."""
+    if master is not None and master.startswith("sc://"):
+        return None
+    if "SPARK_REMOTE" in os.environ or "PYSPARK_GATEWAY_PORT" in os.environ:
+        return None
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None:
+        return None
+    spark_conf = SparkConf(loadDefaults=False)
+    for k, v in (conf or {}).items():
+        spark_conf.set(k, v)
+    path = os.path.join(tempfile.gettempdir(), SPARK_LOG)
+    log = open(path, "ab")  # noqa: SIM115 - the JVM writes to it for its whole life
+    try:
+        SparkContext._gateway = launch_gateway(  # type: ignore[no-untyped-call]
+            spark_conf, popen_kwargs={"stderr": log})
+        SparkContext._jvm = SparkContext._gateway.jvm
+    finally:
+        log.close()  # the JVM has its own descriptor
+    return path
 
 
 def _read_with_kleene(session: Any, files: list[str], options: Any, analyzed: Any,
@@ -356,13 +480,11 @@ def _read_with_kleene(session: Any, files: list[str], options: Any, analyzed: An
 
 
 def _skip_report(on_bad_row: str, use_arrow: bool, session: Any) -> Any:
-    """The accumulator that counts skipped rows per file (``on_bad_row="skip"``), else None."""
+    """The accumulator that counts skipped rows per file (``on_bad_row="skip"``), else None
+    (the policy itself was checked by :func:`_check_options`)."""
     policy = on_bad_row.strip()
-    if policy == "fail":
-        return None
     if policy != "skip":
-        raise InputError(f"--on-bad-row {policy} is not supported with --spark (tasks on other "
-                         "machines cannot share one dead-letter file); use fail or skip")
+        return None
     if not use_arrow:
         raise InputError("--on-bad-row skip needs kleene's CSV reader in the Spark tasks (CSV "
                          "files on a local or shared file system, --spark-reader arrow)")
