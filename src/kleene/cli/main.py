@@ -39,6 +39,9 @@ EXIT_INPUT = 2
 EXIT_RUNTIME = 3
 
 ORACLE_WARN_EVENTS = 1_000
+SPARK_SMALL_EVENTS = 1_000_000
+"""Below this many events ``run --spark`` notes that the embedded engine is faster (measured
+on Aarhus traffic slices, embedded against --spark wall time: docs/spark.md)."""
 QUERY_SUFFIXES = (".kleene", ".cep", ".sase", ".query", ".txt", ".sql")
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -553,6 +556,9 @@ def explain(query: tuple[str, ...], dialect: str | None, dot: bool, spark: bool,
               metavar="N", help="Several queries: events between two cleanings of the shared "
                                 "network.")
 @click.option("--count", is_flag=True, help="Print only the number of matches.")
+@click.option("--plot", "plot_path", default=None, metavar="PATH",
+              help="Also draw a timeline PNG of the matches (needs matplotlib: the plot "
+                   "extra).")
 @_dialect
 @click.option("--udf", "udfs", multiple=True, metavar="module:function",
               help="Register a Python function the query may call (repeatable).")
@@ -607,7 +613,7 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
         column_types: tuple[str, ...], on_bad_row: str, delimiter: str | None,
         null_values: str | None, batch_size: int,
         output: str | None, fmt: str | None, engine: str | None, plan: str | None,
-        clean_period: int, count: bool, dialect: str | None, udfs: tuple[str, ...],
+        clean_period: int, count: bool, plot_path: str | None, dialect: str | None, udfs: tuple[str, ...],
         quiet: bool, streaming: bool, allowed_lateness: float, late_output: str | None,
         spark: bool, master: str | None,
         partitions: int | None, verbose: bool, spark_reader: str, max_matches_per_call: int | None,
@@ -642,9 +648,9 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
     if out_fmt == "parquet" and output is None and not count:
         raise UsageError("Parquet output needs a file: pass --output PATH")
     if spark and (streaming or allowed_lateness or late_output is not None
-                  or workers is not None):
-        raise UsageError("--stream, --allowed-lateness, --late-output and --workers are for "
-                         "the embedded engine, not --spark")
+                  or workers is not None or plot_path is not None):
+        raise UsageError("--stream, --allowed-lateness, --late-output, --workers and --plot "
+                         "are for the embedded engine, not --spark")
     if spark and policy.path is not None:
         raise UsageError("--on-bad-row dead-letter=PATH is not supported with --spark (tasks "
                          "on other machines cannot share one dead-letter file); use fail or "
@@ -702,6 +708,9 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
     if late_output is not None and not streaming:
         raise UsageError("--late-output needs --stream (a bounded run sorts its input: no row "
                          "is late)")
+    if plot_path is not None:
+        _check_plot(plot_path, streaming=streaming, count=count, query_set=query_set,
+                    input_path=input_path)
     if query_set:
         compiled: Any = _compile_set(sources, dialect, udfs, plan, clean_period)
     else:
@@ -768,6 +777,29 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
                  (started, compiled_at, read_done, match_done, finished),
                  per_query=_per_query(compiled, matches))
         _udf_summary(compiled)
+    if plot_path is not None:
+        from ..plot import timeline
+
+        with output_target(plot_path) as target:
+            timeline(events, matches, partition_by=compiled.analyzed.partition_by,
+                     path=target, title=compiled.name)
+        if not quiet:
+            click.echo(f"timeline        {plot_path}   (the matches over the events: --plot)",
+                       err=True)
+
+
+def _check_plot(path: str, *, streaming: bool, count: bool, query_set: bool,
+                input_path: str) -> None:
+    """``--plot PATH``: a PNG of one query's matches over a bounded run, with matplotlib."""
+    if streaming or count or query_set:
+        raise UsageError("--plot draws the matches of one query over a bounded run: not with "
+                         "--stream, --count, --spark or several queries")
+    if not path.lower().endswith(".png"):
+        raise UsageError(f"--plot {path}: the timeline is a PNG file; name it *.png")
+    _refuse_overwriting_input(input_path, {"--plot": path})
+    from ..plot import require_matplotlib
+
+    require_matplotlib()
 
 
 def _udf_summary(compiled: Any) -> None:
@@ -1183,6 +1215,11 @@ def _run_spark(query: str, input_path: str, *, on_bad_row: str, quiet: bool,
             f"peak memory     {_peak_memory_mb():>12,.0f}   MB (driver)",
         ]
         lines += [f"  e.g. {ex}" for ex in result.get("bad_examples", [])]
+        if events < SPARK_SMALL_EVENTS:
+            lines.append(f"kleene: note: {events:,} events: the embedded engine (without "
+                         f"--spark) is faster for inputs under {SPARK_SMALL_EVENTS:,} events "
+                         "(Spark's start-up alone takes longer; docs/spark.md, 'When to use "
+                         "--spark')")
         click.echo("\n".join(lines), err=True)
 
 
