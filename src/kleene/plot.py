@@ -149,18 +149,18 @@ def timeline(events: EventBatch, matches: Sequence[Match], *,
         pos_of_id = {i: p for i, p in zip(all_bound, found, strict=True) if p is not None}
     drawn = 0
     for m, k in zip(shown_matches, match_row, strict=True):
-        r = row_of.get(k)
-        if r is None:
+        row = row_of.get(k)
+        if row is None:
             continue
         drawn += 1
         lo, hi = x_of(np.array([m.start, m.end], dtype=np.int64))
-        ax.plot([lo, hi], [r, r], color="tab:blue", alpha=0.35, linewidth=9,
+        ax.plot([lo, hi], [row, row], color="tab:blue", alpha=0.35, linewidth=9,
                 solid_capstyle="butt")
         for v, b in m.bindings.items():
             for i in _ids(b):
                 p = pos_of_id.get(i)
                 if p is not None:
-                    marks[v].append((r, ts[p]))
+                    marks[v].append((row, ts[p]))
     for j, v in enumerate(variables):
         if marks[v]:
             rr = np.array([r for r, _ in marks[v]])
