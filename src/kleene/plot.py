@@ -15,8 +15,8 @@ Example:
     >>> import kleene                                                      # doctest: +SKIP
     >>> events, _ = kleene.read_events("flights.csv.gz", time_col="dep_time_utc",
     ...                                event_type="Flight")                # doctest: +SKIP
-    >>> q = kleene.compile("PATTERN SEQ(Flight a, Flight b) PARTITION BY tailnum ...")
-    >>> timeline(events, q.run(events), partition_by=["tailnum"], path="t.png")  # doctest: +SKIP
+    >>> found = kleene.match(events, QUERY, output="matches")              # doctest: +SKIP
+    >>> timeline(events, found, partition_by=["tailnum"], path="t.png")    # doctest: +SKIP
 """
 
 from __future__ import annotations

@@ -54,7 +54,8 @@ Q = ("PATTERN SEQ(Traffic a, Traffic b) WHERE a.avgSpeed > 60 AND b.avgSpeed < 3
 
 @pytest.mark.parametrize(("extra", "message"), [
     (["--on-bad-row", "dead-letter=bad.jsonl"], "dead-letter=PATH is not supported with --spark"),
-    (["--late-output", "late.jsonl"], "are for the embedded engine, not --spark"),
+    (["--late-output", "late.jsonl"], "--late-output, --workers and --plot are for the embedded "
+                                      "engine, not --spark"),
 ])
 def test_options_spark_cannot_take_fail_before_it_starts(tmp_path: Path, extra: list[str],
                                                           message: str) -> None:

@@ -647,10 +647,12 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
     time_unit = time_unit or "s"
     if out_fmt == "parquet" and output is None and not count:
         raise UsageError("Parquet output needs a file: pass --output PATH")
-    if spark and (streaming or allowed_lateness or late_output is not None
-                  or workers is not None or plot_path is not None):
-        raise UsageError("--stream, --allowed-lateness, --late-output, --workers and --plot "
-                         "are for the embedded engine, not --spark")
+    if spark and (streaming or allowed_lateness):
+        raise UsageError("--stream and --allowed-lateness are for the embedded engine, not "
+                         "--spark")
+    if spark and (late_output is not None or workers is not None or plot_path is not None):
+        raise UsageError("--late-output, --workers and --plot are for the embedded engine, not "
+                         "--spark")
     if spark and policy.path is not None:
         raise UsageError("--on-bad-row dead-letter=PATH is not supported with --spark (tasks "
                          "on other machines cannot share one dead-letter file); use fail or "
@@ -701,8 +703,10 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
                                    time_format=time_format, reader=spark_reader,
                                    epoch_times=explicit_unit, null_values=null_values))
         return
-    if master is not None or partitions is not None or spark_reader != "auto" or verbose:
-        raise UsageError("--master, --partitions, --spark-reader and --verbose need --spark")
+    if master is not None or partitions is not None or spark_reader != "auto":
+        raise UsageError("--master, --partitions and --spark-reader need --spark")
+    if verbose:
+        raise UsageError("--verbose shows Spark's own log lines: it needs --spark")
     if allowed_lateness and not streaming:
         raise UsageError("--allowed-lateness needs --stream (a bounded run sorts its input)")
     if late_output is not None and not streaming:
