@@ -519,11 +519,14 @@ def match(df: Any, query: Any, *, time_col: str, type_col: str | None = None,
           max_matches_per_event: int | None = MAX_MATCHES_PER_EVENT,
           max_matches_per_call: int | None = MAX_MATCHES_PER_CALL,
           on_cap: str = "error", cap_report: CapReport | None = None,
-          epoch_times: bool = False) -> Any:
+          epoch_times: bool = False, check: bool = True) -> Any:
     """Run a kleene query over a Spark DataFrame of events; returns a DataFrame of matches.
 
     ``epoch_times``: numeric times are epoch times in ``time_unit`` (the CLI's explicit
     ``--time-unit``), so ``start``/``end`` come out as UTC timestamps, as in the embedded CLI.
+    ``check``: the query is checked against the DataFrame's columns first (:func:`check_schema`:
+    an unknown attribute is an error with a did-you-mean); ``False`` lets a missing column be
+    NULL, as the semantics define it.
 
     Columns: ``query``; ``match`` (map variable -> array of ids) or, with
     ``output="columns"``, one column per variable (an id, or an array for Kleene variables);
@@ -571,8 +574,9 @@ def match(df: Any, query: Any, *, time_col: str, type_col: str | None = None,
                              "reported, not lost silently")
     acc = None if cap_report is None else cap_report._bind(df.sparkSession)
     q = analyzed_of(query, udfs=udfs, name=name)
-    check_schema(q, df, time_col=time_col, event_type=event_type,
-                 hidden=(row_index_col, order_col if order_col != time_col else None))
+    if check:
+        check_schema(q, df, time_col=time_col, event_type=event_type,
+                     hidden=(row_index_col, order_col if order_col != time_col else None))
     plan = plan_query(q)
     prep = prepare(df, time_col=time_col, type_col=type_col, event_type=event_type,
                    id_col=id_col, order_col=order_col, time_unit=time_unit,
