@@ -87,7 +87,7 @@ def _line_breaks(chunk: bytes) -> int:
 
 class _Blocks:
     """The lines after the header in blocks of whole lines, with the line number of each
-    block's first line (1-based, the header is line 1)."""
+    block's first line (1-based, the header is line 1) and the block's line breaks."""
 
     def __init__(self, stream: Any, path: str, options: ReadOptions) -> None:
         self.stream = stream
@@ -106,7 +106,7 @@ class _Blocks:
         self.leftover = rest
         self.first_read = max(1, self.size - len(line) - 1 - len(rest))
 
-    def __iter__(self) -> Iterator[tuple[bytes, int]]:
+    def __iter__(self) -> Iterator[tuple[bytes, int, int]]:
         line = 2
         # the next block is read (and decompressed) in a thread while this one is parsed;
         # the first block ends where a whole-file block would
@@ -120,8 +120,9 @@ class _Blocks:
                 if chunk is None:
                     continue
                 if chunk:
-                    yield chunk, line
-                    line += _line_breaks(chunk)
+                    breaks = _line_breaks(chunk)
+                    yield chunk, line, breaks
+                    line += breaks
                 if not data:
                     return
 
@@ -147,12 +148,6 @@ def _rows_in(chunk: bytes, expected: int) -> int:
     takes every line break for a row, is not ``expected``)."""
     fast = _line_breaks(chunk) + (not chunk.endswith((b"\n", b"\r")))
     return fast if fast == expected else sum(1 for line in chunk.splitlines() if line)
-
-
-def _has_blank_line(chunk: bytes) -> bool:
-    """Whether ``chunk`` (whole lines) holds an empty line (LF, CRLF or bare-CR ends)."""
-    return (chunk.startswith((b"\n", b"\r")) or b"\n\n" in chunk or b"\n\r\n" in chunk
-            or (b"\r" in chunk and (b"\r\r" in chunk or b"\n\r" in chunk)))
 
 
 def _has_line_break(table: pa.Table) -> bool:
@@ -192,7 +187,8 @@ class _Parser:
         return pcsv.read_csv(pa.BufferReader(data), read_options=opts,
                              parse_options=self.parse_opts, convert_options=self.convert_opts)
 
-    def parse(self, chunk: bytes, first_line: int, start: int) -> Raw:
+    def parse(self, chunk: bytes, first_line: int, start: int,
+              breaks: int | None = None) -> Raw:
         """The fast path: the whole block by Arrow, if it parses as one row per line; else
         each half of the block alike, down to 64 KiB parts read line by line."""
         try:
@@ -204,7 +200,9 @@ class _Parser:
             # a quote left open: its value ran over the next lines, or (multi-threaded) Arrow
             # dropped the rest of a part of the block without a word; only a quote can do that
             if b'"' not in chunk or not (_has_line_break(table) or n != _rows_in(chunk, n)):
-                if not _has_blank_line(chunk):
+                if breaks is None:
+                    breaks = _line_breaks(chunk)
+                if breaks + (not chunk.endswith((b"\n", b"\r"))) == n:  # no empty line
                     return Raw(table, np.arange(start, start + n, dtype=np.int64),
                                self.text_cols, [], n)
                 # Arrow skips empty lines: each still takes an id (its line's index)
@@ -322,14 +320,14 @@ class CsvSource(FileSource):
 
     def chunks(self) -> Iterator[Raw]:
         stream = open_stream(self.path, self.tracker)
-        blocks: Iterator[tuple[bytes, int]] | None = None
+        blocks: Iterator[tuple[bytes, int, int]] | None = None
         try:
             lines = _Blocks(stream, self.path, self.options)
             parser = _Parser(lines.names, lines.delimiter)
             start = 0
             blocks = iter(lines)
-            for chunk, line in blocks:
-                raw = parser.parse(chunk, line, start)
+            for chunk, line, breaks in blocks:
+                raw = parser.parse(chunk, line, start, breaks)
                 start += raw.rows + raw.blank
                 if raw.rows or raw.blank:
                     yield raw
@@ -346,7 +344,7 @@ def count_csv_rows(path: str, options: ReadOptions) -> tuple[int, int]:
     stream = open_stream(path)
     ids = blank = 0
     try:
-        for chunk, _ in _Blocks(stream, path, options):
+        for chunk, _, _ in _Blocks(stream, path, options):
             lines = chunk.splitlines()
             ids += len(lines)
             blank += lines.count(b"")
