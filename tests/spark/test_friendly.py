@@ -128,3 +128,40 @@ def test_spark_api_checks_the_dataframe_columns(spark: Any) -> None:
     ok = ks.match(df, "PATTERN SEQ(T a, T b) WHERE b.avgSpeed < a.avgSpeed PARTITION BY sensor",
                   time_col="ts", event_type="T")
     assert [r["match"] for r in ok.collect()] == [{"a": [0], "b": [1]}]
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("reader", ["arrow", "spark"])
+def test_null_values_and_empty_lines_as_in_the_embedded_cli(spark: Any, tmp_path: Path,
+                                                            reader: str) -> None:
+    """--null-values on Spark (kleene's reader in the tasks, and Spark's CSV source): the
+    embedded CLI's output, byte for byte; with kleene's reader, empty lines take ids as in the
+    embedded reader."""
+    import io
+
+    from click.testing import CliRunner
+
+    from kleene.cli.main import cli
+    from kleene.spark.cli import run_query
+
+    rows = [f"{i},{'AB'[i % 2]},k{i % 3},{'nil' if i % 4 == 3 else i % 7}" for i in range(60)]
+    if reader == "arrow":  # Spark's own CSV source gives empty lines no id
+        rows[10:10] = [""]
+        rows[31:31] = ["", ""]
+    src = tmp_path / "e.csv"
+    src.write_text("ts,type,k,x\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    q = "PATTERN SEQ(A a, B b) WHERE b.x > a.x PARTITION BY k WITHIN 6 seconds"
+    embedded = CliRunner().invoke(cli, ["run", q, "--input", str(src), "--null-values", "nil",
+                                        "--quiet"])
+    assert embedded.exit_code == 0, embedded.stderr
+    assert embedded.stdout.count("\n") >= 5
+    buf = io.StringIO()
+    summary = run_query(q, str(src), spark=spark, stdout=buf, reader=reader, null_values="nil")
+    assert buf.getvalue() == embedded.stdout
+    assert summary["events"] == 60
+    # without it, 'nil' is a bad value (kleene's reader: its InputError; Spark's: a cast error)
+    from kleene.errors import InputError
+
+    with pytest.raises(InputError if reader == "arrow" else Exception) as err:
+        run_query(q, str(src), spark=spark, stdout=io.StringIO(), reader=reader)
+    assert "nil" in str(err.value)
