@@ -82,7 +82,7 @@ def test_schema_errors_under_spark_exit_1_before_spark_starts(tmp_path: Path, qu
                   probe=True, timeout=120)
     rc, no_jvm, seconds = res.stdout.split()
     assert (rc, no_jvm) == ("1", "True"), res.stderr
-    assert float(seconds) < 2.0
+    assert float(seconds) < 10.0  # 0.3-2 s here (pyarrow's pandas import is most of it)
     assert res.stderr.startswith("kleene: query error: ")
     assert hint.format(src=src) in res.stderr
 
