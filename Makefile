@@ -27,9 +27,20 @@ java:
 	  echo "java not found: installing OpenJDK 17 (needed by the Spark tests)"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null; }
 
+# The demo also draws the matches as a timeline PNG when matplotlib is installed (the plot
+# extra: pip install -e ".[plot]"); with the core install alone it says so and skips it.
+DEMO_PLOT ?= out/demo_timeline.png
+
 demo: $(VENV)/.core
+	@mkdir -p $(dir $(DEMO_PLOT))
+	@if $(PY) -c "import matplotlib" 2>/dev/null; then \
+	  plot="--plot $(DEMO_PLOT)"; \
+	else \
+	  plot=""; echo "note: matplotlib is not installed (pip install -e '.[plot]'): no timeline picture" >&2; \
+	fi; \
 	$(VENV)/bin/kleene run examples/flight_delay_propagation.kleene \
-	  --input examples/data/nycflights13_sample.csv.gz --time-col dep_time_utc --event-type Flight
+	  --input examples/data/nycflights13_sample.csv.gz --time-col dep_time_utc --event-type Flight \
+	  $$plot
 
 test: setup java
 	$(PY) -m pytest -q -p no:cacheprovider

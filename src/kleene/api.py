@@ -6,7 +6,7 @@ Each step is owned by one layer (docs/architecture.md): ``kleene.lang`` parses a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -198,14 +198,15 @@ def match(data: Any, query: QueryLike, *, output: str = "auto", time_col: str | 
           type_col: str | None = None, event_type: str | None = None,
           id_col: str | None = None, time_unit: str = "s", time_format: str | None = None,
           column_types: Mapping[str, str] | None = None, on_bad_row: str = "fail",
-          dialect: str | None = None, udfs: Mapping[str, Callable[..., Any]] | None = None,
+          null_values: str | Sequence[str] | None = None, dialect: str | None = None, udfs: Mapping[str, Callable[..., Any]] | None = None,
           name: str | None = None, plan: str | None = None, **options: Any) -> Any:
     """The matches of ``query`` in ``data``, as a DataFrame: two lines in a notebook.
 
     ``data``: a pandas or polars DataFrame, a pyarrow Table or RecordBatch, an
     :class:`EventBatch`, or a file path (CSV, JSON Lines, Parquet). The reading options are
     those of :func:`kleene.read_events` (``time_col`` defaults to the first of ts, timestamp,
-    time, event_time in any case; ``event_type`` gives every row one type). The query is checked
+    time, event_time in any case; ``event_type`` gives every row one type; ``null_values``
+    lists text values read as NULL, e.g. ``"nil,NA,"``). The query is checked
     against the data's columns and event types first (an unknown attribute is an error with a
     did-you-mean). ``output``: ``"auto"`` (a polars DataFrame for polars input, else pandas),
     ``"pandas"``, ``"polars"``, ``"arrow"`` or ``"matches"`` (the :class:`Matches` list).
@@ -235,7 +236,7 @@ def match(data: Any, query: QueryLike, *, output: str = "auto", time_col: str | 
         events, _ = read_events(source, time_col=time_col, type_col=type_col,
                                 event_type=event_type, id_col=id_col, time_unit=time_unit,
                                 time_format=time_format, column_types=dict(column_types or {}),
-                                on_bad_row=on_bad_row)
+                                on_bad_row=on_bad_row, null_values=null_values)
     compiled = compile(query, dialect=dialect, udfs=udfs, name=name, plan=plan,
                        schema=events, **options)
     found = compiled.run(events)

@@ -74,7 +74,7 @@ def test_run_bad_row_exits_2_naming_file_row_column(tmp_path: Path) -> None:
     assert code == 2
     assert err == (f"kleene: input error: {p}, row 3, column 'x': 'oops' is not an integer (the "
                    "column was read as int64 from its first rows; pass --column-type x=string "
-                   "to keep it as text)\n")
+                   "to keep it as text, or --null-values to read such values as NULL)\n")
 
 
 def test_run_option_errors(tmp_path: Path) -> None:

@@ -75,7 +75,7 @@ def test_non_numeric_value_in_numeric_column(tmp_path: Path) -> None:
     p = write(tmp_path / "e.csv", "ts,type,x\n1,A,1\n2,A,2\n3,A,abc\n4,A,4\n")
     assert error_of(p) == (
         f"{p}, row 3, column 'x': 'abc' is not an integer (the column was read as int64 from "
-        "its first rows; pass --column-type x=string to keep it as text)")
+        "its first rows; pass --column-type x=string to keep it as text, or --null-values to read such values as NULL)")
     assert error_of(p, column_types={"x": "float"}) == (
         f"{p}, row 3, column 'x': 'abc' is not a number")
 
@@ -135,7 +135,7 @@ def test_json_mixed_types_in_a_column(tmp_path: Path) -> None:
               '{"ts": 2, "type": "A", "x": 2}\n{"ts": 3, "type": "A", "x": "many"}\n')
     assert error_of(p) == (
         f"{p}, row 3, column 'x': 'many' is not an integer (the column was read as int64 from "
-        "its first rows; pass --column-type x=string to keep it as text)")
+        "its first rows; pass --column-type x=string to keep it as text, or --null-values to read such values as NULL)")
 
 
 def test_reserved_column_and_bad_options(tmp_path: Path) -> None:
@@ -241,7 +241,7 @@ def test_several_files_errors_name_the_file(tmp_path: Path) -> None:
     write(d / "b.csv", "ts,type,x\n3,A,3\n4,A,oops\n")
     assert error_of(str(d)) == (
         f"{d / 'b.csv'}, row 2, column 'x': 'oops' is not an integer (the column was read as "
-        "int64 from its first rows; pass --column-type x=string to keep it as text)")
+        "int64 from its first rows; pass --column-type x=string to keep it as text, or --null-values to read such values as NULL)")
     batch, report = read_events(str(d), on_bad_row="skip")
     assert batch.ids.to_pylist() == [0, 1, 2]
     write(d / "c.jsonl", '{"ts": 5, "type": "A", "x": 5}\n')

@@ -158,6 +158,10 @@ def test_every_line_is_an_event_or_a_bad_row(file: File, block: int,
     OUTCOMES["events"] += report.events
     assert report.events == len(batch_)
     assert report.events + report.bad_rows == report.rows_read == expected
+    # an empty line is no row but takes an id: an event's id is its line's index
+    lines = text.partition(b"\n")[2].splitlines()
+    assert report.blank_lines == lines.count(b"")
+    assert set(batch_.ids.to_pylist()) <= {i for i, line in enumerate(lines) if line}
     if report.events + report.bad_rows != expected:  # pragma: no cover (counted, then failed)
         OUTCOMES["unaccounted"] += 1
 

@@ -154,6 +154,7 @@ def test_a_quoted_delimiter_still_reads(tmp_path: Path) -> None:
 
 def test_empty_lines_keep_physical_line_numbers(tmp_path: Path) -> None:
     p = tmp_path / "e.csv"
+    # an empty line takes a row number too (so ids are line indices): row N is on line N + 1
     p.write_text("ts,type,x\n1,A,1\n\n\n2,B\n3,A,3\n")
-    with pytest.raises(InputError, match=r"row 2: has 2 fields but the header has 3 \(line 5\)"):
+    with pytest.raises(InputError, match=r"row 4: has 2 fields but the header has 3 \(line 5\)"):
         read_events(str(p))

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from kleene_spark_helpers import random_rows
 
 from kleene.cli.main import cli
-from kleene.errors import InputError
+from kleene.errors import InputError, QueryValidationError
 from kleene.spark.cli import list_inputs, run_query
 
 pytestmark = pytest.mark.spark
@@ -245,11 +245,11 @@ def test_a_later_file_with_a_column_the_first_lacks(spark: Any, tmp_path: Path) 
     run_query(q, str(parts), spark=spark, stdout=buf, reader="arrow")
     found = {(m["match"]["a"], m["match"]["b"]) for m in map(json.loads, buf.getvalue().splitlines())}
     assert found == {(0, 1), (0, 3), (2, 3)}
-    with pytest.raises(InputError) as err:
+    # the query is checked against the first file's columns before Spark reads anything
+    with pytest.raises(QueryValidationError) as err:
         run_query(q + " RETURN b.y AS y", str(parts), spark=spark, stdout=io.StringIO(),
                   reader="arrow")
-    assert str(err.value).startswith(f"{parts / '2.csv'}: has column(s) 'y', which the query "
-                                     "reads but the first file of the input does not have")
+    assert f"{parts / '1.csv'} (first file) has no column 'y'" in str(err.value)
 
 
 def test_on_bad_row_skip_counts_what_it_skips(spark: Any, tmp_path: Path) -> None:

@@ -39,6 +39,9 @@ EXIT_INPUT = 2
 EXIT_RUNTIME = 3
 
 ORACLE_WARN_EVENTS = 1_000
+SPARK_SMALL_EVENTS = 1_000_000
+"""Below this many events ``run --spark`` notes that the embedded engine is faster (measured
+on Aarhus traffic slices, embedded against --spark wall time: docs/spark.md)."""
 QUERY_SUFFIXES = (".kleene", ".cep", ".sase", ".query", ".txt", ".sql")
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -534,6 +537,10 @@ def explain(query: tuple[str, ...], dialect: str | None, dot: bool, spark: bool,
 @click.option("--on-bad-row", default="fail", metavar="fail|skip|dead-letter=PATH",
               help="What to do with a bad input row (default fail).")
 @click.option("--delimiter", default=None, metavar="CHAR", help="CSV delimiter (default ,).")
+@click.option("--null-values", default=None, metavar="LIST",
+              help="Comma-separated values read as NULL in every column, e.g. 'nil,NA,' (the "
+                   "last item is the empty value). CSV's empty value, NA, NULL, NaN, ... are "
+                   "NULL anyway.")
 @click.option("--batch-size", default=65_536, type=click.IntRange(min=1), show_default=True,
               help="Rows per input chunk.")
 @click.option("--output", "-o", default=None, metavar="PATH", help="Write matches here (default stdout).")
@@ -549,6 +556,9 @@ def explain(query: tuple[str, ...], dialect: str | None, dot: bool, spark: bool,
               metavar="N", help="Several queries: events between two cleanings of the shared "
                                 "network.")
 @click.option("--count", is_flag=True, help="Print only the number of matches.")
+@click.option("--plot", "plot_path", default=None, metavar="PATH",
+              help="Also draw a timeline PNG of the matches (needs matplotlib: the plot "
+                   "extra).")
 @_dialect
 @click.option("--udf", "udfs", multiple=True, metavar="module:function",
               help="Register a Python function the query may call (repeatable).")
@@ -567,6 +577,8 @@ def explain(query: tuple[str, ...], dialect: str | None, dot: bool, spark: bool,
               help="Spark master with --spark (default local[*]).")
 @click.option("--partitions", default=None, type=click.IntRange(min=1), metavar="N",
               help="Spark partitions with --spark.")
+@click.option("--verbose", "-v", is_flag=True,
+              help="With --spark: show Spark's own log lines (hidden by default).")
 @click.option("--spark-reader", type=click.Choice(["auto", "arrow", "spark"]), default="auto",
               show_default=True,
               help="With --spark: read CSV with kleene's reader in Spark tasks (arrow: the "
@@ -598,12 +610,13 @@ def explain(query: tuple[str, ...], dialect: str | None, dot: bool, spark: bool,
 def run(query: tuple[str, ...], input_path: str, input_format: str | None,
         time_col: str | None, time_format: str | None, type_col: str | None,
         event_type: str | None, id_col: str | None, time_unit: str | None,
-        column_types: tuple[str, ...], on_bad_row: str, delimiter: str | None, batch_size: int,
+        column_types: tuple[str, ...], on_bad_row: str, delimiter: str | None,
+        null_values: str | None, batch_size: int,
         output: str | None, fmt: str | None, engine: str | None, plan: str | None,
-        clean_period: int, count: bool, dialect: str | None, udfs: tuple[str, ...],
+        clean_period: int, count: bool, plot_path: str | None, dialect: str | None, udfs: tuple[str, ...],
         quiet: bool, streaming: bool, allowed_lateness: float, late_output: str | None,
         spark: bool, master: str | None,
-        partitions: int | None, spark_reader: str, max_matches_per_call: int | None,
+        partitions: int | None, verbose: bool, spark_reader: str, max_matches_per_call: int | None,
         max_runs_per_partition: int | None, max_matches_per_event: int | None,
         on_cap: str, analyze: bool = False, workers: int | None = None) -> None:
     """Run QUERY over the events in --input; write matches (JSON Lines by default).
@@ -611,6 +624,7 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
     Several QUERY arguments, a directory of *.kleene files or a file holding several queries
     (separated by a line holding only `;`) run as one query set in one pass."""
     from ..backends import DEFAULT_BACKEND
+    from ..events.options import null_values as parse_nulls
     from ..events.readers import BadRowPolicy, ReadOptions, collect, iter_events
 
     started = time.perf_counter()
@@ -636,6 +650,13 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
     if spark and (streaming or allowed_lateness):
         raise UsageError("--stream and --allowed-lateness are for the embedded engine, not "
                          "--spark")
+    if spark and (late_output is not None or workers is not None or plot_path is not None):
+        raise UsageError("--late-output, --workers and --plot are for the embedded engine, not "
+                         "--spark")
+    if spark and policy.path is not None:
+        raise UsageError("--on-bad-row dead-letter=PATH is not supported with --spark (tasks "
+                         "on other machines cannot share one dead-letter file); use fail or "
+                         "skip")
     caps: dict[str, Any] = {"on_cap": on_cap}
     if analyze:
         if spark:
@@ -672,7 +693,7 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
         raise QueryError("several queries run as a query set on the embedded automaton "
                          "engine; --spark and --engine are for one query")
     if spark:
-        _run_spark(query[0], input_path, on_bad_row=on_bad_row, quiet=quiet,
+        _run_spark(query[0], input_path, on_bad_row=on_bad_row, quiet=quiet, verbose=verbose,
                    **spark_options(output=output, fmt=out_fmt, input_format=input_format,
                                    time_col=time_col, type_col=type_col, event_type=event_type,
                                    id_col=id_col, time_unit=time_unit, column_types=types,
@@ -680,15 +701,20 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
                                    engine=engine or DEFAULT_BACKEND, count_only=count,
                                    master=master, partitions=partitions, caps=caps,
                                    time_format=time_format, reader=spark_reader,
-                                   epoch_times=explicit_unit))
+                                   epoch_times=explicit_unit, null_values=null_values))
         return
     if master is not None or partitions is not None or spark_reader != "auto":
         raise UsageError("--master, --partitions and --spark-reader need --spark")
+    if verbose:
+        raise UsageError("--verbose shows Spark's own log lines: it needs --spark")
     if allowed_lateness and not streaming:
         raise UsageError("--allowed-lateness needs --stream (a bounded run sorts its input)")
     if late_output is not None and not streaming:
         raise UsageError("--late-output needs --stream (a bounded run sorts its input: no row "
                          "is late)")
+    if plot_path is not None:
+        _check_plot(plot_path, streaming=streaming, count=count, query_set=query_set,
+                    input_path=input_path)
     if query_set:
         compiled: Any = _compile_set(sources, dialect, udfs, plan, clean_period)
     else:
@@ -698,7 +724,8 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
                           id_col=id_col, time_unit=time_unit,  # type: ignore[arg-type]
                           time_format=time_format,
                           column_types=types, on_bad_row=policy,
-                          format=input_format, delimiter=delimiter, batch_size=batch_size)
+                          format=input_format, delimiter=delimiter, batch_size=batch_size,
+                          null_values=parse_nulls(null_values))
     progress = _Progress(sys.stderr.isatty() and not quiet)
     options, unread = _unread_columns_as_text(input_path, options, _analyzed_all(compiled))
 
@@ -754,6 +781,29 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
                  (started, compiled_at, read_done, match_done, finished),
                  per_query=_per_query(compiled, matches))
         _udf_summary(compiled)
+    if plot_path is not None:
+        from ..plot import timeline
+
+        with output_target(plot_path) as target:
+            timeline(events, matches, partition_by=compiled.analyzed.partition_by,
+                     path=target, title=compiled.name)
+        if not quiet:
+            click.echo(f"timeline        {plot_path}   (the matches over the events: --plot)",
+                       err=True)
+
+
+def _check_plot(path: str, *, streaming: bool, count: bool, query_set: bool,
+                input_path: str) -> None:
+    """``--plot PATH``: a PNG of one query's matches over a bounded run, with matplotlib."""
+    if streaming or count or query_set:
+        raise UsageError("--plot draws the matches of one query over a bounded run: not with "
+                         "--stream, --count, --spark or several queries")
+    if not path.lower().endswith(".png"):
+        raise UsageError(f"--plot {path}: the timeline is a PNG file; name it *.png")
+    _refuse_overwriting_input(input_path, {"--plot": path})
+    from ..plot import require_matplotlib
+
+    require_matplotlib()
 
 
 def _udf_summary(compiled: Any) -> None:
@@ -1112,7 +1162,8 @@ def spark_options(*, output: str | None, fmt: str, input_format: str | None,
                   udfs: dict[str, Callable[..., Any]], engine: str, count_only: bool,
                   master: str | None, partitions: int | None,
                   caps: dict[str, Any] | None = None, time_format: str | None = None,
-                  reader: str = "auto", epoch_times: bool = False) -> dict[str, Any]:
+                  reader: str = "auto", epoch_times: bool = False,
+                  null_values: str | None = None) -> dict[str, Any]:
     """The keyword arguments ``run --spark`` passes to :func:`kleene.spark.cli.run_query`
     (a test binds them to its signature, so the two cannot drift apart silently).
 
@@ -1129,18 +1180,20 @@ def spark_options(*, output: str | None, fmt: str, input_format: str | None,
             "time_unit": time_unit, "column_types": column_types, "delimiter": delimiter,
             "dialect": dialect, "udfs": udfs, "engine": engine, "count_only": count_only,
             "master": master, "partitions": partitions, "caps": caps, "cap_report": report,
-            "time_format": time_format, "reader": reader, "epoch_times": epoch_times}
+            "time_format": time_format, "reader": reader, "epoch_times": epoch_times,
+            "null_values": null_values}
 
 
 def _run_spark(query: str, input_path: str, *, on_bad_row: str, quiet: bool,
-               **options: Any) -> None:
+               verbose: bool = False, **options: Any) -> None:
     """``run --spark``: the same query and options, evaluated by kleene.spark."""
     try:
         from ..spark.cli import run_query
     except ImportError as e:
         raise MissingExtraError(f"--spark needs the spark extra: pip install 'kleene[spark]' "
                                 f"({e})") from None
-    result = run_query(query, input_path, on_bad_row=on_bad_row, **options)
+    result = run_query(query, input_path, on_bad_row=on_bad_row, verbose=verbose,
+                       warn=lambda m: click.echo(f"kleene: warning: {m}", err=True), **options)
     report = options.get("cap_report")
     if report is not None:  # --on-cap truncate: the counts the tasks sent back
         _report_truncation(report)
@@ -1166,6 +1219,11 @@ def _run_spark(query: str, input_path: str, *, on_bad_row: str, quiet: bool,
             f"peak memory     {_peak_memory_mb():>12,.0f}   MB (driver)",
         ]
         lines += [f"  e.g. {ex}" for ex in result.get("bad_examples", [])]
+        if events < SPARK_SMALL_EVENTS:
+            lines.append(f"kleene: note: {events:,} events: the embedded engine (without "
+                         f"--spark) is faster for inputs under {SPARK_SMALL_EVENTS:,} events "
+                         "(Spark's start-up alone takes longer; docs/spark.md, 'When to use "
+                         "--spark')")
         click.echo("\n".join(lines), err=True)
 
 
@@ -1181,6 +1239,11 @@ def _summary(report: Any, n_matches: int, engine: str,
     ]
     bad = f"{report.skipped:,} skipped, {report.dead_lettered:,} dead-lettered"
     lines.append(f"bad rows        {report.bad_rows:>12,}   ({bad})")
+    if report.nulled:
+        lines.append(f"null values     {report.nulled:>12,}   (read as NULL: --null-values)")
+    if report.blank_lines:
+        lines.append(f"blank lines     {report.blank_lines:>12,}   (empty CSV lines: no events, "
+                     "but each takes an id, so ids stay line indices)")
     if late is None:
         lines.append(f"out of order    {report.out_of_order:>12,}   (rows behind an earlier "
                      "timestamp; sorted before matching)")

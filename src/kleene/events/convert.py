@@ -165,7 +165,8 @@ def convert_column(arr: pa.Array, target: pa.DataType, column: str,
         why = f"{_value_text(arr, i)} is not {describe_type(target)}"
         if inferred:
             why += (f" (the column was read as {target} from its first rows; pass "
-                    f"--column-type {column}=string to keep it as text)")
+                    f"--column-type {column}=string to keep it as text, or --null-values to read "
+                        "such values as NULL)")
         return why
 
     if pa.types.is_timestamp(target) and pa.types.is_timestamp(arr.type):

@@ -24,7 +24,12 @@ chunk; ``column_types`` overrides). A column of integers that later holds fracti
 to float64 rather than rejected.
 
 Every event gets a stable id: its 0-based row index in the input (bad rows keep their index,
-so ids do not shift when rows are skipped), or the value of ``id_col``.
+so ids do not shift when rows are skipped; in CSV an empty line is no row but takes an index
+too, so the id is the index of the event's line after the header), or the value of ``id_col``.
+
+``null_values`` (``--null-values nil,NA,``) lists text values that are read as NULL in every
+column, before types are inferred, and are counted (``report.nulled``). A CSV value that is
+empty or one of :data:`~kleene.events.options.CSV_NULLS` is NULL in any case.
 
 Bad rows (a ragged CSV row, an unparsable timestamp, ``'abc'`` in a numeric column, a missing
 time or type, a line that is not JSON) follow ``on_bad_row``: ``fail`` (the default) raises an
@@ -80,6 +85,10 @@ class ReadReport:
     time: TimeInfo = TimeInfo()
     bad_examples: tuple[str, ...] = ()
     """The messages of the first few bad rows (for the run summary)."""
+    blank_lines: int = 0
+    """Empty lines of a CSV input: no rows and no events, but each takes an id."""
+    nulled: int = 0
+    """Values read as NULL because they are one of ``null_values``."""
 
     @property
     def bad_rows(self) -> int:
@@ -117,6 +126,10 @@ class EventStream(Iterator[EventBatch]):
             None if decisions is None else replace(decisions, types=dict(decisions.types),
                                                    inferred=set(decisions.inferred)))
         self._rows = 0
+        self._blank = 0
+        self._nulled = 0
+        self._nulls = (pa.array(options.null_values, pa.string()) if options.null_values
+                       else None)
         self._events = 0
         self._disorder = Disorder()
         self._done = False
@@ -136,7 +149,8 @@ class EventStream(Iterator[EventBatch]):
             source=self.name, format=self.format, rows_read=self._rows, events=self._events,
             skipped=self._bad.skipped, dead_lettered=self._bad.dead_lettered,
             out_of_order=self._disorder.out_of_order, time=self.time,
-            bad_examples=tuple(self._bad.examples))
+            bad_examples=tuple(self._bad.examples), blank_lines=self._blank,
+            nulled=self._nulled)
 
     @property
     def fraction_read(self) -> float | None:
@@ -195,6 +209,9 @@ class EventStream(Iterator[EventBatch]):
     # -- every chunk -----------------------------------------------------------------------
     def _convert(self, raw: Raw) -> EventBatch | None:
         self._rows += raw.rows
+        self._blank += raw.blank
+        if self._nulls is not None:
+            raw.table = self._null_values(raw.table)
         source = raw.source or self.name
         if self._decisions is None:
             if raw.table.num_rows == 0 and not raw.bad:
@@ -267,6 +284,23 @@ class EventStream(Iterator[EventBatch]):
         result = self._disorder.order(result, sort=self.sort_chunks)
         self._events += result.num_rows
         return EventBatch(result, d.time)
+
+
+    def _null_values(self, table: pa.Table) -> pa.Table:
+        """``table`` with the text values listed in ``null_values`` made NULL (before types
+        are inferred, so ``'nil'`` in a number column neither decides its type nor is bad)."""
+        assert self._nulls is not None
+        for i, field in enumerate(table.schema):
+            if not (pa.types.is_string(field.type) or pa.types.is_large_string(field.type)):
+                continue
+            col = table.column(i)
+            hit = pc.fill_null(pc.is_in(col, value_set=self._nulls.cast(field.type)), False)
+            n = pc.sum(hit).as_py() or 0
+            if n:
+                self._nulled += int(n)
+                table = table.set_column(i, field, pc.if_else(hit, pa.scalar(None, field.type),
+                                                              col))
+        return table
 
 
 def _options(options: ReadOptions | None, overrides: Mapping[str, Any]) -> ReadOptions:

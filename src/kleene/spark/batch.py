@@ -519,11 +519,14 @@ def match(df: Any, query: Any, *, time_col: str, type_col: str | None = None,
           max_matches_per_event: int | None = MAX_MATCHES_PER_EVENT,
           max_matches_per_call: int | None = MAX_MATCHES_PER_CALL,
           on_cap: str = "error", cap_report: CapReport | None = None,
-          epoch_times: bool = False) -> Any:
+          epoch_times: bool = False, check: bool = True) -> Any:
     """Run a kleene query over a Spark DataFrame of events; returns a DataFrame of matches.
 
     ``epoch_times``: numeric times are epoch times in ``time_unit`` (the CLI's explicit
     ``--time-unit``), so ``start``/``end`` come out as UTC timestamps, as in the embedded CLI.
+    ``check``: the query is checked against the DataFrame's columns first (:func:`check_schema`:
+    an unknown attribute is an error with a did-you-mean); ``False`` lets a missing column be
+    NULL, as the semantics define it.
 
     Columns: ``query``; ``match`` (map variable -> array of ids) or, with
     ``output="columns"``, one column per variable (an id, or an array for Kleene variables);
@@ -571,6 +574,9 @@ def match(df: Any, query: Any, *, time_col: str, type_col: str | None = None,
                              "reported, not lost silently")
     acc = None if cap_report is None else cap_report._bind(df.sparkSession)
     q = analyzed_of(query, udfs=udfs, name=name)
+    if check:
+        check_schema(q, df, time_col=time_col, event_type=event_type,
+                     hidden=(row_index_col, order_col if order_col != time_col else None))
     plan = plan_query(q)
     prep = prepare(df, time_col=time_col, type_col=type_col, event_type=event_type,
                    id_col=id_col, order_col=order_col, time_unit=time_unit,
@@ -607,6 +613,31 @@ def match(df: Any, query: Any, *, time_col: str, type_col: str | None = None,
     return sorted_df.mapInArrow(TaskRunner(spec), schema)
 
 
+def check_schema(q: AnalyzedQuery, df: Any, *, time_col: str, event_type: str | None = None,
+                 hidden: Sequence[str | None] = ()) -> None:
+    """Check the query against the DataFrame's columns, as the embedded engine checks it
+    against its input: an unknown attribute or PARTITION BY column, a string column compared
+    with a number, or (with ``event_type``, every row's type) an other event type raises
+    :class:`~kleene.errors.QueryValidationError` with a did-you-mean. Without ``event_type``
+    the types are in the data, which is not read here: they are not checked.
+
+    Example:
+        >>> check_schema(analyzed_of("PATTERN SEQ(T a) WHERE a.avgspeed > 1"), df,
+        ...              time_col="ts")  # doctest: +SKIP
+        QueryValidationError: ... has no column 'avgspeed' (did you mean 'avgSpeed'?) ...
+    """
+    from ..semantic.schema import InputSchema, check_against
+
+    skip = {*INTERNAL, *(h for h in hidden if h is not None)}
+    types = arrow_types(df.schema)
+    columns: dict[str, Any] = {c: types.get(c) for c in df.columns if c not in skip}
+    if time_col in columns and types.get(time_col) == pa.string():
+        columns[time_col] = "timestamp"  # ISO-8601 text: parsed into the time
+    schema = InputSchema(columns, None if event_type is None else frozenset({event_type}),
+                         source="the DataFrame")
+    check_against(q, schema)
+
+
 def referenced_attributes(q: AnalyzedQuery) -> frozenset[str]:
     """Every attribute name the query reads (``v.attr`` anywhere, PARTITION BY, ``[attr]``)."""
     import dataclasses
@@ -640,6 +671,7 @@ def in_output_order(matches: Any) -> Any:
     return matches.orderBy(END_US, LAST_POS, SEQ).drop(END_US, LAST_POS, SEQ)
 
 
-__all__ = ["CapReport", "Prepared", "analyzed_of", "arrow_types", "check_keys", "distribute",
+__all__ = ["CapReport", "Prepared", "analyzed_of", "arrow_types", "check_keys", "check_schema",
+           "distribute",
            "in_output_order", "inside_bounds", "match", "prepare", "referenced_attributes",
            "return_fields", "with_row_index"]

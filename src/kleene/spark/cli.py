@@ -21,7 +21,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -65,7 +65,7 @@ def _format_of(files: list[str], fmt: str | None) -> str:
 
 def read_input(spark: Any, files: list[str], fmt: str, *, delimiter: str | None = None,
                column_types: Mapping[str, str] | None = None,
-               cache: bool = False) -> tuple[Any, int, Any]:
+               cache: bool = False, null_values: Sequence[str] = ()) -> tuple[Any, int, Any]:
     """Read the files with Spark and add ``__kleene_row``: the 0-based input row index.
     Returns the DataFrame, the number of rows and the cached scan (``unpersist()`` it when
     done; ``None`` unless ``cache``).
@@ -75,6 +75,7 @@ def read_input(spark: Any, files: list[str], fmt: str, *, delimiter: str | None 
     the rows of each split (a scan that parses no column) to turn that into a dense index.
     ``cache`` parses the input once into memory and disk for callers that read it several
     times (the time split's quantiles); ``KLEENE_SPARK_CACHE_INPUT=1`` / ``0`` overrides it.
+    ``null_values``: text values made NULL in every text column before CSV columns are typed.
     """
 
     if fmt == "csv":
@@ -82,9 +83,9 @@ def read_input(spark: Any, files: list[str], fmt: str, *, delimiter: str | None 
         df = (spark.read.option("header", True).option("inferSchema", False)
               .option("sep", delim).option("mode", "FAILFAST").option("encoding", "UTF-8")
               .csv(files))
-        df = _type_csv_columns(df, column_types or {})
+        df = _type_csv_columns(_null_strings(df, null_values), column_types or {})
     elif fmt == "jsonl":
-        df = spark.read.option("mode", "FAILFAST").json(files)
+        df = _null_strings(spark.read.option("mode", "FAILFAST").json(files), null_values)
     elif fmt == "parquet":
         df = spark.read.parquet(*files)
     else:
@@ -93,6 +94,22 @@ def read_input(spark: Any, files: list[str], fmt: str, *, delimiter: str | None 
     if env is not None:
         cache = env != "0"
     return _with_file_row_index(df, files, cache)
+
+
+def _null_strings(df: Any, values: Sequence[str]) -> Any:
+    """``values`` in the text columns of ``df`` made NULL (``--null-values``)."""
+    if not values:
+        return df
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    text = {f.name for f in df.schema.fields if isinstance(f.dataType, T.StringType)}
+    if not text:
+        return df
+    vals = list(values)
+    return df.select(*[
+        (F.when(F.col(f"`{n}`").isin(vals), F.lit(None)).otherwise(F.col(f"`{n}`")).alias(n)
+         if n in text else F.col(f"`{n}`")) for n in df.columns])
 
 
 def _type_csv_columns(df: Any, overrides: Mapping[str, str]) -> Any:
@@ -208,7 +225,9 @@ def run_query(query: str, input_path: str, *, master: str | None = None,
               partitions: int | None = None, stdout: IO[str] | None = None,
               spark: Any = None, time_format: str | None = None,
               reader: str = "auto", on_bad_row: str = "fail", caps: Mapping[str, Any] | None = None,
-              cap_report: Any = None, epoch_times: bool = False) -> dict[str, Any]:
+              cap_report: Any = None, epoch_times: bool = False,
+              null_values: str | Sequence[str] | None = None, verbose: bool = False,
+              warn: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Run a query (text or a query file) over files with Spark; write matches.
 
     ``epoch_times`` (the CLI's explicit ``--time-unit``): numeric times are epoch times, and
@@ -225,6 +244,13 @@ def run_query(query: str, input_path: str, *, master: str | None = None,
     ``time_format`` (a strptime format for text times) and ``on_bad_row="skip"`` (rows that are
     not events are skipped and counted: ``skipped`` and ``bad_examples`` in the summary) need
     the ``arrow`` reader; ``on_bad_row="dead-letter=PATH"`` is not supported on Spark.
+    ``null_values`` (``"nil,NA,"`` or a list): text values read as NULL in every column.
+
+    Before Spark starts, the options are checked and the query is checked against the first
+    rows of a local input (read with the embedded reader, :func:`check_first_rows`): an
+    unknown column is an error at once, an event type not among the first rows' types a
+    warning (``warn``, default: a line on stderr). ``verbose``: Spark's own log lines are shown
+    (by default a session started here sends them to a temporary file).
     """
     from ..api import compile as compile_query
     from .batch import match
@@ -239,9 +265,24 @@ def run_query(query: str, input_path: str, *, master: str | None = None,
         raise InputError(f"unknown output format {fmt!r}; use jsonl, csv or parquet")
     if fmt == "parquet" and output is None:
         raise InputError("Parquet output needs a path: pass --output PATH")
+    from ..events.options import null_values as parse_nulls
+
+    nulls = parse_nulls(null_values)
     files = list_inputs(input_path)
     in_fmt = _format_of(files, input_format)
-    session = spark if spark is not None else _cli_session(master)
+    # everything that needs no Spark is checked before the session starts (seconds)
+    _check_options(reader, in_fmt, files, on_bad_row, time_format)
+    if not _on_connect(spark, master):
+        from ..events.readers import ReadOptions
+
+        first_rows = ReadOptions(time_col=time_col, type_col=type_col, event_type=event_type,
+                                 id_col=id_col, time_unit=time_unit,  # type: ignore[arg-type]
+                                 time_format=time_format,
+                                 column_types=dict(column_types or {}), delimiter=delimiter,
+                                 format=in_fmt, on_bad_row="skip", null_values=nulls)
+        check_first_rows(compiled.analyzed, files, first_rows, warn=warn,
+                         strict=in_fmt == "csv" and reader != "spark")
+    session = spark if spark is not None else _cli_session(master, verbose=verbose)
     mode = plan_query(compiled.analyzed).mode
     use_arrow = _use_arrow_reader(reader, in_fmt, files, session)
     if time_format is not None and not use_arrow:
@@ -257,13 +298,15 @@ def run_query(query: str, input_path: str, *, master: str | None = None,
                                   id_col=id_col, time_unit=time_unit,  # type: ignore[arg-type]
                                   time_format=time_format, column_types=dict(column_types or {}),
                                   delimiter=delimiter, format="csv",
-                                  on_bad_row="skip" if skipped is not None else "fail")
+                                  on_bad_row="skip" if skipped is not None else "fail",
+                                  null_values=nulls)
             df, n_events, cached = _read_with_kleene(session, files, options, compiled.analyzed,
                                                      engine, skipped)
         else:
             # only the time split reads the input more than once (its quantiles)
             df, n_events, cached = read_input(session, files, in_fmt, delimiter=delimiter,
-                                              column_types=column_types, cache=mode == "split")
+                                              column_types=column_types, cache=mode == "split",
+                                              null_values=nulls)
         tcol = _time_column(df, time_col)
         if event_type is None:
             type_col = type_col or "type"
@@ -302,20 +345,125 @@ def run_query(query: str, input_path: str, *, master: str | None = None,
             "truncated_matches": cap_report.truncated_matches if cap_report is not None else 0}
 
 
-def _cli_session(master: str | None) -> Any:
+def _on_connect(spark: Any, master: str | None) -> bool:
+    """Whether the run goes to Spark Connect (input paths are then the server's)."""
+    if spark is not None:
+        return type(spark).__module__.startswith("pyspark.sql.connect")
+    if master is not None:
+        return master.startswith("sc://")
+    return "SPARK_REMOTE" in os.environ
+
+
+def _check_options(reader: str, fmt: str, files: list[str], on_bad_row: str,
+                   time_format: str | None) -> None:
+    """The option checks that need no Spark session (run before one starts)."""
+    if reader not in ("auto", "arrow", "spark"):
+        raise InputError(f"unknown reader {reader!r}; use auto, arrow or spark")
+    local = not any(_is_remote(f) for f in files)
+    if reader == "arrow" and (fmt != "csv" or not local):
+        raise InputError("the arrow reader reads CSV files on a local or shared file system; "
+                         f"this input is {fmt}{'' if local else ' at a remote URL'}: use the "
+                         "spark reader")
+    policy = on_bad_row.strip()
+    if policy not in ("fail", "skip"):
+        raise InputError(f"--on-bad-row {policy} is not supported with --spark (tasks on other "
+                         "machines cannot share one dead-letter file); use fail or skip")
+    if (policy == "skip" or time_format is not None) and (fmt != "csv" or not local
+                                                          or reader == "spark"):
+        what = "--on-bad-row skip" if policy == "skip" else "--time-format"
+        raise InputError(f"{what} needs kleene's CSV reader in the Spark tasks (CSV files "
+                         "on a local or shared file system, --spark-reader arrow)")
+
+
+def check_first_rows(analyzed: Any, files: list[str], options: Any, *,
+                     warn: Callable[[str], None] | None = None, strict: bool = True) -> None:
+    """Check ``analyzed`` against the first rows of a local input, read on the driver with the
+    embedded reader (its first 256 KB): an unknown attribute, PARTITION BY column or (with
+    ``event_type``) event type raises :class:`~kleene.errors.QueryValidationError` with a
+    did-you-mean; an event type not among the first rows' types is a warning. ``strict``: an
+    input error of those rows (no time column, say) is raised too, since kleene's reader in the
+    tasks would raise it later; otherwise the Spark read reports its own."""
+    from dataclasses import replace
+
+    from ..errors import KleeneError
+    from ..events.readers import iter_events
+    from ..semantic.schema import InputSchema, check_against
+
+    if not files or any(_is_remote(f) for f in files):
+        return
+    look = replace(options, batch_size=4_096, block_bytes=1 << 18)
+    try:
+        with iter_events(files[0], look, sort_chunks=False) as stream:
+            first = next(stream, None)
+    except KleeneError:
+        if strict:
+            raise
+        return
+    if first is None or not len(first):
+        return
+    schema = InputSchema.of(first, types_complete=options.event_type is not None,
+                            source=files[0] if len(files) == 1 else f"{files[0]} (first file)")
+    for message in check_against(analyzed, schema):
+        (warn or _stderr_warning)(message)
+
+
+def _stderr_warning(message: str) -> None:
+    print(f"kleene: warning: {message}", file=sys.stderr)
+
+
+SPARK_LOG = "kleene-spark.log"
+"""The file (in the temporary directory) that Spark's own log lines go to, unless verbose."""
+
+
+def _cli_session(master: str | None, *, verbose: bool = False) -> Any:
     """The CLI's session: Spark's own log lines off below FATAL (a task's kleene error is
     reported once, as kleene's message; any other failure still raises with Spark's text;
     ``KLEENE_SPARK_LOG_LEVEL`` sets another level), and Spark's stage progress bar only when
-    stderr is a terminal (it would fill a redirected log)."""
+    stderr is a terminal (it would fill a redirected log).
+
+    Unless ``verbose``, the JVM's start-up lines (log4j's WARN lines, the JDK's notes) go to
+    :data:`SPARK_LOG` in the temporary directory instead of stderr: a JVM started here gets
+    that file as its stderr."""
     from .session import get_session
 
     tty = sys.stderr.isatty()
-    session = get_session(master, conf=None if tty else {"spark.ui.showConsoleProgress": "false"})
+    conf = None if tty else {"spark.ui.showConsoleProgress": "false"}
+    if not verbose:
+        _quiet_gateway(master, conf)
+    session = get_session(master, conf=conf)
     try:
-        session.sparkContext.setLogLevel(os.environ.get("KLEENE_SPARK_LOG_LEVEL", "FATAL"))
+        level = "WARN" if verbose else "FATAL"
+        session.sparkContext.setLogLevel(os.environ.get("KLEENE_SPARK_LOG_LEVEL", level))
     except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext
         pass
     return session
+
+
+def _quiet_gateway(master: str | None, conf: Mapping[str, str] | None) -> str | None:
+    """Start PySpark's JVM gateway with its stderr in :data:`SPARK_LOG` (returns the path),
+    unless a JVM is already running, the session is Spark Connect's or ``spark-submit``
+    started this process (then nothing is done: ``None``)."""
+    if master is not None and master.startswith("sc://"):
+        return None
+    if "SPARK_REMOTE" in os.environ or "PYSPARK_GATEWAY_PORT" in os.environ:
+        return None
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None:
+        return None
+    spark_conf = SparkConf(loadDefaults=False)
+    for k, v in (conf or {}).items():
+        spark_conf.set(k, v)
+    path = os.path.join(tempfile.gettempdir(), SPARK_LOG)
+    log = open(path, "ab")  # noqa: SIM115 - the JVM writes to it for its whole life
+    try:
+        SparkContext._gateway = launch_gateway(  # type: ignore[no-untyped-call]
+            spark_conf, popen_kwargs={"stderr": log})
+        SparkContext._jvm = SparkContext._gateway.jvm
+    finally:
+        log.close()  # the JVM has its own descriptor
+    return path
 
 
 def _read_with_kleene(session: Any, files: list[str], options: Any, analyzed: Any,
@@ -326,19 +474,17 @@ def _read_with_kleene(session: Any, files: list[str], options: Any, analyzed: An
     from .scan import read_csv
 
     attributes = sorted(referenced_attributes(analyzed)) if ":" not in engine else None
-    df, n_events = read_csv(session, files, options, attributes=attributes, row_col=ROW,
-                            skipped=skipped)
+    df, n_events, _blank = read_csv(session, files, options, attributes=attributes,
+                                    row_col=ROW, skipped=skipped)
     return df, n_events, None
 
 
 def _skip_report(on_bad_row: str, use_arrow: bool, session: Any) -> Any:
-    """The accumulator that counts skipped rows per file (``on_bad_row="skip"``), else None."""
+    """The accumulator that counts skipped rows per file (``on_bad_row="skip"``), else None
+    (the policy itself was checked by :func:`_check_options`)."""
     policy = on_bad_row.strip()
-    if policy == "fail":
-        return None
     if policy != "skip":
-        raise InputError(f"--on-bad-row {policy} is not supported with --spark (tasks on other "
-                         "machines cannot share one dead-letter file); use fail or skip")
+        return None
     if not use_arrow:
         raise InputError("--on-bad-row skip needs kleene's CSV reader in the Spark tasks (CSV "
                          "files on a local or shared file system, --spark-reader arrow)")

@@ -53,12 +53,15 @@ class CountTask:
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for b in batches:
             idx = b.column(0).to_pylist()
-            rows = []
+            rows, blank = [], []
             for i in idx:
                 with _shown_as(self.files[i]):
-                    rows.append(count_csv_rows(_at(self.cwd, self.files[i]), self.options))
-            yield pa.RecordBatch.from_arrays([pa.array(idx, pa.int64()),
-                                              pa.array(rows, pa.int64())], ["file", "rows"])
+                    ids, empty = count_csv_rows(_at(self.cwd, self.files[i]), self.options)
+                rows.append(ids)
+                blank.append(empty)
+            yield pa.RecordBatch.from_arrays(
+                [pa.array(idx, pa.int64()), pa.array(rows, pa.int64()),
+                 pa.array(blank, pa.int64())], ["file", "rows", "blank"])
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,14 +163,15 @@ def decide(files: Sequence[str], options: ReadOptions) -> Decisions:
 
 def read_csv(spark: Any, files: Sequence[str], options: ReadOptions, *,
              attributes: Sequence[str] | None, row_col: str,
-             skipped: Any = None) -> tuple[Any, int]:
+             skipped: Any = None) -> tuple[Any, int, int]:
     """The events of local CSV ``files`` as a DataFrame read by kleene's reader in Spark tasks,
     and their number of rows.
 
     Columns: the time column (a timestamp, or the epoch numbers as read), the type and id
     columns when ``options`` names them, the ``attributes`` that exist in the input (``None``:
     every column), each typed as the embedded reader types it, and ``row_col``: the 0-based
-    input row index, continuing from one file to the next. With ``options.on_bad_row`` =
+    input row index, continuing from one file to the next; then the number of rows and of
+    empty lines (no rows, but each takes an index, as in the embedded reader). With ``options.on_bad_row`` =
     ``skip``, ``skipped`` (a :class:`~kleene.spark.tasks.ByKey` accumulator) receives per file
     index the number of rows skipped and the first messages."""
     from pyspark.sql.pandas.types import from_arrow_schema
@@ -177,14 +181,16 @@ def read_csv(spark: Any, files: Sequence[str], options: ReadOptions, *,
     d = decide(files, options)
     # the ids come from the row index; a user id column stays a column (match() reads it)
     task_options = replace(options, id_col=None)
-    counts = dict(spark.range(0, len(files), 1, len(files))
-                  .mapInArrow(CountTask(files, task_options, cwd), "file long, rows long")
-                  .collect())
-    bases, total = [], 0
+    counts = {int(r[0]): (int(r[1]), int(r[2])) for r in
+              spark.range(0, len(files), 1, len(files))
+              .mapInArrow(CountTask(files, task_options, cwd), "file long, rows long, blank long")
+              .collect()}
+    bases, total, blank = [], 0, 0
     for i in range(len(files)):
         bases.append(total)
-        total += int(counts[i])
-    if total == 0:
+        total += counts[i][0]
+        blank += counts[i][1]
+    if total == blank:
         raise InputError("no events: the input is empty", path=files[0])
     type_col = (options.type_col or "type") if options.event_type is None else None
     wanted = {d.time_col, type_col, options.id_col}
@@ -196,7 +202,7 @@ def read_csv(spark: Any, files: Sequence[str], options: ReadOptions, *,
     task = ReadTask(files, tuple(bases), task_options, d, tuple(names), row_col, schema, cwd,
                     absent, skipped)
     df = spark.range(0, len(files), 1, len(files)).mapInArrow(task, from_arrow_schema(schema))
-    return df, total
+    return df, total - blank, blank
 
 
 __all__ = ["CountTask", "ReadTask", "decide", "read_csv"]

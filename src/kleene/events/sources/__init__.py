@@ -97,7 +97,7 @@ class FilesSource:
                 raw.ids = raw.ids + offset
                 raw.offset, raw.source = offset, f
                 yield raw
-                offset += raw.rows
+                offset += raw.rows + raw.blank
 
 
 def file_source(path: str, options: ReadOptions, tracker: list[IO[bytes]]) -> FilesSource:

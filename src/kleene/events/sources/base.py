@@ -35,6 +35,9 @@ class Raw:
     """Rows the source could not turn into a table row (they keep their index)."""
     rows: int
     """Input rows this chunk covers (table rows + rows lost before conversion)."""
+    blank: int = 0
+    """Empty lines this chunk covers (CSV): not rows, but each takes an id, so an event's id
+    is its data line's index whatever blank lines come before it."""
     offset: int = 0
     """Added to ids when several files are read as one input (ids continue across files);
     rows in messages stay per file."""
@@ -228,7 +231,7 @@ def split(chunks: Iterator[Raw], batch_size: int) -> Iterator[Raw]:
             bad = raw.bad if k == 0 else []
             extra = raw.rows - n if k == 0 else 0
             yield Raw(raw.table.slice(off, m), raw.ids[off:off + m], raw.text_cols, bad,
-                      m + extra)
+                      m + extra, blank=raw.blank if k == 0 else 0)
 
 
 def renamed(chunks: Iterator[Raw], name: str) -> Iterator[Raw]:

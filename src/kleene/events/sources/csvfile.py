@@ -6,7 +6,8 @@ that is not UTF-8, an unterminated quote that would run into the next lines, a l
 than a block) is read again line by line: each line is a row, a bad line is a bad row at its
 line, and reading resumes at the next line. So every non-empty line after the header is
 accounted for, as an event or a bad row; only the block with the bad line takes the slow path.
-A quoted value therefore cannot hold a line break.
+A quoted value therefore cannot hold a line break. An empty line is no row, but it takes an id
+(and is counted as a blank line), so an event's id is the index of its line after the header.
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ def _line_breaks(chunk: bytes) -> int:
 
 class _Blocks:
     """The lines after the header in blocks of whole lines, with the line number of each
-    block's first line (1-based, the header is line 1)."""
+    block's first line (1-based, the header is line 1) and the block's line breaks."""
 
     def __init__(self, stream: Any, path: str, options: ReadOptions) -> None:
         self.stream = stream
@@ -105,7 +106,7 @@ class _Blocks:
         self.leftover = rest
         self.first_read = max(1, self.size - len(line) - 1 - len(rest))
 
-    def __iter__(self) -> Iterator[tuple[bytes, int]]:
+    def __iter__(self) -> Iterator[tuple[bytes, int, int]]:
         line = 2
         # the next block is read (and decompressed) in a thread while this one is parsed;
         # the first block ends where a whole-file block would
@@ -119,8 +120,9 @@ class _Blocks:
                 if chunk is None:
                     continue
                 if chunk:
-                    yield chunk, line
-                    line += _line_breaks(chunk)
+                    breaks = _line_breaks(chunk)
+                    yield chunk, line, breaks
+                    line += breaks
                 if not data:
                     return
 
@@ -185,7 +187,8 @@ class _Parser:
         return pcsv.read_csv(pa.BufferReader(data), read_options=opts,
                              parse_options=self.parse_opts, convert_options=self.convert_opts)
 
-    def parse(self, chunk: bytes, first_line: int, start: int) -> Raw:
+    def parse(self, chunk: bytes, first_line: int, start: int,
+              breaks: int | None = None) -> Raw:
         """The fast path: the whole block by Arrow, if it parses as one row per line; else
         each half of the block alike, down to 64 KiB parts read line by line."""
         try:
@@ -197,16 +200,24 @@ class _Parser:
             # a quote left open: its value ran over the next lines, or (multi-threaded) Arrow
             # dropped the rest of a part of the block without a word; only a quote can do that
             if b'"' not in chunk or not (_has_line_break(table) or n != _rows_in(chunk, n)):
-                return Raw(table, np.arange(start, start + n, dtype=np.int64), self.text_cols,
-                           [], n)
+                if breaks is None:
+                    breaks = _line_breaks(chunk)
+                if breaks + (not chunk.endswith((b"\n", b"\r"))) == n:  # no empty line
+                    return Raw(table, np.arange(start, start + n, dtype=np.int64),
+                               self.text_cols, [], n)
+                # Arrow skips empty lines: each still takes an id (its line's index)
+                lengths = np.fromiter(map(len, chunk.splitlines()), dtype=np.int64)
+                ids = np.flatnonzero(lengths).astype(np.int64) + start
+                if len(ids) == n:
+                    return Raw(table, ids, self.text_cols, [], n, blank=len(lengths) - n)
         mid = chunk.find(b"\n", len(chunk) // 2)
         if len(chunk) <= 1 << 16 or mid < 0 or mid == len(chunk) - 1:
             return self.by_line(chunk, first_line, start)
         left, right = chunk[: mid + 1], chunk[mid + 1:]
         a = self.parse(left, first_line, start)
-        b = self.parse(right, first_line + _line_breaks(left), start + a.rows)
+        b = self.parse(right, first_line + _line_breaks(left), start + a.rows + a.blank)
         return Raw(pa.concat_tables([a.table, b.table]), np.concatenate([a.ids, b.ids]),
-                   self.text_cols, a.bad + b.bad, a.rows + b.rows)
+                   self.text_cols, a.bad + b.bad, a.rows + b.rows, blank=a.blank + b.blank)
 
     def problem(self, line: bytes) -> str | None:
         """Why ``line`` (no line break, not empty) is not a row, or ``None``."""
@@ -226,12 +237,16 @@ class _Parser:
         return None
 
     def by_line(self, chunk: bytes, first_line: int, start: int) -> Raw:
-        """The slow path: each non-empty line is a row or a bad row at its line."""
+        """The slow path: each non-empty line is a row or a bad row at its line (an empty
+        line is no row, but takes an id)."""
         good: list[tuple[int, int, bytes]] = []  # (row, line number, line)
         bad: list[BadRow] = []
         row = start
+        blank = 0
         for k, line in enumerate(chunk.splitlines()):
             if not line:
+                blank += 1
+                row += 1
                 continue
             why = self.problem(line)
             if why is None:
@@ -241,7 +256,8 @@ class _Parser:
             row += 1
         table, kept = self._table(good, bad)
         bad.sort(key=lambda b: b.row)
-        return Raw(table, np.array(kept, dtype=np.int64), self.text_cols, bad, row - start)
+        return Raw(table, np.array(kept, dtype=np.int64), self.text_cols, bad,
+                   row - start - blank, blank=blank)
 
     def _table(self, good: list[tuple[int, int, bytes]],
                bad: list[BadRow]) -> tuple[pa.Table, list[int]]:
@@ -304,16 +320,16 @@ class CsvSource(FileSource):
 
     def chunks(self) -> Iterator[Raw]:
         stream = open_stream(self.path, self.tracker)
-        blocks: Iterator[tuple[bytes, int]] | None = None
+        blocks: Iterator[tuple[bytes, int, int]] | None = None
         try:
             lines = _Blocks(stream, self.path, self.options)
             parser = _Parser(lines.names, lines.delimiter)
             start = 0
             blocks = iter(lines)
-            for chunk, line in blocks:
-                raw = parser.parse(chunk, line, start)
-                start += raw.rows
-                if raw.rows:
+            for chunk, line, breaks in blocks:
+                raw = parser.parse(chunk, line, start, breaks)
+                start += raw.rows + raw.blank
+                if raw.rows or raw.blank:
                     yield raw
         finally:
             if blocks is not None:
@@ -321,13 +337,18 @@ class CsvSource(FileSource):
             stream.close()
 
 
-def count_csv_rows(path: str, options: ReadOptions) -> int:
-    """The rows of a CSV file as the reader numbers them: every non-empty line after the
-    header (a row is one line; bad ones count), so the ids of the next file start there."""
+def count_csv_rows(path: str, options: ReadOptions) -> tuple[int, int]:
+    """The ids a CSV file takes as the reader numbers them, and its empty lines: every line
+    after the header takes an id (a row is one line; bad ones count, and so do empty lines,
+    which are no row), so the ids of the next file start there."""
     stream = open_stream(path)
+    ids = blank = 0
     try:
-        return sum(sum(1 for line in chunk.splitlines() if line)
-                   for chunk, _ in _Blocks(stream, path, options))
+        for chunk, _, _ in _Blocks(stream, path, options):
+            lines = chunk.splitlines()
+            ids += len(lines)
+            blank += lines.count(b"")
+        return ids, blank
     finally:
         stream.close()
 
