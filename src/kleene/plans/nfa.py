@@ -63,7 +63,7 @@ def kernel_for(m: LinearMatcher, memo: dict[Any, Any] | None, key: Any) -> Any:
     has comparisons that need a bool-vs-number guard, the variant without it (for columns
     that hold no booleans) is set up too: ``m.plain_values`` switches between them."""
     def made(plain: bool) -> Any:
-        k = (key, plain)
+        k = (*key, "plain") if plain else key
         make = None if memo is None else memo.get(k)
         if make is None:
             make = kernel_factory(m, plain_values=plain)
