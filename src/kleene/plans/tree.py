@@ -113,6 +113,9 @@ class TreePlan:
     group_preds: tuple[Predicate, ...]
     """maximal-grouping: the conjuncts on the Kleene variable, checked per group element."""
     shape: str | None = None
+    adaptive: Any = None
+    """``tree:adaptive``: the :class:`kleene.plans.adaptive.AdaptiveSpec` (re-choose the shape
+    from the observed event mix while running); None: one shape for the whole run."""
     memo: dict[str, Any] = dataclasses.field(default_factory=dict, compare=False, repr=False)
     """The statistics the chooser last estimated with (``kleene explain`` shows each shape's
     estimate under them)."""
@@ -444,14 +447,23 @@ def _find_kleene(n: TNode) -> Leaf | None:
 
 
 def configure(plan: TreePlan, option: str, analyzed: AnalyzedQuery) -> TreePlan:
-    """``tree:SHAPE``: force a named shape or a bracket string."""
+    """``tree:SHAPE``: force a named shape or a bracket string; ``tree:adaptive``: start with
+    the cheapest shape and switch while running (kleene.plans.adaptive)."""
     option = option.strip()
+    if option == "adaptive":
+        from .adaptive import AdaptiveSpec
+
+        return dataclasses.replace(plan, adaptive=AdaptiveSpec())
     if option in SHAPES:
         names = [s.name for s in plan.shapes]
         if option not in names:
             # an equal tree under another name (few items): any shape is the same tree
             return dataclasses.replace(plan, shape=names[0])
         return dataclasses.replace(plan, shape=option)
+    if not option.startswith("("):
+        raise QueryValidationError(
+            f"unknown tree shape {option!r}; use {', '.join(SHAPES)}, adaptive or a bracket "
+            "string over the pattern's items such as ((a;b);(c;d))")
     p = analyzed.pattern
     if not isinstance(p, ast.Seq | ast.And | ast.Or):
         raise QueryValidationError("tree: a bracket string needs a SEQ, AND or OR pattern")
@@ -547,8 +559,11 @@ def _cost(plan: TreePlan, stats: Stats) -> float:
 def _explain(plan: TreePlan) -> list[str]:
     stats = plan.memo.get("stats") or Stats()
     best = best_shape(plan, stats)
-    out = [f"tree plan ({plan.strategy.value}); shape {best.name} "
-           f"({'forced' if plan.shape else 'lowest estimated cost'}):"]
+    how = "forced" if plan.shape else "lowest estimated cost"
+    if plan.adaptive is not None:
+        how = (f"adaptive: the starting shape, {plan.adaptive.describe(plan)}"
+               if len(plan.shapes) > 1 else "adaptive, but the pattern has one shape")
+    out = [f"tree plan ({plan.strategy.value}); shape {best.name} ({how}):"]
     for name, text, c in shape_costs(plan, stats):
         mark = "*" if name == best.name else " "
         out.append(f"  {mark} tree:{name:<8} {text:<36} estimated cost {c:,.1f} per event")
@@ -1044,8 +1059,12 @@ def _recs(x: Any) -> tuple[Any, ...]:
     return (x,)
 
 
-def _matcher(cp: CompiledPlan, options: MatcherOptions) -> TreeMatcher:
+def _matcher(cp: CompiledPlan, options: MatcherOptions) -> Any:
     plan: TreePlan = cp.plan
+    if plan.adaptive is not None and len(plan.shapes) > 1:
+        from .adaptive import AdaptiveTreeMatcher
+
+        return AdaptiveTreeMatcher(plan, cp.choice.stats, options)
     return TreeMatcher(plan, best_shape(plan, cp.choice.stats), options)
 
 
