@@ -1059,6 +1059,11 @@ def _engine_label(compiled: Any) -> str:
     if hasattr(compiled, "queries"):
         shared = "shared network" if compiled.uses_network() else "separate plans"
         return f"automaton, query set of {len(compiled.queries)}, {shared}"
+    if compiled.plan == "tree":  # the shape too: ``plan tree:right``, ``plan tree:adaptive``
+        from ..plans.tree import shape_label
+
+        cp = compiled.compiled_plan
+        return f"{compiled.engine}, plan tree:{shape_label(cp.plan, cp.choice.stats)}"
     return compiled.engine if compiled.plan is None else f"{compiled.engine}, plan {compiled.plan}"
 
 

@@ -551,6 +551,13 @@ def best_shape(plan: TreePlan, stats: Stats) -> TreeShape:
     return min(plan.shapes, key=lambda s: shape_cost(plan, s, stats))
 
 
+def shape_label(plan: TreePlan, stats: Stats) -> str:
+    """The shape a run takes: ``adaptive``, the forced one, or the cheapest by ``stats``."""
+    if plan.adaptive is not None and len(plan.shapes) > 1:
+        return "adaptive"
+    return best_shape(plan, stats).name
+
+
 def _cost(plan: TreePlan, stats: Stats) -> float:
     plan.memo["stats"] = stats
     return shape_cost(plan, best_shape(plan, stats), stats)
@@ -1080,5 +1087,5 @@ PLAN = PlanKind(
 )
 
 __all__ = ["PLAN", "SHAPES", "Join", "Leaf", "TreeMatcher", "TreePlan", "TreeShape",
-           "best_shape", "compile_tree", "configure", "shape_cost",
+           "best_shape", "compile_tree", "configure", "shape_cost", "shape_label",
            "shape_costs", "tree_text"]
