@@ -528,15 +528,16 @@ def shape_cost(plan: TreePlan, shape: TreeShape, stats: Stats) -> float:
     return 1.0 + TREE_OVERHEAD * (work + rate + extra)
 
 
-TREE_OVERHEAD = 10_000.0
+TREE_OVERHEAD = 4_000.0
 """One unit of the tree's work (a composite pair a join considers, per input event) in the
 units of the NFA's estimate (``registry.runs_estimate``: every live run per input event).
 The NFA's units overcount: its kernel skips idle runs and noise never reaches it, so one
 NFA unit is far cheaper than one tree join in Python. Calibrated on FAEM's Fig. 7 query
-without Kleene (Table 1's populations, WITHIN 5000 EVENTS): the NFA's estimate 457 for
-0.25 µs per event, the tree's raw work 0.21-0.26 for 1.3-1.6 µs per event (docs/benchmarks.md,
-FAEM). Under maximal-grouping the NFA does not apply, and this factor only scales the shapes
-against each other (and against other plans that accept the strategy: none yet)."""
+without Kleene (Table 1's populations, WITHIN 5000 EVENTS, 300,000 events): the NFA's
+estimate 457 for 0.35 µs per event, the tree's raw work 0.21-0.26 for 0.65-0.77 µs per event
+(docs/benchmarks.md, FAEM; 10,000 before the sequence joins' fast path). Under
+maximal-grouping the NFA does not apply, and this factor only scales the shapes against each
+other (and against other plans that accept the strategy: none yet)."""
 
 
 def shape_costs(plan: TreePlan, stats: Stats) -> list[tuple[str, str, float]]:
@@ -614,7 +615,8 @@ Comp = tuple[Any, ...]
 class TreeState:
     """Per-key state: one buffer per node, the Kleene store, open (pending) matches."""
 
-    __slots__ = ("bufs", "kstore", "open", "pending", "last_wpos", "last_ts", "since")
+    __slots__ = ("bufs", "kstore", "open", "pending", "last_wpos", "last_ts", "since",
+                 "close_at")
 
     def __init__(self, nnodes: int) -> None:
         self.bufs: list[list[Comp]] = [[] for _ in range(nnodes)]
@@ -626,6 +628,8 @@ class TreeState:
         self.last_wpos = -1
         self.last_ts = -(2 ** 62)
         self.since = 0
+        self.close_at: tuple[int, int] | None = None
+        """(time, position) from which the first open group can close (None: unknown)."""
 
 
 class TreeMatcher:
@@ -660,6 +664,28 @@ class TreeMatcher:
         self.kleaves = [i for i, x in enumerate(self.nodes) if isinstance(x, Leaf) and x.kleene]
         self.var_types = base.var_types
         self.masks = base.masks
+        self.fast: dict[int, tuple[int | None, tuple[int, ...], tuple[Any, ...]]] = {}
+        for x in self.nodes:
+            if isinstance(x, Join):
+                f = self._fast_seq(x)
+                if f is not None:
+                    self.fast[id(x)] = f
+
+    def _fast_seq(self, n: Join) -> tuple[int | None, tuple[int, ...], tuple[Any, ...]] | None:
+        """A sequence node whose joins take the fast path (:meth:`_seq_right`): every
+        condition placed here a plain one (no list variable it ranges over, no optional
+        variable). ``(split, left slots, condition functions)``:
+        ``split`` is the first slot of the right side when every left slot is before it."""
+        if n.op != "seq":
+            return None
+        fns = []
+        for p in n.preds:
+            if p.opt_slots or p.general is not None or p.iter_var is not None:
+                return None
+            fns.append(p.compiled.fn)
+        ls = sorted(self.slot[v] for v in ln_vars(n.left))
+        rs = sorted(self.slot[v] for v in ln_vars(n.right))
+        return (rs[0] if ls[-1] < rs[0] else None, tuple(ls), tuple(fns))
 
     def _number(self, n: TNode) -> None:
         self.index[id(n)] = len(self.nodes)
@@ -770,6 +796,7 @@ class TreeMatcher:
                 keep.append(c)
                 keep_p.append(ph)
         st.open, st.pending = keep, keep_p
+        st.close_at = None
         return out
 
     # -- evaluation --------------------------------------------------------------------------
@@ -781,7 +808,8 @@ class TreeMatcher:
             st.last_ts, st.last_wpos = e[TS], e[WPOS]
             if not b:
                 continue
-            if st.open:
+            ca = st.close_at
+            if st.open and (ca is None or e[TS] > ca[0] or e[WPOS] >= ca[1]):
                 # open groups that no event from here on can join are final: hand them over
                 out += self._close(st, e[TS], e[WPOS])
             st.since += 1
@@ -795,6 +823,10 @@ class TreeMatcher:
                     if any(h >= INF for _l, h in c[8]):
                         st.open.append(c)
                         st.pending.append(_placeholder(c))
+                        if st.close_at is not None:
+                            d = self._deadline([c])
+                            st.close_at = (min(st.close_at[0], d[0]),
+                                           min(st.close_at[1], d[1]))
                         continue
                     for m in self._materialize(st, c):
                         out.append(m)
@@ -827,7 +859,15 @@ class TreeMatcher:
                 keep.append(c)
                 keep_p.append(ph)
         st.open, st.pending = keep, keep_p
+        st.close_at = self._deadline(keep)
         return out
+
+    def _deadline(self, opens: list[Comp]) -> tuple[int, int]:
+        """The earliest (time, position) at which one of ``opens`` closes."""
+        if not opens:
+            return (INF, INF)
+        return (INF if self.W is None else min(c[4] for c in opens) + self.W,
+                INF if self.CW is None else min(c[6] for c in opens) + self.CW)
 
     def _cap_runs(self, st: TreeState, total: int) -> None:
         drop = too_many_runs(self, total)
@@ -903,9 +943,13 @@ class TreeMatcher:
                     for c in others:
                         out += join(n, a, c)
             if dr:
+                fast = self.fast.get(id(n))
                 for c in dr:
-                    for a in lbuf:
-                        out += join(n, a, c)
+                    if fast is not None and c[1]:
+                        out += self._seq_right(fast, lbuf, c)
+                    else:
+                        for a in lbuf:
+                            out += join(n, a, c)
                     for a in lst:
                         out += join(n, a, c)
         if dl:
@@ -913,6 +957,49 @@ class TreeMatcher:
         if dr:
             st.bufs[ri].extend(dr)
         del i
+        return out
+
+    def _seq_right(self, fast: tuple[int | None, tuple[int, ...], tuple[Any, ...]],
+                   lbuf: list[Comp], c: Comp) -> list[Comp]:
+        """:meth:`_join` of a right composite ``c`` (it holds the newest event) with the left
+        buffer of a sequence node, specialized: a buffer is in the order of its composites'
+        last events, so the candidates (every event before ``c``'s first) are a prefix found
+        by bisection; positions and times grow along a sequence, so the window is one
+        comparison per side and the composite's bounds are ``a``'s first and ``c``'s last;
+        a Kleene group's range (maximal-grouping) is narrowed as in :meth:`_join`."""
+        split, lslots, fns = fast
+        k = bisect.bisect_left(lbuf, c[2], key=_gmax)
+        if not k:
+            return []
+        c0, c1, c3, c5, c7, rc, cmin = c[0], c[1], c[3], c[5], c[7], c[8], c[2]
+        lo_ts = -INF if self.W is None else c5 - self.W
+        lo_w = -INF if self.CW is None else c7 - self.CW
+        out = []
+        for a in lbuf[:k] if k < len(lbuf) else lbuf:
+            if a[4] < lo_ts or a[6] <= lo_w:
+                continue
+            if split is not None:
+                B = a[0][:split] + c0[split:]
+            else:
+                Bl = list(c0)
+                a0 = a[0]
+                for sl in lslots:
+                    Bl[sl] = a0[sl]
+                B = tuple(Bl)
+            if fns:
+                ok = True
+                for f in fns:
+                    if f(B, 0) is not True:
+                        ok = False
+                        break
+                if not ok:
+                    continue
+            R = a[8]
+            if R is not None:  # the Kleene group is on the left: it ends before c
+                R = tuple((lo, min(hi, cmin)) for lo, hi in R)
+            elif rc is not None:  # ... on the right: it starts after a
+                R = tuple((max(lo, a[3]), hi) for lo, hi in rc)
+            out.append((B, a[1] + c1, a[2], c3, a[4], c5, a[6], c7, R))
         return out
 
     def _kleene_delta(self, st: TreeState, n: Leaf, e: Any) -> list[Comp]:
@@ -993,9 +1080,7 @@ class TreeMatcher:
 
     # -- output ------------------------------------------------------------------------------
     def _candidate(self, c: Comp) -> Candidate:
-        recs = sorted((r for x in c[0] if x is not None for r in _recs(x)),
-                      key=lambda r: r[GPOS])
-        return Candidate(c[0], c[4], c[6], c[3], c[5], c[7], tuple(r[GPOS] for r in recs))
+        return Candidate(c[0], c[4], c[6], c[3], c[5], c[7], tuple(sorted(c[1])))
 
     def _materialize(self, st: TreeState, c: Comp) -> list[Candidate]:
         """The matches of a root composite: its Kleene group(s) from the Kleene store."""
@@ -1051,6 +1136,10 @@ class TreeMatcher:
 
 def _gpos(r: Any) -> int:
     return int(r[GPOS])
+
+
+def _gmax(c: Comp) -> int:
+    return int(c[3])
 
 
 def _placeholder(c: Comp) -> Candidate:
