@@ -163,8 +163,31 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        name = "faem_drift_kleene.json" if args.kleene else "faem_drift.json"
-        (out / name).write_text(json.dumps(r, indent=1, default=str))
+        name = "faem_drift_kleene" if args.kleene else "faem_drift"
+        (out / f"{name}.json").write_text(json.dumps(r, indent=1, default=str))
+        plot(r, out / f"{name}.png")
+
+
+def plot(r: dict[str, Any], path: Path) -> None:
+    """CPU seconds per plan (median, with every repetition as a dot)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(r["seconds"])
+    f, ax = plt.subplots(figsize=(7, 3.5))
+    colors = ["tab:green" if n == "adaptive" else "tab:gray" if n == "nfa" else "tab:blue"
+              for n in names]
+    ax.bar(names, [r["seconds"][n] for n in names], color=colors)
+    for i, n in enumerate(names):
+        ax.plot([i] * len(r["all_seconds"][n]), r["all_seconds"][n], "k.", ms=3)
+    ax.set_ylabel("CPU seconds (median)")
+    ax.set_title(f"drifting stream, {r['events']:,} events (drift at {r['drift_at']:,}), "
+                 f"window {r['window']:,}", fontsize=9)
+    f.tight_layout()
+    f.savefig(path, dpi=90)
+    plt.close(f)
 
 
 if __name__ == "__main__":

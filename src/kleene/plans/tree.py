@@ -474,6 +474,10 @@ def configure(plan: TreePlan, option: str, analyzed: AnalyzedQuery) -> TreePlan:
     if sorted(_leaves(t)) != list(range(len(items))):
         raise QueryValidationError(f"tree {option!r} must name every item of the pattern "
                                    f"once ({', '.join(names)})")
+    if isinstance(p, ast.Seq) and _leaves(t) != list(range(len(items))):
+        raise QueryValidationError(f"tree {option!r}: the items of a SEQ keep their order "
+                                   f"({', '.join(names)}); only AND and OR items may be "
+                                   "reordered")
     preds = [pr for pr in plan.base.preds if pr not in plan.group_preds]
     b = _Builder(analyzed, plan.base, preds, plan.grouping)
     root = b.build(p, t)
@@ -610,6 +614,8 @@ def _node_lines(n: TNode, ind: str) -> list[str]:
 #: events, ``R`` (maximal-grouping) the admissible position ranges of the Kleene group, or
 #: None when the subtree has no Kleene leaf. An *empty* composite has ``P == ()``.
 Comp = tuple[Any, ...]
+Fast = tuple[int | None, tuple[int, ...], tuple[Any, ...], bool]
+"""A join node's fast-path data (:meth:`TreeMatcher._fast_info`)."""
 
 
 class TreeState:
@@ -664,28 +670,35 @@ class TreeMatcher:
         self.kleaves = [i for i, x in enumerate(self.nodes) if isinstance(x, Leaf) and x.kleene]
         self.var_types = base.var_types
         self.masks = base.masks
-        self.fast: dict[int, tuple[int | None, tuple[int, ...], tuple[Any, ...]]] = {}
+        self.fast: dict[int, Fast] = {}
         for x in self.nodes:
             if isinstance(x, Join):
-                f = self._fast_seq(x)
+                f = self._fast_info(x)
                 if f is not None:
                     self.fast[id(x)] = f
 
-    def _fast_seq(self, n: Join) -> tuple[int | None, tuple[int, ...], tuple[Any, ...]] | None:
-        """A sequence node whose joins take the fast path (:meth:`_seq_right`): every
-        condition placed here a plain one (no list variable it ranges over, no optional
-        variable). ``(split, left slots, condition functions)``:
-        ``split`` is the first slot of the right side when every left slot is before it."""
-        if n.op != "seq":
+    def _fast_info(self, n: Join) -> Fast | None:
+        """A sequence or conjunction node whose joins of two composites that bind events
+        take a fast path (:meth:`_seq_right`, :meth:`_and_many`): every condition placed
+        here a plain one (no list variable it ranges over, no optional variable), and no
+        Kleene item of this AND under maximal-grouping (its ranges are split per item).
+        ``(split, left slots, condition functions, overlap)``: ``split`` is the first slot of
+        the right side when every left slot is before it; ``overlap``: one event can bind a
+        variable on each side (a type in common, or an untyped variable)."""
+        if n.op not in ("seq", "and") or n.apart:
             return None
         fns = []
         for p in n.preds:
             if p.opt_slots or p.general is not None or p.iter_var is not None:
                 return None
             fns.append(p.compiled.fn)
-        ls = sorted(self.slot[v] for v in ln_vars(n.left))
-        rs = sorted(self.slot[v] for v in ln_vars(n.right))
-        return (rs[0] if ls[-1] < rs[0] else None, tuple(ls), tuple(fns))
+        lv, rv = ln_vars(n.left), ln_vars(n.right)
+        ls = sorted(self.slot[v] for v in lv)
+        rs = sorted(self.slot[v] for v in rv)
+        lt = {self.plan.base.var_types[v] for v in lv}
+        rt = {self.plan.base.var_types[v] for v in rv}
+        overlap = None in lt or None in rt or bool(lt & rt)
+        return (rs[0] if ls[-1] < rs[0] else None, tuple(ls), tuple(fns), overlap)
 
     def _number(self, n: TNode) -> None:
         self.index[id(n)] = len(self.nodes)
@@ -937,16 +950,22 @@ class TreeMatcher:
             join = self._join
             lbuf, rbuf = st.bufs[li], st.bufs[ri]
             lst, rst = self.static[id(n.left)], self.static[id(n.right)]
+            fast = self.fast.get(id(n))
             if dl:
-                others = rst if n.op == "seq" else rbuf + rst
                 for a in dl:
-                    for c in others:
+                    if n.op == "and":
+                        if fast is not None and a[1]:
+                            out += self._and_many(fast, a, rbuf, True)
+                        else:
+                            for c in rbuf:
+                                out += join(n, a, c)
+                    for c in rst:
                         out += join(n, a, c)
             if dr:
-                fast = self.fast.get(id(n))
                 for c in dr:
                     if fast is not None and c[1]:
-                        out += self._seq_right(fast, lbuf, c)
+                        out += (self._seq_right(fast, lbuf, c) if n.op == "seq"
+                                else self._and_many(fast, c, lbuf, False))
                     else:
                         for a in lbuf:
                             out += join(n, a, c)
@@ -959,15 +978,56 @@ class TreeMatcher:
         del i
         return out
 
-    def _seq_right(self, fast: tuple[int | None, tuple[int, ...], tuple[Any, ...]],
-                   lbuf: list[Comp], c: Comp) -> list[Comp]:
+    def _and_many(self, fast: Fast, x: Comp, many: list[Comp], x_left: bool) -> list[Comp]:
+        """:meth:`_join` at a conjunction node of one composite ``x`` (it holds the newest
+        event) with every composite of the other side's buffer ``many`` (``x_left``: ``x`` is
+        the left one), specialized as :meth:`_seq_right` is, without an order."""
+        split, lslots, fns, overlap = fast
+        W, CW = self.W, self.CW
+        x0, x1, x2, x3, x4, x5, x6, x7, xr = x
+        xs = set(x1) if overlap else None
+        out = []
+        for y in many:
+            if xs is not None and not xs.isdisjoint(y[1]):
+                continue
+            tsmin = x4 if x4 < y[4] else y[4]
+            tsmax = x5 if x5 > y[5] else y[5]
+            if W is not None and tsmax - tsmin > W:
+                continue
+            wmin = x6 if x6 < y[6] else y[6]
+            wmax = x7 if x7 > y[7] else y[7]
+            if CW is not None and wmax - wmin >= CW:
+                continue
+            a0, c0 = (x0, y[0]) if x_left else (y[0], x0)
+            if split is not None:
+                B = a0[:split] + c0[split:]
+            else:
+                Bl = list(c0)
+                for sl in lslots:
+                    Bl[sl] = a0[sl]
+                B = tuple(Bl)
+            if fns:
+                ok = True
+                for f in fns:
+                    if f(B, 0) is not True:
+                        ok = False
+                        break
+                if not ok:
+                    continue
+            R = xr if xr is not None else y[8]
+            out.append((B, x1 + y[1] if x_left else y[1] + x1,
+                        x2 if x2 < y[2] else y[2], x3 if x3 > y[3] else y[3],
+                        tsmin, tsmax, wmin, wmax, R))
+        return out
+
+    def _seq_right(self, fast: Fast, lbuf: list[Comp], c: Comp) -> list[Comp]:
         """:meth:`_join` of a right composite ``c`` (it holds the newest event) with the left
         buffer of a sequence node, specialized: a buffer is in the order of its composites'
         last events, so the candidates (every event before ``c``'s first) are a prefix found
         by bisection; positions and times grow along a sequence, so the window is one
         comparison per side and the composite's bounds are ``a``'s first and ``c``'s last;
         a Kleene group's range (maximal-grouping) is narrowed as in :meth:`_join`."""
-        split, lslots, fns = fast
+        split, lslots, fns, _overlap = fast
         k = bisect.bisect_left(lbuf, c[2], key=_gmax)
         if not k:
             return []
