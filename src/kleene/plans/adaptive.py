@@ -113,7 +113,7 @@ class AdaptiveTreeMatcher:
         self.cell: int | None = None
         self.counts: Counter[int] = Counter()
         self.lo: tuple[int, int] | None = None
-        """(gpos, ts) of the first candidate of the current period."""
+        """(gpos, ts): the smallest of the current period's candidates (``hi``: the largest)."""
         self.hi: tuple[int, int] = (0, 0)
         self.switches: list[dict[str, Any]] = []
         """Per switch: the stream position and time it took effect, the shapes, the estimates,
@@ -217,9 +217,14 @@ class AdaptiveTreeMatcher:
                 self._migrate(st, recs[i])
             j = bisect.bisect_left(recs, (cell + 1) * per, lo=i, key=lambda r: r[col])
             self.counts.update(bits[i:j])
+            # the period's extent over every key processed in it (keys come one after another)
+            first, last = recs[i], recs[j - 1]
             if self.lo is None:
-                self.lo = (recs[i][GPOS], recs[i][TS])
-            self.hi = (recs[j - 1][GPOS], recs[j - 1][TS])
+                self.lo = (first[GPOS], first[TS])
+                self.hi = (last[GPOS], last[TS])
+            else:
+                self.lo = (min(self.lo[0], first[GPOS]), min(self.lo[1], first[TS]))
+                self.hi = (max(self.hi[0], last[GPOS]), max(self.hi[1], last[TS]))
             # ``budget`` bounds len(out), which grows over the slices of this call
             self._m(st.shape).process(st, recs[i:j], bits[i:j], out, max_matches, budget)
             i = j
