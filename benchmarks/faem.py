@@ -277,8 +277,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
         for fig, data in results["figures"].items():
+            n = min(args.events, args.fig11_events) if fig == "11" else args.events
             (out / f"faem_fig{fig}.json").write_text(json.dumps(
-                {"events": args.events, "scale": args.scale, **data}, indent=1, default=str))
+                {"events": n, "scale": args.scale, **data}, indent=1, default=str))
         plot(results, out)
 
 
