@@ -269,8 +269,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                     est.append(p["estimate"])
                     got.append(p["seconds"])
         rho = spearman(est, got)
-        near = sum(1 for r in rows if r["plans"]["chosen"]["seconds"]
-                   <= 1.10 * min(p["seconds"] for n, p in r["plans"].items() if n != "chosen"))
+        near = chosen_near(rows)
         print(f"fig {fig}: Spearman(estimated, measured) = {rho:.2f}; chosen within 10% of the "
               f"best plan at {near}/{len(rows)} points", flush=True)
         results["figures"][fig] = {"points": rows, "spearman": rho, "chosen_within_10pct": near}
@@ -278,9 +277,27 @@ def main(argv: Sequence[str] | None = None) -> None:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
         for fig, data in results["figures"].items():
+            n = min(args.events, args.fig11_events) if fig == "11" else args.events
             (out / f"faem_fig{fig}.json").write_text(json.dumps(
-                {"events": args.events, "scale": args.scale, **data}, indent=1, default=str))
+                {"events": n, "scale": args.scale, **data}, indent=1, default=str))
         plot(results, out)
+
+
+def chosen_seconds(point: dict[str, Any]) -> float:
+    """The measured time of the plan the chooser took: the median of that plan's own forced
+    runs when it is one of the measured plans (a tree shape, the NFA), so that comparing it
+    with the best one does not add the noise of a second measurement of the same plan; else
+    the separate ``chosen`` runs (e.g. the chain plan)."""
+    ch = point["chosen"]
+    name = ch.partition(":")[2] if ch.startswith("tree:") else ch
+    row = point["plans"].get(name) or point["plans"]["chosen"]
+    return float(row["seconds"])
+
+
+def chosen_near(points: Sequence[dict[str, Any]], tol: float = 0.10) -> int:
+    """Points where the chosen plan is within ``tol`` of the best measured plan."""
+    return sum(1 for p in points if chosen_seconds(p) <= (1 + tol) * min(
+        r["seconds"] for n, r in p["plans"].items() if n != "chosen"))
 
 
 def report(out: Path) -> str:
@@ -297,7 +314,7 @@ def report(out: Path) -> str:
         lines.append(f"Fig. {fig} ({data['events']:,} events; Spearman(estimate, measured) over "
                      f"all plans and points = {data['spearman']:.2f}, among the four shapes at "
                      f"one point = {mean_within:.2f} on average; chosen within 10 % of the best "
-                     f"at {data['chosen_within_10pct']}/{len(data['points'])} points)")
+                     f"at {chosen_near(data['points'])}/{len(data['points'])} points)")
         lines.append("")
         lines.append("| point | matches | chosen | " + " | ".join(names) + " |")
         lines.append("|---|---:|---|" + "---:|" * len(names))

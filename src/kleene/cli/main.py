@@ -434,6 +434,25 @@ def cli() -> None:
 _dialect = click.option("--dialect", default=None, metavar="D",
                         help="Surface syntax of the query (default: the canonical language).")
 
+_tree = click.option(
+    "--tree", "tree", default=None, metavar="SHAPE",
+    help="The tree plan's shape: left, right, bushy, inner, adaptive (re-chosen from the "
+         "observed event mix while running) or a bracket string over the pattern's items, "
+         "e.g. '((G;M);(D;I))'. Implies --plan tree.")
+
+
+def _with_tree(plan: str | None, tree: str | None) -> str | None:
+    """``--tree SHAPE`` as the plan name ``tree:SHAPE`` (``--plan`` may only say ``tree``)."""
+    if tree is None:
+        return plan
+    if not tree.strip():
+        raise UsageError("--tree: empty shape; use left, right, bushy, inner, adaptive or a "
+                         "bracket string such as '((a;b);(c;d))'")
+    if plan is not None and plan != "tree":
+        raise UsageError(f"--tree is a shape of the tree plan; it cannot be combined with "
+                         f"--plan {plan}")
+    return f"tree:{tree.strip()}"
+
 
 @cli.command()
 @click.argument("query")
@@ -472,9 +491,11 @@ def _advise(analyzed: Any) -> None:
               help="Explain this plan instead of the chosen one (nfa, pda, union, ...).")
 @click.option("--kernel", is_flag=True,
               help="Print the generated source of the plan's kernel (where it has one).")
+@_tree
 @_guard
 def explain(query: tuple[str, ...], dialect: str | None, dot: bool, spark: bool,
-            udfs: tuple[str, ...], plan: str | None, kernel: bool) -> None:
+            udfs: tuple[str, ...], plan: str | None, kernel: bool,
+            tree: str | None = None) -> None:
     """Show how QUERY will be evaluated: the chosen plan, why, every other plan's estimated
     cost (or why it does not apply), and the plan itself. Several queries (a query set): one
     line per query, in the shared network or on its own plan and why."""
@@ -483,6 +504,10 @@ def explain(query: tuple[str, ...], dialect: str | None, dot: bool, spark: bool,
     from ..plans.explain import explain as plan_explain
 
     sources = load_queries(query)
+    if tree is not None and (spark or len(sources) > 1):
+        raise UsageError("--tree explains one query on the embedded engine (not a query set, "
+                         "not --spark)")
+    plan = _with_tree(plan, tree)
     if len(sources) > 1 or plan in ("shared", "separate", "auto"):
         if dot or spark or kernel:
             raise QueryError("--dot, --spark and --kernel explain one query")
@@ -605,6 +630,7 @@ def explain(query: tuple[str, ...], dialect: str | None, dot: bool, spark: bool,
               help="Processes for a PARTITION BY query: partitions spread over N workers by "
                    "key hash, merged back in output order (default: the number of cores; "
                    "the summary says when a run stays in one process and why).")
+@_tree
 @_guard
 @_without_cyclic_gc
 def run(query: tuple[str, ...], input_path: str, input_format: str | None,
@@ -618,7 +644,8 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
         spark: bool, master: str | None,
         partitions: int | None, verbose: bool, spark_reader: str, max_matches_per_call: int | None,
         max_runs_per_partition: int | None, max_matches_per_event: int | None,
-        on_cap: str, analyze: bool = False, workers: int | None = None) -> None:
+        on_cap: str, analyze: bool = False, workers: int | None = None,
+        tree: str | None = None) -> None:
     """Run QUERY over the events in --input; write matches (JSON Lines by default).
 
     Several QUERY arguments, a directory of *.kleene files or a file holding several queries
@@ -629,6 +656,10 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
 
     started = time.perf_counter()
     sources = load_queries(query)
+    if tree is not None and (spark or len(sources) > 1):
+        raise UsageError("--tree is for one query on the embedded engine (not a query set, "
+                         "not --spark)")
+    plan = _with_tree(plan, tree)
     query_set = len(sources) > 1 or plan in ("shared", "separate", "auto")
     types: dict[str, str] = {}
     for spec in column_types:
@@ -684,7 +715,8 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
                          f"--max-matches-per-call and --on-cap are options of the automaton "
                          f"engine, not {backend.name!r}")
     if plan is not None and not backend.plans:
-        raise UsageError(f"--plan chooses among the automaton engine's plans; engine "
+        raise UsageError(f"{'--tree' if tree else '--plan'} chooses among the automaton "
+                         f"engine's plans; engine "
                          f"{backend.name!r} has none")
     if spark and plan is not None:
         raise UsageError("--plan is for the embedded engine; --spark runs the chosen plan in "
@@ -1027,6 +1059,11 @@ def _engine_label(compiled: Any) -> str:
     if hasattr(compiled, "queries"):
         shared = "shared network" if compiled.uses_network() else "separate plans"
         return f"automaton, query set of {len(compiled.queries)}, {shared}"
+    if compiled.plan == "tree":  # the shape too: ``plan tree:right``, ``plan tree:adaptive``
+        from ..plans.tree import shape_label
+
+        cp = compiled.compiled_plan
+        return f"{compiled.engine}, plan tree:{shape_label(cp.plan, cp.choice.stats)}"
     return compiled.engine if compiled.plan is None else f"{compiled.engine}, plan {compiled.plan}"
 
 

@@ -113,6 +113,9 @@ class TreePlan:
     group_preds: tuple[Predicate, ...]
     """maximal-grouping: the conjuncts on the Kleene variable, checked per group element."""
     shape: str | None = None
+    adaptive: Any = None
+    """``tree:adaptive``: the :class:`kleene.plans.adaptive.AdaptiveSpec` (re-choose the shape
+    from the observed event mix while running); None: one shape for the whole run."""
     memo: dict[str, Any] = dataclasses.field(default_factory=dict, compare=False, repr=False)
     """The statistics the chooser last estimated with (``kleene explain`` shows each shape's
     estimate under them)."""
@@ -444,14 +447,23 @@ def _find_kleene(n: TNode) -> Leaf | None:
 
 
 def configure(plan: TreePlan, option: str, analyzed: AnalyzedQuery) -> TreePlan:
-    """``tree:SHAPE``: force a named shape or a bracket string."""
+    """``tree:SHAPE``: force a named shape or a bracket string; ``tree:adaptive``: start with
+    the cheapest shape and switch while running (kleene.plans.adaptive)."""
     option = option.strip()
+    if option == "adaptive":
+        from .adaptive import AdaptiveSpec
+
+        return dataclasses.replace(plan, adaptive=AdaptiveSpec())
     if option in SHAPES:
         names = [s.name for s in plan.shapes]
         if option not in names:
             # an equal tree under another name (few items): any shape is the same tree
             return dataclasses.replace(plan, shape=names[0])
         return dataclasses.replace(plan, shape=option)
+    if not option.startswith("("):
+        raise QueryValidationError(
+            f"unknown tree shape {option!r}; use {', '.join(SHAPES)}, adaptive or a bracket "
+            "string over the pattern's items such as ((a;b);(c;d))")
     p = analyzed.pattern
     if not isinstance(p, ast.Seq | ast.And | ast.Or):
         raise QueryValidationError("tree: a bracket string needs a SEQ, AND or OR pattern")
@@ -462,6 +474,10 @@ def configure(plan: TreePlan, option: str, analyzed: AnalyzedQuery) -> TreePlan:
     if sorted(_leaves(t)) != list(range(len(items))):
         raise QueryValidationError(f"tree {option!r} must name every item of the pattern "
                                    f"once ({', '.join(names)})")
+    if isinstance(p, ast.Seq) and _leaves(t) != list(range(len(items))):
+        raise QueryValidationError(f"tree {option!r}: the items of a SEQ keep their order "
+                                   f"({', '.join(names)}); only AND and OR items may be "
+                                   "reordered")
     preds = [pr for pr in plan.base.preds if pr not in plan.group_preds]
     b = _Builder(analyzed, plan.base, preds, plan.grouping)
     root = b.build(p, t)
@@ -516,15 +532,16 @@ def shape_cost(plan: TreePlan, shape: TreeShape, stats: Stats) -> float:
     return 1.0 + TREE_OVERHEAD * (work + rate + extra)
 
 
-TREE_OVERHEAD = 10_000.0
+TREE_OVERHEAD = 4_000.0
 """One unit of the tree's work (a composite pair a join considers, per input event) in the
 units of the NFA's estimate (``registry.runs_estimate``: every live run per input event).
 The NFA's units overcount: its kernel skips idle runs and noise never reaches it, so one
 NFA unit is far cheaper than one tree join in Python. Calibrated on FAEM's Fig. 7 query
-without Kleene (Table 1's populations, WITHIN 5000 EVENTS): the NFA's estimate 457 for
-0.25 µs per event, the tree's raw work 0.21-0.26 for 1.3-1.6 µs per event (docs/benchmarks.md,
-FAEM). Under maximal-grouping the NFA does not apply, and this factor only scales the shapes
-against each other (and against other plans that accept the strategy: none yet)."""
+without Kleene (Table 1's populations, WITHIN 5000 EVENTS, 300,000 events): the NFA's
+estimate 457 for 0.35 µs per event, the tree's raw work 0.21-0.26 for 0.65-0.77 µs per event
+(docs/benchmarks.md, FAEM; 10,000 before the sequence joins' fast path). Under
+maximal-grouping the NFA does not apply, and this factor only scales the shapes against each
+other (and against other plans that accept the strategy: none yet)."""
 
 
 def shape_costs(plan: TreePlan, stats: Stats) -> list[tuple[str, str, float]]:
@@ -539,6 +556,13 @@ def best_shape(plan: TreePlan, stats: Stats) -> TreeShape:
     return min(plan.shapes, key=lambda s: shape_cost(plan, s, stats))
 
 
+def shape_label(plan: TreePlan, stats: Stats) -> str:
+    """The shape a run takes: ``adaptive``, the forced one, or the cheapest by ``stats``."""
+    if plan.adaptive is not None and len(plan.shapes) > 1:
+        return "adaptive"
+    return best_shape(plan, stats).name
+
+
 def _cost(plan: TreePlan, stats: Stats) -> float:
     plan.memo["stats"] = stats
     return shape_cost(plan, best_shape(plan, stats), stats)
@@ -547,8 +571,11 @@ def _cost(plan: TreePlan, stats: Stats) -> float:
 def _explain(plan: TreePlan) -> list[str]:
     stats = plan.memo.get("stats") or Stats()
     best = best_shape(plan, stats)
-    out = [f"tree plan ({plan.strategy.value}); shape {best.name} "
-           f"({'forced' if plan.shape else 'lowest estimated cost'}):"]
+    how = "forced" if plan.shape else "lowest estimated cost"
+    if plan.adaptive is not None:
+        how = (f"adaptive: the starting shape, {plan.adaptive.describe(plan)}"
+               if len(plan.shapes) > 1 else "adaptive, but the pattern has one shape")
+    out = [f"tree plan ({plan.strategy.value}); shape {best.name} ({how}):"]
     for name, text, c in shape_costs(plan, stats):
         mark = "*" if name == best.name else " "
         out.append(f"  {mark} tree:{name:<8} {text:<36} estimated cost {c:,.1f} per event")
@@ -587,12 +614,15 @@ def _node_lines(n: TNode, ind: str) -> list[str]:
 #: events, ``R`` (maximal-grouping) the admissible position ranges of the Kleene group, or
 #: None when the subtree has no Kleene leaf. An *empty* composite has ``P == ()``.
 Comp = tuple[Any, ...]
+Fast = tuple[int | None, tuple[int, ...], tuple[Any, ...], bool]
+"""A join node's fast-path data (:meth:`TreeMatcher._fast_info`)."""
 
 
 class TreeState:
     """Per-key state: one buffer per node, the Kleene store, open (pending) matches."""
 
-    __slots__ = ("bufs", "kstore", "open", "pending", "last_wpos", "last_ts", "since")
+    __slots__ = ("bufs", "kstore", "open", "pending", "last_wpos", "last_ts", "since",
+                 "close_at")
 
     def __init__(self, nnodes: int) -> None:
         self.bufs: list[list[Comp]] = [[] for _ in range(nnodes)]
@@ -604,6 +634,8 @@ class TreeState:
         self.last_wpos = -1
         self.last_ts = -(2 ** 62)
         self.since = 0
+        self.close_at: tuple[int, int] | None = None
+        """(time, position) from which the first open group can close (None: unknown)."""
 
 
 class TreeMatcher:
@@ -638,6 +670,35 @@ class TreeMatcher:
         self.kleaves = [i for i, x in enumerate(self.nodes) if isinstance(x, Leaf) and x.kleene]
         self.var_types = base.var_types
         self.masks = base.masks
+        self.fast: dict[int, Fast] = {}
+        for x in self.nodes:
+            if isinstance(x, Join):
+                f = self._fast_info(x)
+                if f is not None:
+                    self.fast[id(x)] = f
+
+    def _fast_info(self, n: Join) -> Fast | None:
+        """A sequence or conjunction node whose joins of two composites that bind events
+        take a fast path (:meth:`_seq_right`, :meth:`_and_many`): every condition placed
+        here a plain one (no list variable it ranges over, no optional variable), and no
+        Kleene item of this AND under maximal-grouping (its ranges are split per item).
+        ``(split, left slots, condition functions, overlap)``: ``split`` is the first slot of
+        the right side when every left slot is before it; ``overlap``: one event can bind a
+        variable on each side (a type in common, or an untyped variable)."""
+        if n.op not in ("seq", "and") or n.apart:
+            return None
+        fns = []
+        for p in n.preds:
+            if p.opt_slots or p.general is not None or p.iter_var is not None:
+                return None
+            fns.append(p.compiled.fn)
+        lv, rv = ln_vars(n.left), ln_vars(n.right)
+        ls = sorted(self.slot[v] for v in lv)
+        rs = sorted(self.slot[v] for v in rv)
+        lt = {self.plan.base.var_types[v] for v in lv}
+        rt = {self.plan.base.var_types[v] for v in rv}
+        overlap = None in lt or None in rt or bool(lt & rt)
+        return (rs[0] if ls[-1] < rs[0] else None, tuple(ls), tuple(fns), overlap)
 
     def _number(self, n: TNode) -> None:
         self.index[id(n)] = len(self.nodes)
@@ -748,6 +809,7 @@ class TreeMatcher:
                 keep.append(c)
                 keep_p.append(ph)
         st.open, st.pending = keep, keep_p
+        st.close_at = None
         return out
 
     # -- evaluation --------------------------------------------------------------------------
@@ -759,7 +821,8 @@ class TreeMatcher:
             st.last_ts, st.last_wpos = e[TS], e[WPOS]
             if not b:
                 continue
-            if st.open:
+            ca = st.close_at
+            if st.open and (ca is None or e[TS] > ca[0] or e[WPOS] >= ca[1]):
                 # open groups that no event from here on can join are final: hand them over
                 out += self._close(st, e[TS], e[WPOS])
             st.since += 1
@@ -773,6 +836,10 @@ class TreeMatcher:
                     if any(h >= INF for _l, h in c[8]):
                         st.open.append(c)
                         st.pending.append(_placeholder(c))
+                        if st.close_at is not None:
+                            d = self._deadline([c])
+                            st.close_at = (min(st.close_at[0], d[0]),
+                                           min(st.close_at[1], d[1]))
                         continue
                     for m in self._materialize(st, c):
                         out.append(m)
@@ -805,7 +872,15 @@ class TreeMatcher:
                 keep.append(c)
                 keep_p.append(ph)
         st.open, st.pending = keep, keep_p
+        st.close_at = self._deadline(keep)
         return out
+
+    def _deadline(self, opens: list[Comp]) -> tuple[int, int]:
+        """The earliest (time, position) at which one of ``opens`` closes."""
+        if not opens:
+            return (INF, INF)
+        return (INF if self.W is None else min(c[4] for c in opens) + self.W,
+                INF if self.CW is None else min(c[6] for c in opens) + self.CW)
 
     def _cap_runs(self, st: TreeState, total: int) -> None:
         drop = too_many_runs(self, total)
@@ -875,15 +950,25 @@ class TreeMatcher:
             join = self._join
             lbuf, rbuf = st.bufs[li], st.bufs[ri]
             lst, rst = self.static[id(n.left)], self.static[id(n.right)]
+            fast = self.fast.get(id(n))
             if dl:
-                others = rst if n.op == "seq" else rbuf + rst
                 for a in dl:
-                    for c in others:
+                    if n.op == "and":
+                        if fast is not None and a[1]:
+                            out += self._and_many(fast, a, rbuf, True)
+                        else:
+                            for c in rbuf:
+                                out += join(n, a, c)
+                    for c in rst:
                         out += join(n, a, c)
             if dr:
                 for c in dr:
-                    for a in lbuf:
-                        out += join(n, a, c)
+                    if fast is not None and c[1]:
+                        out += (self._seq_right(fast, lbuf, c) if n.op == "seq"
+                                else self._and_many(fast, c, lbuf, False))
+                    else:
+                        for a in lbuf:
+                            out += join(n, a, c)
                     for a in lst:
                         out += join(n, a, c)
         if dl:
@@ -891,6 +976,90 @@ class TreeMatcher:
         if dr:
             st.bufs[ri].extend(dr)
         del i
+        return out
+
+    def _and_many(self, fast: Fast, x: Comp, many: list[Comp], x_left: bool) -> list[Comp]:
+        """:meth:`_join` at a conjunction node of one composite ``x`` (it holds the newest
+        event) with every composite of the other side's buffer ``many`` (``x_left``: ``x`` is
+        the left one), specialized as :meth:`_seq_right` is, without an order."""
+        split, lslots, fns, overlap = fast
+        W, CW = self.W, self.CW
+        x0, x1, x2, x3, x4, x5, x6, x7, xr = x
+        xs = set(x1) if overlap else None
+        out = []
+        for y in many:
+            if xs is not None and not xs.isdisjoint(y[1]):
+                continue
+            tsmin = x4 if x4 < y[4] else y[4]
+            tsmax = x5 if x5 > y[5] else y[5]
+            if W is not None and tsmax - tsmin > W:
+                continue
+            wmin = x6 if x6 < y[6] else y[6]
+            wmax = x7 if x7 > y[7] else y[7]
+            if CW is not None and wmax - wmin >= CW:
+                continue
+            a0, c0 = (x0, y[0]) if x_left else (y[0], x0)
+            if split is not None:
+                B = a0[:split] + c0[split:]
+            else:
+                Bl = list(c0)
+                for sl in lslots:
+                    Bl[sl] = a0[sl]
+                B = tuple(Bl)
+            if fns:
+                ok = True
+                for f in fns:
+                    if f(B, 0) is not True:
+                        ok = False
+                        break
+                if not ok:
+                    continue
+            R = xr if xr is not None else y[8]
+            out.append((B, x1 + y[1] if x_left else y[1] + x1,
+                        x2 if x2 < y[2] else y[2], x3 if x3 > y[3] else y[3],
+                        tsmin, tsmax, wmin, wmax, R))
+        return out
+
+    def _seq_right(self, fast: Fast, lbuf: list[Comp], c: Comp) -> list[Comp]:
+        """:meth:`_join` of a right composite ``c`` (it holds the newest event) with the left
+        buffer of a sequence node, specialized: a buffer is in the order of its composites'
+        last events, so the candidates (every event before ``c``'s first) are a prefix found
+        by bisection; positions and times grow along a sequence, so the window is one
+        comparison per side and the composite's bounds are ``a``'s first and ``c``'s last;
+        a Kleene group's range (maximal-grouping) is narrowed as in :meth:`_join`."""
+        split, lslots, fns, _overlap = fast
+        k = bisect.bisect_left(lbuf, c[2], key=_gmax)
+        if not k:
+            return []
+        c0, c1, c3, c5, c7, rc, cmin = c[0], c[1], c[3], c[5], c[7], c[8], c[2]
+        lo_ts = -INF if self.W is None else c5 - self.W
+        lo_w = -INF if self.CW is None else c7 - self.CW
+        out = []
+        for a in lbuf[:k] if k < len(lbuf) else lbuf:
+            if a[4] < lo_ts or a[6] <= lo_w:
+                continue
+            if split is not None:
+                B = a[0][:split] + c0[split:]
+            else:
+                Bl = list(c0)
+                a0 = a[0]
+                for sl in lslots:
+                    Bl[sl] = a0[sl]
+                B = tuple(Bl)
+            if fns:
+                ok = True
+                for f in fns:
+                    if f(B, 0) is not True:
+                        ok = False
+                        break
+                if not ok:
+                    continue
+            R = a[8]
+            if R is not None:  # the Kleene group is on the left: it ends before c
+                R = tuple((lo, min(hi, cmin)) for lo, hi in R)
+            elif rc is not None:  # ... on the right: it starts after a
+                R = tuple((max(lo, a[3]), hi) for lo, hi in rc)
+            out.append((B, a[1] + c1, a[2], c3, a[4], c5, a[6], c7, R))
         return out
 
     def _kleene_delta(self, st: TreeState, n: Leaf, e: Any) -> list[Comp]:
@@ -971,9 +1140,7 @@ class TreeMatcher:
 
     # -- output ------------------------------------------------------------------------------
     def _candidate(self, c: Comp) -> Candidate:
-        recs = sorted((r for x in c[0] if x is not None for r in _recs(x)),
-                      key=lambda r: r[GPOS])
-        return Candidate(c[0], c[4], c[6], c[3], c[5], c[7], tuple(r[GPOS] for r in recs))
+        return Candidate(c[0], c[4], c[6], c[3], c[5], c[7], tuple(sorted(c[1])))
 
     def _materialize(self, st: TreeState, c: Comp) -> list[Candidate]:
         """The matches of a root composite: its Kleene group(s) from the Kleene store."""
@@ -1031,6 +1198,10 @@ def _gpos(r: Any) -> int:
     return int(r[GPOS])
 
 
+def _gmax(c: Comp) -> int:
+    return int(c[3])
+
+
 def _placeholder(c: Comp) -> Candidate:
     """What the runtime sees of an open match: its earliest possible sort position."""
     return Candidate(c[0], c[4], c[6], c[3], c[5], c[7], tuple(sorted(c[1])))
@@ -1044,8 +1215,12 @@ def _recs(x: Any) -> tuple[Any, ...]:
     return (x,)
 
 
-def _matcher(cp: CompiledPlan, options: MatcherOptions) -> TreeMatcher:
+def _matcher(cp: CompiledPlan, options: MatcherOptions) -> Any:
     plan: TreePlan = cp.plan
+    if plan.adaptive is not None and len(plan.shapes) > 1:
+        from .adaptive import AdaptiveTreeMatcher
+
+        return AdaptiveTreeMatcher(plan, cp.choice.stats, options)
     return TreeMatcher(plan, best_shape(plan, cp.choice.stats), options)
 
 
@@ -1061,5 +1236,5 @@ PLAN = PlanKind(
 )
 
 __all__ = ["PLAN", "SHAPES", "Join", "Leaf", "TreeMatcher", "TreePlan", "TreeShape",
-           "best_shape", "compile_tree", "configure", "shape_cost",
+           "best_shape", "compile_tree", "configure", "shape_cost", "shape_label",
            "shape_costs", "tree_text"]
