@@ -23,6 +23,7 @@ Chained comparisons (``20 < x.p < 50``) are desugared by the parser into ``AND``
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 
 from .diagnostics import Span
@@ -186,6 +187,9 @@ class Kleene:
     min: int
     max: int | None
     span: Span | None = _span()
+    reluctant: bool = field(default=False, kw_only=True)
+    """``+?`` / ``*?`` / ``{n,m}?``: fewer repetitions are preferred (only meaningful with
+    ``AFTER MATCH SKIP``, docs/semantics.md 19)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,6 +260,25 @@ class Pick:
     span: Span | None = _span()
 
 
+class SkipMode(enum.Enum):
+    """Where the next match attempt starts after a match (SQL ``AFTER MATCH SKIP``)."""
+
+    TO_NEXT_ROW = "TO NEXT ROW"
+    PAST_LAST_ROW = "PAST LAST ROW"
+    TO_FIRST = "TO FIRST"
+    TO_LAST = "TO LAST"
+
+
+@dataclass(frozen=True, slots=True)
+class AfterMatch:
+    """``AFTER MATCH SKIP TO NEXT ROW | PAST LAST ROW | TO FIRST v | TO LAST v``: SQL's row
+    pattern matching policy (docs/semantics.md 19)."""
+
+    mode: SkipMode
+    var: str | None = None
+    span: Span | None = _span()
+
+
 @dataclass(frozen=True, slots=True)
 class Consume:
     """``CONSUME a, b`` or ``CONSUME ALL`` (``all_vars=True``, ``vars=()``)."""
@@ -291,14 +314,16 @@ class Query:
     returns: tuple[ReturnItem, ...] = ()
     return_type: str | None = None
     span: Span | None = _span()
+    after_match: AfterMatch | None = field(default=None, kw_only=True)
+    """``AFTER MATCH SKIP ...`` (docs/semantics.md 19); None: kleene's own matching."""
     source: str = field(default="", compare=False, repr=False, kw_only=True)
     """The text the query was parsed from (for error rendering); empty for builder queries."""
 
 
-Node = Expr | Pattern | Window | Index | Pick | Consume | ReturnItem | Query
+Node = Expr | Pattern | Window | Index | Pick | Consume | AfterMatch | ReturnItem | Query
 
 __all__ = [
-    "And", "AnyOf", "AttrRef", "Between", "Binary", "Call", "Consume", "Emit", "EventPattern",
+    "AfterMatch", "SkipMode", "And", "AnyOf", "AttrRef", "Between", "Binary", "Call", "Consume", "Emit", "EventPattern",
     "Equivalence", "Expr", "Index", "IndexKind", "InList", "IsNull", "Kleene", "Like", "Literal",
     "Node", "Not", "Or", "Pattern", "Pick", "PickMode", "Query", "ReturnItem", "Seq", "Strategy",
     "TimeUnit", "Unary", "VarRef", "Window", "Within",

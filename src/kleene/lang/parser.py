@@ -38,7 +38,10 @@ for _unit, _words in (
         UNITS[_w] = _unit
 
 #: Clause keywords in their required order.
-CLAUSE_ORDER = CLAUSE_WORDS
+CLAUSE_ORDER = (*CLAUSE_WORDS[:CLAUSE_WORDS.index("EMIT") + 1], "AFTER",
+                *CLAUSE_WORDS[CLAUSE_WORDS.index("EMIT") + 1:])
+"""Clause keywords in required order (``AFTER MATCH SKIP`` is not reserved: a variable may
+still be named ``after``)."""
 
 _COMPARISONS = ("=", "==", "!=", "<>", "<", "<=", ">", ">=")
 
@@ -233,6 +236,7 @@ class Parser:
             "PICK": self.clause_pick,
             "CONSUME": self.clause_consume,
             "EMIT": self.clause_emit,
+            "AFTER": self.clause_after,
             "RETURN": self.clause_return,
         }
 
@@ -293,6 +297,28 @@ class Parser:
         self.advance()
         t = self.expect_kw("ALL", "RECENT", "COVERAGE")
         f["emit"] = ast.Emit(t.value.lower())
+
+    def clause_after(self, f: dict[str, object]) -> None:
+        """``AFTER MATCH SKIP TO NEXT ROW | PAST LAST ROW | TO FIRST v | TO LAST v``."""
+        start = self.advance()
+        self.expect_kw("MATCH")
+        self.expect_kw("SKIP")
+        var: str | None = None
+        if self.accept_kw("PAST"):
+            self.expect_kw("LAST")
+            self.expect_kw("ROW")
+            mode = ast.SkipMode.PAST_LAST_ROW
+        else:
+            self.expect_kw("TO")
+            t = self.expect_kw("NEXT", "FIRST", "LAST")
+            word = t.value.upper()
+            if word == "NEXT":
+                self.expect_kw("ROW")
+                mode = ast.SkipMode.TO_NEXT_ROW
+            else:
+                mode = ast.SkipMode.TO_FIRST if word == "FIRST" else ast.SkipMode.TO_LAST
+                var = self.parse_var_name()
+        f["after_match"] = ast.AfterMatch(mode, var, span=self.span_from(start))
 
     def clause_return(self, f: dict[str, object]) -> None:
         """``RETURN item, ... [AS TYPE Name]`` or ``RETURN * [AS TYPE Name]``."""
@@ -472,7 +498,8 @@ class Parser:
         q = self.parse_quantifier()
         if q is None:
             return node
-        return ast.Kleene(node, q[0], q[1], span=self.span_from(start))
+        reluctant = self.accept_op("?") is not None
+        return ast.Kleene(node, q[0], q[1], span=self.span_from(start), reluctant=reluctant)
 
     def parse_quantifier(self) -> tuple[int, int | None] | None:
         """``+`` / ``*`` / ``{n}`` / ``{n,}`` / ``{n,m}`` or None."""
@@ -557,6 +584,7 @@ class Parser:
         start = self.tok
         etype = self.parse_event_type()
         q = self.parse_quantifier()
+        reluctant = q is not None and self.accept_op("?") is not None
         var_tok = self.tok
         shown = "ANY" if etype is None else etype
         if var_tok.kind is Tok.IDENT and var_tok.value.upper() in RESERVED \
@@ -573,7 +601,7 @@ class Parser:
         ev = ast.EventPattern(etype, var, span=self.span_from(start))
         if q is None:
             return ev
-        return ast.Kleene(ev, q[0], q[1], span=self.span_from(start))
+        return ast.Kleene(ev, q[0], q[1], span=self.span_from(start), reluctant=reluctant)
 
     # ---------------------------------------------------------------- expressions
     def parse_where(self) -> ast.Expr | None:

@@ -46,7 +46,7 @@ def pattern_text(p: ast.Pattern, *, nested: bool = False) -> str:
     if isinstance(p, ast.EventPattern):
         return f"{type_text(p.type)} {name_text(p.var)}"
     if isinstance(p, ast.Kleene):
-        q = _quant(p.min, p.max)
+        q = _quant(p.min, p.max) + ("?" if p.reluctant else "")
         body = p.body
         if isinstance(body, ast.EventPattern):
             return f"{type_text(body.type)}{q} {name_text(body.var)}[]"
@@ -116,6 +116,10 @@ def to_text(q: ast.Query) -> str:
             lines.append("CONSUME " + ", ".join(name_text(v) for v in q.consume.vars))
     if q.emit is not None:
         lines.append(f"EMIT {q.emit.value.upper()}")
+    if q.after_match is not None:
+        am = q.after_match
+        target = f" {name_text(am.var)}" if am.var is not None else ""
+        lines.append(f"AFTER MATCH SKIP {am.mode.value}{target}")
     if q.returns or q.return_type is not None:
         items = ", ".join(_return_item(r) for r in q.returns) if q.returns else "*"
         rtype = f" AS TYPE {name_text(q.return_type)}" if q.return_type is not None else ""

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import ast
-from ..errors import CapacityError, EngineError, QueryValidationError
+from ..errors import CapacityError, EngineError, InputError, QueryValidationError
 from ..events import ID, TS, TYPE, EventBatch, Match
 from ..semantic.analyzed import AnalyzedQuery
 
@@ -1400,11 +1400,14 @@ def _partitions(events: list[_Event], keys: Sequence[str]) -> list[list[_Event]]
 
 def _candidates(prep: _Prepared, part: list[_Event], *, relax: bool = False) -> Iterator[_Cand]:
     aq = prep.aq
+    contiguous = aq.query.after_match is not None
 
     def prune(o: _Occ) -> bool:
         # Sound pruning: windows and equivalence only get harder as events are added.
         if aq.within is not None and not _span_ok(aq.within, o.events, part):
             return False
+        if contiguous and o.events and max(o.events) - min(o.events) + 1 != len(o.events):
+            return False  # §19 patterns only add later events: a gap stays a gap
         if prep.equivalence:
             return len({_equiv_value(part[i], prep.equivalence) for i in o.events}) <= 1
         return True
@@ -1480,6 +1483,127 @@ def _grouped(prep: _Prepared, part: list[_Event]) -> list[_Cand]:
     return out
 
 
+# ---------------------------------------------------------------------------------------------
+# AFTER MATCH SKIP (§19): the preferred match per start row, and where the next attempt starts
+# ---------------------------------------------------------------------------------------------
+
+_Assign = tuple[tuple[str, int], ...]
+
+
+def _preferred(p: ast.Pattern, i: int, n: int, cls: tuple[str, ...],
+               viable: frozenset[tuple[str, ...]]) -> Iterator[tuple[int, _Assign,
+                                                                      tuple[str, ...]]]:
+    """Every way ``p`` maps the rows ``i, i+1, ...`` (contiguously), in SQL's preference
+    order (§19): ``(next row, (variable, row) pairs, classifier sequence so far)``. A mapping
+    whose classifier sequence is no prefix of a candidate's (``viable``) is cut (sound
+    pruning: no candidate can complete it)."""
+    if isinstance(p, ast.EventPattern):
+        nxt = (*cls, p.var)
+        if i < n and nxt in viable:
+            yield i + 1, ((p.var, i),), nxt
+        return
+    if isinstance(p, ast.Within):
+        yield from _preferred(p.body, i, n, cls, viable)
+        return
+    if isinstance(p, ast.Seq):
+        yield from _preferred_seq(p.items, i, n, cls, viable)
+        return
+    if isinstance(p, ast.Or):
+        for item in p.items:  # the branch written first is preferred
+            yield from _preferred(item, i, n, cls, viable)
+        return
+    if isinstance(p, ast.Kleene):
+        yield from _preferred_rep(p, 0, i, n, cls, viable)
+        return
+    raise AssertionError(f"AFTER MATCH SKIP does not define {type(p).__name__}")
+
+
+def _preferred_seq(items: Sequence[ast.Pattern], i: int, n: int, cls: tuple[str, ...],
+                   viable: frozenset[tuple[str, ...]]
+                   ) -> Iterator[tuple[int, _Assign, tuple[str, ...]]]:
+    if not items:
+        yield i, (), cls
+        return
+    for j, a, c in _preferred(items[0], i, n, cls, viable):
+        for k, b, d in _preferred_seq(items[1:], j, n, c, viable):
+            yield k, a + b, d
+
+
+def _preferred_rep(p: ast.Kleene, count: int, i: int, n: int, cls: tuple[str, ...],
+                   viable: frozenset[tuple[str, ...]]
+                   ) -> Iterator[tuple[int, _Assign, tuple[str, ...]]]:
+    more = p.max is None or count < p.max
+    stop = count >= p.min
+    for choice in (("stop", "more") if p.reluctant else ("more", "stop")):
+        if choice == "stop" and stop:
+            yield i, (), cls
+        elif choice == "more" and more:
+            for j, a, c in _preferred(p.body, i, n, cls, viable):
+                if j == i:
+                    continue  # a repetition maps at least one row
+                for k, b, d in _preferred_rep(p, count + 1, j, n, c, viable):
+                    yield k, a + b, d
+
+
+def _rows_key(bindings: Mapping[str, Bound]) -> frozenset[tuple[str, tuple[int, ...]]]:
+    return frozenset((v, _elements(b)) for v, b in bindings.items() if _elements(b))
+
+
+def _after_match(prep: _Prepared, part: list[_Event], cands: list[_Cand]) -> list[_Cand]:
+    """§19 literally: from the partition's first row, the match of an attempt at row r is
+    the first mapping of the pattern onto rows r, r+1, ... in preference order that is a
+    candidate; no mapping is a candidate -> try r+1; else the SKIP rule gives the next r."""
+    am = prep.aq.query.after_match
+    assert am is not None
+    by_rows: dict[frozenset[tuple[str, tuple[int, ...]]], _Cand] = {}
+    starts: dict[int, set[tuple[str, ...]]] = {}
+    for c in cands:
+        by_rows.setdefault(_rows_key(c.bindings), c)
+        order = sorted((x, v) for v, b in c.bindings.items() for x in _elements(b))
+        seq = tuple(v for _x, v in order)
+        pre = starts.setdefault(min(c.positions), set())
+        for k in range(1, len(seq) + 1):
+            pre.add(seq[:k])
+    out: list[_Cand] = []
+    r = 0
+    n = len(part)
+    while r < n:
+        chosen: _Cand | None = None
+        if r in starts:
+            viable = frozenset(starts[r])
+            for _j, assign, _cls in _preferred(prep.aq.pattern, r, n, (), viable):
+                rows: dict[str, list[int]] = {}
+                for v, x in assign:
+                    rows.setdefault(v, []).append(x)
+                got = by_rows.get(frozenset((v, tuple(xs)) for v, xs in rows.items()))
+                if got is not None:
+                    chosen = got
+                    break
+        if chosen is None:
+            r += 1
+            continue
+        out.append(chosen)
+        first, last = min(chosen.positions), max(chosen.positions)
+        if am.mode is ast.SkipMode.TO_NEXT_ROW:
+            r = first + 1
+        elif am.mode is ast.SkipMode.PAST_LAST_ROW:
+            r = last + 1
+        else:
+            assert am.var is not None
+            mapped = _elements(chosen.bindings[am.var]) if am.var in chosen.bindings else ()
+            where = f"the match at rows {first}..{last} of its partition"
+            if not mapped:
+                raise InputError(f"AFTER MATCH SKIP {am.mode.value} {am.var}: {where} maps no "
+                                 f"row to {am.var} (SQL raises an exception here)")
+            target = mapped[0] if am.mode is ast.SkipMode.TO_FIRST else mapped[-1]
+            if target == first:
+                raise InputError(f"AFTER MATCH SKIP {am.mode.value} {am.var}: {where} would "
+                                 "start the next attempt at its own first row (SQL raises an "
+                                 "exception here)")
+            r = target
+    return out
+
+
 def evaluate(analyzed: AnalyzedQuery, events: EventBatch) -> list[Match]:
     """Every match of ``analyzed`` over ``events``, after policies, in output order.
 
@@ -1494,7 +1618,11 @@ def evaluate(analyzed: AnalyzedQuery, events: EventBatch) -> list[Match]:
     found: list[_Found] = []
     grouping = analyzed.strategy is ast.Strategy.MAXIMAL_GROUPING
     for part in _partitions(_load(events), analyzed.partition_by):
-        for cand in (_grouped(prep, part) if grouping else _candidates(prep, part)):
+        cands: Iterable[_Cand] = (_grouped(prep, part) if grouping
+                                  else _candidates(prep, part))
+        if analyzed.query.after_match is not None:
+            cands = _after_match(prep, part, list(cands))
+        for cand in cands:
             gbind = {v: tuple(part[x].gpos for x in _elements(b))
                      for v, b in cand.bindings.items()}
             gpos = tuple(sorted(part[x].gpos for x in cand.positions))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from . import composition, functions, kleene, names, negation, strategy, types, windows
+from . import after_match, composition, functions, kleene, names, negation, strategy, types, windows
 from .context import Context
 
 Rule = Callable[[Context], None]
@@ -23,6 +23,7 @@ RULES: tuple[Rule, ...] = (
     negation.check_negation,
     negation.check_not_only_optional,
     strategy.check_strategy,
+    after_match.check_after_match,
     names.check_references,
     negation.check_negation_conditions,
     names.check_clause_variables,

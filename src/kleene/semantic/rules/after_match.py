@@ -1,0 +1,83 @@
+"""AFTER MATCH SKIP rule (docs/semantics.md 19): SQL row pattern matching is defined on
+contiguous rows with preferred matches; the combinations it does not define are rejected."""
+
+from __future__ import annotations
+
+from ... import ast
+from ...lang.printer import pattern_text
+from ..analyzed import VarKind
+from ..walk import sub_patterns
+from .context import Context
+
+
+def _can_be_empty(p: ast.Pattern) -> bool:
+    if isinstance(p, ast.EventPattern):
+        return False
+    if isinstance(p, ast.Kleene):
+        return p.min == 0 or _can_be_empty(p.body)
+    if isinstance(p, ast.Within):
+        return _can_be_empty(p.body)
+    if isinstance(p, ast.Seq):
+        return all(_can_be_empty(i) for i in p.items)
+    if isinstance(p, ast.Or):
+        return any(_can_be_empty(i) for i in p.items)
+    return False
+
+
+def check_after_match(ctx: Context) -> None:
+    """AFTER MATCH SKIP needs strict-contiguity and SEQ / OR / Kleene / event patterns only;
+    reluctant quantifiers need AFTER MATCH SKIP."""
+    q = ctx.query
+    am = q.after_match
+    if am is None:
+        for p in sub_patterns(q.pattern):
+            if isinstance(p, ast.Kleene) and p.reluctant:
+                raise ctx.reporter.error(
+                    f"a reluctant quantifier ({pattern_text(p, nested=True)}) only has a "
+                    "meaning with AFTER MATCH SKIP (it orders the preferred match); add an "
+                    "AFTER MATCH SKIP clause or drop the '?'", p.span)
+        return
+    if q.strategy is not ast.Strategy.STRICT_CONTIGUITY:
+        raise ctx.reporter.error(
+            "AFTER MATCH SKIP is defined on contiguous rows: add USING strict-contiguity",
+            am.span)
+    what = None
+    if q.picks:
+        what = "PICK"
+    elif q.consume is not None:
+        what = "CONSUME"
+    elif q.emit is not None and q.emit is not ast.Emit.ALL:
+        what = f"EMIT {q.emit.value.upper()}"
+    if what is not None:
+        raise ctx.reporter.error(f"AFTER MATCH SKIP already selects one match per start row; "
+                                 f"it cannot be combined with {what}", am.span)
+    for p in sub_patterns(q.pattern):
+        bad = None
+        if isinstance(p, ast.And):
+            bad = "AND"
+        elif isinstance(p, ast.AnyOf):
+            bad = "ANY"
+        elif isinstance(p, ast.Not):
+            bad = "NOT"
+        elif isinstance(p, ast.Within) and p is not q.pattern:
+            bad = "a window on a sub-pattern"
+        elif isinstance(p, ast.Kleene) and _can_be_empty(p.body):
+            bad = "a repetition of a pattern that can match no rows"
+        if bad is not None:
+            raise ctx.reporter.error(
+                f"AFTER MATCH SKIP does not support {bad} ({pattern_text(p, nested=True)}); "
+                "use SEQ, OR, Kleene and event patterns", p.span)
+    if _can_be_empty(q.pattern):
+        raise ctx.reporter.error(
+            "the pattern can match no rows; kleene has no empty matches, so AFTER MATCH SKIP "
+            "(whose preferred match could then be the empty one) needs a pattern that binds "
+            "at least one row", q.pattern.span)
+    if am.var is not None:
+        info = ctx.variables.get(am.var)
+        if info is None or info.kind is VarKind.NEGATED:
+            raise ctx.reporter.error(
+                f"AFTER MATCH SKIP {am.mode.value} {am.var}: no positive variable {am.var!r} "
+                f"(variables: {ctx.var_list()})", am.span)
+
+
+__all__ = ["check_after_match"]
