@@ -84,6 +84,12 @@ CASES = [
          "PATTERN SEQ(OR(ANY c, SEQ(ANY a, ANY b)), ANY d) USING strict-contiguity "
          "AFTER MATCH SKIP PAST LAST ROW", ROWS4.replace("x4", "  "),
          ["c=x1 d=x2"]),
+    case("top-level alternation: the first branch wins although the second is longer",
+         "PATTERN OR(SEQ(ANY a, ANY b), SEQ(ANY c, ANY d, ANY e)) USING strict-contiguity "
+         "AFTER MATCH SKIP PAST LAST ROW", ROWS4, ["a=x1 b=x2", "a=x3 b=x4"]),
+    case("top-level alternation, TO NEXT ROW",
+         "PATTERN OR(SEQ(ANY a, ANY b), SEQ(ANY c, ANY d, ANY e)) USING strict-contiguity "
+         "AFTER MATCH SKIP TO NEXT ROW", ROWS4, ["a=x1 b=x2", "a=x2 b=x3", "a=x3 b=x4"]),
     case("a repeated group: greedy takes two repetitions",
          "PATTERN SEQ((SEQ(A a, B b))+, C c) USING strict-contiguity "
          "AFTER MATCH SKIP PAST LAST ROW",

@@ -316,6 +316,8 @@ def query_attrs(analyzed: AnalyzedQuery) -> tuple[str, ...]:
         for a in sorted(refs(e, lv).attrs):
             if a not in attrs and a not in ("__ts", "__id"):
                 attrs.append(a)
+    if analyzed.query.after_match is not None:  # AFTER MATCH groups candidates by partition
+        attrs += [a for a in analyzed.query.partition_by if a not in attrs]
     return tuple(attrs)
 
 

@@ -62,6 +62,8 @@ def compile_group_plan(analyzed: AnalyzedQuery) -> GroupPlan:
         for a in sorted(refs(e, list_vars).attrs):
             if a not in attrs and a not in ("__ts", "__id"):
                 attrs.append(a)
+    if analyzed.query.after_match is not None:  # AFTER MATCH groups candidates by partition
+        attrs += [a for a in analyzed.query.partition_by if a not in attrs]
     layout = Layout({v: i for i, v in enumerate(all_vars)}, list_vars, tuple(attrs))
     udfs = analyzed.udfs
     variables = analyzed.variables

@@ -89,4 +89,5 @@ PLAN = PlanKind(
     matcher=_matcher,
     cost=linear_cost,
     explain=linear_text,
+    after_match=True,
 )

@@ -66,4 +66,5 @@ PLAN = PlanKind(
     matcher=_matcher,
     cost=_cost,
     explain=group_text,
+    after_match=True,
 )

@@ -29,7 +29,14 @@ from typing import TYPE_CHECKING, Any
 from .. import ast
 from ..errors import EngineError, QueryValidationError
 from ..plan.automaton import Unsupported
-from ..runtime.matcher import ConsumeSpec, MatcherOptions, OutputSpec, PickSpec
+from ..runtime.matcher import (
+    AfterMatchSpec,
+    ConsumeSpec,
+    MatcherOptions,
+    OutputSpec,
+    PickSpec,
+    PreferNode,
+)
 from ..semantic.analyzed import AnalyzedQuery
 from ..vocab import Emit, Strategy
 
@@ -142,6 +149,9 @@ class PlanKind:
     explain: Callable[[Any], list[str]]
     """The plan as text lines (``kleene explain``)."""
     coverage: bool = False
+    after_match: bool = False
+    """The kind's matcher hands every candidate to the runtime's policies, which apply AFTER
+    MATCH SKIP (docs/semantics.md 19); kinds that do not declare it refuse such queries."""
     """Computes ``EMIT COVERAGE`` itself (the runtime's policies do not)."""
 
     configure: Callable[[Any, str, AnalyzedQuery], Any] | None = None
@@ -152,6 +162,9 @@ class PlanKind:
         """:attr:`compile`, refusing what the kind does not declare (EMIT COVERAGE)."""
         if analyzed.emit is Emit.COVERAGE and not self.coverage:
             raise Unsupported("EMIT COVERAGE is computed by the chain plan only")
+        if analyzed.query.after_match is not None and not self.after_match:
+            raise Unsupported("AFTER MATCH SKIP (SQL's preferred match per start row, "
+                              "docs/semantics.md 19) is run by the nfa, union and pda plans only")
         return self.compile(analyzed)
 
     def supports(self, analyzed: AnalyzedQuery) -> str | None:
@@ -270,9 +283,28 @@ def output_spec(analyzed: AnalyzedQuery) -> OutputSpec:
     picks = tuple(PickSpec(p.var, p.mode, p.from_var, p.within) for p in q.picks)
     consume = None if q.consume is None else ConsumeSpec(q.consume.all_vars,
                                                          tuple(q.consume.vars))
+    am = None
+    if q.after_match is not None:
+        am = AfterMatchSpec(q.after_match.mode.value, q.after_match.var,
+                            _prefer_node(analyzed.pattern), tuple(q.partition_by))
     return OutputSpec(name=analyzed.name, strategy=analyzed.strategy, emit=analyzed.emit,
                       picks=picks, consume=consume, within=analyzed.within,
-                      needs_positions=_needs_positions(analyzed))
+                      needs_positions=_needs_positions(analyzed), after_match=am)
+
+
+def _prefer_node(p: ast.Pattern) -> PreferNode:
+    """The pattern as plain data for the preference order (SEQ / OR / Kleene / events)."""
+    if isinstance(p, ast.EventPattern):
+        return ("e", p.var)
+    if isinstance(p, ast.Within):
+        return _prefer_node(p.body)
+    if isinstance(p, ast.Kleene):
+        return ("k", _prefer_node(p.body), p.min, p.max, p.reluctant)
+    if isinstance(p, ast.Seq):
+        return ("s", tuple(_prefer_node(i) for i in p.items))
+    if isinstance(p, ast.Or):
+        return ("o", tuple(_prefer_node(i) for i in p.items))
+    raise Unsupported(f"AFTER MATCH SKIP over {type(p).__name__.upper()}")
 
 
 def _needs_positions(analyzed: AnalyzedQuery) -> bool:

@@ -35,4 +35,5 @@ PLAN = PlanKind(
     matcher=_matcher,
     cost=_cost,
     explain=union_text,
+    after_match=True,
 )

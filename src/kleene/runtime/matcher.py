@@ -69,6 +69,23 @@ class ConsumeSpec:
     vars: tuple[str, ...] = ()
 
 
+PreferNode = tuple[Any, ...]
+"""A pattern as plain data for SQL's preference order (docs/semantics.md 19):
+``("e", var)``, ``("s", items)``, ``("o", items)`` or ``("k", body, min, max, reluctant)``."""
+
+
+@dataclass(frozen=True, slots=True)
+class AfterMatchSpec:
+    """``AFTER MATCH SKIP`` as data: the mode (``"TO NEXT ROW"``, ``"PAST LAST ROW"``,
+    ``"TO FIRST"``, ``"TO LAST"``), its variable, the pattern for the preference order and
+    the PARTITION BY attributes (read from the records to group candidates)."""
+
+    mode: str
+    var: str | None
+    pattern: PreferNode
+    partition_by: tuple[str, ...] = ()
+
+
 @dataclass(frozen=True, slots=True)
 class OutputSpec:
     """What the runtime's policy and routing steps need of the query (plain data)."""
@@ -82,11 +99,15 @@ class OutputSpec:
     """The query-level window (PICK groups are complete once the stream is past it)."""
     needs_positions: bool = False
     """Some rule reads per-key positions (contiguity, count windows)."""
+    after_match: AfterMatchSpec | None = None
+    """SQL's preferred match per start row and skip rule (docs/semantics.md 19)."""
 
     @property
     def plain(self) -> bool:
-        """No PICK, no EMIT RECENT, no CONSUME: matches go out as the matcher made them."""
-        return not self.picks and self.consume is None and self.emit is Emit.ALL
+        """No PICK, no EMIT RECENT, no CONSUME, no AFTER MATCH SKIP: matches go out as the
+        matcher made them."""
+        return (not self.picks and self.consume is None and self.emit is Emit.ALL
+                and self.after_match is None)
 
 
 @runtime_checkable
@@ -168,4 +189,4 @@ class Matcher(Protocol):
         ...
 
 
-__all__ = ["ConsumeSpec", "Matcher", "MatcherOptions", "OutputSpec", "PickSpec", "Rec"]
+__all__ = ["AfterMatchSpec", "ConsumeSpec", "Matcher", "MatcherOptions", "OutputSpec", "PickSpec", "PreferNode", "Rec"]

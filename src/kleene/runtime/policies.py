@@ -9,6 +9,7 @@ event and CONSUME walks matches in output order, so both stream.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +18,8 @@ from ..events import Match
 from ..plan.layout import GPOS, ID, TS, WPOS
 from ..plan.linear import CompKind
 from ..vocab import Emit, PickMode
-from .matcher import OutputSpec, PickSpec
+from ..errors import InputError
+from .matcher import OutputSpec, PickSpec, PreferNode
 
 if TYPE_CHECKING:
     from .linear import Candidate
@@ -44,7 +46,10 @@ class Policies:
         self.consume = spec.consume
         self.consumed: set[int] = set()
         self.slot = dict(plan.layout.var_slots)
-        self.needs_all = bool(self.picks)
+        self.after_match = spec.after_match
+        self.needs_all = bool(self.picks) or self.after_match is not None
+        """Matches are held until their groups are complete (PICK) or, with AFTER MATCH SKIP,
+        until the stream closes."""
         built = bindings_builder(plan)
         self._binds: Any = None if built is None else built[0]
         self._build: Any = None if built is None else built[1]
@@ -114,6 +119,60 @@ class Policies:
                 best[key] = (pos, c)
         chosen = {id(c) for _p, c in best.values()}
         return [c for c in cands if id(c) in chosen]
+
+    def _after_match(self, cands: list[Candidate]) -> list[Candidate]:
+        """AFTER MATCH SKIP (docs/semantics.md 19) over every candidate of the stream: per
+        partition, attempts at increasing start rows; an attempt takes its most preferred
+        candidate; the skip rule gives the next start row. Positions are per partition
+        (``WPOS``); candidates are grouped by the PARTITION BY values of their rows."""
+        am = self.after_match
+        assert am is not None
+        nvars = len(self.plan.order)
+        slots = [self.plan.layout.attr_slot(a) for a in am.partition_by]
+        names = list(self.plan.order)
+        groups: dict[Any, dict[int, list[Candidate]]] = {}
+        for c in cands:
+            rec = next(r for x in c.B[:nvars] for r in _recs(x))
+            key = tuple(rec[s] for s in slots)
+            groups.setdefault(key, {}).setdefault(c.first_wpos, []).append(c)
+        keys: dict[tuple[str, ...], tuple[int, ...]] = {}
+
+        def prefer(c: Candidate) -> tuple[int, ...]:
+            seq = tuple(v for _w, v in sorted(
+                (r[WPOS], names[i]) for i, x in enumerate(c.B[:nvars]) for r in _recs(x)))
+            k = keys.get(seq)
+            if k is None:
+                k = keys[seq] = preference_key(am.pattern, seq)
+            return k
+
+        chosen: set[int] = set()
+        for by_start in groups.values():
+            nxt = -1
+            for s in sorted(by_start):
+                if s < nxt:
+                    continue
+                best = min(by_start[s], key=prefer)
+                chosen.add(id(best))
+                if am.mode == "TO NEXT ROW":
+                    nxt = s + 1
+                elif am.mode == "PAST LAST ROW":
+                    nxt = best.last_wpos + 1
+                else:
+                    nxt = self._skip_to(best, am.mode, am.var or "")
+        return [c for c in cands if id(c) in chosen]
+
+    def _skip_to(self, c: Candidate, mode: str, var: str) -> int:
+        """The row ``AFTER MATCH SKIP TO FIRST|LAST var`` starts the next attempt at."""
+        rows = sorted(r[WPOS] for r in _recs(c.B[self.slot[var]]))
+        where = f"the match at rows {c.first_wpos}..{c.last_wpos} of its partition"
+        if not rows:
+            raise InputError(f"AFTER MATCH SKIP {mode} {var}: {where} maps no row to {var} "
+                             "(SQL raises an exception here)")
+        target = rows[0] if mode == "TO FIRST" else rows[-1]
+        if target == c.first_wpos:
+            raise InputError(f"AFTER MATCH SKIP {mode} {var}: {where} would start the next "
+                             "attempt at its own first row (SQL raises an exception here)")
+        return target
 
     def _recent(self, cands: list[Candidate]) -> list[Candidate]:
         out: list[Candidate] = []
@@ -246,6 +305,8 @@ class Policies:
     def select(self, cands: list[Candidate]) -> list[Candidate]:
         """PICK, EMIT RECENT and CONSUME over candidates in output order (the kept ones, in
         the same order)."""
+        if self.after_match is not None:
+            return self._after_match(cands)
         if self.consume is not None and (self.picks or self.recent) \
                 and self.spec.emit is not Emit.COVERAGE:  # coverage: PICK before it (§16)
             return self._select_consume(cands)
@@ -292,6 +353,59 @@ class Policies:
                 else:
                     values[name] = [ce.fn(B, i) for i in range(len(B[iter_slot]))]
         return Match(plan.name, binds, c.first_ts, c.last_ts, values)
+
+
+def preference_key(node: PreferNode, seq: tuple[str, ...]) -> tuple[int, ...]:
+    """SQL's preference rank of a match whose rows are classified as ``seq`` (the variable
+    of each row, in row order): the choices of the first parse of ``seq`` by ``node`` in
+    backtracking order, each coded so that the preferred option is smaller (OR: the branch
+    index; greedy: another repetition 0, stop 1; reluctant: stop 0, another 1). Comparing
+    two matches' keys as tuples is comparing them in preference order."""
+    n = len(seq)
+
+    def parse(p: PreferNode, i: int) -> Iterator[tuple[int, tuple[int, ...]]]:
+        kind = p[0]
+        if kind == "e":
+            if i < n and seq[i] == p[1]:
+                yield i + 1, ()
+        elif kind == "s":
+            yield from parse_seq(p[1], 0, i)
+        elif kind == "o":
+            for k, item in enumerate(p[1]):
+                for j, d in parse(item, i):
+                    yield j, (k, *d)
+        else:
+            yield from parse_rep(p, 0, i)
+
+    def parse_seq(items: tuple[PreferNode, ...], k: int, i: int
+                  ) -> Iterator[tuple[int, tuple[int, ...]]]:
+        if k == len(items):
+            yield i, ()
+            return
+        for j, d in parse(items[k], i):
+            for m, e in parse_seq(items, k + 1, j):
+                yield m, d + e
+
+    def parse_rep(p: PreferNode, count: int, i: int) -> Iterator[tuple[int, tuple[int, ...]]]:
+        _k, body, lo, hi, reluctant = p
+        more = hi is None or count < hi
+        stop = count >= lo
+        for option in ((0, 1) if reluctant else (1, 0)):  # 1: another repetition
+            code = 0 if (option == 1) != reluctant else 1
+            if option == 0:
+                if stop:
+                    yield i, (code,)
+            elif more:
+                for j, d in parse(body, i):
+                    if j == i:
+                        continue
+                    for m, e in parse_rep(p, count + 1, j):
+                        yield m, (code, *d, *e)
+
+    for j, d in parse(node, 0):
+        if j == n:
+            return d
+    raise AssertionError(f"no parse of {seq} by the pattern")
 
 
 def bindings_builder(plan: Any) -> tuple[Any, Any] | None:

@@ -118,6 +118,8 @@ def plan_query(q: AnalyzedQuery) -> SparkPlan:
         blockers.append("PICK compares matches that may end in different ranges")
     if q.emit is ast.Emit.COVERAGE:
         blockers.append("EMIT COVERAGE compares matches that may end in different ranges")
+    if q.query.after_match is not None:
+        blockers.append("AFTER MATCH SKIP starts each attempt where the previous match says")
     if blockers or span is None:
         return SparkPlan("single", reasons=(*blockers, "runs in ONE task, in input order "
                                              "(correct, not parallel)"))
