@@ -9,6 +9,7 @@ faem       FAEM: ``PATTERN Google; Microsoft+ ... WITHIN 5 UNIT``
 logpp      Log++ (LogCEP): ``SELECT ... PATTERN (A, (B & C; 5 seconds), !D, E+)``
 cem        SCEMon: ``PATTERN Sequence WITH A, B, C``
 snoop      Extended SNOOP: ``SELECT * FROM SEQ(E1; E2) WHERE FILTER ... PICK ... CONSUMING``
+match_recognize  SQL row pattern recognition: ``MATCH_RECOGNIZE (PARTITION BY ... PATTERN ...)``
 =========  ==========================================================================
 
 :func:`detect_dialect` recognises a dialect from unambiguous markers; text with none of them
@@ -23,7 +24,7 @@ from collections.abc import Callable
 from ... import ast
 from ...errors import QuerySyntaxError
 from .. import parser as _canonical
-from . import cem, faem, logpp, sase, snoop
+from . import cem, faem, logpp, match_recognize, sase, snoop
 
 DialectParser = Callable[[str], ast.Query]
 
@@ -34,12 +35,15 @@ DIALECTS: dict[str, DialectParser] = {
     "logpp": logpp.parse,
     "cem": cem.parse,
     "snoop": snoop.parse,
+    "match_recognize": match_recognize.parse,
 }
 
 _ALIASES = {"kleene": "canonical", "sase+": "sase", "log++": "logpp", "logcep": "logpp",
-            "scemon": "cem", "extended-snoop": "snoop", "tesla": "snoop"}
+            "scemon": "cem", "extended-snoop": "snoop", "tesla": "snoop",
+            "match-recognize": "match_recognize", "sql": "match_recognize"}
 
 _MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("match_recognize", re.compile(r"\bMATCH_RECOGNIZE\b", re.IGNORECASE)),
     ("snoop", re.compile(r"^\s*SELECT\b.*?\bFROM\b", re.IGNORECASE | re.DOTALL)),
     ("logpp", re.compile(r"^\s*SELECT\b.*?\bPATTERN\b", re.IGNORECASE | re.DOTALL)),
     ("cem", re.compile(r"\bPATTERN\s+(Sequence|Conjunction|Disjunction)\s+WITH\b",
