@@ -37,6 +37,8 @@ _UNIT_US = {"MILLISECOND": 1_000, "SECOND": 1_000_000, "MINUTE": 60_000_000,
             "HOUR": 3_600_000_000, "DAY": 86_400_000_000}
 _AGGREGATES = ("sum", "avg", "min", "max", "count")
 _NAV = ("prev", "next", "first", "last")
+_CLAUSE_WORDS = ("DEFINE", "WITHIN", "SUBSET", "MEASURES", "PATTERN", "AFTER", "ONE", "ALL",
+                 "PARTITION", "ORDER")
 
 
 # ------------------------------------------------------------------------------ the regex tree
@@ -239,7 +241,8 @@ class MatchRecognizeParser(Parser):
     def _seq(self) -> _Node:
         start = self.tok
         items: list[_Node] = []
-        while self.tok.kind is Tok.IDENT or self.is_op("(", "{", "^", "$"):
+        while (self.tok.kind is Tok.IDENT and not self.is_kw(*_CLAUSE_WORDS)) \
+                or self.is_op("(", "{", "^", "$"):
             items.append(self._term())
         if not items:
             self.fail(expected=("a pattern variable", "'('", "PERMUTE(", "'{-'"))
