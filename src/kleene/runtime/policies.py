@@ -14,11 +14,11 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from ..codegen import build
+from ..errors import InputError
 from ..events import Match
 from ..plan.layout import GPOS, ID, TS, WPOS
 from ..plan.linear import CompKind
 from ..vocab import Emit, PickMode
-from ..errors import InputError
 from .matcher import OutputSpec, PickSpec, PreferNode
 
 if TYPE_CHECKING:
@@ -163,7 +163,7 @@ class Policies:
 
     def _skip_to(self, c: Candidate, mode: str, var: str) -> int:
         """The row ``AFTER MATCH SKIP TO FIRST|LAST var`` starts the next attempt at."""
-        rows = sorted(r[WPOS] for r in _recs(c.B[self.slot[var]]))
+        rows: list[int] = sorted(r[WPOS] for r in _recs(c.B[self.slot[var]]))
         where = f"the match at rows {c.first_wpos}..{c.last_wpos} of its partition"
         if not rows:
             raise InputError(f"AFTER MATCH SKIP {mode} {var}: {where} maps no row to {var} "

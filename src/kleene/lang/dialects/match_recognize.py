@@ -27,6 +27,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import NoReturn
 
 from ... import ast
 from ...diagnostics import Span
@@ -438,8 +439,19 @@ class _Translator:
             cur = par
 
     # ----------------------------------------------------------- expressions
-    def _unsupported(self, what: str, e: ast.Expr) -> None:
-        self.fail(f"not supported in MATCH_RECOGNIZE: {what}", span=e.span)
+    def _unsupported(self, what: str, e: ast.Expr) -> NoReturn:
+        self.p.fail(f"not supported in MATCH_RECOGNIZE: {what}", span=e.span)
+
+    def _offset(self, call: ast.Call, default: int) -> int:
+        """The whole-number offset argument of a navigation call (``default`` if absent)."""
+        if len(call.args) < 2:
+            return default
+        lit = call.args[1]
+        if isinstance(lit, ast.Literal) and isinstance(lit.value, int) \
+                and not isinstance(lit.value, bool) and lit.value >= 0:
+            return lit.value
+        self._unsupported(f"{call.name.upper()} with an offset that is not a whole number",
+                          call)
 
     def _var_of(self, e: ast.Expr) -> str | None:
         if isinstance(e, ast.AttrRef) and e.index is None and e.var.upper() in self.occs:
@@ -513,14 +525,7 @@ class _Translator:
                 self._unsupported(f"{call.name.upper()} takes a column and an optional offset",
                                   call)
             a = call.args[0]
-            k = 0 if call.name in ("first", "last") else 1
-            if len(call.args) == 2:
-                lit = call.args[1]
-                if not (isinstance(lit, ast.Literal) and isinstance(lit.value, int)
-                        and not isinstance(lit.value, bool) and lit.value >= 0):
-                    self._unsupported(f"{call.name.upper()} with an offset that is not a "
-                                      "whole number", call)
-                k = int(lit.value)  # type: ignore[arg-type]
+            k = self._offset(call, 0 if call.name in ("first", "last") else 1)
             if isinstance(a, ast.AttrRef) and a.index is None:
                 w = a.var.upper()
                 if w in self.occs:
@@ -556,8 +561,8 @@ class _Translator:
                 if name in ("classifier", "match_number"):
                     self._unsupported(f"{name.upper()}() in DEFINE", x)
                 if name in _NAV:
-                    w, attr, k = nav_arg(x)
-                    w = w or v
+                    wn, attr, k = nav_arg(x)
+                    w = wn or v
                     if name in ("prev", "next"):
                         if w != v:
                             self._unsupported(f"{name.upper()} of another variable's row "
@@ -607,16 +612,15 @@ class _Translator:
                     args = x.args
                     if len(args) != 1:
                         self._unsupported(f"{name.upper()} with {len(args)} arguments", x)
-                    w = self._agg_var(args[0])
-                    if w is None or w == v:
+                    wa = self._agg_var(args[0])
+                    if wa is None or wa == v:
                         self._unsupported(f"{name.upper()} over the rows mapped so far in "
                                           "DEFINE (a running aggregate)", x)
-                    assert w is not None
-                    if len(self.occs[w]) > 1 or self._order(self.occs[w][0], o) != "before":
-                        self._unsupported(f"{name.upper()} over {self.spelling[w]} in DEFINE "
+                    if len(self.occs[wa]) > 1 or self._order(self.occs[wa][0], o) != "before":
+                        self._unsupported(f"{name.upper()} over {self.spelling[wa]} in DEFINE "
                                           f"{self.spelling[v]} (it must be one variable "
                                           "mapped entirely before)", x)
-                    return ast.Call(name, (self._agg_arg(args[0], w),), span=x.span)
+                    return ast.Call(name, (self._agg_arg(args[0], wa),), span=x.span)
                 return ast.Call(name, tuple(tr(a) for a in x.args), span=x.span)
             return _map_children(x, tr)
 
@@ -732,19 +736,11 @@ class _Translator:
                     if not x.args or len(x.args) > 2:
                         self._unsupported(f"{name.upper()} takes a column and an offset", x)
                     a = x.args[0]
-                    k = 0
-                    if len(x.args) == 2:
-                        lit = x.args[1]
-                        if not (isinstance(lit, ast.Literal) and isinstance(lit.value, int)
-                                and not isinstance(lit.value, bool) and lit.value >= 0):
-                            self._unsupported(f"{name.upper()} with an offset that is not a "
-                                              "whole number", x)
-                        k = int(lit.value)  # type: ignore[arg-type]
-                    w = self._var_of(a)
-                    if w is None or not isinstance(a, ast.AttrRef):
+                    k = self._offset(x, 0)
+                    wv = self._var_of(a)
+                    if wv is None or not isinstance(a, ast.AttrRef):
                         self._unsupported(f"{name.upper()} of anything but V.column", x)
-                    assert isinstance(a, ast.AttrRef) and w is not None
-                    return row(w, a.attr, name, k, x)
+                    return row(wv, a.attr, name, k, x)
                 if name in _AGGREGATES:
                     if len(x.args) != 1:
                         self._unsupported(f"{name.upper()} with {len(x.args)} arguments", x)
@@ -753,15 +749,14 @@ class _Translator:
                         if name != "count":
                             self._unsupported(f"{name.upper()}(*)", x)
                         return self._count_all(x)
-                    w = self._agg_var(a)
-                    if w is None:
+                    wa = self._agg_var(a)
+                    if wa is None:
                         self._unsupported(f"{name.upper()} over rows of several variables or "
                                           "of none", x)
-                    assert w is not None
-                    if len(self.occs[w]) > 1:
-                        self._unsupported(f"{name.upper()} over {self.spelling[w]}, which "
+                    if len(self.occs[wa]) > 1:
+                        self._unsupported(f"{name.upper()} over {self.spelling[wa]}, which "
                                           "occurs more than once in PATTERN", x)
-                    return ast.Call(name, (self._agg_arg(a, w),), span=x.span)
+                    return ast.Call(name, (self._agg_arg(a, wa),), span=x.span)
                 return ast.Call(name, tuple(tr(a) for a in x.args), span=x.span)
             return _map_children(x, tr)
 
