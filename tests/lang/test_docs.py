@@ -34,7 +34,7 @@ CASES = blocks()
 
 def test_the_page_has_examples_for_every_dialect() -> None:
     dialects = {d for d, *_ in CASES}
-    assert dialects == {None, "sase", "faem", "logpp", "cem", "snoop"}
+    assert dialects == {None, "sase", "faem", "logpp", "cem", "snoop", "match_recognize"}
     assert len(CASES) >= 25
 
 

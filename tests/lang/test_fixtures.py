@@ -13,7 +13,7 @@ from kleene.semantic import analyze
 
 from .fixtures import Fixture, load
 
-DIALECT_FILES = ("canonical", "sase", "faem", "logpp", "cem", "snoop")
+DIALECT_FILES = ("canonical", "sase", "faem", "logpp", "cem", "snoop", "match_recognize")
 CASES = [(d, f) for d in DIALECT_FILES for f in load(f"{d}.txt")]
 
 

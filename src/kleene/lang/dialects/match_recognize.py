@@ -113,8 +113,8 @@ class MatchRecognizeParser(Parser):
         start = self.tok
         select: list[tuple[str, Token]] | None = None
         if self.accept_kw("SELECT"):
-            select = []
             if not self.accept_op("*"):
+                select = []
                 while True:
                     t = self.tok
                     select.append((self.parse_name("a column name"), t))
@@ -396,6 +396,15 @@ class _Translator:
             a = a.parent
         return True
 
+    @staticmethod
+    def _under_alt(n: _Node) -> bool:
+        a = n.parent
+        while a is not None:
+            if a.kind == "alt":
+                return True
+            a = a.parent
+        return False
+
     def _single(self, n: _Node) -> bool:
         return not self._in_rep(n)
 
@@ -511,9 +520,10 @@ class _Translator:
             if rel == "inside":
                 self._unsupported(f"DEFINE {self.spelling[v]} reads {self.spelling[w]} "
                                   "inside the same repeated group", node)
-            if not self._mandatory(wn) and self._single(wn):
+            if self._under_alt(wn):
+                # kleene skips a conjunct on an unbound variable; SQL reads NULL there
                 self._unsupported(f"DEFINE {self.spelling[v]} reads {self.spelling[w]}, "
-                                  "which may be unmapped (an alternative or optional)", node)
+                                  "which is inside an alternative (it may be unmapped)", node)
             if self._single(wn):
                 return ast.AttrRef(wn.occ, attr) if k == 0 else ast.Literal(None)
             if how == "first":
@@ -616,10 +626,11 @@ class _Translator:
                     if wa is None or wa == v:
                         self._unsupported(f"{name.upper()} over the rows mapped so far in "
                                           "DEFINE (a running aggregate)", x)
-                    if len(self.occs[wa]) > 1 or self._order(self.occs[wa][0], o) != "before":
+                    if len(self.occs[wa]) > 1 or self._order(self.occs[wa][0], o) != "before" \
+                            or self._under_alt(self.occs[wa][0]):
                         self._unsupported(f"{name.upper()} over {self.spelling[wa]} in DEFINE "
                                           f"{self.spelling[v]} (it must be one variable "
-                                          "mapped entirely before)", x)
+                                          "mapped entirely before, outside alternatives)", x)
                     return ast.Call(name, (self._agg_arg(args[0], wa),), span=x.span)
                 return ast.Call(name, tuple(tr(a) for a in x.args), span=x.span)
             return _map_children(x, tr)
