@@ -136,7 +136,7 @@ def test_default_skip_is_past_last_row() -> None:
      "FINAL is not allowed in DEFINE"),
     ("MATCH_RECOGNIZE (ORDER BY ts DESC PATTERN (A))", "column 30", "DESC is not supported"),
     # kleene would skip a conjunct on an unbound variable where SQL reads NULL: refused
-    ("MATCH_RECOGNIZE (PATTERN ((A+ | X) B) DEFINE B AS B.p > LAST(A.p))", "column 51",
+    ("MATCH_RECOGNIZE (PATTERN ((A+ | X) B) DEFINE B AS B.p > LAST(A.p))", "column 57",
      "DEFINE B reads A, which is inside an alternative"),
 ])
 def test_errors_name_line_column_and_what(text: str, where: str, what: str) -> None:
