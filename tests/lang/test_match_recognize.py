@@ -122,8 +122,9 @@ def test_default_skip_is_past_last_row() -> None:
     ("MATCH_RECOGNIZE (PATTERN (A B) DEFINE Z AS Z.x > 1)", "column 39",
      "DEFINE Z: no such variable in PATTERN"),
     ("MATCH_RECOGNIZE (MEASURES A.x PATTERN (A))", "column 31", "a measure needs a name"),
-    ("MATCH_RECOGNIZE (MEASURES MATCH_NUMBER() AS n PATTERN (A))", "column 27",
-     "not supported in MATCH_RECOGNIZE: MATCH_NUMBER()"),
+    ("MATCH_RECOGNIZE (MEASURES MATCH_NUMBER() + 1 AS n PATTERN (A))", "column 27",
+     "match_number() numbers the matches of an AFTER MATCH SKIP query: it must be a whole "
+     "RETURN item"),
     ("MATCH_RECOGNIZE (ALL ROWS PER MATCH PATTERN (A))", "column 18",
      "ALL ROWS PER MATCH is not supported"),
     ("MATCH_RECOGNIZE (PATTERN (A B) DEFINE A AS A.x > PREV(A.x))", "column 50",
@@ -267,6 +268,22 @@ def _hand_loop(rows: list[tuple[str, int, float]], skip: str, w_ms: int
                     continue
             k += 1
     return sorted(out)
+
+
+def test_match_number_counts_per_partition_in_attempt_order() -> None:
+    # u: 10 8 9 12 7 | v: 5 9 4  (ids interleaved: u0 v1 u2 u3 v4 u5 u6 v7 u8)
+    rows = [("u", 0, 10.0), ("v", 1000, 5.0), ("u", 2000, 8.0), ("u", 3000, 9.0),
+            ("v", 4000, 9.0), ("u", 5000, 12.0), ("u", 6000, 7.0), ("v", 7000, 4.0),
+            ("u", 8000, 11.0)]
+    text = ("MATCH_RECOGNIZE (PARTITION BY s ORDER BY ts MEASURES A.id AS a, "
+            "MATCH_NUMBER() AS n AFTER MATCH SKIP TO NEXT ROW PATTERN (A B) "
+            "DEFINE B AS B.p > A.p)")
+    events = _events(rows)
+    for engine in ("oracle", "automaton"):
+        found = kleene.compile(text, dialect="match_recognize", engine=engine).run(events)
+        # u: A=2 (8<9), A=3 (9<12), A=6 (7<11); v: A=1 (5<9); output in order of the last row
+        assert [(m.values["a"], m.values["n"]) for m in found] == [
+            (2, 1), (1, 1), (3, 2), (6, 3)], engine
 
 
 @pytest.mark.parametrize("skip", ["TO NEXT ROW", "PAST LAST ROW"])

@@ -37,7 +37,10 @@ SCALARS: dict[str, tuple[int, int]] = {
     "substr": (2, 3),
     "trim": (1, 1),
     "concat": (1, -1),
+    "match_number": (0, 0),
 }
+"""``match_number()`` is only valid as a whole RETURN item of an AFTER MATCH SKIP query
+(docs/semantics.md 19)."""
 
 #: Every built-in name (scalars and aggregates); calls to these are lower-cased by the parser.
 BUILTINS: frozenset[str] = frozenset(AGGREGATES) | frozenset(SCALARS)

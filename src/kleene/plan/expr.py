@@ -281,6 +281,8 @@ SCALARS: dict[str, Callable[..., Any]] = {
     "upper": _s1(str.upper), "length": _s1(len), "trim": _s1(str.strip), "substr": _substr,
     "concat": _concat, "least": _extreme(min), "greatest": _extreme(max),
     "coalesce": _coalesce,
+    # a placeholder: the runtime's AFTER MATCH SKIP policy writes the number (semantics 19)
+    "match_number": lambda: None,
 }
 
 

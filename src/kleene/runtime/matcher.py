@@ -84,6 +84,8 @@ class AfterMatchSpec:
     var: str | None
     pattern: PreferNode
     partition_by: tuple[str, ...] = ()
+    numbers: tuple[str, ...] = ()
+    """RETURN items that are ``match_number()``: the policy writes each match's number."""
 
 
 @dataclass(frozen=True, slots=True)

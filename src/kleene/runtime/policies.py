@@ -47,6 +47,9 @@ class Policies:
         self.consumed: set[int] = set()
         self.slot = dict(plan.layout.var_slots)
         self.after_match = spec.after_match
+        self._numbers: dict[int, int] = {}
+        """AFTER MATCH SKIP: each selected candidate's match number (by ``id``), for the
+        RETURN items that are ``match_number()``."""
         self.needs_all = bool(self.picks) or self.after_match is not None
         """Matches are held until their groups are complete (PICK) or, with AFTER MATCH SKIP,
         until the stream closes."""
@@ -146,13 +149,17 @@ class Policies:
             return k
 
         chosen: set[int] = set()
+        self._numbers.clear()
         for by_start in groups.values():
             nxt = -1
+            number = 0
             for s in sorted(by_start):
                 if s < nxt:
                     continue
                 best = min(by_start[s], key=prefer)
                 chosen.add(id(best))
+                number += 1
+                self._numbers[id(best)] = number  # MATCH_NUMBER: per partition, from 1
                 if am.mode == "TO NEXT ROW":
                     nxt = s + 1
                 elif am.mode == "PAST LAST ROW":
@@ -352,6 +359,9 @@ class Policies:
                     values[name] = ce.fn(B, 0)
                 else:
                     values[name] = [ce.fn(B, i) for i in range(len(B[iter_slot]))]
+            if self.after_match is not None:
+                for name in self.after_match.numbers:
+                    values[name] = self._numbers.get(id(c))
         return Match(plan.name, binds, c.first_ts, c.last_ts, values)
 
 

@@ -278,7 +278,7 @@ def _expr_type(e: ast.Expr, q: AnalyzedQuery,
         return pa.bool_()
     if isinstance(e, ast.Call):
         n = e.name
-        if n in ("count", "length"):
+        if n in ("count", "length", "match_number"):
             return pa.int64()
         if n in _STRING_FUNCS:
             return pa.string()

@@ -217,9 +217,12 @@ class _Env:
     """The shared 1-based index of ``v[i]`` references."""
     start: int | None = None
     end: int | None = None
+    match_number: int | None = None
+    """AFTER MATCH SKIP (§19): the match's number in its partition (``match_number()``)."""
 
     def with_(self, current: Mapping[str, int], i: int | None) -> _Env:
-        return _Env(self.events, self.bindings, self.udfs, dict(current), i, self.start, self.end)
+        return _Env(self.events, self.bindings, self.udfs, dict(current), i, self.start, self.end,
+                    self.match_number)
 
 
 def _is_num(x: Value) -> bool:
@@ -525,6 +528,8 @@ def _eval(e: ast.Expr, env: _Env) -> Value:
             return _aggregate(e, env)
         if name in ("start", "end") and not e.args:
             return env.start if name == "start" else env.end
+        if name == "match_number" and not e.args:
+            return env.match_number
         args = [_eval(a, env) for a in e.args]
         if e.name in env.udfs:
             return env.udfs[e.name](*args)
@@ -1360,11 +1365,13 @@ def _expr_text(e: ast.Expr) -> str:
     return expr_text(e)
 
 
-def _return_values(prep: _Prepared, f: _Found, start: int, end: int) -> dict[str, Any]:
+def _return_values(prep: _Prepared, f: _Found, start: int, end: int,
+                   numbers: Mapping[int, int]) -> dict[str, Any]:
     items = prep.aq.query.returns
     if not items:
         return {}
-    env = _Env(f.cand.events, f.cand.bindings, prep.aq.udfs, start=start, end=end)
+    env = _Env(f.cand.events, f.cand.bindings, prep.aq.udfs, start=start, end=end,
+               match_number=numbers.get(id(f.cand)))
     out: dict[str, Any] = {}
     for item in items:
         name = item.alias or _expr_text(item.expr)
@@ -1616,12 +1623,14 @@ def evaluate(analyzed: AnalyzedQuery, events: EventBatch) -> list[Match]:
             f"the limit is {MAX_EVENTS}; use another --engine (e.g. automaton)")
     prep = _prepare(analyzed)
     found: list[_Found] = []
+    numbers: dict[int, int] = {}
     grouping = analyzed.strategy is ast.Strategy.MAXIMAL_GROUPING
     for part in _partitions(_load(events), analyzed.partition_by):
         cands: Iterable[_Cand] = (_grouped(prep, part) if grouping
                                   else _candidates(prep, part))
         if analyzed.query.after_match is not None:
             cands = _after_match(prep, part, list(cands))
+            numbers.update((id(c), k) for k, c in enumerate(cands, 1))  # §19: per partition
         for cand in cands:
             gbind = {v: tuple(part[x].gpos for x in _elements(b))
                      for v, b in cand.bindings.items()}
@@ -1653,7 +1662,7 @@ def evaluate(analyzed: AnalyzedQuery, events: EventBatch) -> list[Match]:
                 bindings[v] = (tuple(evs[x].id for x in b) if isinstance(b, tuple)
                                else evs[b].id)
         out.append(Match(analyzed.name, bindings, start, end,
-                         _return_values(prep, f, start, end)))
+                         _return_values(prep, f, start, end, numbers)))
     return out
 
 

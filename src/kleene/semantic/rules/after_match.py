@@ -29,6 +29,13 @@ def check_after_match(ctx: Context) -> None:
     reluctant quantifiers need AFTER MATCH SKIP."""
     q = ctx.query
     am = q.after_match
+    whole = {id(r.expr) for r in q.returns}
+    for e in ctx.all_exprs():
+        if isinstance(e, ast.Call) and e.name == "match_number" and (
+                am is None or id(e) not in whole):
+            raise ctx.reporter.error(
+                "match_number() numbers the matches of an AFTER MATCH SKIP query: it must be a "
+                "whole RETURN item (RETURN match_number() AS n) of such a query", e.span)
     if am is None:
         for p in sub_patterns(q.pattern):
             if isinstance(p, ast.Kleene) and p.reluctant:

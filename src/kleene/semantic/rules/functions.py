@@ -64,7 +64,7 @@ def _check_call(ctx: Context, e: ast.Call) -> None:
             f"attribute, e.g. {name}(b).price", e.span)
     if name in ctx.udfs:
         return
-    builtins = ", ".join(sorted(SCALARS))
+    builtins = ", ".join(sorted(n for n in SCALARS if n != "match_number"))
     raise ctx.reporter.error(
         f"unknown function '{name}'; " + UDF_HINT.format(name=name)
         + f" (built-ins: {builtins}; aggregates: {', '.join(AGGREGATES)})", e.span)
