@@ -316,3 +316,27 @@ def test_window_is_strict_like_flink() -> None:
             "DEFINE B AS B.p > PREV(B.p), C AS C.p < A.p")
     assert _run(mr(base.format(2)), events) == []
     assert _run(mr(base.format(3)), events) == [{"A": 0, "B": (1,), "C": 2}]
+
+
+def test_streaming_holds_the_matches_until_close() -> None:
+    events = _events(_stock_rows(600, seed=5))
+    text = STOCK.format(skip="PAST LAST ROW", secs=3).replace("symbol", "s").replace(
+        "price", "p")
+    q = kleene.compile(text, dialect="match_recognize")
+    rt = q.start()
+    early: list[kleene.Match] = []
+    for lo in range(0, len(events), 100):
+        early += rt.push(events.slice(lo, min(100, len(events) - lo)))
+    assert early == []
+    streamed = rt.close()
+    batch = q.run(events)
+    assert len(batch) > 10
+    assert [(m.bindings, m.values) for m in streamed] == [(m.bindings, m.values) for m in batch]
+
+
+def test_explain_names_the_policy() -> None:
+    result = CliRunner().invoke(cli, ["explain", "--dialect", "match_recognize",
+                                      STOCK.format(skip="TO LAST B", secs=600)])
+    assert result.exit_code == 0, result.output
+    assert "policy: AFTER MATCH SKIP TO LAST B (one preferred match per attempt" in result.output
+    assert "plan: nfa" in result.output

@@ -19,6 +19,11 @@ def explain(query: AnalyzedQuery | CompiledPlan, *, dot: bool = False, plan: str
     lines = header_text(spec.name, spec.strategy, spec.emit, cp.plan.key_attrs)
     lines += choice_text(cp)
     lines += cp.explain()
+    am = spec.after_match
+    if am is not None:
+        lines.append(f"policy: AFTER MATCH SKIP {am.mode}{' ' + am.var if am.var else ''} "
+                     "(one preferred match per attempt; held until the stream closes; "
+                     "docs/semantics.md 19)")
     lines += policy_text(spec.picks, spec.emit, spec.consume,
                          [r[0] for r in cp.plan.return_fns])
     return "\n".join(lines) + "\n"
