@@ -136,6 +136,8 @@ def test_default_skip_is_past_last_row() -> None:
     ("MATCH_RECOGNIZE (PATTERN (A B) DEFINE B AS FINAL LAST(A.x) > 1)", "column 44",
      "FINAL is not allowed in DEFINE"),
     ("MATCH_RECOGNIZE (ORDER BY ts DESC PATTERN (A))", "column 30", "DESC is not supported"),
+    ("MATCH_RECOGNIZE (PATTERN (D U D) DEFINE D AS D.x < FIRST(D.x))", "column 52",
+     "FIRST(D.x) in the DEFINE of a variable that occurs more than once"),
     # kleene would skip a conjunct on an unbound variable where SQL reads NULL: refused
     ("MATCH_RECOGNIZE (PATTERN ((A+ | X) B) DEFINE B AS B.p > LAST(A.p))", "column 57",
      "DEFINE B reads A, which is inside an alternative"),

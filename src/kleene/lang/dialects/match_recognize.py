@@ -596,9 +596,10 @@ class _Translator:
                         return replace(ref, span=x.span)
                     if w != v:
                         return other(w, attr, name, k, x)
-                    if len(self.occs[v]) > 1 and k > 0:
-                        self._unsupported(f"{name.upper()}({self.spelling[v]}.{attr}, {k}) "
-                                          "on a variable that occurs more than once", x)
+                    if len(self.occs[v]) > 1 and (k > 0 or name == "first"):
+                        self._unsupported(f"{name.upper()}({self.spelling[v]}.{attr}"
+                                          f"{', ' + str(k) if k else ''}) in the DEFINE of a "
+                                          "variable that occurs more than once", x)
                     if name == "last":
                         if k == 0:
                             return replace(cur(attr), span=x.span)
@@ -778,8 +779,9 @@ class _Translator:
     def _count_all(self, node: ast.Expr) -> ast.Expr:
         total: ast.Expr | None = None
         for o in self.leaves:
-            if not self._mandatory(o) and self._single(o):
-                self._unsupported("COUNT(*) when a variable may be unmapped", node)
+            if self._under_alt(o):
+                self._unsupported("COUNT(*) when a variable may be unmapped (an alternative)",
+                                  node)
             term = ast.Call("count", (ast.VarRef(o.occ),))
             total = term if total is None else ast.Binary("+", total, term)
         assert total is not None
