@@ -84,6 +84,11 @@ def test_detected_from_match_recognize() -> None:
     ("PATTERN (A B+ C) DEFINE B AS B.p > A.p AND C.p IS NULL, C AS C.p < LAST(B.p)",
      "PATTERN SEQ(ANY A, ANY+ B[], ANY C)\n"
      "WHERE B[i].p > A.p AND NULL IS NULL AND C.p < B[last].p"),
+    # NEXT in a list: rows 1..n-1 against the next element, the last row against C
+    ("PATTERN (A B* C) DEFINE B AS B.x < NEXT(B.x) AND B.x > A.x",
+     "PATTERN SEQ(ANY A, ANY* B[], ANY C)\n"
+     "WHERE B[i-1].x < B[i].x AND B[i-1].x > A.x AND (count(B) = 0 OR B[last].x < C.x "
+     "AND B[last].x > A.x)"),
     # NEXT of a single row; FIRST and an aggregate over an earlier variable
     ("PATTERN (A B+ C D) DEFINE C AS C.p < NEXT(C.p) AND C.p > FIRST(B.p) "
      "AND C.p > AVG(B.p)",
@@ -136,6 +141,8 @@ def test_default_skip_is_past_last_row() -> None:
     ("MATCH_RECOGNIZE (PATTERN (A B) DEFINE B AS FINAL LAST(A.x) > 1)", "column 44",
      "FINAL is not allowed in DEFINE"),
     ("MATCH_RECOGNIZE (ORDER BY ts DESC PATTERN (A))", "column 30", "DESC is not supported"),
+    ("MATCH_RECOGNIZE (PATTERN (A B+ C) DEFINE B AS B.x < NEXT(B.x) AND B.x > PREV(B.x))",
+     "column 73", "PREV and NEXT in one DEFINE of the repeated variable B"),
     ("MATCH_RECOGNIZE (PATTERN (D U D) DEFINE D AS D.x < FIRST(D.x))", "column 52",
      "FIRST(D.x) in the DEFINE of a variable that occurs more than once"),
     # kleene would skip a conjunct on an unbound variable where SQL reads NULL: refused
@@ -225,6 +232,12 @@ P = [10, 8, 9, 12, 7, 6, 11, 5]
     # SKIP TO LAST B: the next attempt starts at row 6, where no match starts
     ("PATTERN (A B+ C) DEFINE B AS B.p <= 12, C AS C.p < 7", "TO LAST B",
      ["A=0 B=[1 2 3 4 5 6] C=7"]),
+    # NEXT in a repeated variable's DEFINE: every B is below the row after it (for the last
+    # B that is C); B=[1 2 3] fails (12 > 7)
+    ("PATTERN (A B+ C) DEFINE B AS B.p < NEXT(B.p)", "PAST LAST ROW",
+     ["A=0 B=[1 2] C=3", "A=4 B=[5] C=6"]),
+    ("PATTERN (A B+ C) DEFINE B AS B.p < NEXT(B.p)", "TO NEXT ROW",
+     ["A=0 B=[1 2] C=3", "A=1 B=[2] C=3", "A=4 B=[5] C=6"]),
     # reluctant B with SKIP TO LAST B: C=5 first, then from row 4
     ("PATTERN (A B+? C) DEFINE B AS B.p <= 12, C AS C.p < 7", "TO LAST B",
      ["A=0 B=[1 2 3 4] C=5", "A=4 B=[5 6] C=7"]),

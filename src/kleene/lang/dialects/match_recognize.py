@@ -491,7 +491,9 @@ class _Translator:
 
     def _define_expr(self, e: ast.Expr, o: _Node, mode: str) -> ast.Expr:
         """A DEFINE condition at occurrence ``o``'s current row: ``mode`` is "one" (a single
-        row), "first" (the first row of o's list) or "i" (row i >= 2 of the list)."""
+        row), "first" (the first row of o's list), "i" (row i >= 2 of the list), and for a
+        condition with NEXT: "shift" (row i-1 for i >= 2, its next row is row i) or "last" (the
+        list's last row, whose next row is the next variable's first)."""
         v = o.name.upper()
 
         def cur(attr: str) -> ast.Expr:
@@ -499,6 +501,10 @@ class _Translator:
                 return ast.AttrRef(o.occ, attr)
             if mode == "first":
                 return ast.AttrRef(o.occ, attr, ast.Index(ast.IndexKind.ABSOLUTE, 1))
+            if mode == "shift":
+                return ast.AttrRef(o.occ, attr, ast.Index(ast.IndexKind.CURRENT, -1))
+            if mode == "last":
+                return ast.AttrRef(o.occ, attr, ast.Index(ast.IndexKind.LAST, 0))
             return ast.AttrRef(o.occ, attr, ast.Index(ast.IndexKind.CURRENT, 0))
 
         def before_cur(attr: str) -> ast.Expr | None:
@@ -580,11 +586,18 @@ class _Translator:
                                               f"{self.spelling[v]}", x)
                         if k != 1:
                             self._unsupported(f"{name.upper()} with an offset other than 1", x)
+                        if name == "prev" and mode in ("shift", "last"):
+                            self._unsupported(f"PREV and NEXT in one DEFINE of the repeated "
+                                              f"variable {self.spelling[v]}", x)
                         if name == "prev":
                             ref = before_cur(attr)
                             where = "before the match" if ref is None else ""
+                        elif mode == "shift":
+                            ref = ast.AttrRef(o.occ, attr, ast.Index(ast.IndexKind.CURRENT, 0))
+                            where = ""
                         else:
-                            ref = self._neighbour(o, attr, 1) if mode == "one" else None
+                            ref = self._neighbour(o, attr, 1) if mode in ("one", "last") \
+                                else None
                             where = "" if ref is not None else "after the match or elsewhere"
                         if ref is None:
                             self._unsupported(
@@ -606,6 +619,9 @@ class _Translator:
                         if k == 1 and mode == "i":
                             return ast.AttrRef(o.occ, attr,
                                                ast.Index(ast.IndexKind.CURRENT, -1), span=x.span)
+                        if mode in ("shift", "last"):
+                            self._unsupported(f"LAST({self.spelling[v]}.{attr}, {k}) and NEXT "
+                                              "in one DEFINE of a repeated variable", x)
                         if k == 1 or mode == "one":
                             return ast.Literal(None, span=x.span)
                         self._unsupported(f"LAST({self.spelling[v]}.{attr}, {k}) in its own "
@@ -672,6 +688,20 @@ class _Translator:
                     self._unsupported(f"DEFINE {tok.value} on a variable inside a repeated "
                                       "group (write the group's variables with their own "
                                       "quantifiers)", cond)
+                assert o.parent is not None
+                if _calls(cond, "next"):
+                    # NEXT of row i is row i + 1: the condition at rows 1..n-1 is written with
+                    # row i-1 as the current row (i >= 2), the last row's separately
+                    shift = self._define_expr(cond, o, "shift")
+                    if not _uses_prev_element(shift, o.occ):
+                        self._unsupported(f"NEXT in a DEFINE of {tok.value} that does not "
+                                          "read the current row", cond)
+                    last = self._define_expr(cond, o, "last")
+                    if o.parent.lo == 0:
+                        last = ast.Binary("or", ast.Binary(
+                            "=", ast.Call("count", (ast.VarRef(o.occ),)), ast.Literal(0)), last)
+                    out += [shift, last]
+                    continue
                 rest = self._define_expr(cond, o, "i")
                 if not _uses_prev_element(rest, o.occ):
                     out.append(rest)  # every element, no predecessor needed
@@ -859,6 +889,19 @@ def _refs(e: ast.Expr) -> list[ast.AttrRef]:
         return _map_children(x, walk)
     walk(e)
     return out
+
+
+def _calls(e: ast.Expr, name: str) -> bool:
+    """``e`` calls ``name`` somewhere."""
+    found = False
+
+    def walk(x: ast.Expr) -> ast.Expr:
+        nonlocal found
+        if isinstance(x, ast.Call) and x.name == name:
+            found = True
+        return _map_children(x, walk)
+    walk(e)
+    return found
 
 
 def _uses_prev_element(e: ast.Expr, occ: str) -> bool:
