@@ -44,7 +44,29 @@ W_SHAPE = ("PATTERN SEQ(ANY strt, ANY+ down[], ANY+ up[], ANY+ down2[], ANY+ up2
            "AND up2[1].p > down2[last].p AND up2[i].p > up2[i-1].p "
            "PARTITION BY sym USING strict-contiguity AFTER MATCH SKIP ")
 
+# Flink's stock query (benchmarks/flink_baseline.py) as the match_recognize dialect prints it
+FLINK_STOCK = (
+    "PATTERN SEQ(ANY A, ANY+ B[], ANY C) "
+    "WHERE (NULL IS NULL AND B[1].price > A.price OR B[1].price > NULL) "
+    "AND (B[i-1].price IS NULL AND B[i].price > A.price OR B[i].price > B[i-1].price) "
+    "AND C.price < A.price PARTITION BY symbol WITHIN 599999.999 milliseconds "
+    "USING strict-contiguity AFTER MATCH SKIP ")
+# symbols X X Y X X Y Y X X, prices 10 11 50 12 9 51 49 13 8 (the hand loop's drawn timeline)
+STOCK_ROWS = """
+ts  1   2   3   4   5   6   7   8   9
+    s0  s1  s2  s3  s4  s5  s6  s7  s8
+"""
+STOCK_ATTRS = {f"s{k}": {"symbol": sym, "price": p} for k, (sym, p) in enumerate(zip(
+    "XXYXXYYXX", (10.0, 11.0, 50.0, 12.0, 9.0, 51.0, 49.0, 13.0, 8.0)))}
+
 CASES = [
+    case("Flink's stock query, SKIP TO NEXT ROW: every A whose rising run ends below it",
+         FLINK_STOCK + "TO NEXT ROW", STOCK_ROWS,
+         ["A=s0 B=[s1 s3] C=s4", "A=s1 B=[s3] C=s4", "A=s2 B=[s5] C=s6", "A=s4 B=[s7] C=s8"],
+         **STOCK_ATTRS),
+    case("Flink's stock query, SKIP PAST LAST ROW: s4 ends X's first match, so it starts none",
+         FLINK_STOCK + "PAST LAST ROW", STOCK_ROWS,
+         ["A=s0 B=[s1 s3] C=s4", "A=s2 B=[s5] C=s6"], **STOCK_ATTRS),
     case("greedy: b takes as many rows as leave a c", SEQ4 + " AFTER MATCH SKIP PAST LAST ROW",
          ROWS4, ["a=x1 b=[x2 x3] c=x4"]),
     case("reluctant: b takes as few rows as possible; the next attempt starts at x4 and "
