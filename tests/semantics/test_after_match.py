@@ -57,7 +57,7 @@ ts  1   2   3   4   5   6   7   8   9
     s0  s1  s2  s3  s4  s5  s6  s7  s8
 """
 STOCK_ATTRS = {f"s{k}": {"symbol": sym, "price": p} for k, (sym, p) in enumerate(zip(
-    "XXYXXYYXX", (10.0, 11.0, 50.0, 12.0, 9.0, 51.0, 49.0, 13.0, 8.0)))}
+    "XXYXXYYXX", (10.0, 11.0, 50.0, 12.0, 9.0, 51.0, 49.0, 13.0, 8.0), strict=True))}
 
 CASES = [
     case("Flink's stock query, SKIP TO NEXT ROW: every A whose rising run ends below it",
