@@ -8,8 +8,9 @@ registry's cheapest) in the same pass.
 
 Supported: ``SEQ``, ``AND`` or ``OR`` of single events (or one event) of distinct, named types,
 no WHERE conjunct (equivalence tests ``[attr]`` are allowed: they become the partition key with
-PARTITION BY), skip-till-any-match, a time window (required for SEQ / AND of two or more),
-EMIT ALL or RECENT, and no PICK, CONSUME or RETURN.
+PARTITION BY), skip-till-any-match, a time window or none (without one, nothing is ever cleaned: the
+state grows with the stream, as for the single-query plans), EMIT ALL or RECENT, and no PICK,
+CONSUME or RETURN.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ def shared_spec(aq: AnalyzedQuery) -> SharedSpec | str:
         return f"strategy {aq.strategy.value} (the network selects skip-till-any-match)"
     if aq.conjuncts:
         return "WHERE conditions other than equivalence tests"
+    if aq.emit not in (Emit.ALL, Emit.RECENT):
+        return f"EMIT {aq.emit.value.upper()} (the network emits ALL or RECENT)"
     if q.picks or q.consume is not None or q.returns:
         return "PICK, CONSUME or RETURN"
     if any(v.kind is not VarKind.SINGLE for v in aq.variables.values()):
@@ -54,8 +57,6 @@ def shared_spec(aq: AnalyzedQuery) -> SharedSpec | str:
     window = q.within
     if window is not None and window.is_count:
         return "a count window"
-    if kind != DSJ and window is None:
-        return "no time window (the network cleans by window)"
     return SharedSpec(
         name=aq.name, kind=kind, types=names, vars=tuple(p.var for p in evs),
         window_us=None if window is None else window.microseconds,
