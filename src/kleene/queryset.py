@@ -107,9 +107,12 @@ class QuerySet:
         lines = []
         for q, s in zip(self.queries, self.specs(), strict=True):
             if shared and not isinstance(s, str):
+                conds = [v for v, f in zip(s.vars, s.filters, strict=True) if f is not None] \
+                    if s.filters else []
                 lines.append(f"{q.name}: shared network ({s.kind.upper()} of "
                              f"{', '.join(s.types)}, key {list(s.key_attrs)}, "
-                             f"{'EMIT RECENT' if s.recent else 'EMIT ALL'})")
+                             f"{'EMIT RECENT' if s.recent else 'EMIT ALL'}"
+                             + (f", conditions on {', '.join(conds)}" if conds else "") + ")")
             else:
                 why = s if isinstance(s, str) else f"--plan {self.plan}" if \
                     self.plan == "separate" else "nothing to share"
@@ -218,6 +221,7 @@ class QuerySetRuntime:
         self.next_qid += 1
         spec = _spec(c) if self.shared else None
         if spec is not None and not isinstance(spec, str):
+            from .runtime.engine import MAX_MATCHES_PER_CALL
             from .runtime.shared import SharedNetwork
 
             net = self.networks.get(spec.key_attrs)
@@ -226,6 +230,8 @@ class QuerySetRuntime:
                     spec.key_attrs, clean_period=self.clean_period,
                     max_matches_per_event=self.rt_options.get("max_matches_per_event",
                                                               1_000_000),
+                    max_matches_per_call=self.rt_options.get("max_matches_per_call",
+                                                             MAX_MATCHES_PER_CALL),
                     on_cap=self.rt_options.get("on_cap", "error"),
                     count_only=bool(self.rt_options.get("count_only", False)))
             net.add(m.qid, spec, m.order, self.next_gpos)

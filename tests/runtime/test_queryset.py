@@ -222,11 +222,98 @@ def test_late_events_as_each_query_alone(plan: str) -> None:
     assert [tuple(m.bindings.values()) for m in got] == [(0,), (1,), (0, 4), (1, 4)]
 
 
-def test_cap_on_matches_per_event_in_the_network() -> None:
-    qs = kleene.compile_many(["NAME s PATTERN SEQ(A a, B b) WITHIN 100 seconds",
-                              "NAME t PATTERN SEQ(A a, C c) WITHIN 100 seconds"], plan="shared")
+def _alone(text: str, recs: list[dict[str, Any]], **opts: Any) -> list[Any]:
+    return _keys(kleene.compile(text, **opts).run(EventBatch.from_records(recs)))
+
+
+def test_cap_on_matches_per_event_is_per_query_in_the_network() -> None:
+    """max_matches_per_event bounds each query's matches of one event, as if it ran alone:
+    two queries completing 5 matches each at b9 are under a cap of 5; under 3, each keeps its
+    first 3 (truncate) exactly as alone."""
+    texts = ["NAME s PATTERN SEQ(A a, B b) WITHIN 100 seconds",
+             "NAME t PATTERN SEQ(A x, B y) WITHIN 100 seconds",
+             "NAME u PATTERN SEQ(A a, C c) WITHIN 100 seconds"]
+    qs = kleene.compile_many(texts, plan="shared")
+    assert qs.uses_network()
     recs = [{"id": i, "type": "A", "ts": i} for i in range(5)] + [{"id": 9, "type": "B", "ts": 9}]
-    with pytest.raises(kleene.CapacityError, match="max_matches_per_event=3"):
+    assert len(qs.start(max_matches_per_event=5).push(EventBatch.from_records(recs))) == 10
+    with pytest.raises(kleene.CapacityError, match="query 's'.*max_matches_per_event=3"):
         qs.start(max_matches_per_event=3).push(EventBatch.from_records(recs))
     rt = qs.start(max_matches_per_event=3, on_cap="truncate")
-    assert len(rt.push(EventBatch.from_records(recs))) == 3
+    with pytest.warns(RuntimeWarning, match="cap was reached"):
+        got = rt.push(EventBatch.from_records(recs))
+    with pytest.warns(RuntimeWarning, match="cap was reached"):
+        want = sorted(_alone(texts[0], recs, max_matches_per_event=3, on_cap="truncate")
+                      + _alone(texts[1], recs, max_matches_per_event=3, on_cap="truncate"))
+    assert sorted(_keys(got)) == want
+    assert len(got) == 6
+
+
+def test_cap_on_matches_per_call_is_per_query_in_the_network() -> None:
+    """max_matches_per_call bounds each query's matches of one push (the network is the
+    query's plan for that call); truncate keeps the first ones, as alone (one partition)."""
+    texts = ["NAME s PATTERN SEQ(A a, B b) WITHIN 100 seconds",
+             "NAME o PATTERN OR(A a, B b)"]
+    qs = kleene.compile_many(texts, plan="shared")
+    recs = [{"id": i, "type": "AB"[i % 2], "ts": i} for i in range(8)]
+    assert len(qs.start(max_matches_per_call=10).push(EventBatch.from_records(recs))) == 18
+    with pytest.raises(kleene.CapacityError, match="query 'o'.*max_matches_per_call=6"):
+        qs.start(max_matches_per_call=6).push(EventBatch.from_records(recs))
+    rt = qs.start(max_matches_per_call=6, on_cap="truncate")
+    with pytest.warns(RuntimeWarning, match="cap was reached"):
+        got = rt.push(EventBatch.from_records(recs))
+    with pytest.warns(RuntimeWarning, match="cap was reached"):
+        want = _alone(texts[0], recs, max_matches_per_call=6, on_cap="truncate")
+    assert [k for k in _keys(got) if k[0] == "s"] == want
+    assert sum(m.query == "o" for m in got) == 6
+    # the budget is per call: the next push has a fresh one
+    more = rt.push(EventBatch.from_records([{"id": 20, "type": "B", "ts": 20}]))
+    assert [m.query for m in more] == ["s"] * 4 + ["o"]
+
+
+def test_conditions_are_virtual_classes_shared_across_queries() -> None:
+    """One-variable WHERE conjuncts are evaluated in the network: the events of a type that
+    satisfy them form one ECQ, shared by the queries that say the same thing about their
+    own variable (whatever its name); a plain variable reads the type's own ECQ."""
+    texts = ["NAME p PATTERN SEQ(A a, B b) WHERE a.x > 1 AND [src] WITHIN 9 seconds",
+             "NAME q PATTERN SEQ(A z, C c) WHERE z.x > 1 AND [src] WITHIN 9 seconds",
+             "NAME r PATTERN SEQ(A a, C c) WHERE c.x IN (0, 2) AND [src] WITHIN 9 seconds",
+             "NAME s PATTERN AND(A a, B b) WHERE b.x < 3 AND [src] WITHIN 9 seconds"]
+    qs = kleene.compile_many(texts, plan="shared")
+    assert "p: shared network (SEQ of A, B, key ['src'], EMIT ALL, conditions on a)" \
+        in qs.explain()
+    rt = qs.start()
+    recs = _stream(random.Random(3), 40)
+    got = rt.push(EventBatch.from_records(recs)) + rt.close()
+    assert _keys(got) == _keys(_expected(list(qs.queries), recs))
+    assert sum(q.query != "p" for q in got) > 0 and any(m.query == "p" for m in got)
+    (net,) = rt.networks.values()
+    assert sorted(net.ecqs) == sorted([
+        "A", "B", "C", next(n for n in net.ecqs if n.startswith("A WHERE")),
+        next(n for n in net.ecqs if n.startswith("B WHERE")),
+        next(n for n in net.ecqs if n.startswith("C WHERE"))])
+    assert sum(n.startswith("A WHERE") for n in net.ecqs) == 1  # p's a and q's z share it
+    assert "A" in net.ecqs  # r and s read every A
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_conditions_arrow_cannot_evaluate_run_per_row(seed: int) -> None:
+    """A UDF (or anything Arrow cannot evaluate) in a one-variable condition is checked per
+    row by the compiled function; the set equals the oracle."""
+    rng = random.Random(900 + seed)
+    udfs = {"odd": lambda v: None if v is None else v % 2 == 1}
+    texts = ["NAME u PATTERN SEQ(A a, B b) WHERE odd(a.x) AND [src] WITHIN 4 seconds",
+             "NAME v PATTERN SEQ(A a, B b) WHERE odd(a.x) AND b.x >= 1 PARTITION BY src "
+             "WITHIN 4 seconds EMIT RECENT",
+             "NAME w PATTERN OR(A a, C c) WHERE a.x % 2 = 0 AND c.x != 1"]
+    qs = kleene.compile_many(texts, plan="shared", udfs=udfs)
+    assert all(not isinstance(s, str) for s in qs.specs())
+    recs = _stream(rng, 30)
+    got = qs.run(EventBatch.from_records(recs))
+    assert _keys(got) == _keys(_expected(list(qs.queries), recs))
+
+
+def test_conditions_over_two_variables_fall_back_with_the_reason() -> None:
+    qs = kleene.compile_many(["NAME x PATTERN SEQ(A a, B b) WHERE b.x > a.x WITHIN 3 seconds",
+                              "NAME y PATTERN SEQ(A a, B b) WITHIN 3 seconds"], plan="shared")
+    assert "x: own plan nfa (WHERE conditions over two or more variables)" in qs.explain()

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from kleene.backends import BACKENDS, BackendFn
+from kleene.testing.sets import SetBackend, set_backends
 from kleene.testing.timeline import (
     BatchedBackend,
     Case,
@@ -30,7 +31,6 @@ from kleene.testing.timeline import (
     importable_backends,
     plan_backends,
 )
-from kleene.testing.sets import SetBackend, set_backends
 
 _BATCHED: dict[str, BatchedBackend] = {}
 _SECONDS: dict[str, float] = {}

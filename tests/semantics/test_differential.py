@@ -23,6 +23,7 @@ from kleene.api import analyze
 from kleene.backends import BACKENDS
 from kleene.events import EventBatch, Match
 from kleene.testing.oracle import evaluate as oracle
+from kleene.testing.sets import SetBackend, set_backends
 from kleene.testing.strategies import FEATURES, describe, queries, streams
 from kleene.testing.timeline import (
     PlanBackend,
@@ -30,7 +31,6 @@ from kleene.testing.timeline import (
     importable_backends,
     plan_backends,
 )
-from kleene.testing.sets import SetBackend, set_backends
 
 
 def _params(*, batched: bool) -> list[Any]:

@@ -31,11 +31,12 @@ driven by the query-set runtime (``kleene.queryset``).
 
 from __future__ import annotations
 
+import warnings
 from collections import deque
 from dataclasses import dataclass
 from itertools import product
 from operator import itemgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -44,6 +45,9 @@ import pyarrow.compute as pc
 from ..errors import CapacityError, EngineError
 from ..events import Match
 from ..events.model import ID, TS, TYPE
+
+if TYPE_CHECKING:  # the predicate is built by kleene.plans.shared; the network only calls it
+    from ..plan.vector import VectorPred
 
 SEQ, CNJ, DSJ = "seq", "and", "or"
 
@@ -64,6 +68,64 @@ class SharedSpec:
     """EMIT RECENT (else EMIT ALL)."""
     key_attrs: tuple[str, ...]
     """PARTITION BY and equivalence attributes: SCEMon's source id."""
+    filters: tuple[ClassFilter | None, ...] = ()
+    """Per variable (empty: none): its one-variable WHERE conjuncts. A variable with a filter
+    reads the ECQ of the *virtual class* (type, filter), shared by every query whose variable
+    has the same type and the same conditions (up to the variable's name)."""
+
+    def ecq_names(self) -> tuple[str, ...]:
+        """The ECQ of each variable: its type, or its virtual class ``type WHERE ...``."""
+        if not self.filters:
+            return self.types
+        return tuple(t if f is None else f"{t} WHERE {f.signature}"
+                     for t, f in zip(self.types, self.filters, strict=True))
+
+
+@dataclass(frozen=True, slots=True)
+class ClassFilter:
+    """The one-variable WHERE conjuncts of a variable, evaluated once per batch over the events
+    of its type for every query that shares them: Arrow kernels where they can (the engine's
+    :class:`~kleene.plan.vector.VectorPred`), the compiled per-row functions elsewhere."""
+
+    signature: str
+    """The conjuncts with the variable's name left out, canonical (the sharing key)."""
+    pred: VectorPred
+    attrs: tuple[str, ...]
+    """The attributes the conjuncts read (the record layout of the per-row functions)."""
+
+    def mask(self, t: pa.Table) -> np.ndarray[Any, np.dtype[np.bool_]]:
+        """TRUE-only mask of the rows of ``t`` that satisfy every conjunct."""
+        m, left = self.pred.mask(t)
+        if not left:
+            return m
+        rows = np.flatnonzero(m)
+        if len(rows) == 0:
+            return m
+        from .engine import _pylist
+
+        sub = t.take(pa.array(rows))
+        names = sub.column_names
+        cols: list[list[Any]] = [[0] * len(rows), sub.column(TS).to_numpy().tolist(),
+                                 sub.column(ID).to_pylist(), [0] * len(rows), [0] * len(rows)]
+        for a in self.attrs:  # the engine's record layout (kleene.plan.layout)
+            if a in names:
+                col = sub.column(a)
+            elif a in ("ts", "type", "id"):
+                col = sub.column("__" + a)
+            else:
+                cols.append([None] * len(rows))
+                continue
+            if pa.types.is_timestamp(col.type):
+                col = col.cast(pa.timestamp("us", col.type.tz)).cast(pa.int64())
+            cols.append(_pylist(col))
+        fns = [self.pred.row_fns[k].fn for k in left]
+        for j, r in enumerate(zip(*cols, strict=True)):
+            b = (r,)
+            for fn in fns:
+                if fn(b, 0) is not True:
+                    m[rows[j]] = False
+                    break
+        return m
 
 
 # instance slots (a list, so cleaning can cut ``prev``)
@@ -120,11 +182,15 @@ class _RLink:
 
 
 class _ECQ:
-    __slots__ = ("name", "siq", "head", "clt", "rclt", "cnj", "dsj", "store_all", "window")
+    __slots__ = ("name", "type", "filter", "siq", "head", "clt", "rclt", "cnj", "dsj",
+                 "store_all", "window")
     # rclt: probed ECQ -> R-CLink
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, type_: str, filter_: ClassFilter | None) -> None:
         self.name = name
+        self.type = type_
+        self.filter = filter_
+        """The virtual class's conditions (None: every event of the type)."""
         self.siq: deque[list[Any]] = deque()
         self.head: dict[Any, list[Any]] = {}
         self.clt: dict[int, _Link] = {}
@@ -216,6 +282,7 @@ class SharedNetwork:
 
     def __init__(self, key_attrs: tuple[str, ...], *, clean_period: int = 100_000,
                  max_matches_per_event: int | None = 1_000_000,
+                 max_matches_per_call: int | None = None,
                  on_cap: str = "error", count_only: bool = False) -> None:
         if clean_period < 1:
             raise EngineError(f"clean_period must be a positive number of events, not "
@@ -223,10 +290,17 @@ class SharedNetwork:
         self.key_attrs = key_attrs
         self.clean_period = int(clean_period)
         self.max_matches_per_event = max_matches_per_event
+        self.max_matches_per_call = None if count_only else max_matches_per_call
+        """Per query and ``process`` call (as ``Runtime``'s per push); not in count mode."""
+        self.call_counts: dict[int, int] = {}
+        """Matches per query order made by the current ``process`` call."""
         self.on_cap = on_cap
+        self.warned = False
         self.count_only = count_only
         """Build no bindings: every match is its query's placeholder (``--count``)."""
         self.ecqs: dict[str, _ECQ] = {}
+        self.by_type: dict[str, list[_ECQ]] = {}
+        """Event type -> its ECQs (the type's own, then virtual classes with conditions)."""
         self.queries: dict[int, _Query] = {}
         self.view: dict[int, dict[_ECQ, list[Any]]] = {}
         """Per key: its newest stored instance of each class (the ECQs it can probe)."""
@@ -243,7 +317,14 @@ class SharedNetwork:
     def add(self, qid: int, spec: SharedSpec, order: int, since: int) -> None:
         """Insert a query: create missing ECQs, add one CLink per class (and R-CLink)."""
         q = _Query(qid, spec, order, since, self.count_only)
-        q.ecqs = [self.ecqs.setdefault(t, _ECQ(t)) for t in spec.types]
+        filters = spec.filters or (None,) * len(spec.types)
+        for name, t, f in zip(spec.ecq_names(), spec.types, filters, strict=True):
+            if name not in self.ecqs:
+                ecq = self.ecqs[name] = _ECQ(name, t, f)
+                group = self.by_type.setdefault(t, [])
+                group.append(ecq)
+                group.sort(key=lambda e: e.filter is not None)  # the plain class first
+        q.ecqs = [self.ecqs[name] for name in spec.ecq_names()]
         for i, ecq in enumerate(q.ecqs):
             if spec.kind == SEQ:
                 probe = [q.ecqs[i - 1]] if i > 0 else []
@@ -263,6 +344,10 @@ class SharedNetwork:
             ecq.link_remove(ecq.clt[qid])
             if not ecq.clt:
                 self.ecqs.pop(ecq.name, None)
+                group = self.by_type[ecq.type]
+                group.remove(ecq)
+                if not group:
+                    del self.by_type[ecq.type]
                 for k in list(ecq.head):
                     v = self.view.get(k)
                     if v is not None:
@@ -282,17 +367,11 @@ class SharedNetwork:
         query, in (completing position, query order, positions) order."""
         n = t.num_rows
         out: list[Entry] = []
+        self.call_counts = {}
         if n == 0 or not self.ecqs:
             return out
-        # one type pass for every query: class code per row (-1: no ECQ)
-        enc = pc.dictionary_encode(t.column(TYPE)).combine_chunks()
-        ecq_list: list[_ECQ | None] = [self.ecqs.get(nm) for nm in enc.dictionary.to_pylist()]
-        lut = np.array([i if e is not None else -1 for i, e in enumerate(ecq_list)] + [-1],
-                       dtype=np.int64)
-        idx = enc.indices.fill_null(len(ecq_list)).to_numpy(zero_copy_only=False)
-        codes = lut[idx.astype(np.int64)]
-        sel = np.flatnonzero(codes >= 0)
         ts_all = t.column(TS).to_numpy()
+        sel, combos, codes = self._classes(t)
         if len(sel) == 0:
             self.max_ts = max(self.max_ts, int(ts_all[-1]))
             self.since_clean += n
@@ -300,7 +379,7 @@ class SharedNetwork:
             return out
         sel_arr = pa.array(sel)
         keys = self._keys(t, sel_arr)
-        cl = codes[sel].tolist()
+        cl = codes.tolist()
         tl = ts_all[sel].tolist()
         il = t.column(ID).take(sel_arr).to_pylist()
         offs = sel.tolist()
@@ -315,13 +394,58 @@ class SharedNetwork:
                 self.clean()
                 last_clean = off
                 next_at = off + self.clean_period
-            ecq = ecq_list[c]
-            assert ecq is not None
-            event(ecq, k, gpos0 + off, ts, eid, out)
+            event(combos[c], k, gpos0 + off, ts, eid, out)
         self.max_ts = max(self.max_ts, int(ts_all[-1]))
         self.since_clean = n - last_clean
         self._maybe_clean()
         return out
+
+    def _classes(self, t: pa.Table) -> tuple[np.ndarray[Any, Any], list[tuple[_ECQ, ...]],
+                                             np.ndarray[Any, Any]]:
+        """One type pass and one pass per distinct condition set, for every query: the rows
+        some ECQ takes, the ECQ combinations, and each selected row's combination."""
+        n = t.num_rows
+        enc = pc.dictionary_encode(t.column(TYPE)).combine_chunks()
+        names = enc.dictionary.to_pylist()
+        idx = enc.indices.fill_null(len(names)).to_numpy(zero_copy_only=False).astype(np.int64)
+        groups = [self.by_type.get(nm) if isinstance(nm, str) else None for nm in names]
+        combos: list[tuple[_ECQ, ...]] = []
+        if all(g is None or (len(g) == 1 and g[0].filter is None) for g in groups):
+            # no conditions: a type's one ECQ (the common case: a lookup table)
+            lut = np.full(len(names) + 1, -1, dtype=np.int64)
+            for i, g in enumerate(groups):
+                if g is not None:
+                    lut[i] = len(combos)
+                    combos.append((g[0],))
+            code = lut[idx]
+            sel = np.flatnonzero(code >= 0)
+            return sel, combos, code[sel]
+        code = np.full(n, -1, dtype=np.int64)
+        for i, g in enumerate(groups):
+            if g is None:
+                continue
+            rows = np.flatnonzero(idx == i)
+            if len(rows) == 0:
+                continue
+            sub = t.take(pa.array(rows)) if any(e.filter is not None for e in g) else None
+            bits = np.zeros(len(rows), dtype=np.int64)
+            for j, e in enumerate(g):
+                if e.filter is None:
+                    bits |= 1 << j
+                else:
+                    assert sub is not None
+                    bits |= e.filter.mask(sub).astype(np.int64) << j
+            uniq, inv = np.unique(bits, return_inverse=True)
+            ids = np.empty(len(uniq), dtype=np.int64)
+            for u, b in enumerate(uniq.tolist()):
+                if b == 0:
+                    ids[u] = -1
+                else:
+                    ids[u] = len(combos)
+                    combos.append(tuple(e for j, e in enumerate(g) if b >> j & 1))
+            code[rows] = ids[inv]
+        sel = np.flatnonzero(code >= 0)
+        return sel, combos, code[sel]
 
     def _keys(self, t: pa.Table, sel: pa.Array) -> list[int]:
         """The partition key of each selected row, interned to a small int (one pass)."""
@@ -349,13 +473,27 @@ class SharedNetwork:
         return [intern.setdefault(r, len(intern)) for r in rows]
 
     # ------------------------------------------------------------------ test + insert phases
-    def _event(self, ecq: _ECQ, k: int, pos: int, ts: int, eid: Any,
+    def _event(self, ecqs: tuple[_ECQ, ...], k: int, pos: int, ts: int, eid: Any,
                out: list[Entry]) -> None:
-        pmb: dict[int, float] = {}
+        """The event through each ECQ that takes it (its type's, and the virtual classes whose
+        conditions it satisfies: a query reads at most one of them, its types being
+        distinct), then its matches in (query order, the query's order), capped."""
         found: list[tuple[int, Match]] = []
         view = self.view.get(k)
         if view is None:
             view = self.view[k] = {}
+        for ecq in ecqs:
+            self._test_insert(ecq, k, pos, ts, eid, view, found)
+        if found:
+            if len(found) > 1:
+                found.sort(key=_first)  # stable: a query's matches keep their order
+            if self.max_matches_per_event is not None or self.max_matches_per_call is not None:
+                found = self._capped(found, eid)
+            out += [(pos, o, m) for o, m in found]
+
+    def _test_insert(self, ecq: _ECQ, k: int, pos: int, ts: int, eid: Any,
+                     view: dict[_ECQ, list[Any]], found: list[tuple[int, Match]]) -> None:
+        pmb: dict[int, float] = {}
         # sequences: probe once per R-CLink (sub-pattern sharing), visiting only the classes
         # this key has stored instances of
         rclt = ecq.rclt
@@ -413,18 +551,52 @@ class SharedNetwork:
             ecq.siq.append(inst)
             ecq.head[k] = inst
             view[ecq] = inst
-        if found:
-            if len(found) > 1:
-                found.sort(key=_first)  # stable: a query's matches keep their order
-            mm = self.max_matches_per_event
-            if mm is not None and len(found) > mm:
-                if self.on_cap != "truncate":
-                    raise CapacityError(f"shared network: event {eid!r} completes "
-                                        f"{len(found):,} matches, more than "
-                                        f"max_matches_per_event={mm:,}")
-                self.truncated_matches += len(found) - mm
-                del found[mm:]
-            out += [(pos, o, m) for o, m in found]
+
+    def _capped(self, found: list[tuple[int, Match]], eid: Any) -> list[tuple[int, Match]]:
+        """Each query's caps, as if it ran alone: ``max_matches_per_event`` on the matches
+        this event completes, ``max_matches_per_call`` on those of this call; ``on_cap``
+        ``error`` raises, ``truncate`` keeps the first ones and counts the rest."""
+        mm, cap = self.max_matches_per_event, self.max_matches_per_call
+        kept: list[tuple[int, Match]] = []
+        i, n = 0, len(found)
+        while i < n:
+            o = found[i][0]
+            j = i + 1
+            while j < n and found[j][0] == o:
+                j += 1
+            group = found[i:j]
+            i = j
+            if mm is not None and len(group) > mm:
+                self._over(group, len(group) - mm, f"event {eid!r} completed {len(group)} "
+                           f"matches, more than max_matches_per_event={mm}; raise the cap "
+                           "(CLI --max-matches-per-event N, 0 for no cap)")
+                del group[mm:]
+            if cap is not None:
+                used = self.call_counts.get(o, 0)
+                budget = cap - used if cap > used else 0
+                if len(group) > budget:
+                    self._over(group, len(group) - budget,
+                               f"more than max_matches_per_call={cap} complete matches in "
+                               f"one push/advance/close call (reached at event {eid!r}); "
+                               "raise the cap (CLI --max-matches-per-call N, 0 for no cap) "
+                               "or push smaller batches")
+                    del group[budget:]
+                self.call_counts[o] = used + len(group)
+            kept += group
+        return kept
+
+    def _over(self, group: list[tuple[int, Match]], drop: int, what: str) -> None:
+        name = group[0][1].query
+        if self.on_cap != "truncate":
+            raise CapacityError(f"query {name!r} (shared network): {what}, or keep the first "
+                                "matches and count the rest (CLI --on-cap truncate; "
+                                "on_cap='truncate')")
+        self.truncated_matches += drop
+        if not self.warned:
+            self.warned = True
+            warnings.warn(f"query {name!r}: a cap was reached and on_cap='truncate' dropped "
+                          "matches in the shared network; see truncated_matches",
+                          RuntimeWarning, stacklevel=6)
 
     def _complete_seq(self, q: _Query, p: list[Any], k: int, pos: int, ts: int, eid: Any,
                       found: list[tuple[int, Match]]) -> None:
