@@ -957,6 +957,10 @@ def _check_schema(compiled: Any, events: Any, source: str, *, types: bool,
     schema = InputSchema.of(events, types_complete=complete, source=source)
     if not types:
         schema = InputSchema(schema.columns, source=source)
+    elif hasattr(compiled, "queries") and schema.types is not None:
+        # nested queries: a query of the set is an event type too (docs/semantics.md §17)
+        schema = InputSchema(schema.columns, schema.types | set(compiled.names),
+                             schema.types_complete, source)
     for analyzed in _analyzed_all(compiled):
         for message in check_against(analyzed, schema):
             click.echo(f"kleene: warning: {message}", err=True)
