@@ -134,7 +134,8 @@ _INF = float("inf")
 
 
 class _Query:
-    __slots__ = ("qid", "spec", "order", "since", "ecqs", "window", "count_only")
+    __slots__ = ("qid", "spec", "order", "since", "ecqs", "window", "count_only", "name",
+                 "vars", "n", "recent")
 
     def __init__(self, qid: int, spec: SharedSpec, order: int, since: int,
                  count_only: bool = False) -> None:
@@ -146,6 +147,10 @@ class _Query:
         self.since = since
         self.ecqs: list[_ECQ] = []
         self.window: float = _INF if spec.window_us is None else spec.window_us
+        self.name = spec.name
+        self.vars = spec.vars
+        self.n = len(spec.types)
+        self.recent = spec.recent
 
 
 class _Link:
@@ -170,7 +175,8 @@ class _RLink:
     instance's own timestamp is the start) and the others by query id (``mid``: read from the
     probed instance's PMB)."""
 
-    __slots__ = ("target", "window", "init", "mid")
+    __slots__ = ("target", "window", "init", "mid", "init_ids", "init_done", "init_window",
+                 "init_since", "mid_window")
 
     def __init__(self, target: _ECQ) -> None:
         self.target = target
@@ -179,6 +185,22 @@ class _RLink:
         """(query, query id, since, window, completes here) per link."""
         self.mid: dict[int, tuple[_Query, float, bool]] = {}
         """query id -> (query, window, completes here)."""
+        # the bulk path of the test phase (``refresh``): when the probed instance is inside
+        # every init link's window and after every one's ``since``, the PMB entries of all of
+        # them are one C-level dict update and only the completing links loop in Python
+        self.init_ids: tuple[int, ...] = ()
+        self.init_done: tuple[_Query, ...] = ()
+        self.init_window: float = 0.0
+        self.init_since = 0
+        self.mid_window: float = 0.0
+
+    def refresh(self) -> None:
+        """Recompute the bulk-path summaries after a link is added or removed."""
+        self.init_ids = tuple(x[1] for x in self.init if not x[4])
+        self.init_done = tuple(x[0] for x in self.init if x[4])
+        self.init_window = min((x[3] for x in self.init), default=0.0)
+        self.init_since = max((x[2] for x in self.init), default=0)
+        self.mid_window = min((x[1] for x in self.mid.values()), default=0.0)
 
 
 class _ECQ:
@@ -224,6 +246,7 @@ class _ECQ:
             else:
                 r.mid[q.qid] = (q, q.window, link.fine)
             r.window = max(r.window, q.window)
+            r.refresh()
 
     def link_remove(self, link: _Link) -> None:
         """Remove a CLink; windows shrink to the largest of the remaining links."""
@@ -246,6 +269,7 @@ class _ECQ:
                 del self.rclt[link.probe[0]]
             else:
                 r.window = max([x[3] for x in r.init] + [x[1] for x in r.mid.values()])
+                r.refresh()
         self.window = max((lk.query.window for lk in self.clt.values()), default=0.0)
 
 def _walk(ecqs: list[_ECQ], i: int, k: int, before: int, lo: float, since: int, qid: int,
@@ -292,8 +316,13 @@ class SharedNetwork:
         self.max_matches_per_event = max_matches_per_event
         self.max_matches_per_call = None if count_only else max_matches_per_call
         """Per query and ``process`` call (as ``Runtime``'s per push); not in count mode."""
-        self.call_counts: dict[int, int] = {}
-        """Matches per query order made by the current ``process`` call."""
+        self.call_counts: dict[int, int] | None = None
+        """Matches per query order made by the current ``process`` call (counted once the
+        call's matches could reach ``max_matches_per_call``)."""
+        self.call_total = 0
+        self.event_cap: float = _INF if max_matches_per_event is None else max_matches_per_event
+        self.call_cap: float = _INF if self.max_matches_per_call is None \
+            else self.max_matches_per_call
         self.on_cap = on_cap
         self.warned = False
         self.count_only = count_only
@@ -367,7 +396,8 @@ class SharedNetwork:
         query, in (completing position, query order, positions) order."""
         n = t.num_rows
         out: list[Entry] = []
-        self.call_counts = {}
+        self.call_counts = None
+        self.call_total = 0
         if n == 0 or not self.ecqs:
             return out
         ts_all = t.column(TS).to_numpy()
@@ -485,10 +515,14 @@ class SharedNetwork:
         for ecq in ecqs:
             self._test_insert(ecq, k, pos, ts, eid, view, found)
         if found:
-            if len(found) > 1:
+            nf = len(found)
+            if nf > 1:
                 found.sort(key=_first)  # stable: a query's matches keep their order
-            if self.max_matches_per_event is not None or self.max_matches_per_call is not None:
-                found = self._capped(found, eid)
+            # per-query cap accounting only once a cap could be reached: no query has more
+            # matches in this event or call than all queries together
+            if nf > self.event_cap or self.call_total + nf > self.call_cap:
+                found = self._capped(found, eid, out)
+            self.call_total += len(found)
             out += [(pos, o, m) for o, m in found]
 
     def _test_insert(self, ecq: _ECQ, k: int, pos: int, ts: int, eid: Any,
@@ -504,22 +538,31 @@ class SharedNetwork:
                 if r is None:
                     continue
                 pts = p[_TS]
-                if ts - pts > r.window:
+                gap = ts - pts
+                if gap > r.window:
                     continue
-                for q, qid, since, window, fine in r.init:
-                    if p[_POS] < since or ts - pts > window:
-                        continue
-                    if fine:
-                        self._complete_seq(q, p, k, pos, ts, eid, found)
+                if r.init:
+                    if gap <= r.init_window and p[_POS] >= r.init_since:
+                        if r.init_ids:  # every init link takes it: one dict update
+                            pmb.update(dict.fromkeys(r.init_ids, pts))
+                        for q in r.init_done:
+                            self._complete_seq(q, p, k, pos, ts, eid, found)
                     else:
-                        pmb[qid] = pts
+                        for q, qid, since, window, fine in r.init:
+                            if p[_POS] < since or gap > window:
+                                continue
+                            if fine:
+                                self._complete_seq(q, p, k, pos, ts, eid, found)
+                            else:
+                                pmb[qid] = pts
                 ppmb = p[_PMB]
                 if ppmb and r.mid:
                     mid = r.mid
-                    hits = [(qid, ppmb[qid]) for qid in mid if qid in ppmb] \
-                        if len(mid) < len(ppmb) else \
-                        [(qid, t0) for qid, t0 in ppmb.items() if qid in mid]
-                    for qid, tstart in hits:
+                    hits = ppmb.keys() & mid.keys()  # C-level intersection
+                    if not hits:
+                        continue
+                    for qid in hits:
+                        tstart = ppmb[qid]
                         q, window, fine = mid[qid]
                         if ts - tstart > window:
                             continue
@@ -552,11 +595,16 @@ class SharedNetwork:
             ecq.head[k] = inst
             view[ecq] = inst
 
-    def _capped(self, found: list[tuple[int, Match]], eid: Any) -> list[tuple[int, Match]]:
+    def _capped(self, found: list[tuple[int, Match]], eid: Any,
+                out: list[Entry]) -> list[tuple[int, Match]]:
         """Each query's caps, as if it ran alone: ``max_matches_per_event`` on the matches
         this event completes, ``max_matches_per_call`` on those of this call; ``on_cap``
         ``error`` raises, ``truncate`` keeps the first ones and counts the rest."""
         mm, cap = self.max_matches_per_event, self.max_matches_per_call
+        if cap is not None and self.call_counts is None:  # from now on, per query
+            self.call_counts = {}
+            for _g, o, _m in out:
+                self.call_counts[o] = self.call_counts.get(o, 0) + 1
         kept: list[tuple[int, Match]] = []
         i, n = 0, len(found)
         while i < n:
@@ -572,6 +620,7 @@ class SharedNetwork:
                            "(CLI --max-matches-per-event N, 0 for no cap)")
                 del group[mm:]
             if cap is not None:
+                assert self.call_counts is not None
                 used = self.call_counts.get(o, 0)
                 budget = cap - used if cap > used else 0
                 if len(group) > budget:
@@ -602,18 +651,23 @@ class SharedNetwork:
                       found: list[tuple[int, Match]]) -> None:
         """Complete query ``q`` at the event (``p``: the probed instance of the previous
         class that extended it)."""
-        spec = q.spec
-        n = len(spec.types)
-        lo = ts - q.window
-        qid, since = q.qid, q.since
-        ecqs = q.ecqs
-        if spec.recent:
+        if q.recent:
             if q.count_only is not None:  # the probe proved the one most recent match
                 found.append((q.order, q.count_only))
                 return
-            # the probed instance p is the newest qualifying one of the previous class
-            chain: list[list[Any]] = [p]
+            n = q.n
+            if n == 2:
+                found.append((q.order, Match(q.name, dict(zip(q.vars, (p[_ID], eid))),
+                                             p[_TS], ts)))
+                return
+            lo = ts - q.window
+            qid, since = q.qid, q.since
+            ecqs = q.ecqs
+            # the probed instance p is the newest qualifying one of the previous class; from
+            # there backwards, the newest qualifying instance of each earlier class
+            ids = [eid, p[_ID]]
             before = p[_POS]
+            first_ts = p[_TS]
             for i in range(n - 3, -1, -1):
                 inst = ecqs[i].head.get(k)
                 while inst is not None:
@@ -627,11 +681,17 @@ class SharedNetwork:
                     inst = inst[_PREV]
                 if inst is None:  # cannot happen when the probe succeeded; be safe
                     return
-                chain.append(inst)
+                ids.append(inst[_ID])
                 before = inst[_POS]
-            chain.reverse()
-            self._emit(q, chain, pos, ts, eid, found)
+                first_ts = inst[_TS]
+            ids.reverse()
+            found.append((q.order, Match(q.name, dict(zip(q.vars, ids)), first_ts, ts)))
             return
+        spec = q.spec
+        n = len(spec.types)
+        lo = ts - q.window
+        qid, since = q.qid, q.since
+        ecqs = q.ecqs
         chains: list[list[list[Any]]] = []
         _walk(ecqs, n - 2, k, pos, lo, since, qid, [], chains)
         if len(chains) > 1:
