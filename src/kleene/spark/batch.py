@@ -711,7 +711,7 @@ def match_set(df: Any, queries: Any, *, time_col: str,
         n, r = next(iter(reads.items()))
         raise QueryValidationError(f"query set on Spark: {n!r} reads the matches of {r[0]!r}; "
                                    "nested queries run on the embedded engine only")
-    if on_cap == "truncate":
+    if on_cap == "truncate" or options.pop("cap_report", None) is not None:
         raise InputError("on_cap='truncate' for a query set on Spark is not supported (one "
                          "CapReport per match() call); use on_cap='error', raise the caps, or "
                          "run the queries one by one")
