@@ -657,8 +657,8 @@ class SharedNetwork:
                 return
             n = q.n
             if n == 2:
-                found.append((q.order, Match(q.name, dict(zip(q.vars, (p[_ID], eid))),
-                                             p[_TS], ts)))
+                bound = dict(zip(q.vars, (p[_ID], eid), strict=True))
+                found.append((q.order, Match(q.name, bound, p[_TS], ts)))
                 return
             lo = ts - q.window
             qid, since = q.qid, q.since
@@ -685,7 +685,8 @@ class SharedNetwork:
                 before = inst[_POS]
                 first_ts = inst[_TS]
             ids.reverse()
-            found.append((q.order, Match(q.name, dict(zip(q.vars, ids)), first_ts, ts)))
+            found.append((q.order, Match(q.name, dict(zip(q.vars, ids, strict=True)), first_ts,
+                                         ts)))
             return
         spec = q.spec
         n = len(spec.types)
