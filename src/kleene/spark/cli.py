@@ -273,8 +273,8 @@ def run_query(query: str | Sequence[tuple[str, str | None]], input_path: str, *,
                             dialect=dialect, udfs=dict(udfs or {}))
         reads = {n: r for n, r in nested_reads(list(qset.queries)).items() if r}
         if reads:
-            n, r = next(iter(reads.items()))
-            raise QueryError(f"query set on Spark: {n!r} reads the matches of {r[0]!r}; "
+            who, r = next(iter(reads.items()))
+            raise QueryError(f"query set on Spark: {who!r} reads the matches of {r[0]!r}; "
                              "nested queries run on the embedded engine only")
         if cap_report is not None:
             raise InputError("--on-cap truncate for a query set on Spark is not supported; "
