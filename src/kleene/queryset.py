@@ -27,12 +27,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from .api import CompiledQuery, QueryLike
 from .api import compile as compile_query
 from .errors import EngineError, QueryValidationError
 from .events import EventBatch, Match
-from .events.model import ID, TS, TimeInfo
+from .events.model import ID, TS, TYPE, TimeInfo
 
 if TYPE_CHECKING:
     from .runtime.shared import SharedNetwork, SharedSpec
@@ -43,7 +44,10 @@ query alone); ``shared``: every query the network supports; ``separate``: SCEMon
 baseline, every query on its own plan."""
 
 _FAR_PAST = -(2 ** 62)
-_key3 = itemgetter(0, 1, 2)
+_key4 = itemgetter(0, 1, 2, 3)
+Produced = list[tuple[int, int, tuple[int, ...], int, Match]]
+"""Output entries: (completing ts, its position, () for an input event or (producer's place,
+k) for a derived one, the query's place, the match)."""
 
 
 def _spec(c: CompiledQuery) -> SharedSpec | str:
@@ -84,8 +88,14 @@ class QuerySet:
         """Does this set evaluate some queries in the shared network?"""
         if self.plan == "separate" or self.options.get("allowed_lateness_us", 0):
             return False
-        n = sum(_is_spec(s) for s in self.specs())
-        return n >= 1 if self.plan == "shared" else n >= 2
+        specs = self.specs()
+        n = sum(_is_spec(s) for s in specs)
+        if self.plan == "shared":
+            return n >= 1
+        reads = nested_reads(list(self.queries))
+        produced = {p for r in reads.values() for p in r}
+        return n >= 2 or any(q.name in produced and _is_spec(s)
+                             for q, s in zip(self.queries, specs, strict=True))
 
     def run(self, events: EventBatch) -> list[Match]:
         """Every query's matches over a bounded, ordered batch, in the set's output order."""
@@ -104,12 +114,19 @@ class QuerySet:
     def explain(self) -> str:
         """One line per query: in the shared network, or on its own plan and why."""
         shared = self.uses_network()
+        reads = nested_reads(list(self.queries))
         lines = []
         for q, s in zip(self.queries, self.specs(), strict=True):
-            if shared and not isinstance(s, str):
+            if reads[q.name]:
+                lines.append(f"{q.name}: own plan {q.plan} (reads the matches of "
+                             f"{', '.join(reads[q.name])})")
+            elif shared and not isinstance(s, str):
+                conds = [v for v, f in zip(s.vars, s.filters, strict=True) if f is not None] \
+                    if s.filters else []
                 lines.append(f"{q.name}: shared network ({s.kind.upper()} of "
                              f"{', '.join(s.types)}, key {list(s.key_attrs)}, "
-                             f"{'EMIT RECENT' if s.recent else 'EMIT ALL'})")
+                             f"{'EMIT RECENT' if s.recent else 'EMIT ALL'}"
+                             + (f", conditions on {', '.join(conds)}" if conds else "") + ")")
             else:
                 why = s if isinstance(s, str) else f"--plan {self.plan}" if \
                     self.plan == "separate" else "nothing to share"
@@ -151,7 +168,30 @@ def compile_many(queries: Iterable[QueryLike] | Mapping[str, QueryLike], *,
         compiled.append(compile_query(q, dialect=dialect, udfs=udfs, name=nm or f"q{i + 1}",
                                       **set_opts))
     check_unique([c.name for c in compiled])
+    nested_reads(compiled)  # a cycle is an error here, not when the set runs
     return QuerySet(tuple(compiled), plan, dict(options), dialect, dict(udfs or {}))
+
+
+def nested_reads(queries: list[CompiledQuery]) -> dict[str, list[str]]:
+    """Per query name, the queries of the set whose matches it reads: its event types that are
+    query names (docs/semantics.md §17, nested queries). A query reading itself, a cycle, or
+    a consumer read by another query is a ``QueryValidationError``."""
+    names = {c.name for c in queries}
+    reads = {c.name: sorted({v.type for v in c.analyzed.variables.values()
+                             if v.type is not None and v.type in names}) for c in queries}
+    for n, rs in reads.items():
+        if n in rs:
+            raise QueryValidationError(f"query set: query {n!r} reads its own matches (a "
+                                       "cycle: a query cannot be its own event type)")
+        for p in rs:
+            if reads[p]:
+                if n in reads[p]:
+                    raise QueryValidationError(f"query set: {n!r} and {p!r} read each "
+                                               f"other's matches (a cycle: {n} -> {p} -> {n})")
+                raise QueryValidationError(
+                    f"query set: {n!r} reads {p!r}, which reads {reads[p][0]!r}; one level of "
+                    "nesting is supported (a consumer's matches feed no other query)")
+    return reads
 
 
 def check_unique(names: list[str]) -> None:
@@ -165,7 +205,8 @@ def check_unique(names: list[str]) -> None:
 
 
 class _Member:
-    __slots__ = ("compiled", "order", "qid", "network", "runtime")
+    __slots__ = ("compiled", "order", "qid", "network", "runtime", "reads", "consumer",
+                 "key_attrs")
 
     def __init__(self, compiled: CompiledQuery, order: int, qid: int) -> None:
         self.compiled = compiled
@@ -173,6 +214,33 @@ class _Member:
         self.qid = qid
         self.network: tuple[str, ...] | None = None
         self.runtime: Any = None
+        self.reads: frozenset[str] = frozenset()
+        """The producers whose matches this query reads (nested queries)."""
+        self.consumer: _Consumer | None = None
+        self.key_attrs: tuple[str, ...] = ()
+        """A producer's key attributes: its derived events carry them."""
+
+
+class _Consumer:
+    """A consumer's stream ids: what each stands for (the input event's id, or a derived
+    event's label), with its place in the set's order; pruned by the consumer's window."""
+
+    __slots__ = ("next_sid", "ids", "types", "window")
+
+    def __init__(self, types: frozenset[str] | None, window: int | None) -> None:
+        self.next_sid = 0
+        self.ids: dict[int, tuple[Any, int, int, tuple[int, ...]]] = {}
+        self.types = types
+        self.window = window
+
+    def prune(self, now: int) -> None:
+        """Forget events no match can bind any more: older than two windows (a match held
+        for a trailing NOT is released within one window of its end)."""
+        if self.window is None or len(self.ids) < 4096:
+            return
+        cut = now - 2 * self.window - 1
+        for k in [k for k, v in self.ids.items() if v[1] < cut]:
+            del self.ids[k]
 
 
 _RT_OPTS = ("allowed_lateness_us", "max_runs_per_partition", "max_matches_per_event",
@@ -205,19 +273,49 @@ class QuerySetRuntime:
         """Matches emitted per query name (also for removed queries)."""
         self._seen: list[dict[Any, tuple[int, int]]] = [{}, {}]
         self.closed = False
+        reads = nested_reads(list(qs.queries))
         for c in qs.queries:
-            self._add_compiled(c)
+            self._add_compiled(c, consumer=bool(reads[c.name]))
+        for c in qs.queries:
+            if reads[c.name]:
+                self._resolve(self.members[c.name], reads[c.name])
 
     # ------------------------------------------------------------------ membership
-    def _add_compiled(self, c: CompiledQuery) -> None:
+    def _resolve(self, m: _Member, producers: list[str]) -> None:
+        """A consumer's producers (docs/semantics.md §17, nested queries): each evaluated by
+        the shared network, none itself a consumer."""
+        if self.rt_options.get("count_only"):
+            raise QueryValidationError("query set: nested queries need the producers' matches "
+                                       "(count_only / --count builds none)")
+        for p in producers:
+            pm = self.members[p]
+            if pm.network is None:
+                why = _spec(pm.compiled)
+                why = (why if isinstance(why, str) else "plan 'separate'" if
+                       self.qs.plan == "separate" else "allowed lateness"
+                       if self.lateness else "the set does not use the network")
+                raise QueryValidationError(
+                    f"query set: {m.compiled.name!r} reads the matches of {p!r}, which the "
+                    f"shared network does not evaluate ({why}); a producer's matches must be "
+                    "final when their completing event is processed")
+        aq = m.compiled.analyzed
+        types = {v.type for v in aq.variables.values()}
+        w = aq.within
+        m.reads = frozenset(producers)
+        m.consumer = _Consumer(None if None in types else frozenset(t for t in types if t),
+                               None if w is None or w.is_count else w.microseconds)
+
+    def _add_compiled(self, c: CompiledQuery, *, consumer: bool = False) -> None:
         if c.name in self.members:
             raise QueryValidationError(f"query set: a query named {c.name!r} is already "
                                        "running; names must be unique")
         m = _Member(c, self.next_order, self.next_qid)
         self.next_order += 1
         self.next_qid += 1
-        spec = _spec(c) if self.shared else None
+        m.key_attrs = tuple(dict.fromkeys(c.analyzed.partition_by + c.analyzed.equivalence))
+        spec = _spec(c) if self.shared and not consumer else None
         if spec is not None and not isinstance(spec, str):
+            from .runtime.engine import MAX_MATCHES_PER_CALL
             from .runtime.shared import SharedNetwork
 
             net = self.networks.get(spec.key_attrs)
@@ -226,6 +324,8 @@ class QuerySetRuntime:
                     spec.key_attrs, clean_period=self.clean_period,
                     max_matches_per_event=self.rt_options.get("max_matches_per_event",
                                                               1_000_000),
+                    max_matches_per_call=self.rt_options.get("max_matches_per_call",
+                                                             MAX_MATCHES_PER_CALL),
                     on_cap=self.rt_options.get("on_cap", "error"),
                     count_only=bool(self.rt_options.get("count_only", False)))
             net.add(m.qid, spec, m.order, self.next_gpos)
@@ -242,7 +342,20 @@ class QuerySetRuntime:
         c = compile_query(query, dialect=self.qs.dialect, udfs=self.qs.udfs,
                           name=name or f"q{self.next_order + 1}",
                           **{k: v for k, v in self.qs.options.items() if k != "clean_period"})
-        self._add_compiled(c)
+        running = [m.compiled for m in self.members.values()]
+        reads = nested_reads(running + [c])
+        late = [n for n, r in reads.items() if c.name in r]
+        if late:
+            raise QueryValidationError(f"query set: {c.name!r} is an event type of the running "
+                                       f"query {late[0]!r}; add a producer before its "
+                                       "consumers")
+        self._add_compiled(c, consumer=bool(reads[c.name]))
+        if reads[c.name]:
+            try:
+                self._resolve(self.members[c.name], reads[c.name])
+            except QueryValidationError:
+                self.members.pop(c.name)
+                raise
         return c.name
 
     def remove(self, name: str) -> None:
@@ -295,25 +408,34 @@ class QuerySetRuntime:
             self.frontier = max(self.frontier, int(ts[-1]))
         gpos0 = self.next_gpos
         self.next_gpos += t.num_rows
-        produced: list[tuple[int, int, int, Match]] = []
+        produced: Produced = []
         runtimes = [m for m in self.members.values() if m.runtime is not None]
         if len(self.networks) == 1 and not runtimes:  # already in the set's order
             (net,) = self.networks.values()
             return self._count([x for _g, _o, x in net.process(t, gpos0)])
+        net_out: list[tuple[int, int, Match]] = []
         for net in self.networks.values():
-            for g, qo, x in net.process(t, gpos0):
-                produced.append((x.end, g, qo, x))
+            net_out += net.process(t, gpos0)
+        for g, qo, x in net_out:
+            produced.append((x.end, g, (), qo, x))
         if runtimes:
             self._remember(t, gpos0)
             sub = EventBatch(t, batch.time)
             for mem in runtimes:
+                if mem.reads:
+                    continue
                 self._collect(mem, mem.runtime.push(sub), produced)
+            consumers = [m for m in runtimes if m.reads]
+            if consumers:
+                if len(self.networks) > 1:
+                    net_out.sort(key=itemgetter(0, 1))  # (position, query place), stable
+                self._consume(consumers, t, gpos0, net_out, batch.time, produced)
         return self._finish(produced)
 
     def advance(self, watermark_us: int) -> list[Match]:
         """Promise no event below ``watermark_us`` will come (see Runtime.advance)."""
         self._check_open()
-        produced: list[tuple[int, int, int, Match]] = []
+        produced: Produced = []
         for m in list(self.members.values()):
             if m.runtime is not None:
                 self._collect(m, m.runtime.advance(watermark_us), produced)
@@ -323,7 +445,7 @@ class QuerySetRuntime:
     def close(self) -> list[Match]:
         """End of stream: flush every query."""
         self._check_open()
-        produced: list[tuple[int, int, int, Match]] = []
+        produced: Produced = []
         for m in list(self.members.values()):
             if m.runtime is not None:
                 self._collect(m, m.runtime.close(), produced)
@@ -354,8 +476,10 @@ class QuerySetRuntime:
         self._seen = [self._seen[1], {i: (s, gpos0 + k)
                                       for k, (i, s) in enumerate(zip(ids, ts, strict=True))}]
 
-    def _collect(self, m: _Member, matches: list[Match],
-                 produced: list[tuple[int, int, int, Match]]) -> None:
+    def _collect(self, m: _Member, matches: list[Match], produced: Produced) -> None:
+        if m.reads:
+            self._collect_consumer(m, matches, produced)
+            return
         old, new = self._seen
         name = m.compiled.name
         placeholder = None
@@ -369,11 +493,103 @@ class QuerySetRuntime:
                     p = new.get(i) or old.get(i)
                     if p is not None and p > best:
                         best = p
-            produced.append((best[0], best[1], m.order, x))
+            produced.append((best[0], best[1], (), m.order, x))
 
-    def _finish(self, produced: list[tuple[int, int, int, Match]]) -> list[Match]:
-        produced.sort(key=_key3)
-        return self._count([e[3] for e in produced])
+    def _finish(self, produced: Produced) -> list[Match]:
+        produced.sort(key=_key4)
+        return self._count([e[4] for e in produced])
+
+    # ------------------------------------------------------------------ nested queries
+    def _consume(self, consumers: list[_Member], t: pa.Table, gpos0: int,
+                 net_out: list[tuple[int, int, Match]], time: TimeInfo,
+                 produced: Produced) -> None:
+        """Each consumer's stream for this call (docs/semantics.md §17): the input events and
+        its producers' derived events, each right after its completing event; bound events
+        map back to their ids (input) or labels (derived)."""
+        n = t.num_rows
+        labels: dict[int, str] = {}  # id(match) -> its label
+        seen = dict.fromkeys(self.counts, 0)
+        for _g, _qo, x in net_out:
+            seen[x.query] = seen.get(x.query, 0) + 1
+            labels[id(x)] = f"{x.query}#{self.counts.get(x.query, 0) + seen[x.query]}"
+        ids_in = t.column(ID)
+        ts_in = t.column(TS).to_numpy()
+        has_id = "id" in t.column_names
+        for mem in consumers:
+            st = mem.consumer
+            assert st is not None
+            rows = [(g, qo, x) for g, qo, x in net_out if x.query in mem.reads]
+            nd = len(rows)
+            sid0 = st.next_sid
+            st.next_sid += n + nd
+            dg = np.array([g - gpos0 for g, _o, _x in rows], dtype=np.int64)
+            in_at = np.arange(n, dtype=np.int64) + np.searchsorted(dg, np.arange(n),
+                                                                   side="left")
+            d_at = np.arange(nd, dtype=np.int64) + dg + 1
+            part = t.set_column(t.column_names.index(ID), ID,
+                               pa.array(sid0 + in_at, pa.int64()))
+            if not has_id:
+                part = part.append_column("id", ids_in)
+            tables = [part]
+            if nd:
+                cols: dict[str, Any] = {
+                    ID: pa.array(sid0 + d_at, pa.int64()),
+                    TS: pa.array([x.end for _g, _o, x in rows], pa.int64()),
+                    TYPE: pa.array([x.query for _g, _o, x in rows], pa.string())}
+                # a derived event's attributes: its producer's key attributes, read on the
+                # completing event (all of the match's events agree on them)
+                keys_of = {p: self.members[p].key_attrs if p in self.members else ()
+                           for p in mem.reads}
+                for a in dict.fromkeys(a for p in mem.reads for a in keys_of[p]):
+                    if a not in t.column_names:
+                        continue
+                    col = t.column(a).take(pa.array(dg))
+                    own = pa.array([a in keys_of[x.query] for _g, _o, x in rows])
+                    cols[a] = pc.if_else(own, col, pa.nulls(nd, col.type))
+                if not has_id:
+                    cols["id"] = pa.nulls(nd, ids_in.type)
+                tables.append(pa.table(cols))
+            merged = pa.concat_tables(tables, promote_options="default")
+            order = np.empty(n + nd, dtype=np.int64)
+            order[in_at] = np.arange(n)
+            order[d_at] = np.arange(n, n + nd)
+            merged = merged.take(pa.array(order))
+            # remember what each stream id stands for (types the consumer reads only)
+            keep = st.types
+            tin = t.column(TYPE).to_pylist()
+            idl = ids_in.to_pylist()
+            for i in range(n):
+                if keep is None or tin[i] in keep:
+                    st.ids[sid0 + int(in_at[i])] = (idl[i], int(ts_in[i]), gpos0 + i, ())
+            for j, (g, qo, x) in enumerate(rows):
+                k = int(labels[id(x)].rsplit("#", 1)[1])
+                st.ids[sid0 + int(d_at[j])] = (labels[id(x)], x.end, g, (qo, k))
+            self._collect(mem, mem.runtime.push(EventBatch(merged, time)), produced)
+            st.prune(int(ts_in[-1]))
+
+    def _collect_consumer(self, m: _Member, matches: list[Match], produced: Produced) -> None:
+        st = m.consumer
+        assert st is not None
+        for x in matches:
+            best: tuple[int, int, tuple[int, ...]] | None = None
+            bindings: dict[str, Any] = {}
+            for v, b in x.bindings.items():
+                many = isinstance(b, tuple)
+                out = []
+                for i in (b if isinstance(b, tuple) else (b,)):
+                    e = st.ids.get(i)  # type: ignore[arg-type]  # the stream ids are ints
+                    if e is None:
+                        raise EngineError(f"query {m.compiled.name!r}: nested query state "
+                                          f"lost event {i!r} (internal)")
+                    out.append(e[0])
+                    if best is None or e[1:] > best:
+                        best = e[1:]
+                bindings[v] = tuple(out) if many else out[0]
+            y = Match(x.query, bindings, x.start, x.end, x.values)
+            if best is None:
+                produced.append((x.end, -1, (), m.order, y))
+            else:
+                produced.append((best[0], best[1], best[2], m.order, y))
 
     def _count(self, out: list[Match]) -> list[Match]:
         counts = self.counts
@@ -399,6 +615,8 @@ class QuerySetRuntime:
             "next_gpos": self.next_gpos, "frontier": self.frontier, "max_seen": self.max_seen,
             "counts": dict(self.counts), "late_count": self.late_count,
             "seen": [list(d.items()) for d in self._seen],
+            "consumers": {n: (m.consumer.next_sid, list(m.consumer.ids.items()))
+                          for n, m in self.members.items() if m.consumer is not None},
         }
         return pickle.dumps(data, protocol=5)
 
@@ -424,6 +642,12 @@ class QuerySetRuntime:
         self.late_count = data["late_count"]
         self._seen = [{(tuple(k) if isinstance(k, list) else k): tuple(v) for k, v in d}
                       for d in data["seen"]]
+        for n, (sid, ids) in data.get("consumers", {}).items():
+            st = self.members[n].consumer
+            if st is not None:
+                st.next_sid = sid
+                st.ids = {k: (v[0], v[1], v[2], tuple(v[3])) for k, v in ids}
 
 
-__all__ = ["PLANS", "QuerySet", "QuerySetRuntime", "check_unique", "compile_many"]
+__all__ = ["PLANS", "QuerySet", "QuerySetRuntime", "check_unique", "compile_many",
+           "nested_reads"]

@@ -86,3 +86,35 @@ def test_explain_a_query_set(files: Path) -> None:
         "ab: shared network (SEQ of A, B, key ['src'], EMIT ALL)",
         "more_1: shared network (SEQ of B, C, key ['src'], EMIT ALL)",
         "kl: own plan nfa (Kleene or negated variables)"]
+
+
+NESTED = ("NAME ab PATTERN SEQ(A a, B b) WHERE [src] WITHIN 10 seconds\n;\n"
+          "NAME twice PATTERN SEQ(ab x, ab y) PARTITION BY src WITHIN 10 seconds\n")
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_nested_query_set(tmp_path: Path, stream: bool) -> None:
+    """A query whose event type is another query's NAME reads its matches (docs/semantics.md
+    §17); the type check knows the set's names."""
+    (tmp_path / "ev.csv").write_text("ts,type,src\n1,A,1\n2,B,1\n3,A,1\n4,B,1\n5,B,2\n")
+    (tmp_path / "set.kleene").write_text(NESTED)
+    code, out, err = invoke("run", str(tmp_path / "set.kleene"), "-i", str(tmp_path / "ev.csv"),
+                            *(["--stream"] if stream else []))
+    assert code == 0, err
+    assert _records(out) == [("ab", {"a": 0, "b": 1}), ("ab", {"a": 0, "b": 3}),
+                             ("ab", {"a": 2, "b": 3}), ("twice", {"x": "ab#1", "y": "ab#2"}),
+                             ("twice", {"x": "ab#1", "y": "ab#3"}),
+                             ("twice", {"x": "ab#2", "y": "ab#3"})]
+    code, out, err = invoke("explain", str(tmp_path / "set.kleene"))
+    assert code == 0, err
+    assert "twice: own plan nfa (reads the matches of ab)" in out
+
+
+def test_nested_cycle_exit_1(tmp_path: Path) -> None:
+    (tmp_path / "ev.csv").write_text(EVENTS)
+    (tmp_path / "set.kleene").write_text("NAME p PATTERN SEQ(q a, B b) WITHIN 3 seconds\n;\n"
+                                         "NAME q PATTERN SEQ(p a, B b) WITHIN 3 seconds\n")
+    code, out, err = invoke("run", str(tmp_path / "set.kleene"), "-i", str(tmp_path / "ev.csv"))
+    assert code == 1
+    assert "'p' and 'q' read each other's matches" in err
+    assert "Traceback" not in err and out == ""

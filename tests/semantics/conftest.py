@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from kleene.backends import BACKENDS, BackendFn
+from kleene.testing.sets import SetBackend, set_backends
 from kleene.testing.timeline import (
     BatchedBackend,
     Case,
@@ -33,22 +34,25 @@ from kleene.testing.timeline import (
 
 _BATCHED: dict[str, BatchedBackend] = {}
 _SECONDS: dict[str, float] = {}
-_PLANS: dict[str, PlanBackend] = {}
+_PLANS: dict[str, PlanBackend | SetBackend] = {}
 
 
 def backend_params(*, include_oracle: bool = True) -> list[Any]:
     """``pytest.param`` per importable backend, marked ``spark`` when it needs Spark, then one
-    per registered plan kind of the automaton engine (``automaton/nfa``, ...)."""
+    per registered plan kind of the automaton engine (``automaton/nfa``, ...), then the query-set
+    backends of the shared network (``queryset/shared``, ...: kleene.testing.sets)."""
     return [pytest.param(name, id=name,
                          marks=[pytest.mark.spark] if BACKENDS[name].needs_spark else [])
             for name in importable_backends() if include_oracle or name != "oracle"] + [
-        pytest.param(name, id=name) for name in plan_backends()]
+        pytest.param(name, id=name) for name in plan_backends() + set_backends()]
 
 
-def plan_backend(name: str) -> PlanBackend:
-    """The session's :class:`PlanBackend` for ``automaton/<plan>`` (it counts what it refused)."""
+def plan_backend(name: str) -> PlanBackend | SetBackend:
+    """The session's :class:`PlanBackend` for ``automaton/<plan>`` or :class:`SetBackend` for
+    ``queryset/...`` (each counts what it refused)."""
     if name not in _PLANS:
-        _PLANS[name] = PlanBackend(name.partition("/")[2])
+        _PLANS[name] = (SetBackend(name) if name.startswith("queryset/")
+                        else PlanBackend(name.partition("/")[2]))
     return _PLANS[name]
 
 

@@ -23,6 +23,7 @@ from kleene.api import analyze
 from kleene.backends import BACKENDS
 from kleene.events import EventBatch, Match
 from kleene.testing.oracle import evaluate as oracle
+from kleene.testing.sets import SetBackend, set_backends
 from kleene.testing.strategies import FEATURES, describe, queries, streams
 from kleene.testing.timeline import (
     PlanBackend,
@@ -81,11 +82,13 @@ PLAN_EXAMPLES = 40
 
 
 @pytest.mark.parametrize("feature", FEATURES)
-@pytest.mark.parametrize("name", plan_backends())
+@pytest.mark.parametrize("name", plan_backends() + set_backends())
 def test_every_plan_equals_oracle(name: str, feature: str) -> None:
-    """Each registered plan, forced, equals the oracle on every drawn query it supports; the
-    ones it does not support are counted with the plan's reason."""
-    pb = PlanBackend(name.partition("/")[2])
+    """Each registered plan, forced, and the shared network in a query set (``queryset/...``)
+    equal the oracle on every drawn query they support; the ones they do not support are
+    counted with the plan's reason."""
+    pb: PlanBackend | SetBackend = (SetBackend(name) if name.startswith("queryset/")
+                                    else PlanBackend(name.partition("/")[2]))
 
     @settings(max_examples=PLAN_EXAMPLES, derandomize=True, deadline=None, database=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -181,6 +184,7 @@ def test_wild_values_every_backend_and_plan_equal_oracle() -> None:
     targets: dict[str, Any] = {n: BACKENDS[n].load() for n in importable_backends()
                                if n != "oracle" and BACKENDS[n].batch is None}
     targets.update({n: PlanBackend(n.partition("/")[2]) for n in plan_backends()})
+    targets.update({n: SetBackend(n) for n in set_backends()})
     evaluated = dict.fromkeys(targets, 0)
     unsupported = dict.fromkeys(targets, 0)
     bad: list[str] = []

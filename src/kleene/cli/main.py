@@ -721,11 +721,14 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
     if spark and plan is not None:
         raise UsageError("--plan is for the embedded engine; --spark runs the chosen plan in "
                          "each task")
-    if query_set and (spark or (engine is not None and engine != DEFAULT_BACKEND)):
-        raise QueryError("several queries run as a query set on the embedded automaton "
-                         "engine; --spark and --engine are for one query")
+    if query_set and engine is not None and engine != DEFAULT_BACKEND:
+        raise QueryError("several queries run as a query set on the automaton engine "
+                         "(embedded or --spark); --engine is for one query")
     if spark:
-        _run_spark(query[0], input_path, on_bad_row=on_bad_row, quiet=quiet, verbose=verbose,
+        spark_query: Any = ([(s.text, s.default_name) for s in sources] if query_set
+                            else query[0])
+        _run_spark(spark_query, input_path, on_bad_row=on_bad_row, quiet=quiet,
+                   verbose=verbose,
                    **spark_options(output=output, fmt=out_fmt, input_format=input_format,
                                    time_col=time_col, type_col=type_col, event_type=event_type,
                                    id_col=id_col, time_unit=time_unit, column_types=types,
@@ -957,6 +960,10 @@ def _check_schema(compiled: Any, events: Any, source: str, *, types: bool,
     schema = InputSchema.of(events, types_complete=complete, source=source)
     if not types:
         schema = InputSchema(schema.columns, source=source)
+    elif hasattr(compiled, "queries") and schema.types is not None:
+        # nested queries: a query of the set is an event type too (docs/semantics.md §17)
+        schema = InputSchema(schema.columns, schema.types | set(compiled.names),
+                             schema.types_complete, source)
     for analyzed in _analyzed_all(compiled):
         for message in check_against(analyzed, schema):
             click.echo(f"kleene: warning: {message}", err=True)
@@ -1221,7 +1228,7 @@ def spark_options(*, output: str | None, fmt: str, input_format: str | None,
             "null_values": null_values}
 
 
-def _run_spark(query: str, input_path: str, *, on_bad_row: str, quiet: bool,
+def _run_spark(query: Any, input_path: str, *, on_bad_row: str, quiet: bool,
                verbose: bool = False, **options: Any) -> None:
     """``run --spark``: the same query and options, evaluated by kleene.spark."""
     try:

@@ -31,11 +31,12 @@ driven by the query-set runtime (``kleene.queryset``).
 
 from __future__ import annotations
 
+import warnings
 from collections import deque
 from dataclasses import dataclass
 from itertools import product
 from operator import itemgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -44,6 +45,9 @@ import pyarrow.compute as pc
 from ..errors import CapacityError, EngineError
 from ..events import Match
 from ..events.model import ID, TS, TYPE
+
+if TYPE_CHECKING:  # the predicate is built by kleene.plans.shared; the network only calls it
+    from ..plan.vector import VectorPred
 
 SEQ, CNJ, DSJ = "seq", "and", "or"
 
@@ -64,6 +68,64 @@ class SharedSpec:
     """EMIT RECENT (else EMIT ALL)."""
     key_attrs: tuple[str, ...]
     """PARTITION BY and equivalence attributes: SCEMon's source id."""
+    filters: tuple[ClassFilter | None, ...] = ()
+    """Per variable (empty: none): its one-variable WHERE conjuncts. A variable with a filter
+    reads the ECQ of the *virtual class* (type, filter), shared by every query whose variable
+    has the same type and the same conditions (up to the variable's name)."""
+
+    def ecq_names(self) -> tuple[str, ...]:
+        """The ECQ of each variable: its type, or its virtual class ``type WHERE ...``."""
+        if not self.filters:
+            return self.types
+        return tuple(t if f is None else f"{t} WHERE {f.signature}"
+                     for t, f in zip(self.types, self.filters, strict=True))
+
+
+@dataclass(frozen=True, slots=True)
+class ClassFilter:
+    """The one-variable WHERE conjuncts of a variable, evaluated once per batch over the events
+    of its type for every query that shares them: Arrow kernels where they can (the engine's
+    :class:`~kleene.plan.vector.VectorPred`), the compiled per-row functions elsewhere."""
+
+    signature: str
+    """The conjuncts with the variable's name left out, canonical (the sharing key)."""
+    pred: VectorPred
+    attrs: tuple[str, ...]
+    """The attributes the conjuncts read (the record layout of the per-row functions)."""
+
+    def mask(self, t: pa.Table) -> np.ndarray[Any, np.dtype[np.bool_]]:
+        """TRUE-only mask of the rows of ``t`` that satisfy every conjunct."""
+        m, left = self.pred.mask(t)
+        if not left:
+            return m
+        rows = np.flatnonzero(m)
+        if len(rows) == 0:
+            return m
+        from .engine import _pylist
+
+        sub = t.take(pa.array(rows))
+        names = sub.column_names
+        cols: list[list[Any]] = [[0] * len(rows), sub.column(TS).to_numpy().tolist(),
+                                 sub.column(ID).to_pylist(), [0] * len(rows), [0] * len(rows)]
+        for a in self.attrs:  # the engine's record layout (kleene.plan.layout)
+            if a in names:
+                col = sub.column(a)
+            elif a in ("ts", "type", "id"):
+                col = sub.column("__" + a)
+            else:
+                cols.append([None] * len(rows))
+                continue
+            if pa.types.is_timestamp(col.type):
+                col = col.cast(pa.timestamp("us", col.type.tz)).cast(pa.int64())
+            cols.append(_pylist(col))
+        fns = [self.pred.row_fns[k].fn for k in left]
+        for j, r in enumerate(zip(*cols, strict=True)):
+            b = (r,)
+            for fn in fns:
+                if fn(b, 0) is not True:
+                    m[rows[j]] = False
+                    break
+        return m
 
 
 # instance slots (a list, so cleaning can cut ``prev``)
@@ -72,7 +134,8 @@ _INF = float("inf")
 
 
 class _Query:
-    __slots__ = ("qid", "spec", "order", "since", "ecqs", "window", "count_only")
+    __slots__ = ("qid", "spec", "order", "since", "ecqs", "window", "count_only", "name",
+                 "vars", "n", "recent")
 
     def __init__(self, qid: int, spec: SharedSpec, order: int, since: int,
                  count_only: bool = False) -> None:
@@ -84,6 +147,10 @@ class _Query:
         self.since = since
         self.ecqs: list[_ECQ] = []
         self.window: float = _INF if spec.window_us is None else spec.window_us
+        self.name = spec.name
+        self.vars = spec.vars
+        self.n = len(spec.types)
+        self.recent = spec.recent
 
 
 class _Link:
@@ -108,7 +175,8 @@ class _RLink:
     instance's own timestamp is the start) and the others by query id (``mid``: read from the
     probed instance's PMB)."""
 
-    __slots__ = ("target", "window", "init", "mid")
+    __slots__ = ("target", "window", "init", "mid", "init_ids", "init_done", "init_window",
+                 "init_since", "mid_window")
 
     def __init__(self, target: _ECQ) -> None:
         self.target = target
@@ -117,14 +185,34 @@ class _RLink:
         """(query, query id, since, window, completes here) per link."""
         self.mid: dict[int, tuple[_Query, float, bool]] = {}
         """query id -> (query, window, completes here)."""
+        # the bulk path of the test phase (``refresh``): when the probed instance is inside
+        # every init link's window and after every one's ``since``, the PMB entries of all of
+        # them are one C-level dict update and only the completing links loop in Python
+        self.init_ids: tuple[int, ...] = ()
+        self.init_done: tuple[_Query, ...] = ()
+        self.init_window: float = 0.0
+        self.init_since = 0
+        self.mid_window: float = 0.0
+
+    def refresh(self) -> None:
+        """Recompute the bulk-path summaries after a link is added or removed."""
+        self.init_ids = tuple(x[1] for x in self.init if not x[4])
+        self.init_done = tuple(x[0] for x in self.init if x[4])
+        self.init_window = min((x[3] for x in self.init), default=0.0)
+        self.init_since = max((x[2] for x in self.init), default=0)
+        self.mid_window = min((x[1] for x in self.mid.values()), default=0.0)
 
 
 class _ECQ:
-    __slots__ = ("name", "siq", "head", "clt", "rclt", "cnj", "dsj", "store_all", "window")
+    __slots__ = ("name", "type", "filter", "siq", "head", "clt", "rclt", "cnj", "dsj",
+                 "store_all", "window")
     # rclt: probed ECQ -> R-CLink
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, type_: str, filter_: ClassFilter | None) -> None:
         self.name = name
+        self.type = type_
+        self.filter = filter_
+        """The virtual class's conditions (None: every event of the type)."""
         self.siq: deque[list[Any]] = deque()
         self.head: dict[Any, list[Any]] = {}
         self.clt: dict[int, _Link] = {}
@@ -158,6 +246,7 @@ class _ECQ:
             else:
                 r.mid[q.qid] = (q, q.window, link.fine)
             r.window = max(r.window, q.window)
+            r.refresh()
 
     def link_remove(self, link: _Link) -> None:
         """Remove a CLink; windows shrink to the largest of the remaining links."""
@@ -180,6 +269,7 @@ class _ECQ:
                 del self.rclt[link.probe[0]]
             else:
                 r.window = max([x[3] for x in r.init] + [x[1] for x in r.mid.values()])
+                r.refresh()
         self.window = max((lk.query.window for lk in self.clt.values()), default=0.0)
 
 def _walk(ecqs: list[_ECQ], i: int, k: int, before: int, lo: float, since: int, qid: int,
@@ -216,6 +306,7 @@ class SharedNetwork:
 
     def __init__(self, key_attrs: tuple[str, ...], *, clean_period: int = 100_000,
                  max_matches_per_event: int | None = 1_000_000,
+                 max_matches_per_call: int | None = None,
                  on_cap: str = "error", count_only: bool = False) -> None:
         if clean_period < 1:
             raise EngineError(f"clean_period must be a positive number of events, not "
@@ -223,10 +314,22 @@ class SharedNetwork:
         self.key_attrs = key_attrs
         self.clean_period = int(clean_period)
         self.max_matches_per_event = max_matches_per_event
+        self.max_matches_per_call = None if count_only else max_matches_per_call
+        """Per query and ``process`` call (as ``Runtime``'s per push); not in count mode."""
+        self.call_counts: dict[int, int] | None = None
+        """Matches per query order made by the current ``process`` call (counted once the
+        call's matches could reach ``max_matches_per_call``)."""
+        self.call_total = 0
+        self.event_cap: float = _INF if max_matches_per_event is None else max_matches_per_event
+        self.call_cap: float = _INF if self.max_matches_per_call is None \
+            else self.max_matches_per_call
         self.on_cap = on_cap
+        self.warned = False
         self.count_only = count_only
         """Build no bindings: every match is its query's placeholder (``--count``)."""
         self.ecqs: dict[str, _ECQ] = {}
+        self.by_type: dict[str, list[_ECQ]] = {}
+        """Event type -> its ECQs (the type's own, then virtual classes with conditions)."""
         self.queries: dict[int, _Query] = {}
         self.view: dict[int, dict[_ECQ, list[Any]]] = {}
         """Per key: its newest stored instance of each class (the ECQs it can probe)."""
@@ -243,7 +346,14 @@ class SharedNetwork:
     def add(self, qid: int, spec: SharedSpec, order: int, since: int) -> None:
         """Insert a query: create missing ECQs, add one CLink per class (and R-CLink)."""
         q = _Query(qid, spec, order, since, self.count_only)
-        q.ecqs = [self.ecqs.setdefault(t, _ECQ(t)) for t in spec.types]
+        filters = spec.filters or (None,) * len(spec.types)
+        for name, t, f in zip(spec.ecq_names(), spec.types, filters, strict=True):
+            if name not in self.ecqs:
+                ecq = self.ecqs[name] = _ECQ(name, t, f)
+                group = self.by_type.setdefault(t, [])
+                group.append(ecq)
+                group.sort(key=lambda e: e.filter is not None)  # the plain class first
+        q.ecqs = [self.ecqs[name] for name in spec.ecq_names()]
         for i, ecq in enumerate(q.ecqs):
             if spec.kind == SEQ:
                 probe = [q.ecqs[i - 1]] if i > 0 else []
@@ -263,6 +373,10 @@ class SharedNetwork:
             ecq.link_remove(ecq.clt[qid])
             if not ecq.clt:
                 self.ecqs.pop(ecq.name, None)
+                group = self.by_type[ecq.type]
+                group.remove(ecq)
+                if not group:
+                    del self.by_type[ecq.type]
                 for k in list(ecq.head):
                     v = self.view.get(k)
                     if v is not None:
@@ -282,17 +396,12 @@ class SharedNetwork:
         query, in (completing position, query order, positions) order."""
         n = t.num_rows
         out: list[Entry] = []
+        self.call_counts = None
+        self.call_total = 0
         if n == 0 or not self.ecqs:
             return out
-        # one type pass for every query: class code per row (-1: no ECQ)
-        enc = pc.dictionary_encode(t.column(TYPE)).combine_chunks()
-        ecq_list: list[_ECQ | None] = [self.ecqs.get(nm) for nm in enc.dictionary.to_pylist()]
-        lut = np.array([i if e is not None else -1 for i, e in enumerate(ecq_list)] + [-1],
-                       dtype=np.int64)
-        idx = enc.indices.fill_null(len(ecq_list)).to_numpy(zero_copy_only=False)
-        codes = lut[idx.astype(np.int64)]
-        sel = np.flatnonzero(codes >= 0)
         ts_all = t.column(TS).to_numpy()
+        sel, combos, codes = self._classes(t)
         if len(sel) == 0:
             self.max_ts = max(self.max_ts, int(ts_all[-1]))
             self.since_clean += n
@@ -300,7 +409,7 @@ class SharedNetwork:
             return out
         sel_arr = pa.array(sel)
         keys = self._keys(t, sel_arr)
-        cl = codes[sel].tolist()
+        cl = codes.tolist()
         tl = ts_all[sel].tolist()
         il = t.column(ID).take(sel_arr).to_pylist()
         offs = sel.tolist()
@@ -315,13 +424,58 @@ class SharedNetwork:
                 self.clean()
                 last_clean = off
                 next_at = off + self.clean_period
-            ecq = ecq_list[c]
-            assert ecq is not None
-            event(ecq, k, gpos0 + off, ts, eid, out)
+            event(combos[c], k, gpos0 + off, ts, eid, out)
         self.max_ts = max(self.max_ts, int(ts_all[-1]))
         self.since_clean = n - last_clean
         self._maybe_clean()
         return out
+
+    def _classes(self, t: pa.Table) -> tuple[np.ndarray[Any, Any], list[tuple[_ECQ, ...]],
+                                             np.ndarray[Any, Any]]:
+        """One type pass and one pass per distinct condition set, for every query: the rows
+        some ECQ takes, the ECQ combinations, and each selected row's combination."""
+        n = t.num_rows
+        enc = pc.dictionary_encode(t.column(TYPE)).combine_chunks()
+        names = enc.dictionary.to_pylist()
+        idx = enc.indices.fill_null(len(names)).to_numpy(zero_copy_only=False).astype(np.int64)
+        groups = [self.by_type.get(nm) if isinstance(nm, str) else None for nm in names]
+        combos: list[tuple[_ECQ, ...]] = []
+        if all(g is None or (len(g) == 1 and g[0].filter is None) for g in groups):
+            # no conditions: a type's one ECQ (the common case: a lookup table)
+            lut = np.full(len(names) + 1, -1, dtype=np.int64)
+            for i, g in enumerate(groups):
+                if g is not None:
+                    lut[i] = len(combos)
+                    combos.append((g[0],))
+            code = lut[idx]
+            sel = np.flatnonzero(code >= 0)
+            return sel, combos, code[sel]
+        code = np.full(n, -1, dtype=np.int64)
+        for i, g in enumerate(groups):
+            if g is None:
+                continue
+            rows = np.flatnonzero(idx == i)
+            if len(rows) == 0:
+                continue
+            sub = t.take(pa.array(rows)) if any(e.filter is not None for e in g) else None
+            bits = np.zeros(len(rows), dtype=np.int64)
+            for j, e in enumerate(g):
+                if e.filter is None:
+                    bits |= 1 << j
+                else:
+                    assert sub is not None
+                    bits |= e.filter.mask(sub).astype(np.int64) << j
+            uniq, inv = np.unique(bits, return_inverse=True)
+            ids = np.empty(len(uniq), dtype=np.int64)
+            for u, b in enumerate(uniq.tolist()):
+                if b == 0:
+                    ids[u] = -1
+                else:
+                    ids[u] = len(combos)
+                    combos.append(tuple(e for j, e in enumerate(g) if b >> j & 1))
+            code[rows] = ids[inv]
+        sel = np.flatnonzero(code >= 0)
+        return sel, combos, code[sel]
 
     def _keys(self, t: pa.Table, sel: pa.Array) -> list[int]:
         """The partition key of each selected row, interned to a small int (one pass)."""
@@ -349,13 +503,31 @@ class SharedNetwork:
         return [intern.setdefault(r, len(intern)) for r in rows]
 
     # ------------------------------------------------------------------ test + insert phases
-    def _event(self, ecq: _ECQ, k: int, pos: int, ts: int, eid: Any,
+    def _event(self, ecqs: tuple[_ECQ, ...], k: int, pos: int, ts: int, eid: Any,
                out: list[Entry]) -> None:
-        pmb: dict[int, float] = {}
+        """The event through each ECQ that takes it (its type's, and the virtual classes whose
+        conditions it satisfies: a query reads at most one of them, its types being
+        distinct), then its matches in (query order, the query's order), capped."""
         found: list[tuple[int, Match]] = []
         view = self.view.get(k)
         if view is None:
             view = self.view[k] = {}
+        for ecq in ecqs:
+            self._test_insert(ecq, k, pos, ts, eid, view, found)
+        if found:
+            nf = len(found)
+            if nf > 1:
+                found.sort(key=_first)  # stable: a query's matches keep their order
+            # per-query cap accounting only once a cap could be reached: no query has more
+            # matches in this event or call than all queries together
+            if nf > self.event_cap or self.call_total + nf > self.call_cap:
+                found = self._capped(found, eid, out)
+            self.call_total += len(found)
+            out += [(pos, o, m) for o, m in found]
+
+    def _test_insert(self, ecq: _ECQ, k: int, pos: int, ts: int, eid: Any,
+                     view: dict[_ECQ, list[Any]], found: list[tuple[int, Match]]) -> None:
+        pmb: dict[int, float] = {}
         # sequences: probe once per R-CLink (sub-pattern sharing), visiting only the classes
         # this key has stored instances of
         rclt = ecq.rclt
@@ -366,22 +538,31 @@ class SharedNetwork:
                 if r is None:
                     continue
                 pts = p[_TS]
-                if ts - pts > r.window:
+                gap = ts - pts
+                if gap > r.window:
                     continue
-                for q, qid, since, window, fine in r.init:
-                    if p[_POS] < since or ts - pts > window:
-                        continue
-                    if fine:
-                        self._complete_seq(q, p, k, pos, ts, eid, found)
+                if r.init:
+                    if gap <= r.init_window and p[_POS] >= r.init_since:
+                        if r.init_ids:  # every init link takes it: one dict update
+                            pmb.update(dict.fromkeys(r.init_ids, pts))
+                        for q in r.init_done:
+                            self._complete_seq(q, p, k, pos, ts, eid, found)
                     else:
-                        pmb[qid] = pts
+                        for q, qid, since, window, fine in r.init:
+                            if p[_POS] < since or gap > window:
+                                continue
+                            if fine:
+                                self._complete_seq(q, p, k, pos, ts, eid, found)
+                            else:
+                                pmb[qid] = pts
                 ppmb = p[_PMB]
                 if ppmb and r.mid:
                     mid = r.mid
-                    hits = [(qid, ppmb[qid]) for qid in mid if qid in ppmb] \
-                        if len(mid) < len(ppmb) else \
-                        [(qid, t0) for qid, t0 in ppmb.items() if qid in mid]
-                    for qid, tstart in hits:
+                    hits = ppmb.keys() & mid.keys()  # C-level intersection
+                    if not hits:
+                        continue
+                    for qid in hits:
+                        tstart = ppmb[qid]
                         q, window, fine = mid[qid]
                         if ts - tstart > window:
                             continue
@@ -413,35 +594,80 @@ class SharedNetwork:
             ecq.siq.append(inst)
             ecq.head[k] = inst
             view[ecq] = inst
-        if found:
-            if len(found) > 1:
-                found.sort(key=_first)  # stable: a query's matches keep their order
-            mm = self.max_matches_per_event
-            if mm is not None and len(found) > mm:
-                if self.on_cap != "truncate":
-                    raise CapacityError(f"shared network: event {eid!r} completes "
-                                        f"{len(found):,} matches, more than "
-                                        f"max_matches_per_event={mm:,}")
-                self.truncated_matches += len(found) - mm
-                del found[mm:]
-            out += [(pos, o, m) for o, m in found]
+
+    def _capped(self, found: list[tuple[int, Match]], eid: Any,
+                out: list[Entry]) -> list[tuple[int, Match]]:
+        """Each query's caps, as if it ran alone: ``max_matches_per_event`` on the matches
+        this event completes, ``max_matches_per_call`` on those of this call; ``on_cap``
+        ``error`` raises, ``truncate`` keeps the first ones and counts the rest."""
+        mm, cap = self.max_matches_per_event, self.max_matches_per_call
+        if cap is not None and self.call_counts is None:  # from now on, per query
+            self.call_counts = {}
+            for _g, o, _m in out:
+                self.call_counts[o] = self.call_counts.get(o, 0) + 1
+        kept: list[tuple[int, Match]] = []
+        i, n = 0, len(found)
+        while i < n:
+            o = found[i][0]
+            j = i + 1
+            while j < n and found[j][0] == o:
+                j += 1
+            group = found[i:j]
+            i = j
+            if mm is not None and len(group) > mm:
+                self._over(group, len(group) - mm, f"event {eid!r} completed {len(group)} "
+                           f"matches, more than max_matches_per_event={mm}; raise the cap "
+                           "(CLI --max-matches-per-event N, 0 for no cap)")
+                del group[mm:]
+            if cap is not None:
+                assert self.call_counts is not None
+                used = self.call_counts.get(o, 0)
+                budget = cap - used if cap > used else 0
+                if len(group) > budget:
+                    self._over(group, len(group) - budget,
+                               f"more than max_matches_per_call={cap} complete matches in "
+                               f"one push/advance/close call (reached at event {eid!r}); "
+                               "raise the cap (CLI --max-matches-per-call N, 0 for no cap) "
+                               "or push smaller batches")
+                    del group[budget:]
+                self.call_counts[o] = used + len(group)
+            kept += group
+        return kept
+
+    def _over(self, group: list[tuple[int, Match]], drop: int, what: str) -> None:
+        name = group[0][1].query
+        if self.on_cap != "truncate":
+            raise CapacityError(f"query {name!r} (shared network): {what}, or keep the first "
+                                "matches and count the rest (CLI --on-cap truncate; "
+                                "on_cap='truncate')")
+        self.truncated_matches += drop
+        if not self.warned:
+            self.warned = True
+            warnings.warn(f"query {name!r}: a cap was reached and on_cap='truncate' dropped "
+                          "matches in the shared network; see truncated_matches",
+                          RuntimeWarning, stacklevel=6)
 
     def _complete_seq(self, q: _Query, p: list[Any], k: int, pos: int, ts: int, eid: Any,
                       found: list[tuple[int, Match]]) -> None:
         """Complete query ``q`` at the event (``p``: the probed instance of the previous
         class that extended it)."""
-        spec = q.spec
-        n = len(spec.types)
-        lo = ts - q.window
-        qid, since = q.qid, q.since
-        ecqs = q.ecqs
-        if spec.recent:
+        if q.recent:
             if q.count_only is not None:  # the probe proved the one most recent match
                 found.append((q.order, q.count_only))
                 return
-            # the probed instance p is the newest qualifying one of the previous class
-            chain: list[list[Any]] = [p]
+            n = q.n
+            if n == 2:
+                bound = dict(zip(q.vars, (p[_ID], eid), strict=True))
+                found.append((q.order, Match(q.name, bound, p[_TS], ts)))
+                return
+            lo = ts - q.window
+            qid, since = q.qid, q.since
+            ecqs = q.ecqs
+            # the probed instance p is the newest qualifying one of the previous class; from
+            # there backwards, the newest qualifying instance of each earlier class
+            ids = [eid, p[_ID]]
             before = p[_POS]
+            first_ts = p[_TS]
             for i in range(n - 3, -1, -1):
                 inst = ecqs[i].head.get(k)
                 while inst is not None:
@@ -455,11 +681,18 @@ class SharedNetwork:
                     inst = inst[_PREV]
                 if inst is None:  # cannot happen when the probe succeeded; be safe
                     return
-                chain.append(inst)
+                ids.append(inst[_ID])
                 before = inst[_POS]
-            chain.reverse()
-            self._emit(q, chain, pos, ts, eid, found)
+                first_ts = inst[_TS]
+            ids.reverse()
+            found.append((q.order, Match(q.name, dict(zip(q.vars, ids, strict=True)), first_ts,
+                                         ts)))
             return
+        spec = q.spec
+        n = len(spec.types)
+        lo = ts - q.window
+        qid, since = q.qid, q.since
+        ecqs = q.ecqs
         chains: list[list[list[Any]]] = []
         _walk(ecqs, n - 2, k, pos, lo, since, qid, [], chains)
         if len(chains) > 1:

@@ -31,7 +31,17 @@ def explain(query: Any, *, udfs: Mapping[str, Callable[..., Any]] | None = None)
 
 
 def match(df: Any, query: Any, **options: Any) -> Any:
-    """Batch matching over a DataFrame; see :func:`kleene.spark.batch.match`."""
+    """Batch matching over a DataFrame; see :func:`kleene.spark.batch.match`. A query set (a
+    :class:`kleene.QuerySet`, a list or a mapping of queries) runs in one job; see
+    :func:`kleene.spark.batch.match_set`."""
+    from collections.abc import Mapping as _Mapping
+
+    from ..queryset import QuerySet
+
+    if isinstance(query, QuerySet | list | tuple | _Mapping):
+        from .batch import match_set
+
+        return match_set(df, query, **options)
     from .batch import match as _match
 
     return _match(df, query, **options)

@@ -666,12 +666,72 @@ def _check_output_names(spec: TaskSpec) -> None:
                                    "output='map'")
 
 
+SET_POS = "__set_pos"
+"""The query's place in its set (a query set's output: docs/semantics.md §17)."""
+
+
+def order_columns_of(matches: Any) -> list[str]:
+    """The columns that sort ``matches`` into kleene's order (a query set's have the query's
+    place between the completing event and the query's own order)."""
+    return [END_US, LAST_POS, *([SET_POS] if SET_POS in matches.columns else []), SEQ]
+
+
 def in_output_order(matches: Any) -> Any:
     """Sort a match DataFrame into kleene's documented order and drop the order columns."""
-    return matches.orderBy(END_US, LAST_POS, SEQ).drop(END_US, LAST_POS, SEQ)
+    cols = order_columns_of(matches)
+    return matches.orderBy(*cols).drop(*cols)
 
 
-__all__ = ["CapReport", "Prepared", "analyzed_of", "arrow_types", "check_keys", "check_schema",
-           "distribute",
-           "in_output_order", "inside_bounds", "match", "prepare", "referenced_attributes",
-           "return_fields", "with_row_index"]
+def match_set(df: Any, queries: Any, *, time_col: str,
+              udfs: Mapping[str, Callable[..., Any]] | None = None,
+              dialect: str | None = None, row_index_col: str | None = None,
+              output: OutputMode = "map", order_columns: bool = True,
+              on_cap: str = "error", **options: Any) -> Any:
+    """A query set over a DataFrame in one Spark job: each query as :func:`match` runs it
+    (its own plan: keyed by its PARTITION BY / ``[attr]``, split along time or in one task),
+    over the same prepared input (one row index for all), the outputs united by name.
+
+    ``queries``: a :class:`kleene.QuerySet`, a list of queries or a mapping name -> query (as
+    :func:`kleene.compile_many`). Each query's matches are those of the query alone (and of the
+    embedded set); the ``query`` column names it. With ``order_columns`` the result also has
+    ``__set_pos`` (the query's place): :func:`in_output_order` then gives the set's documented
+    order. Not supported yet: nested queries, ``on_cap="truncate"`` and CSV records.
+    """
+    require_pyspark()
+    from functools import reduce
+
+    from pyspark.sql import functions as F
+
+    from ..queryset import QuerySet, compile_many, nested_reads
+
+    qs = queries if isinstance(queries, QuerySet) else compile_many(
+        queries, udfs=udfs, dialect=dialect)
+    reads = {n: r for n, r in nested_reads(list(qs.queries)).items() if r}
+    if reads:
+        n, r = next(iter(reads.items()))
+        raise QueryValidationError(f"query set on Spark: {n!r} reads the matches of {r[0]!r}; "
+                                   "nested queries run on the embedded engine only")
+    if on_cap == "truncate" or options.pop("cap_report", None) is not None:
+        raise InputError("on_cap='truncate' for a query set on Spark is not supported (one "
+                         "CapReport per match() call); use on_cap='error', raise the caps, or "
+                         "run the queries one by one")
+    if output == "csv":
+        raise InputError("CSV records of a query set on Spark: each query has its own header; "
+                         "use output='json', 'map' or 'columns'")
+    if row_index_col is None:  # one row index for every query: the same ids and tie-breaks
+        row_index_col = "__set_row"
+        df = with_row_index(df, row_index_col)
+    parts = []
+    for place, c in enumerate(qs.queries):
+        part = match(df, c.analyzed, time_col=time_col, row_index_col=row_index_col,
+                     output=output, order_columns=order_columns, on_cap=on_cap, **options)
+        if order_columns or output == "json":
+            part = part.withColumn(SET_POS, F.lit(place))
+        parts.append(part)
+    return reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), parts)
+
+
+__all__ = ["SET_POS", "CapReport", "Prepared", "analyzed_of", "arrow_types", "check_keys",
+           "check_schema", "distribute", "in_output_order", "inside_bounds", "match", "match_set",
+           "order_columns_of", "prepare", "referenced_attributes", "return_fields",
+           "with_row_index"]

@@ -27,6 +27,7 @@ from typing import IO, Any
 
 from ..errors import InputError, QueryError
 from ..events.writers import CSV_FIXED_COLUMNS
+from .batch import SET_POS
 from .tasks import END_US, LAST_POS, SEQ
 
 ROW = "__kleene_row"
@@ -214,7 +215,7 @@ def _time_column(df: Any, time_col: str | None) -> str:
     return found
 
 
-def run_query(query: str, input_path: str, *, master: str | None = None,
+def run_query(query: str | Sequence[tuple[str, str | None]], input_path: str, *, master: str | None = None,
               output: str | None = None, fmt: str = "jsonl", input_format: str | None = None,
               time_col: str | None = None, type_col: str | None = None,
               event_type: str | None = None, id_col: str | None = None,
@@ -228,7 +229,8 @@ def run_query(query: str, input_path: str, *, master: str | None = None,
               cap_report: Any = None, epoch_times: bool = False,
               null_values: str | Sequence[str] | None = None, verbose: bool = False,
               warn: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Run a query (text or a query file) over files with Spark; write matches.
+    """Run a query (text or a query file) over files with Spark; write matches. A query set
+    is a list of (text, default name): one job (:func:`kleene.spark.batch.match_set`).
 
     ``epoch_times`` (the CLI's explicit ``--time-unit``): numeric times are epoch times, and
     ``start``/``end`` are written as UTC times, as the embedded CLI writes them.
@@ -253,13 +255,31 @@ def run_query(query: str, input_path: str, *, master: str | None = None,
     (by default a session started here sends them to a temporary file).
     """
     from ..api import compile as compile_query
-    from .batch import match
+    from .batch import match, match_set, order_columns_of
     from .plan import plan_query
     from .session import task_errors
 
     started = time.perf_counter()
-    text, default_name = load_query(query)
-    compiled = compile_query(text, dialect=dialect, udfs=dict(udfs or {}), name=default_name)
+    qset: Any = None
+    if isinstance(query, str):
+        text, default_name = load_query(query)
+        compiled: Any = compile_query(text, dialect=dialect, udfs=dict(udfs or {}),
+                                      name=default_name)
+        analyzed = [compiled.analyzed]
+    else:  # a query set: (text, default name) per query, one job (kleene.spark.match_set)
+        from ..queryset import compile_many, nested_reads
+
+        qset = compile_many([t for t, _n in query], names=[n for _t, n in query],
+                            dialect=dialect, udfs=dict(udfs or {}))
+        reads = {n: r for n, r in nested_reads(list(qset.queries)).items() if r}
+        if reads:
+            who, r = next(iter(reads.items()))
+            raise QueryError(f"query set on Spark: {who!r} reads the matches of {r[0]!r}; "
+                             "nested queries run on the embedded engine only")
+        if cap_report is not None:
+            raise InputError("--on-cap truncate for a query set on Spark is not supported; "
+                             "use --on-cap error (and raise the caps if needed)")
+        analyzed = [c.analyzed for c in qset.queries]
     fmt = fmt.lower()
     if fmt not in ("jsonl", "csv", "parquet"):
         raise InputError(f"unknown output format {fmt!r}; use jsonl, csv or parquet")
@@ -280,10 +300,12 @@ def run_query(query: str, input_path: str, *, master: str | None = None,
                                  time_format=time_format,
                                  column_types=dict(column_types or {}), delimiter=delimiter,
                                  format=in_fmt, on_bad_row="skip", null_values=nulls)
-        check_first_rows(compiled.analyzed, files, first_rows, warn=warn,
-                         strict=in_fmt == "csv" and reader != "spark")
+        for aq in analyzed:
+            check_first_rows(aq, files, first_rows, warn=warn,
+                             strict=in_fmt == "csv" and reader != "spark")
     session = spark if spark is not None else _cli_session(master, verbose=verbose)
-    mode = plan_query(compiled.analyzed).mode
+    modes = [plan_query(a).mode for a in analyzed]
+    mode = modes[0] if qset is None else f"query set of {len(modes)} ({', '.join(modes)})"
     use_arrow = _use_arrow_reader(reader, in_fmt, files, session)
     if time_format is not None and not use_arrow:
         raise InputError("--time-format needs kleene's CSV reader in the Spark tasks (CSV files "
@@ -300,12 +322,13 @@ def run_query(query: str, input_path: str, *, master: str | None = None,
                                   delimiter=delimiter, format="csv",
                                   on_bad_row="skip" if skipped is not None else "fail",
                                   null_values=nulls)
-            df, n_events, cached = _read_with_kleene(session, files, options, compiled.analyzed,
+            df, n_events, cached = _read_with_kleene(session, files, options, analyzed,
                                                      engine, skipped)
         else:
             # only the time split reads the input more than once (its quantiles)
             df, n_events, cached = read_input(session, files, in_fmt, delimiter=delimiter,
-                                              column_types=column_types, cache=mode == "split",
+                                              column_types=column_types,
+                                              cache="split" in modes,
                                               null_values=nulls)
         tcol = _time_column(df, time_col)
         if event_type is None:
@@ -318,12 +341,15 @@ def run_query(query: str, input_path: str, *, master: str | None = None,
             type_col = None
         df = _parse_time_strings(df, tcol)
         out_mode: Any = {"jsonl": "json", "csv": "csv"}.get(fmt, "map")
-        matches = match(df, compiled.analyzed, time_col=tcol, type_col=type_col,
-                        event_type=event_type, id_col=id_col, time_unit=time_unit,
-                        engine=engine, output=out_mode, partitions=partitions,
-                        row_index_col=ROW, cap_report=cap_report, epoch_times=epoch_times,
-                        **(caps or {}))
-        ordered = matches.repartition(1).sortWithinPartitions(END_US, LAST_POS, SEQ)
+        common: dict[str, Any] = dict(
+            time_col=tcol, type_col=type_col, event_type=event_type, id_col=id_col,
+            time_unit=time_unit, engine=engine, output=out_mode, partitions=partitions,
+            row_index_col=ROW, epoch_times=epoch_times, **(caps or {}))
+        if qset is None:
+            matches = match(df, analyzed[0], cap_report=cap_report, **common)
+        else:
+            matches = match_set(df, qset, **common)
+        ordered = matches.repartition(1).sortWithinPartitions(*order_columns_of(matches))
         try:
             if count_only:
                 n = matches.count()
@@ -466,14 +492,16 @@ def _quiet_gateway(master: str | None, conf: Mapping[str, str] | None) -> str | 
     return path
 
 
-def _read_with_kleene(session: Any, files: list[str], options: Any, analyzed: Any,
+def _read_with_kleene(session: Any, files: list[str], options: Any, analyzed: list[Any],
                       engine: str, skipped: Any) -> tuple[Any, int, None]:
-    """:func:`kleene.spark.scan.read_csv` with only the columns the query reads (every column
-    for a custom evaluator), shaped like :func:`read_input`'s result (nothing cached)."""
+    """:func:`kleene.spark.scan.read_csv` with only the columns the queries read (every
+    column for a custom evaluator), shaped like :func:`read_input`'s result (nothing
+    cached)."""
     from .batch import referenced_attributes
     from .scan import read_csv
 
-    attributes = sorted(referenced_attributes(analyzed)) if ":" not in engine else None
+    attributes = sorted({a for q in analyzed for a in referenced_attributes(q)}) \
+        if ":" not in engine else None
     df, n_events, _blank = read_csv(session, files, options, attributes=attributes,
                                     row_col=ROW, skipped=skipped)
     return df, n_events, None
@@ -591,7 +619,7 @@ def _write(ordered: Any, fmt: str, output: str | None, stdout: IO[str]) -> int:
     """JSON Lines and CSV: the lines the tasks formatted with the embedded writers' code, in
     output order (CSV: the header of the first match first, as the embedded writer does);
     Parquet: the typed columns of :func:`kleene.spark.match`."""
-    body = ordered.drop(END_US, LAST_POS, SEQ)
+    body = ordered.drop(END_US, LAST_POS, SEQ, SET_POS)
     text = fmt in ("jsonl", "csv")
     if output is None and not text:
         raise InputError(f"{fmt} output needs a path: pass --output PATH")

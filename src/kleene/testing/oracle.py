@@ -1670,21 +1670,101 @@ def evaluate_set(queries: Sequence[AnalyzedQuery], events: EventBatch,
                  spans: Sequence[tuple[int, int]] | None = None) -> list[Match]:
     """A query set (docs/semantics.md §17): each query alone over the events it saw
     (``spans[i]``: the half-open range of stream positions between its addition and its
-    removal; default the whole stream), merged by the position of the completing event, then
-    the query's place in ``queries``, then the query's own order."""
+    removal; default the whole stream), merged by the place of the completing event, then the
+    query's place in ``queries``, then the query's own order. Nested queries (a type that is
+    another query's NAME): producers first; each consumer over the input events of its span
+    plus its producers' derived events, each right after its completing event."""
+    names = [aq.name for aq in queries]
+    reads = _set_reads(queries)
     ids = events.ids.to_pylist()
     pos = {i: p for p, i in enumerate(ids)}
-    entries: list[tuple[int, int, int, Match]] = []
-    for qi, aq in enumerate(queries):
+    # the place of an event in the set's order: (input position,) for an input event,
+    # (completing place..., producer's place, k) for a derived event
+    entries: list[tuple[tuple[int, ...], int, int, Match]] = []
+    derived: dict[int, list[tuple[tuple[int, ...], Match, str, dict[str, Any]]]] = {}
+    rows = events.rows()
+    order = sorted(range(len(queries)), key=lambda qi: bool(reads[qi]))  # producers first
+    for qi in order:
+        aq = queries[qi]
         lo, hi = spans[qi] if spans is not None else (0, len(events))
         if hi <= lo:
+            derived[qi] = []
             continue
-        for k, m in enumerate(evaluate(aq, events.slice(lo, hi - lo))):
-            bound = [i for b in m.bindings.values()
-                     for i in (b if isinstance(b, tuple) else (b,))]
-            entries.append((max(pos[i] for i in bound), qi, k, m))
+        places: list[tuple[int, ...]]
+        if not reads[qi]:
+            ms = evaluate(aq, events.slice(lo, hi - lo))
+            places = [(max(pos[i] for i in _bound_ids(m)),) for m in ms]
+        else:
+            ms, places = _evaluate_consumer(aq, events, lo, hi,
+                                            [d for pi in reads[qi] for d in derived[pi]])
+        key_attrs = list(dict.fromkeys(aq.partition_by + aq.equivalence))
+        derived[qi] = [(place + (qi, k + 1), m, f"{names[qi]}#{k + 1}",
+                        {a: rows[place[0]].get(a) for a in key_attrs})
+                       for k, (place, m) in enumerate(zip(places, ms, strict=True))]
+        for k, (place, m) in enumerate(zip(places, ms, strict=True)):
+            entries.append((place, qi, k, m))
     entries.sort(key=lambda e: (e[0], e[1], e[2]))
     return [e[3] for e in entries]
+
+
+def _bound_ids(m: Match) -> list[Any]:
+    return [i for b in m.bindings.values() for i in (b if isinstance(b, tuple) else (b,))]
+
+
+def _set_reads(queries: Sequence[AnalyzedQuery]) -> list[list[int]]:
+    """Per query, the places of the queries whose matches it reads (§17, nested queries); the
+    rejected shapes raise ``QueryValidationError``."""
+    place = {aq.name: i for i, aq in enumerate(queries)}
+    reads = [sorted({place[v.type] for v in aq.variables.values() if v.type in place})
+             for aq in queries]
+    for qi, rs in enumerate(reads):
+        if qi in rs:
+            raise QueryValidationError(f"query set: query {queries[qi].name!r} reads its own "
+                                       "matches (a cycle)")
+        for pi in rs:
+            if reads[pi]:
+                raise QueryValidationError(
+                    f"query set: {queries[qi].name!r} reads {queries[pi].name!r}, which reads "
+                    f"{queries[reads[pi][0]].name!r}; one level of nesting is supported")
+    return reads
+
+
+def _evaluate_consumer(aq: AnalyzedQuery, events: EventBatch, lo: int, hi: int,
+                       derived: list[tuple[tuple[int, ...], Match, str, dict[str, Any]]]
+                       ) -> tuple[list[Match], list[tuple[int, ...]]]:
+    """A consumer alone over its stream: the input events ``lo..hi`` and the derived events
+    whose completing input event is among them, in place order; bindings of input events are
+    their ids, of derived events their labels. Returns its matches and their completing
+    places."""
+    import pyarrow as pa
+
+    rows: list[tuple[tuple[int, ...], dict[str, Any], Any]] = []
+    for p, r in enumerate(events.rows()[lo:hi], start=lo):
+        rows.append(((p,), r, r[ID]))
+    for place, m, label, key in derived:
+        if lo <= place[0] < hi:
+            rows.append((place, {TS: m.end, TYPE: m.query, **key, **dict(m.values)}, label))
+    rows.sort(key=lambda x: x[0])
+    recs = []
+    has_id = "id" in events.attribute_names
+    for n, (place, r, orig) in enumerate(rows):
+        rec = dict(r)
+        rec[ID] = n  # the consumer's own event ids: positions in its stream
+        if not has_id:
+            rec["id"] = orig if len(place) == 1 else None
+        recs.append(rec)
+    keys = list(dict.fromkeys(k for r in recs for k in r))
+    table = pa.table({k: pa.array([r.get(k) for r in recs]) for k in keys})
+    ms = evaluate(aq, EventBatch(table, events.time))
+    back = [orig for _p, _r, orig in rows]
+    out: list[Match] = []
+    places: list[tuple[int, ...]] = []
+    for m in ms:
+        bindings = {v: (tuple(back[int(i)] for i in b) if isinstance(b, tuple)
+                        else back[int(b)]) for v, b in m.bindings.items()}
+        out.append(Match(m.query, bindings, m.start, m.end, m.values))
+        places.append(max(rows[int(i)][0] for i in _bound_ids(m)))
+    return out, places
 
 
 __all__ = ["MAX_CANDIDATES", "MAX_EVENTS", "OracleLimitError", "evaluate", "evaluate_set"]
