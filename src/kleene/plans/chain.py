@@ -145,8 +145,7 @@ class ChainMatcher(LinearMatcher):
 
     def __init__(self, plan: Plan, options: MatcherOptions, *, coverage: bool,
                  plain: bool = True) -> None:
-        super().__init__(plan, max_runs=options.max_runs, on_cap=options.on_cap)
-        self.max_matches_per_call = options.max_matches_per_call
+        super().__init__(plan, options)
         # every NOT is checked on the complete match against the history
         self.fast = {}
         self.pend = False

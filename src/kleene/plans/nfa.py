@@ -38,12 +38,12 @@ def linear_matcher(plan: Plan, options: MatcherOptions, plain_output: bool,
     """A configured LinearMatcher: caps, count mode, direct output, and its kernel. The
     kernel's code is generated and compiled once per (plan, option set) and kept in ``memo``
     (the compiled plan's), so every runtime of a compiled query reuses it."""
-    m = LinearMatcher(plan, max_runs=options.max_runs, on_cap=options.on_cap)
-    m.max_matches_per_call = options.max_matches_per_call
-    if options.use_kernel and kernel_supported(plan):
-        m.max_matches = options.max_matches_per_event
-        # --count without policies or NOT: the kernel only counts complete matches
-        m.count_mode = options.count_only and count_ok and not plan.negations and plain_output
+    kernel = options.use_kernel and kernel_supported(plan)
+    # --count without policies or NOT: the kernel only counts complete matches
+    count_mode = (kernel and options.count_only and count_ok and not plan.negations
+                  and plain_output)
+    m = LinearMatcher(plan, options, count_mode=count_mode)
+    if kernel:
         direct = (not m.count_mode and not options.count_only and not plan.negations
                   and not m.has_trailing and plain_output and m.simple_key
                   and not plan.return_fns)

@@ -19,11 +19,9 @@ def _cost(plan: UnionPlan, stats: Stats) -> float:
 
 
 def _matcher(cp: CompiledPlan, options: MatcherOptions) -> Any:
-    m = UnionMatcher(cp.plan, max_runs=options.max_runs, on_cap=options.on_cap)
-    m.max_matches_per_call = options.max_matches_per_call
+    m = UnionMatcher(cp.plan, options)
     for i, bm in enumerate(m.branches):
         if options.use_kernel and kernel_supported(bm.plan):
-            bm.max_matches = options.max_matches_per_event
             bm.kernel = kernel_for(bm, cp.memo, ("branch kernel", i, options))
     return m
 

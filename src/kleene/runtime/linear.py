@@ -31,6 +31,7 @@ from ..plan.predicate import Predicate
 from ..vocab import Strategy
 from .candidate import Candidate, cand_state, output_sort_key
 from .caps import event_caps
+from .matcher import MatcherOptions
 from .nodes import NodeRunner, decidable_early
 
 Rec = tuple[Any, ...]
@@ -42,6 +43,9 @@ Rec = tuple[Any, ...]
 #: of ``(guard index, negating record)``; see :class:`FastNot`). The generated kernel omits
 #: ``subs``, and ``P`` unless the plan has a NOT decided in the automaton with predicates.
 Run = tuple[Any, ...]
+
+
+_DEFAULTS = MatcherOptions()
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,21 +87,24 @@ class PartState:
 class LinearMatcher:
     """Evaluates a :class:`Plan` one partition at a time."""
 
-    def __init__(self, plan: Plan, *, max_runs: int | None = None,
-                 on_cap: str = "error") -> None:
+    def __init__(self, plan: Plan, options: MatcherOptions = _DEFAULTS, *,
+                 count_mode: bool = False) -> None:
+        """``options``: the caps (constructor data, docs/engine.md); ``count_mode``: whether
+        this matcher counts instead of building candidates (the plan decides it from
+        ``options.count_only`` and what the query's output needs)."""
         self.plan = plan
         comps = plan.components
         self.ncomp = len(comps)
-        self.max_runs = max_runs
-        self.on_cap = on_cap
+        self.max_runs = options.max_runs
+        self.on_cap = options.on_cap
         self.truncated_runs = 0
         self.truncated_matches = 0
-        self.max_matches: int | None = None
-        """The matches-per-event cap baked into the generated kernel (set before building)."""
-        self.max_matches_per_call: int | None = None
-        """The runtime's matches-per-call cap (for messages; set before building the kernel:
-        the kernel checks the ``budget`` argument only when it is not None)."""
-        self.count_mode = False
+        self.max_matches: int | None = options.max_matches_per_event
+        """The matches-per-event cap baked into the generated kernel."""
+        self.max_matches_per_call: int | None = options.max_matches_per_call
+        """The runtime's matches-per-call cap (for messages; the kernel checks the ``budget``
+        argument only when it is not None)."""
+        self.count_mode = count_mode
         """Count complete matches (``counted``) instead of building candidates (kernel)."""
         self.created = 0
         """Temporary (partial or complete) matches created; the interpreter counts them,

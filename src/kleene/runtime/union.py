@@ -14,6 +14,9 @@ from ..plan.layout import GPOS
 from ..plan.linear import UnionPlan
 from .candidate import Candidate, output_sort_key
 from .linear import LinearMatcher, PartState
+from .matcher import MatcherOptions
+
+_DEFAULTS = MatcherOptions()
 
 
 @dataclass(slots=True)
@@ -46,11 +49,9 @@ class UnionState:
 class UnionMatcher:
     """Evaluates a :class:`UnionPlan`."""
 
-    def __init__(self, plan: UnionPlan, *, max_runs: int | None = None,
-                 on_cap: str = "error") -> None:
+    def __init__(self, plan: UnionPlan, options: MatcherOptions = _DEFAULTS) -> None:
         self.plan = plan
-        self.branches = [LinearMatcher(b, max_runs=max_runs, on_cap=on_cap)
-                         for b in plan.branches]
+        self.branches = [LinearMatcher(b, options) for b in plan.branches]
         self.kernel = None
         self.simple_key = False
         self.offsets: list[int] = []
