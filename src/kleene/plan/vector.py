@@ -71,24 +71,67 @@ def _kind(t: pa.DataType) -> str:
     return "other"
 
 
-def _eval(e: ast.Expr, var: str, table: pa.Table, n: int) -> Any:  # noqa: C901
+VNode = tuple[Any, ...]
+"""A lowered one-variable expression, plain data (the runtime evaluates these; it never sees
+the AST): ``("lit", v)``, ``("attr", name)``, ``("not", x)``, ``("neg", x)``,
+``("logic", op, x, y)``, ``("bin", op, x, y)``, ``("between", x, lo, hi, negated)``,
+``("isnull", x, negated)``, ``("like", x, pattern, negated)``, ``("in", x, values, negated)``,
+``("abs", x)``, or ``("never",)`` for what Arrow is never asked to evaluate (checked per row)."""
+
+_NEVER: VNode = ("never",)
+
+
+def lower(e: ast.Expr, var: str) -> VNode:  # noqa: C901
+    """``e`` (a conjunct over ``var`` only) as a :data:`VNode` tree."""
     if isinstance(e, ast.Literal):
-        if e.value is None:
-            return pa.scalar(None)
-        if isinstance(e.value, bool):
-            return pa.scalar(e.value, pa.bool_())
-        if isinstance(e.value, int):
-            if not _INT64_MIN <= e.value <= _INT64_MAX:
-                raise _NotVectorizable  # exact Python ints, per row (issue 17 item 7)
-            return pa.scalar(e.value, pa.int64())
-        if isinstance(e.value, float):
-            return pa.scalar(e.value, pa.float64())
-        return pa.scalar(e.value, pa.string())
+        v = e.value
+        if isinstance(v, int) and not isinstance(v, bool) and not _INT64_MIN <= v <= _INT64_MAX:
+            return _NEVER  # exact Python ints, per row (issue 17 item 7)
+        return ("lit", v)
     if isinstance(e, ast.AttrRef):
         if e.var != var or (e.index is not None and not (
                 e.index.kind is ast.IndexKind.CURRENT and e.index.offset == 0)):
-            raise _NotVectorizable
-        name = e.attr
+            return _NEVER
+        return ("attr", e.attr)
+    if isinstance(e, ast.Unary):
+        return ("not" if e.op == "not" else "neg", lower(e.operand, var))
+    if isinstance(e, ast.Binary):
+        kind = "logic" if e.op in ("and", "or") else "bin"
+        return (kind, e.op, lower(e.left, var), lower(e.right, var))
+    if isinstance(e, ast.Between):
+        return ("between", lower(e.operand, var), lower(e.low, var), lower(e.high, var),
+                e.negated)
+    if isinstance(e, ast.IsNull):
+        return ("isnull", lower(e.operand, var), e.negated)
+    if isinstance(e, ast.Like):
+        if not (isinstance(e.pattern, ast.Literal) and isinstance(e.pattern.value, str)):
+            return _NEVER
+        return ("like", lower(e.operand, var), e.pattern.value, e.negated)
+    if isinstance(e, ast.InList):
+        if not all(isinstance(i, ast.Literal) for i in e.items):
+            return _NEVER
+        vals = tuple(i.value for i in e.items if isinstance(i, ast.Literal))
+        return ("in", lower(e.operand, var), vals, e.negated)
+    if isinstance(e, ast.Call) and e.name == "abs" and len(e.args) == 1:
+        return ("abs", lower(e.args[0], var))
+    return _NEVER
+
+
+def _eval(e: VNode, table: pa.Table, n: int) -> Any:  # noqa: C901
+    op = e[0]
+    if op == "lit":
+        v = e[1]
+        if v is None:
+            return pa.scalar(None)
+        if isinstance(v, bool):
+            return pa.scalar(v, pa.bool_())
+        if isinstance(v, int):
+            return pa.scalar(v, pa.int64())
+        if isinstance(v, float):
+            return pa.scalar(v, pa.float64())
+        return pa.scalar(v, pa.string())
+    if op == "attr":
+        name = e[1]
         if name not in table.column_names and name in ("ts", "type", "id"):
             name = "__" + name
         if name not in table.column_names:
@@ -97,54 +140,59 @@ def _eval(e: ast.Expr, var: str, table: pa.Table, n: int) -> Any:  # noqa: C901
         if pa.types.is_timestamp(col.type):
             col = col.cast(pa.timestamp("us", col.type.tz)).cast(pa.int64())
         return col
-    if isinstance(e, ast.Unary):
-        x = _eval(e.operand, var, table, n)
-        if e.op == "not":
-            if _kind(x.type) not in ("bool", "null"):
-                raise _NotVectorizable
-            return pc.invert(x.cast(pa.bool_()) if _kind(x.type) == "null" else x)
+    if op == "not":
+        x = _eval(e[1], table, n)
+        if _kind(x.type) not in ("bool", "null"):
+            raise _NotVectorizable
+        return pc.invert(x.cast(pa.bool_()) if _kind(x.type) == "null" else x)
+    if op == "neg":
+        x = _eval(e[1], table, n)
         if _kind(x.type) != "num":
             raise _NotVectorizable
         return pc.negate_checked(x)
-    if isinstance(e, ast.Binary):
-        x = _eval(e.left, var, table, n)
-        y = _eval(e.right, var, table, n)
+    if op == "logic":
+        x = _eval(e[2], table, n)
+        y = _eval(e[3], table, n)
         kx, ky = _kind(x.type), _kind(y.type)
-        if e.op in ("and", "or"):
-            if kx not in ("bool", "null") or ky not in ("bool", "null"):
-                raise _NotVectorizable
-            x = x.cast(pa.bool_()) if kx == "null" else x
-            y = y.cast(pa.bool_()) if ky == "null" else y
-            return (pc.and_kleene if e.op == "and" else pc.or_kleene)(x, y)
+        if kx not in ("bool", "null") or ky not in ("bool", "null"):
+            raise _NotVectorizable
+        x = x.cast(pa.bool_()) if kx == "null" else x
+        y = y.cast(pa.bool_()) if ky == "null" else y
+        return (pc.and_kleene if e[1] == "and" else pc.or_kleene)(x, y)
+    if op == "bin":
+        bop = e[1]
+        x = _eval(e[2], table, n)
+        y = _eval(e[3], table, n)
+        kx, ky = _kind(x.type), _kind(y.type)
         if "null" in (kx, ky):
-            return pa.nulls(n, pa.bool_() if e.op in _CMP else pa.float64())
-        if e.op in _CMP:
+            return pa.nulls(n, pa.bool_() if bop in _CMP else pa.float64())
+        if bop in _CMP:
             if kx != ky or kx == "other":
                 raise _NotVectorizable
             if kx == "num":
                 _exact_as_float(x, y)
-            return _CMP[e.op](x, y)
+            return _CMP[bop](x, y)
         if kx != "num" or ky != "num":
             raise _NotVectorizable
         # checked kernels: an int64 overflow raises ArrowInvalid, and the conjunct is then
         # evaluated per row with exact Python ints (issue 17 item 7)
-        if e.op == "+":
+        if bop == "+":
             return pc.add_checked(x, y)
-        if e.op == "-":
+        if bop == "-":
             return pc.subtract_checked(x, y)
-        if e.op == "*":
+        if bop == "*":
             return pc.multiply_checked(x, y)
-        if e.op == "/":
+        if bop == "/":
             _exact_as_float(x, y, both=True)
             xf = pc.cast(x, pa.float64())
             yf = pc.cast(y, pa.float64())
             zero = pc.equal(yf, pa.scalar(0.0))
             return pc.if_else(zero, pa.scalar(None, pa.float64()), pc.divide(xf, yf))
         raise _NotVectorizable
-    if isinstance(e, ast.Between):
-        x = _eval(e.operand, var, table, n)
-        lo = _eval(e.low, var, table, n)
-        hi = _eval(e.high, var, table, n)
+    if op == "between":
+        x = _eval(e[1], table, n)
+        lo = _eval(e[2], table, n)
+        hi = _eval(e[3], table, n)
         kinds = {_kind(x.type), _kind(lo.type), _kind(hi.type)} - {"null"}
         if len(kinds) > 1 or kinds & {"other"}:
             raise _NotVectorizable
@@ -154,29 +202,25 @@ def _eval(e: ast.Expr, var: str, table: pa.Table, n: int) -> Any:  # noqa: C901
             r = pa.nulls(n, pa.bool_())
         else:
             r = pc.and_kleene(pc.greater_equal(x, lo), pc.less_equal(x, hi))
-        return pc.invert(r) if e.negated else r
-    if isinstance(e, ast.IsNull):
-        x = _eval(e.operand, var, table, n)
+        return pc.invert(r) if e[4] else r
+    if op == "isnull":
+        x = _eval(e[1], table, n)
         if _kind(x.type) == "null":
             r = pa.array(np.ones(n, dtype=bool))
         else:
             r = pc.is_null(x)
-        return pc.invert(r) if e.negated else r
-    if isinstance(e, ast.Like):
-        x = _eval(e.operand, var, table, n)
-        if not (isinstance(e.pattern, ast.Literal) and isinstance(e.pattern.value, str)):
-            raise _NotVectorizable
+        return pc.invert(r) if e[2] else r
+    if op == "like":
+        x = _eval(e[1], table, n)
         if _kind(x.type) == "null":
             return pa.nulls(n, pa.bool_())
         if _kind(x.type) != "str":
             raise _NotVectorizable
-        r = pc.match_like(x, e.pattern.value)
-        return pc.invert(r) if e.negated else r
-    if isinstance(e, ast.InList):
-        x = _eval(e.operand, var, table, n)
-        if not all(isinstance(i, ast.Literal) for i in e.items):
-            raise _NotVectorizable
-        vals = [i.value for i in e.items if isinstance(i, ast.Literal)]
+        r = pc.match_like(x, e[2])
+        return pc.invert(r) if e[3] else r
+    if op == "in":
+        x = _eval(e[1], table, n)
+        vals = e[2]
         kx = _kind(x.type)
         non_null = [v for v in vals if v is not None]
         if kx == "null":
@@ -198,9 +242,9 @@ def _eval(e: ast.Expr, var: str, table: pa.Table, n: int) -> Any:  # noqa: C901
         hit = pc.if_else(pc.is_null(x), pa.scalar(None, pa.bool_()), hit)
         if len(non_null) < len(vals):  # x IN (..., NULL): not found means NULL
             hit = pc.if_else(hit, hit, pa.scalar(None, pa.bool_()))
-        return pc.invert(hit) if e.negated else hit
-    if isinstance(e, ast.Call) and e.name == "abs" and len(e.args) == 1:
-        x = _eval(e.args[0], var, table, n)
+        return pc.invert(hit) if e[3] else hit
+    if op == "abs":
+        x = _eval(e[1], table, n)
         if _kind(x.type) != "num":
             raise _NotVectorizable
         return pc.abs_checked(x)
@@ -218,8 +262,11 @@ class VectorPred:
     slot: int
     is_list: bool
     exprs: tuple[ast.Expr, ...]
+    """The conjuncts (for the plan compiler and explain; the runtime reads ``program``)."""
     row_fns: tuple[CompiledExpr, ...]
     """The same conjuncts compiled per row (used where Arrow cannot evaluate one)."""
+    program: tuple[VNode, ...] = ()
+    """The same conjuncts lowered to plain data (:func:`lower`): what :meth:`mask` evaluates."""
 
     def mask(self, table: pa.Table) -> tuple[np.ndarray[Any, np.dtype[np.bool_]],
                                              tuple[int, ...]]:
@@ -228,9 +275,9 @@ class VectorPred:
         n = table.num_rows
         m = np.ones(n, dtype=bool)
         left: list[int] = []
-        for k, e in enumerate(self.exprs):
+        for k, e in enumerate(self.program):
             try:
-                r = _eval(e, self.var, table, n)
+                r = _eval(e, table, n)
             except (_NotVectorizable, pa.ArrowNotImplementedError, pa.ArrowInvalid,
                     pa.ArrowTypeError):
                 left.append(k)
@@ -257,7 +304,8 @@ def vectorize(exprs: list[ast.Expr], layout: Layout, var: str,
               udfs: Mapping[str, Callable[..., Any]]) -> VectorPred:
     """The vectorized form of a variable's one-variable conjuncts."""
     fns = tuple(compile_expr(e, layout, udfs, f"m_{i}") for i, e in enumerate(exprs))
-    return VectorPred(var, layout.var_slots[var], var in layout.list_vars, tuple(exprs), fns)
+    return VectorPred(var, layout.var_slots[var], var in layout.list_vars, tuple(exprs), fns,
+                      tuple(lower(e, var) for e in exprs))
 
 
-__all__ = ["VectorPred", "vectorize"]
+__all__ = ["VNode", "VectorPred", "lower", "vectorize"]
