@@ -190,6 +190,11 @@ def compile(query: QueryLike, *, dialect: str | None = None,
     if backend.plans:
         from .plans import choose
 
+        if options.get("count_only"):  # the chooser sees the output mode
+            from dataclasses import replace
+
+            from .plans import Stats
+            stats = replace(stats or Stats(), count_only=True)
         compiled_plan = choose(analyzed, plan=plan, stats=stats)
     return CompiledQuery(analyzed, engine, options, compiled_plan)
 

@@ -491,11 +491,14 @@ def _advise(analyzed: Any) -> None:
               help="Explain this plan instead of the chosen one (nfa, pda, union, ...).")
 @click.option("--kernel", is_flag=True,
               help="Print the generated source of the plan's kernel (where it has one).")
+@click.option("--count", is_flag=True,
+              help="Choose the plan for counting matches (as `run --count` does), not for "
+                   "enumerating them.")
 @_tree
 @_guard
 def explain(query: tuple[str, ...], dialect: str | None, dot: bool, spark: bool,
             udfs: tuple[str, ...], plan: str | None, kernel: bool,
-            tree: str | None = None) -> None:
+            tree: str | None = None, count: bool = False) -> None:
     """Show how QUERY will be evaluated: the chosen plan, why, every other plan's estimated
     cost (or why it does not apply), and the plan itself. Several queries (a query set): one
     line per query, in the shared network or on its own plan and why."""
@@ -524,7 +527,9 @@ def explain(query: tuple[str, ...], dialect: str | None, dot: bool, spark: bool,
 
         click.echo(spark_explain(analyzed))
         return
-    compiled = choose(analyzed, plan=plan)
+    from ..plans import Stats
+
+    compiled = choose(analyzed, plan=plan, stats=Stats(count_only=count))
     if kernel:
         from ..runtime.matcher import MatcherOptions
 

@@ -43,7 +43,7 @@ from ..plan.layout import GPOS, TS, WPOS
 from ..runtime.candidate import Candidate
 from ..runtime.matcher import MatcherOptions
 from .registry import Stats
-from .tree import Leaf, TreeMatcher, TreeState, shape_cost
+from .tree import Leaf, TreeMatcher, TreeState, shape_cost, shape_work
 
 if TYPE_CHECKING:
     from .tree import TreePlan
@@ -264,7 +264,8 @@ class AdaptiveTreeMatcher:
         if stats is None and not self.spec.rotate:
             return
         self.estimates += 1
-        costs = [math.nan if stats is None else shape_cost(self.plan, s, stats)
+        # the margin is on the join work (the shapes' per-event term is the same)
+        costs = [math.nan if stats is None else shape_work(self.plan, s, stats)
                  for s in self.shapes]
         cur = self.current
         if self.spec.rotate:

@@ -46,17 +46,23 @@ from ..runtime.matcher import MatcherOptions
 from ..runtime.policies import bindings_builder
 from ..semantic.analyzed import AnalyzedQuery
 from ..vocab import Emit, Strategy
-from .registry import CompiledPlan, PlanKind, Stats, runs_estimate
+from .registry import CompiledPlan, PlanKind, Stats, matches_estimate
 
 Rec = tuple[Any, ...]
 
 _NONE = -(1 << 62)
 
-CHAIN_NODE_OVERHEAD = 4.0
-"""Work to store one node relative to the NFA's per-run work in its generated kernel."""
-CHAIN_MATCH_OVERHEAD = 8.0
-"""Work to join and write one match, same unit (calibrated on benchmarks/linkedcep.py: on the
-sequence-3 groups the chain took 1.2-1.8x the NFA's CPU time, docs/benchmarks.md)."""
+CHAIN_EVENT = 1.74
+"""Work per input event of the pattern's types (a node per state it takes), in the
+chooser's unit (the NFA's cost of one input event). Fitted, like the constants below, on
+``benchmarks/chooser.py`` (docs/benchmarks.md, "The plan chooser's scale")."""
+CHAIN_MATCH = 1.13
+"""Work to join and write one match (enumeration), same unit."""
+CHAIN_COUNT_EVENT = 5.55
+"""Work per input event when counting (``count_only``) without joining, same unit."""
+CHAIN_COUNT_START = 0.075
+"""Work per live start event and state when counting with a condition between the first
+variable and a later one (one count vector per live start), same unit."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -139,6 +145,29 @@ class ChainState(PartState):
 # --------------------------------------------------------------------------------------------
 
 
+def countable(p: Plan) -> tuple[tuple[Predicate, ...], ...] | None:
+    """The conditions relating each component to the first variable if the matches can be
+    counted per start event (CORE's fragment plus conditions on the first variable), else
+    None."""
+    first = p.components[0]
+    v0 = first.vars[0]
+    pair: list[tuple[Predicate, ...]] = []
+    for k, c in enumerate(p.components):
+        v = c.vars[0]
+        vp = p.vars[v]
+        if vp.close:
+            return None
+        preds = []
+        for pr in vp.take:
+            if (pr.general is not None or pr.opt_slots or pr.prev or pr.abs_need
+                    or not pr.vars <= {v0, v} or first.kind is not CompKind.SINGLE
+                    or k == 0 or (pr.iter_var not in (None, v))):
+                return None
+            preds.append(pr)
+        pair.append(tuple(preds))
+    return tuple(pair)
+
+
 class ChainMatcher(LinearMatcher):
     """CoverMatch / CombineMatch over a linear plan (see the module docstring). Negation,
     trailing NOTs, output order and masks are inherited from :class:`LinearMatcher`."""
@@ -202,22 +231,10 @@ class ChainMatcher(LinearMatcher):
     def _countable(self) -> bool:
         """Can the matches be counted per start event (CORE's fragment plus conditions on
         the first variable)? Fills ``self.pair``."""
-        p = self.plan
-        first = p.components[0]
-        v0 = first.vars[0]
-        for k, c in enumerate(p.components):
-            v = c.vars[0]
-            vp = p.vars[v]
-            if vp.close:
-                return False
-            preds = []
-            for pr in vp.take:
-                if (pr.general is not None or pr.opt_slots or pr.prev or pr.abs_need
-                        or not pr.vars <= {v0, v} or first.kind is not CompKind.SINGLE
-                        or k == 0 or (pr.iter_var not in (None, v))):
-                    return False
-                preds.append(pr)
-            self.pair[k] = tuple(preds)
+        pair = countable(self.plan)
+        if pair is None:
+            return False
+        self.pair = list(pair)
         return True
 
     # ---------------------------------------------------------------------------------------
@@ -765,39 +782,54 @@ class ChainMatcher(LinearMatcher):
 # --------------------------------------------------------------------------------------------
 
 
-def chain_cost(plan: Plan, stats: Stats) -> float:
-    """Estimated work per event, in the NFA's unit (one run visited in its generated kernel).
-
-    An event adds at most one node per state and copies nothing: :data:`CHAIN_NODE_OVERHEAD`
-    per state. The join writes the matches a completing event makes -- the NFA's live partial
-    matches of every component but the last (``runs_estimate``), times the last state's share
-    and selectivity -- at :data:`CHAIN_MATCH_OVERHEAD` each. Where those partial matches exceed
-    the NFA's default ``max_runs_per_partition`` (100,000) the NFA stops with CapacityError
-    while the chain stores none of them: the estimate is then capped below the NFA's (only
-    with measured statistics, and without PARTITION BY / equivalence: the statistics do not
-    say how many keys share the window's events, and the cap is per key)."""
-    n = stats.events_in(plan.window_us, plan.window_events)
+def chain_terms(plan: Plan, stats: Stats) -> dict[str, float]:
+    """The chain's cost terms per input event: the matches its join writes, and the work of
+    counting them (``count_work``: one per state, times the live start events where a
+    condition relates the first variable to a later one; the join's matches outside the
+    counting fragment)."""
+    n = stats.events_in(plan.window_us, plan.window_events, plan.key_attrs)
     steps = []
     for c in plan.components:
         share = min(sum(stats.share(t) for t in c.types), 1.0)
         conj = len(plan.vars[c.vars[0]].take) + (plan.vars[c.vars[0]].mask is not None)
         steps.append((share, c.kind is CompKind.KLEENE, conj))
-    prefixes = 1.0
-    for share, kleene, conj in steps[:-1]:
-        cand = max(share * n * (0.5 ** conj), 1e-9)
-        prefixes *= (2.0 ** min(cand, 60.0) - 1.0) if kleene else cand
-        prefixes = min(prefixes, 1e30)
-    share, _k, conj = steps[-1]
-    cost = 1.0 + CHAIN_NODE_OVERHEAD * len(steps) + CHAIN_MATCH_OVERHEAD * share * (
-        0.5 ** conj) * prefixes
-    runs = runs_estimate(steps, n, plan.strategy)
+    matches = matches_estimate(steps, n, Strategy.SKIP_TILL_ANY_MATCH)
+    pair = countable(plan) if not plan.negations else None
+    if pair is None:
+        count_work = matches
+    elif any(pair):
+        share, _k, conj = steps[0]
+        count_work = len(steps) * max(share * n * 0.5 ** conj, 1.0)
+    else:
+        count_work = float(len(steps))
+    seen = min(sum(stats.share(t) for t in {t for c in plan.components for t in c.types}), 1.0)
+    return {"events": seen, "matches": matches, "count_work": count_work,
+            "states": float(len(steps))}
+
+
+def chain_cost(plan: Plan, stats: Stats) -> float:
+    """Estimated work per event, on the chooser's scale (the NFA's cost of one input event).
+
+    An event adds at most one node per state and copies nothing (:data:`CHAIN_EVENT`); the
+    join writes each match (:data:`CHAIN_MATCH`). Counting (``count_only``) builds no node in
+    the counting fragment: :data:`CHAIN_COUNT_EVENT` plus :data:`CHAIN_COUNT_START` per live
+    start and state. Where the NFA's live runs exceed its default ``max_runs_per_partition``
+    (100,000) the NFA stops with CapacityError while the chain stores none of them: the
+    estimate is then capped below the NFA's (only with measured statistics, and for PARTITION
+    BY / equivalence only when they count the keys: the cap is per key)."""
+    from .nfa import linear_cost, linear_terms
+
+    t = chain_terms(plan, stats)
+    if stats.count_only and countable(plan) is not None and not plan.negations:
+        cost = CHAIN_COUNT_EVENT * t["events"] + CHAIN_COUNT_START * t["count_work"]
+    else:
+        cost = CHAIN_EVENT * t["events"] + CHAIN_MATCH * t["matches"]
     if stats.source == "defaults":
         # no measured rate: every window holds the same assumed 1,000 events and both
-        # estimates saturate for any Kleene; keep the NFA (ties go to registry order)
+        # estimates saturate for any Kleene; ties go to registry order (the NFA)
         return min(cost, 1e18)
-    # (with a key the window's events spread over keys the statistics do not count)
-    if runs > 100_000 and not plan.key_attrs:
-        cost = min(cost, 0.5 * (1.0 + runs))
+    if linear_terms(plan, stats)["runs"] > 100_000 and stats.knows_keys(plan.key_attrs):
+        cost = min(cost, 0.5 * linear_cost(plan, stats))
     return min(cost, 0.5e18)
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import importlib
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from .. import ast
@@ -75,6 +75,12 @@ class Stats:
     """Fraction of candidate events a predicate keeps (per conjunct, assumed independent)."""
     default_share: float = 0.25
     source: str = "defaults"
+    count_only: bool = False
+    """The output mode: True when only the number of matches is wanted (``count_only``), so
+    no plan builds a match; the costs differ (the chain plan counts without joining)."""
+    distinct: Mapping[str, float] = field(default_factory=dict)
+    """Distinct values of each attribute in the sample: a PARTITION BY (or equivalence) key
+    spreads a time window's events over that many keys (:meth:`events_in`)."""
 
     def share(self, event_type: str | None) -> float:
         """The fraction of events a variable of this type can take (``None``: any type)."""
@@ -83,17 +89,25 @@ class Stats:
         return self.type_share.get(event_type, self.default_share if not self.type_share
                                    else 0.0)
 
-    def events_in(self, window_us: int | None, window_events: int | None) -> float:
-        """Expected number of events inside a window."""
+    def events_in(self, window_us: int | None, window_events: int | None,
+                  keys: Sequence[str] = ()) -> float:
+        """Expected number of events inside a window (of one key: ``keys`` are the attributes
+        that route events, and a time window's events spread over their distinct values)."""
         if window_events is not None:
             return float(window_events)
         if window_us is not None and self.events_per_second:
-            return max(1.0, self.events_per_second * window_us / 1e6)
+            spread = max((self.distinct.get(k, 1.0) for k in keys), default=1.0)
+            return max(1.0, self.events_per_second * window_us / 1e6 / spread)
         return DEFAULT_EVENTS_IN_WINDOW
+
+    def knows_keys(self, keys: Sequence[str]) -> bool:
+        """Are the distinct values of every key attribute measured?"""
+        return all(k in self.distinct for k in keys)
 
     @classmethod
     def from_events(cls, events: EventBatch, *, sample: int = 100_000) -> Stats:
         """Type shares and the event rate measured on (the first ``sample`` events of) a batch."""
+        import pyarrow as pa
         import pyarrow.compute as pc
 
         from ..events.model import TS, TYPE
@@ -107,7 +121,33 @@ class Stats:
         ts = t.column(TS)
         lo, hi = pc.min(ts).as_py(), pc.max(ts).as_py()
         rate = n / ((hi - lo) / 1e6) if hi is not None and lo is not None and hi > lo else None
-        return cls(type_share=shares, events_per_second=rate, source=f"sample of {n:,} events")
+        distinct = {}
+        for name in t.column_names:
+            if name in (TS, TYPE) or pa.types.is_floating(t.schema.field(name).type):
+                continue
+            try:
+                distinct[name] = float(pc.count_distinct(t.column(name)).as_py())
+            except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
+                continue  # a column type without a distinct count: not a key
+        return cls(type_share=shares, events_per_second=rate, source=f"sample of {n:,} events",
+                   distinct=distinct)
+
+
+def _prefixes(steps: Sequence[tuple[float, bool, int]], in_window: float,
+              strategy: Strategy) -> list[float]:
+    """Expected partial matches of the first ``j`` steps, ``j = 1 .. len(steps) - 1`` (at
+    least the first step)."""
+    out = []
+    prefix = 1.0
+    for share, kleene, conjuncts in steps[:-1] if len(steps) > 1 else steps:
+        cand = max(share * in_window * (0.5 ** conjuncts), 1e-9)
+        if strategy is Strategy.SKIP_TILL_ANY_MATCH:
+            prefix *= (2.0 ** min(cand, 60.0) - 1.0) if kleene else cand
+        else:
+            prefix *= min(cand, 1.0) if prefix >= 1.0 else cand
+        prefix = min(prefix, 1e30)
+        out.append(prefix)
+    return out
 
 
 def runs_estimate(steps: Sequence[tuple[float, bool, int]], in_window: float,
@@ -116,16 +156,19 @@ def runs_estimate(steps: Sequence[tuple[float, bool, int]], in_window: float,
     each, with ``in_window`` events per window: a run of the first ``j`` steps exists for
     every choice of their events inside the window (skip-till-any-match; Kleene steps choose
     any subset), fewer under the other strategies (one run per start)."""
-    total = 0.0
-    prefix = 1.0
-    for share, kleene, conjuncts in steps[:-1] if len(steps) > 1 else steps:
-        cand = max(share * in_window * (0.5 ** conjuncts), 1e-9)
-        if strategy is Strategy.SKIP_TILL_ANY_MATCH:
-            prefix *= (2.0 ** min(cand, 60.0) - 1.0) if kleene else cand
-        else:
-            prefix *= min(cand, 1.0) if prefix >= 1.0 else cand
-        total += prefix
-    return min(total, 1e18)
+    return min(sum(_prefixes(steps, in_window, strategy)), 1e18)
+
+
+def matches_estimate(steps: Sequence[tuple[float, bool, int]], in_window: float,
+                     strategy: Strategy) -> float:
+    """Expected complete matches per input event: the partial matches of every step but the
+    last (:func:`runs_estimate`'s last prefix) times the chance that an event completes one
+    (the last step's share and conjuncts)."""
+    if len(steps) < 2:
+        share, _k, conjuncts = steps[0]
+        return share * (0.5 ** conjuncts)
+    share, _k, conjuncts = steps[-1]
+    return min(_prefixes(steps, in_window, strategy)[-1] * share * (0.5 ** conjuncts), 1e18)
 
 
 # --------------------------------------------------------------------------------------------
@@ -144,8 +187,9 @@ class PlanKind:
     matcher: Callable[[CompiledPlan, MatcherOptions], Matcher]
     """Builds the matcher for a compiled plan (it may cache generated code in ``memo``)."""
     cost: Callable[[Any, Stats], float]
-    """Estimated work per input event (comparable across kinds: about one unit per partial
-    match an event is offered to)."""
+    """Estimated CPU work per input event, on one scale across kinds (docs/benchmarks.md,
+    "The plan chooser's scale"): one unit is the NFA's fitted cost of one input event;
+    :attr:`Stats.count_only` gives the output mode."""
     explain: Callable[[Any], list[str]]
     """The plan as text lines (``kleene explain``)."""
     coverage: bool = False
@@ -383,7 +427,8 @@ def choose(analyzed: AnalyzedQuery, *, plan: str | None = None,
 def choice_text(compiled: CompiledPlan) -> list[str]:
     """The chooser's table for ``kleene explain``."""
     ch = compiled.choice
-    out = [f"plan: {ch.chosen} ({ch.why}; statistics: {ch.stats.source})"]
+    mode = "counting only" if ch.stats.count_only else "enumerating matches"
+    out = [f"plan: {ch.chosen} ({ch.why}; statistics: {ch.stats.source}; {mode})"]
     for r in ch.candidates:
         mark = "*" if r.name == ch.chosen else " "
         if r.cost is None:
@@ -428,6 +473,8 @@ def start(query: AnalyzedQuery | CompiledPlan, *, plan: str | None = None,
     if unknown:
         raise EngineError(f"unknown runtime option(s) {sorted(unknown)}; known: "
                           f"{', '.join(sorted(_RUNTIME_OPTIONS))}")
+    if options.get("count_only") and not isinstance(query, CompiledPlan):
+        stats = replace(stats or Stats(), count_only=True)  # the chooser sees the mode
     compiled = query if isinstance(query, CompiledPlan) else choose(query, plan=plan,
                                                                      stats=stats)
     return Runtime(compiled, **options)
@@ -452,5 +499,5 @@ def evaluate(query: AnalyzedQuery | CompiledPlan, events: EventBatch, *,
 
 
 __all__ = ["REGISTRY", "Candidate", "Choice", "CompiledPlan", "PlanKind", "Stats", "choice_text",
-           "choose", "evaluate", "get_plan_kind", "output_spec", "plan_kinds", "plan_names",
-           "register", "runs_estimate", "start", "unregister"]
+           "choose", "evaluate", "get_plan_kind", "matches_estimate", "output_spec", "plan_kinds",
+           "plan_names", "register", "runs_estimate", "start", "unregister"]

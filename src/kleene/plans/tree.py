@@ -517,10 +517,10 @@ def _est(n: TNode, plan: TreePlan, stats: Stats, nw: float) -> tuple[float, floa
     return size, size / max(nw, 1.0), lw + rw + work
 
 
-def shape_cost(plan: TreePlan, shape: TreeShape, stats: Stats) -> float:
-    """Estimated work per event of one tree shape: one unit per composite pair a join
+def shape_work(plan: TreePlan, shape: TreeShape, stats: Stats) -> float:
+    """The join work of one tree shape per input event: one unit per composite pair a join
     considers, plus (maximal-grouping) the scan of the Kleene buffer per match."""
-    nw = stats.events_in(plan.window_us, plan.window_events)
+    nw = stats.events_in(plan.window_us, plan.window_events, plan.key_attrs)
     size, rate, work = _est(shape.root, plan, stats, nw)
     extra = 0.0
     k = plan.kleene
@@ -529,19 +529,32 @@ def shape_cost(plan: TreePlan, shape: TreeShape, stats: Stats) -> float:
         extra = rate * group  # the scan of the Kleene buffer per match
         if k.hi is not None:  # late combination: every size-n subset is a match
             extra += rate * math.comb(max(int(round(group)), k.hi), k.hi)
-    return 1.0 + TREE_OVERHEAD * (work + rate + extra)
+    return work + rate + extra
 
 
-TREE_OVERHEAD = 4_000.0
-"""One unit of the tree's work (a composite pair a join considers, per input event) in the
-units of the NFA's estimate (``registry.runs_estimate``: every live run per input event).
-The NFA's units overcount: its kernel skips idle runs and noise never reaches it, so one
-NFA unit is far cheaper than one tree join in Python. Calibrated on FAEM's Fig. 7 query
-without Kleene (Table 1's populations, WITHIN 5000 EVENTS, 300,000 events): the NFA's
-estimate 457 for 0.35 µs per event, the tree's raw work 0.21-0.26 for 0.65-0.77 µs per event
-(docs/benchmarks.md, FAEM; 10,000 before the sequence joins' fast path). Under
-maximal-grouping the NFA does not apply, and this factor only scales the shapes against each
-other (and against other plans that accept the strategy: none yet)."""
+def shape_cost(plan: TreePlan, shape: TreeShape, stats: Stats) -> float:
+    """Estimated work per event of one tree shape on the chooser's scale (the NFA's cost of
+    one input event): :data:`TREE_EVENT` per event of the pattern's classes plus
+    :data:`TREE_OVERHEAD` per unit of :func:`shape_work`. A positive affine map of the work, so the shapes' order is the
+    work's."""
+    seen = min(sum(stats.share(t) for t in _leaf_types(shape.root)), 1.0)
+    return TREE_EVENT * seen + TREE_OVERHEAD * shape_work(plan, shape, stats)
+
+
+def _leaf_types(n: TNode) -> set[str | None]:
+    return {n.type} if isinstance(n, Leaf) else _leaf_types(n.left) | _leaf_types(n.right)
+
+
+TREE_EVENT = 2.56
+"""The tree's work per input event (leaf buffers, window pruning), in the chooser's unit.
+Fitted with :data:`TREE_OVERHEAD` on ``benchmarks/chooser.py`` (docs/benchmarks.md, "The plan
+chooser's scale")."""
+TREE_OVERHEAD = 2.30
+"""One unit of the tree's join work (a composite pair a join considers, per input event) in
+the chooser's unit. Before the fit it was calibrated on FAEM's Fig. 7 query without Kleene
+(the NFA's estimate 457 for 0.35 µs per event, the tree's raw work 0.21-0.26 for 0.65-0.77 µs
+per event). Under maximal-grouping the NFA does not apply, and the shapes' order does not
+depend on these constants."""
 
 
 def shape_costs(plan: TreePlan, stats: Stats) -> list[tuple[str, str, float]]:
@@ -1236,5 +1249,5 @@ PLAN = PlanKind(
 )
 
 __all__ = ["PLAN", "SHAPES", "Join", "Leaf", "TreeMatcher", "TreePlan", "TreeShape",
-           "best_shape", "compile_tree", "configure", "shape_cost", "shape_label",
+           "best_shape", "compile_tree", "configure", "shape_cost", "shape_label", "shape_work",
            "shape_costs", "tree_text"]
