@@ -17,6 +17,7 @@ has passed.
 from __future__ import annotations
 
 import bisect
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,7 +25,7 @@ from typing import Any
 from ..codegen import build
 from ..plan.blocks import GroupPlan
 from ..plan.layout import CPOS, GPOS, TS, WPOS
-from ..plan.nodes import Ev, Node, Rep, Win
+from ..plan.nodes import And, AnyK, Ev, Node, Rep, Seq, Win
 from ..vocab import Strategy
 from .candidate import Candidate, cand_state, output_sort_key
 from .caps import event_caps
@@ -144,6 +145,11 @@ class GroupMatcher(NodeRunner):
         self.strict = plan.strategy in (Strategy.STRICT_CONTIGUITY,
                                         Strategy.PARTITION_CONTIGUITY)
         self._init(plan.root)
+        self._slots: dict[int, tuple[int, ...]] = {}
+        _node_slots(plan.root, self._slots)
+        self.closes = bool(plan.optional_lists & set(plan.order)) or self._empty_items(plan.root)
+        """Does a complete run need :meth:`_closures` (an OR / ANY item can match empty, or a
+        list variable stays unbound until its branch is taken)?"""
         self.empty_B = tuple(
             None if (v not in plan.layout.list_vars or v in plan.optional_lists) else ()
             for v in plan.layout.var_slots)
@@ -480,6 +486,10 @@ class GroupMatcher(NodeRunner):
                      f"out.append(Candidate({B}, min([x[{TS}] for x in rs]), {nr}[3], "
                      f"e[{GPOS}], ets, ewp, tuple(sorted([x[{GPOS}] for x in rs]))))",
                      "nm += 1")
+            elif self.closes:
+                emit(depth + 1, f"for c in complete_all({nr}, e):",
+                     "    out.append(c)",
+                     "    nm += 1")
             else:
                 emit(depth + 1, f"c = complete({nr}, e)",
                      "if c is not None:",
@@ -596,6 +606,7 @@ class GroupMatcher(NodeRunner):
              f"        st.last_wpos = e[{WPOS}]")
         ns: dict[str, Any] = {
             "Candidate": Candidate, "ktrans": self._ktrans, "complete": self._complete,
+            "complete_all": self._complete_all,
             "pend_step": self._pend_step, "arm_run": self._arm_run,
             "arm_buckets": self._arm_buckets, "nots_of": self._nots_of,
             "caps": self._bucket_caps, "empty_B": self.empty_B, "early_ok": _early_ok,
@@ -716,10 +727,15 @@ class GroupMatcher(NodeRunner):
             nr = (s2, B2, ts0, wp0, gp0, e[CPOS])
             _x, done, alive = info(s2)
             if done:
-                c = self._complete(nr, e)
-                if c is not None:
-                    out.append(c)
-                    nm += 1
+                if self.closes:
+                    got = self._complete_all(nr, e)
+                    out.extend(got)
+                    nm += len(got)
+                else:
+                    c = self._complete(nr, e)
+                    if c is not None:
+                        out.append(c)
+                        nm += 1
             if alive:
                 new.append(nr)
         return nm
@@ -732,6 +748,65 @@ class GroupMatcher(NodeRunner):
     def prune(self, st: GroupState) -> None:
         """Drop history no live run or waiting match can need any more."""
         self._prune(st)
+
+    def _empty_items(self, n: Node) -> bool:
+        """Has some OR / ANY under ``n`` an item that can match empty?"""
+        if isinstance(n, Ev):
+            return False
+        if isinstance(n, Rep | Win):
+            return self._empty_items(n.body)
+        if isinstance(n, AnyK) and any(self._done(i, self.init[id(i)]) for i in n.items):
+            return True
+        return any(self._empty_items(i) for i in n.items)
+
+    def _took(self, n: Node, B: tuple[Any, ...]) -> bool:
+        """Did ``n`` bind an event in ``B``?"""
+        return any(B[s] is not None and B[s] != () for s in self._slots[id(n)])
+
+    def _closures(self, n: Node, B: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        """Every way the satisfied node ``n`` closes over the bindings ``B`` of a complete run
+        (docs/semantics.md 2, 3): an OR / ANY chooses its items that bound events plus, to
+        make up ``k``, items that bound none (each choice is its own match); the list
+        variables of a repetition and of a chosen item become ``()`` when they bound nothing.
+        Inside a repetition every list variable is bound, so a repetition closes one way."""
+        if isinstance(n, Ev):
+            return [B] if self._took(n, B) else []
+        if isinstance(n, Win):
+            return self._closures(n.body, B)
+        if isinstance(n, Rep):
+            if n.min > 0 and not self._took(n, B):
+                return []
+            L = list(B)
+            for s in self._slots[id(n)]:
+                if L[s] is None:
+                    L[s] = ()
+            return [tuple(L)]
+        if isinstance(n, Seq | And):
+            outs = [B]
+            for it in n.items:
+                outs = [b2 for b1 in outs for b2 in self._closures(it, b1)]
+            return outs
+        taken = [i for i, it in enumerate(n.items) if self._took(it, B)]
+        spare = [i for i, it in enumerate(n.items)
+                 if i not in taken and self._done(it, self.init[id(it)])]
+        if len(taken) > n.k:
+            return []
+        out: list[tuple[Any, ...]] = []
+        for extra in itertools.combinations(spare, n.k - len(taken)):
+            outs = [B]
+            for i in sorted(taken + list(extra)):
+                outs = [b2 for b1 in outs for b2 in self._closures(n.items[i], b1)]
+            out.extend(outs)
+        return out
+
+    def _complete_all(self, r: tuple[Any, ...], e: Rec) -> list[Candidate]:
+        """The matches of a complete run: one per way it closes (:meth:`_closures`)."""
+        out = []
+        for B in self._closures(self.plan.root, r[1]):
+            c = self._complete(r[:1] + (B,) + r[2:], e)
+            if c is not None:
+                out.append(c)
+        return out
 
     def _complete(self, r: tuple[Any, ...], e: Rec) -> Candidate | None:
         B = r[1]
@@ -953,6 +1028,18 @@ class _Between:
 
 def _gpos_of(item: tuple[Rec, int]) -> int:
     return int(item[0][GPOS])
+
+
+def _node_slots(n: Node, out: dict[int, tuple[int, ...]]) -> tuple[int, ...]:
+    """The binding slots of the variables under each node (by ``id``), filled into ``out``."""
+    if isinstance(n, Ev):
+        got: tuple[int, ...] = (n.slot,)
+    elif isinstance(n, Rep | Win):
+        got = _node_slots(n.body, out)
+    else:
+        got = tuple(s for i in n.items for s in _node_slots(i, out))
+    out[id(n)] = got
+    return got
 
 
 def _has_win(n: Node) -> bool:
