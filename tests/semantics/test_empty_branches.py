@@ -2,12 +2,14 @@
 ``*`` repetition, or a SEQ of them) is a branch like any other, and the list variables of a
 taken branch that bound nothing are ``[]``, never unbound. Conformance cases on every backend
 and plan, then a random differential of every plan against the oracle over patterns with OR,
-ANY and repetitions that may repeat zero times (``KLEENE_DIFF_CASES`` seeds; 120 by default)."""
+ANY and repetitions that may repeat zero times (``KLEENE_DIFF_CASES`` seeds, 120 by default;
+``KLEENE_DIFF_SECONDS`` caps a long run)."""
 
 from __future__ import annotations
 
 import os
 import random
+import time
 
 import pytest
 
@@ -16,6 +18,7 @@ from kleene.backends import BackendFn
 from kleene.errors import InputError, QueryValidationError
 from kleene.events import EventBatch
 from kleene.plans import plan_names
+from kleene.testing.oracle import OracleLimitError
 from kleene.testing.timeline import Case, case
 
 CASES = [
@@ -87,6 +90,8 @@ def test_empty_branches(backend: BackendFn, c: Case) -> None:
 # --- random differential --------------------------------------------------------------------
 
 RANDOM_CASES = int(os.environ.get("KLEENE_DIFF_CASES", "120"))
+RANDOM_SECONDS = float(os.environ.get("KLEENE_DIFF_SECONDS", "inf"))
+"""Long run (as test_differential.py): stop drawing seeds after this many seconds."""
 TYPES = ("A", "B", "C")
 
 
@@ -164,8 +169,12 @@ def test_plans_agree_with_the_oracle_on_empty_branches() -> None:
     """Every plan that runs a drawn query equals the oracle; pda runs most of them."""
     bad: list[str] = []
     ran = dict.fromkeys(plan_names(), 0)
-    valid = 0
+    valid = drawn = 0
+    started = time.perf_counter()
     for seed in range(RANDOM_CASES):
+        if time.perf_counter() - started > RANDOM_SECONDS:
+            break
+        drawn += 1
         rng = random.Random(seed)
         q = _query(rng)
         streams = [_stream(rng) for _ in range(3)]
@@ -173,6 +182,8 @@ def test_plans_agree_with_the_oracle_on_empty_branches() -> None:
             wants = [_outcome(q, events, engine="oracle") for events in streams]
         except QueryValidationError:
             continue  # e.g. a pattern that can match without any event
+        except OracleLimitError:
+            continue  # too many partial matches for the brute-force reference
         valid += 1
         for events, want in zip(streams, wants, strict=True):
             for plan in ran:
@@ -185,4 +196,4 @@ def test_plans_agree_with_the_oracle_on_empty_branches() -> None:
                 if got != want:
                     bad.append(f"{plan} seed {seed}: {q}\n  oracle: {want}\n  {plan}: {got}")
     assert not bad, f"{len(bad)} disagreements:\n" + "\n".join(bad[:8])
-    assert valid > RANDOM_CASES // 3 and ran["pda"] > valid, (valid, ran)
+    assert valid > drawn // 3 and ran["pda"] > valid, (valid, ran)
