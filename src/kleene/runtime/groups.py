@@ -147,9 +147,11 @@ class GroupMatcher(NodeRunner):
         self._init(plan.root)
         self._slots: dict[int, tuple[int, ...]] = {}
         _node_slots(plan.root, self._slots)
-        self.closes = bool(plan.optional_lists & set(plan.order)) or self._empty_items(plan.root)
+        self._open: dict[int, bool] = {}
+        self._fills: dict[int, tuple[tuple[int, ...], ...]] = {}
+        self.closes = self._needs_close(plan.root, plan.optional_lists)
         """Does a complete run need :meth:`_closures` (an OR / ANY item can match empty, or a
-        list variable stays unbound until its branch is taken)?"""
+        list variable unbound until its branch is taken may take no event in that branch)?"""
         self.empty_B = tuple(
             None if (v not in plan.layout.list_vars or v in plan.optional_lists) else ()
             for v in plan.layout.var_slots)
@@ -749,15 +751,25 @@ class GroupMatcher(NodeRunner):
         """Drop history no live run or waiting match can need any more."""
         self._prune(st)
 
-    def _empty_items(self, n: Node) -> bool:
-        """Has some OR / ANY under ``n`` an item that can match empty?"""
+    def _needs_close(self, n: Node, optional: frozenset[str]) -> bool:
+        """Can the bindings of a complete run differ from its match under ``n`` (filled into
+        ``self._open`` per node): an OR / ANY item that can match empty, or a repetition over
+        optional list variables that can bind none of them (it may repeat zero times, or an
+        OR / ANY inside it leaves some unbound)?"""
         if isinstance(n, Ev):
-            return False
-        if isinstance(n, Rep | Win):
-            return self._empty_items(n.body)
-        if isinstance(n, AnyK) and any(self._done(i, self.init[id(i)]) for i in n.items):
-            return True
-        return any(self._empty_items(i) for i in n.items)
+            got = False
+        elif isinstance(n, Win):
+            got = self._needs_close(n.body, optional)
+        elif isinstance(n, Rep):
+            inner = self._needs_close(n.body, optional)
+            got = inner or (any(v in optional for v in _node_vars(n))
+                            and (n.min == 0 or _has_any(n.body)))
+        else:
+            kids = [self._needs_close(i, optional) for i in n.items]
+            got = any(kids) or (isinstance(n, AnyK) and any(
+                self._done(i, self.init[id(i)]) for i in n.items))
+        self._open[id(n)] = got
+        return got
 
     def _took(self, n: Node, B: tuple[Any, ...]) -> bool:
         """Did ``n`` bind an event in ``B``?"""
@@ -769,8 +781,8 @@ class GroupMatcher(NodeRunner):
         make up ``k``, items that bound none (each choice is its own match); the list
         variables of a repetition and of a chosen item become ``()`` when they bound nothing.
         Inside a repetition every list variable is bound, so a repetition closes one way."""
-        if isinstance(n, Ev):
-            return [B] if self._took(n, B) else []
+        if not self._open[id(n)]:
+            return [B]  # satisfied (the run is complete) and nothing to choose or fill
         if isinstance(n, Win):
             return self._closures(n.body, B)
         if isinstance(n, Rep):
@@ -800,9 +812,28 @@ class GroupMatcher(NodeRunner):
         return out
 
     def _complete_all(self, r: tuple[Any, ...], e: Rec) -> list[Candidate]:
-        """The matches of a complete run: one per way it closes (:meth:`_closures`)."""
+        """The matches of a complete run: one per way it closes (:meth:`_closures`). The
+        ways depend only on which positive variables took an event: memoised per that mask,
+        as the slots each way sets to ``()``."""
+        B0 = r[1]
+        mask = 0
+        for s in range(self.npos):
+            x = B0[s]
+            if x is not None and x != ():
+                mask |= 1 << s
+        fills = self._fills.get(mask)
+        if fills is None:
+            fills = tuple(tuple(s for s in range(self.npos) if B0[s] is None and b[s] == ())
+                          for b in self._closures(self.plan.root, B0))
+            self._fills[mask] = fills
         out = []
-        for B in self._closures(self.plan.root, r[1]):
+        for fill in fills:
+            B = B0
+            if fill:
+                L = list(B0)
+                for s in fill:
+                    L[s] = ()
+                B = tuple(L)
             c = self._complete(r[:1] + (B,) + r[2:], e)
             if c is not None:
                 out.append(c)
@@ -1040,6 +1071,26 @@ def _node_slots(n: Node, out: dict[int, tuple[int, ...]]) -> tuple[int, ...]:
         got = tuple(s for i in n.items for s in _node_slots(i, out))
     out[id(n)] = got
     return got
+
+
+def _node_vars(n: Node) -> list[str]:
+    """The variables under ``n``."""
+    if isinstance(n, Ev):
+        return [n.var]
+    if isinstance(n, Rep | Win):
+        return _node_vars(n.body)
+    return [v for i in n.items for v in _node_vars(i)]
+
+
+def _has_any(n: Node) -> bool:
+    """Is there an OR / ANY under ``n``?"""
+    if isinstance(n, AnyK):
+        return True
+    if isinstance(n, Ev):
+        return False
+    if isinstance(n, Rep | Win):
+        return _has_any(n.body)
+    return any(_has_any(i) for i in n.items)
 
 
 def _has_win(n: Node) -> bool:
