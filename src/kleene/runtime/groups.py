@@ -798,6 +798,7 @@ class GroupMatcher(NodeRunner):
             for it in n.items:
                 outs = [b2 for b1 in outs for b2 in self._closures(it, b1)]
             return outs
+        assert isinstance(n, AnyK)  # an event is never open
         taken = [i for i, it in enumerate(n.items) if self._took(it, B)]
         spare = [i for i, it in enumerate(n.items)
                  if i not in taken and self._done(it, self.init[id(it)])]
