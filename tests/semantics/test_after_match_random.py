@@ -11,7 +11,7 @@ import random
 import pytest
 
 import kleene
-from kleene.errors import EngineError, InputError, QueryValidationError
+from kleene.errors import InputError, QueryValidationError
 from kleene.events import EventBatch
 
 VARS = "abcdef"
@@ -86,6 +86,4 @@ def test_plans_agree_with_the_oracle(seed: int) -> None:
             continue  # the plan does not support the pattern's shape; it says why
         ran += 1
         assert _outcome(q, events, plan=plan) == want, (plan, q)
-    if ran == 0:  # only the oracle runs it, and the engine says why
-        with pytest.raises(EngineError, match="OR branch that can bind no event or holds an optional"):
-            kleene.compile(q)
+    assert ran > 0, ("no plan runs", q)  # pda runs every SEQ / OR / Kleene shape drawn here

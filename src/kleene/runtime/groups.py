@@ -17,6 +17,7 @@ has passed.
 from __future__ import annotations
 
 import bisect
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,7 +25,7 @@ from typing import Any
 from ..codegen import build
 from ..plan.blocks import GroupPlan
 from ..plan.layout import CPOS, GPOS, TS, WPOS
-from ..plan.nodes import Ev, Node, Rep, Win
+from ..plan.nodes import And, AnyK, Ev, Node, Rep, Seq, Win
 from ..vocab import Strategy
 from .candidate import Candidate, cand_state, output_sort_key
 from .caps import event_caps
@@ -144,6 +145,13 @@ class GroupMatcher(NodeRunner):
         self.strict = plan.strategy in (Strategy.STRICT_CONTIGUITY,
                                         Strategy.PARTITION_CONTIGUITY)
         self._init(plan.root)
+        self._slots: dict[int, tuple[int, ...]] = {}
+        _node_slots(plan.root, self._slots)
+        self._open: dict[int, bool] = {}
+        self._fills: dict[int, tuple[tuple[int, ...], ...]] = {}
+        self.closes = self._needs_close(plan.root, plan.optional_lists)
+        """Does a complete run need :meth:`_closures` (an OR / ANY item can match empty, or a
+        list variable unbound until its branch is taken may take no event in that branch)?"""
         self.empty_B = tuple(
             None if (v not in plan.layout.list_vars or v in plan.optional_lists) else ()
             for v in plan.layout.var_slots)
@@ -480,6 +488,10 @@ class GroupMatcher(NodeRunner):
                      f"out.append(Candidate({B}, min([x[{TS}] for x in rs]), {nr}[3], "
                      f"e[{GPOS}], ets, ewp, tuple(sorted([x[{GPOS}] for x in rs]))))",
                      "nm += 1")
+            elif self.closes:
+                emit(depth + 1, f"for c in complete_all({nr}, e):",
+                     "    out.append(c)",
+                     "    nm += 1")
             else:
                 emit(depth + 1, f"c = complete({nr}, e)",
                      "if c is not None:",
@@ -596,6 +608,7 @@ class GroupMatcher(NodeRunner):
              f"        st.last_wpos = e[{WPOS}]")
         ns: dict[str, Any] = {
             "Candidate": Candidate, "ktrans": self._ktrans, "complete": self._complete,
+            "complete_all": self._complete_all,
             "pend_step": self._pend_step, "arm_run": self._arm_run,
             "arm_buckets": self._arm_buckets, "nots_of": self._nots_of,
             "caps": self._bucket_caps, "empty_B": self.empty_B, "early_ok": _early_ok,
@@ -716,10 +729,15 @@ class GroupMatcher(NodeRunner):
             nr = (s2, B2, ts0, wp0, gp0, e[CPOS])
             _x, done, alive = info(s2)
             if done:
-                c = self._complete(nr, e)
-                if c is not None:
-                    out.append(c)
-                    nm += 1
+                if self.closes:
+                    got = self._complete_all(nr, e)
+                    out.extend(got)
+                    nm += len(got)
+                else:
+                    c = self._complete(nr, e)
+                    if c is not None:
+                        out.append(c)
+                        nm += 1
             if alive:
                 new.append(nr)
         return nm
@@ -732,6 +750,95 @@ class GroupMatcher(NodeRunner):
     def prune(self, st: GroupState) -> None:
         """Drop history no live run or waiting match can need any more."""
         self._prune(st)
+
+    def _needs_close(self, n: Node, optional: frozenset[str]) -> bool:
+        """Can the bindings of a complete run differ from its match under ``n`` (filled into
+        ``self._open`` per node): an OR / ANY item that can match empty, or a repetition over
+        optional list variables that can bind none of them (it may repeat zero times, or an
+        OR / ANY inside it leaves some unbound)?"""
+        if isinstance(n, Ev):
+            got = False
+        elif isinstance(n, Win):
+            got = self._needs_close(n.body, optional)
+        elif isinstance(n, Rep):
+            inner = self._needs_close(n.body, optional)
+            got = inner or (any(v in optional for v in _node_vars(n))
+                            and (n.min == 0 or _has_any(n.body)))
+        else:
+            kids = [self._needs_close(i, optional) for i in n.items]
+            got = any(kids) or (isinstance(n, AnyK) and any(
+                self._done(i, self.init[id(i)]) for i in n.items))
+        self._open[id(n)] = got
+        return got
+
+    def _took(self, n: Node, B: tuple[Any, ...]) -> bool:
+        """Did ``n`` bind an event in ``B``?"""
+        return any(B[s] is not None and B[s] != () for s in self._slots[id(n)])
+
+    def _closures(self, n: Node, B: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        """Every way the satisfied node ``n`` closes over the bindings ``B`` of a complete run
+        (docs/semantics.md 2, 3): an OR / ANY chooses its items that bound events plus, to
+        make up ``k``, items that bound none (each choice is its own match); the list
+        variables of a repetition and of a chosen item become ``()`` when they bound nothing.
+        Inside a repetition every list variable is bound, so a repetition closes one way."""
+        if not self._open[id(n)]:
+            return [B]  # satisfied (the run is complete) and nothing to choose or fill
+        if isinstance(n, Win):
+            return self._closures(n.body, B)
+        if isinstance(n, Rep):
+            if n.min > 0 and not self._took(n, B):
+                return []
+            L = list(B)
+            for s in self._slots[id(n)]:
+                if L[s] is None:
+                    L[s] = ()
+            return [tuple(L)]
+        if isinstance(n, Seq | And):
+            outs = [B]
+            for it in n.items:
+                outs = [b2 for b1 in outs for b2 in self._closures(it, b1)]
+            return outs
+        assert isinstance(n, AnyK)  # an event is never open
+        taken = [i for i, it in enumerate(n.items) if self._took(it, B)]
+        spare = [i for i, it in enumerate(n.items)
+                 if i not in taken and self._done(it, self.init[id(it)])]
+        if len(taken) > n.k:
+            return []
+        out: list[tuple[Any, ...]] = []
+        for extra in itertools.combinations(spare, n.k - len(taken)):
+            outs = [B]
+            for i in sorted(taken + list(extra)):
+                outs = [b2 for b1 in outs for b2 in self._closures(n.items[i], b1)]
+            out.extend(outs)
+        return out
+
+    def _complete_all(self, r: tuple[Any, ...], e: Rec) -> list[Candidate]:
+        """The matches of a complete run: one per way it closes (:meth:`_closures`). The
+        ways depend only on which positive variables took an event: memoised per that mask,
+        as the slots each way sets to ``()``."""
+        B0 = r[1]
+        mask = 0
+        for s in range(self.npos):
+            x = B0[s]
+            if x is not None and x != ():
+                mask |= 1 << s
+        fills = self._fills.get(mask)
+        if fills is None:
+            fills = tuple(tuple(s for s in range(self.npos) if B0[s] is None and b[s] == ())
+                          for b in self._closures(self.plan.root, B0))
+            self._fills[mask] = fills
+        out = []
+        for fill in fills:
+            B = B0
+            if fill:
+                L = list(B0)
+                for s in fill:
+                    L[s] = ()
+                B = tuple(L)
+            c = self._complete(r[:1] + (B,) + r[2:], e)
+            if c is not None:
+                out.append(c)
+        return out
 
     def _complete(self, r: tuple[Any, ...], e: Rec) -> Candidate | None:
         B = r[1]
@@ -953,6 +1060,38 @@ class _Between:
 
 def _gpos_of(item: tuple[Rec, int]) -> int:
     return int(item[0][GPOS])
+
+
+def _node_slots(n: Node, out: dict[int, tuple[int, ...]]) -> tuple[int, ...]:
+    """The binding slots of the variables under each node (by ``id``), filled into ``out``."""
+    if isinstance(n, Ev):
+        got: tuple[int, ...] = (n.slot,)
+    elif isinstance(n, Rep | Win):
+        got = _node_slots(n.body, out)
+    else:
+        got = tuple(s for i in n.items for s in _node_slots(i, out))
+    out[id(n)] = got
+    return got
+
+
+def _node_vars(n: Node) -> list[str]:
+    """The variables under ``n``."""
+    if isinstance(n, Ev):
+        return [n.var]
+    if isinstance(n, Rep | Win):
+        return _node_vars(n.body)
+    return [v for i in n.items for v in _node_vars(i)]
+
+
+def _has_any(n: Node) -> bool:
+    """Is there an OR / ANY under ``n``?"""
+    if isinstance(n, AnyK):
+        return True
+    if isinstance(n, Ev):
+        return False
+    if isinstance(n, Rep | Win):
+        return _has_any(n.body)
+    return any(_has_any(i) for i in n.items)
 
 
 def _has_win(n: Node) -> bool:

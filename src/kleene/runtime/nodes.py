@@ -60,13 +60,17 @@ class NodeRunner:
         if isinstance(n, And):
             return all(self._done(i, x) for i, x in zip(n.items, s, strict=True))
         if isinstance(n, AnyK):
-            chosen = 0
+            # k items chosen: the started ones (all done) and, for the rest, items that can
+            # match empty (docs/semantics.md 3: an empty branch is a branch like any other)
+            chosen = empty = 0
             for i, x in zip(n.items, s, strict=True):
                 if x != self.init[id(i)]:
                     if not self._done(i, x):
                         return False
                     chosen += 1
-            return chosen == n.k
+                elif self._done(i, x):
+                    empty += 1
+            return chosen <= n.k <= chosen + empty
         if isinstance(n, Rep):
             count, cs = s
             if cs is not None:

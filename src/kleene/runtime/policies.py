@@ -138,14 +138,17 @@ class Policies:
             rec = next(r for x in c.B[:nvars] for r in _recs(x))
             key = tuple(rec[s] for s in slots)
             groups.setdefault(key, {}).setdefault(c.first_wpos, []).append(c)
-        keys: dict[tuple[str, ...], tuple[int, ...]] = {}
+        keys: dict[tuple[tuple[str, ...], frozenset[str]], tuple[int, ...]] = {}
 
         def prefer(c: Candidate) -> tuple[int, ...]:
             seq = tuple(v for _w, v in sorted(
                 (r[WPOS], names[i]) for i, x in enumerate(c.B[:nvars]) for r in _recs(x)))
-            k = keys.get(seq)
+            # the OR branches the match took: the same rows may be mapped through an OR
+            # branch that binds no row, or through another (docs/semantics.md 2, 19)
+            bound = frozenset(names[i] for i, x in enumerate(c.B[:nvars]) if x is not None)
+            k = keys.get((seq, bound))
             if k is None:
-                k = keys[seq] = preference_key(am.pattern, seq)
+                k = keys[(seq, bound)] = preference_key(am.pattern, seq, bound)
             return k
 
         chosen: set[int] = set()
@@ -365,12 +368,15 @@ class Policies:
         return Match(plan.name, binds, c.first_ts, c.last_ts, values)
 
 
-def preference_key(node: PreferNode, seq: tuple[str, ...]) -> tuple[int, ...]:
+def preference_key(node: PreferNode, seq: tuple[str, ...],
+                   bound: frozenset[str] | None = None) -> tuple[int, ...]:
     """SQL's preference rank of a match whose rows are classified as ``seq`` (the variable
     of each row, in row order): the choices of the first parse of ``seq`` by ``node`` in
     backtracking order, each coded so that the preferred option is smaller (OR: the branch
     index; greedy: another repetition 0, stop 1; reluctant: stop 0, another 1). Comparing
-    two matches' keys as tuples is comparing them in preference order."""
+    two matches' keys as tuples is comparing them in preference order. ``bound``: the match's
+    bound variables; an OR then parses only through branches with a bound variable (a
+    branch that binds no row is taken or not)."""
     n = len(seq)
 
     def parse(p: PreferNode, i: int) -> Iterator[tuple[int, tuple[int, ...]]]:
@@ -382,6 +388,8 @@ def preference_key(node: PreferNode, seq: tuple[str, ...]) -> tuple[int, ...]:
             yield from parse_seq(p[1], 0, i)
         elif kind == "o":
             for k, item in enumerate(p[1]):
+                if bound is not None and bound.isdisjoint(_prefer_vars(item)):
+                    continue
                 for j, d in parse(item, i):
                     yield j, (k, *d)
         else:
@@ -415,7 +423,18 @@ def preference_key(node: PreferNode, seq: tuple[str, ...]) -> tuple[int, ...]:
     for j, d in parse(node, 0):
         if j == n:
             return d
+    if bound is not None:
+        return preference_key(node, seq)
     raise AssertionError(f"no parse of {seq} by the pattern")
+
+
+def _prefer_vars(p: PreferNode) -> frozenset[str]:
+    """The variables of a preference-order node."""
+    if p[0] == "e":
+        return frozenset((p[1],))
+    if p[0] == "k":
+        return _prefer_vars(p[1])
+    return frozenset().union(*(_prefer_vars(i) for i in p[1]))
 
 
 def bindings_builder(plan: Any) -> tuple[Any, Any] | None:
