@@ -36,7 +36,8 @@ def test_logical_blocks_are_explained() -> None:
 
 
 def test_logical_blocks_as_dot_tree() -> None:
-    dot = explain(analyze("PATTERN SEQ(AND(A a, B b), C c) WITHIN 2 seconds"), dot=True)
+    dot = explain(analyze("PATTERN SEQ(AND(A a, B b), C c) WITHIN 2 seconds"), dot=True,
+                  plan="pda")
     assert dot.startswith("digraph kleene {")
     assert '[label="AND block (pushdown: proceed when all 2 items hold)"]' in dot
     assert '[label="take C c", shape=ellipse]' in dot

@@ -96,9 +96,7 @@ def _compile(analyzed: AnalyzedQuery) -> GroupPlan:
 
 
 def _matcher(cp: CompiledPlan, options: MatcherOptions) -> Any:
-    m: Any = GroupMatcher(cp.plan, max_runs=options.max_runs, on_cap=options.on_cap)
-    m.max_matches_per_call = options.max_matches_per_call
-    return m
+    return GroupMatcher(cp.plan, options)
 
 
 PLAN = PlanKind(

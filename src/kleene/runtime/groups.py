@@ -29,10 +29,13 @@ from ..plan.nodes import And, AnyK, Ev, Node, Rep, Seq, Win
 from ..vocab import Strategy
 from .candidate import Candidate, cand_state, output_sort_key
 from .caps import event_caps
+from .matcher import MatcherOptions
 from .nodes import NodeRunner, decidable_early
 from .nodes import all_true as _all_true
 from .nodes import bind as _bind
 from .nodes import flatten as _flatten
+
+_DEFAULTS = MatcherOptions()
 
 Rec = tuple[Any, ...]
 _INF = 1 << 62
@@ -130,12 +133,13 @@ class _NegVar:
 class GroupMatcher(NodeRunner):
     """The run loop and the checks of a group plan (same interface as LinearMatcher)."""
 
-    def __init__(self, plan: GroupPlan, *, max_runs: int | None = None,
-                 on_cap: str = "error") -> None:
+    def __init__(self, plan: GroupPlan, options: MatcherOptions = _DEFAULTS) -> None:
         super().__init__()
         self.plan = plan
-        self.max_runs = max_runs
-        self.on_cap = on_cap
+        self.max_runs = options.max_runs
+        self.on_cap = options.on_cap
+        self.max_matches_per_call = options.max_matches_per_call
+        """The runtime's matches-per-call cap (for messages)."""
         self.truncated_runs = 0
         self.truncated_matches = 0
         self.kernel = None

@@ -129,11 +129,6 @@ class UnionMatcher:
         """The runtime's matches-per-call cap (the same in every branch)."""
         return self.branches[0].max_matches_per_call
 
-    @max_matches_per_call.setter
-    def max_matches_per_call(self, value: int | None) -> None:
-        for m in self.branches:
-            m.max_matches_per_call = value
-
     def process(self, st: UnionState, recs: list[Any], bits: list[int],
                 out: list[Candidate], max_matches: int | None,
                 budget: int | None = None) -> None:
