@@ -318,6 +318,8 @@ class Query:
     """``AFTER MATCH SKIP ...`` (docs/semantics.md 19); None: kleene's own matching."""
     source: str = field(default="", compare=False, repr=False, kw_only=True)
     """The text the query was parsed from (for error rendering); empty for builder queries."""
+    timeouts: bool = field(default=False, kw_only=True)
+    """``EMIT ... TIMEOUTS``: also output the timed-out partial matches (docs/semantics.md 19)."""
 
 
 Node = Expr | Pattern | Window | Index | Pick | Consume | AfterMatch | ReturnItem | Query

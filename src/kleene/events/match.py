@@ -21,6 +21,11 @@ class Match:
     (empty for a ``*`` that matched nothing). Negated variables and variables of an OR branch
     not taken are absent. ``start`` / ``end`` are the internal (microsecond) timestamps of the
     first and last positive events; ``values`` holds the RETURN fields in order.
+
+    A *timed-out partial match* (``EMIT ... TIMEOUTS``, docs/semantics.md 19) is a ``Match``
+    with ``expired`` set: the time (microseconds) its window expired, ts(first) + W. Its
+    ``bindings`` are the variables the partial match bound (later components are absent) and
+    its ``values`` are empty.
     """
 
     query: str
@@ -28,17 +33,32 @@ class Match:
     start: int
     end: int
     values: Mapping[str, Any] = field(default_factory=dict)
+    expired: int | None = None
+    """Set on a timed-out partial match only: when its window expired (microseconds)."""
 
     def key(self) -> tuple[Any, ...]:
         """A hashable, comparable identity of the match (for tests and diffs)."""
-        return (self.query, tuple(self.bindings.items()), self.start, self.end,
+        base = (self.query, tuple(self.bindings.items()), self.start, self.end,
                 tuple(self.values.items()))
+        return base if self.expired is None else (*base, self.expired)
 
     def to_record(self, time: TimeInfo) -> dict[str, Any]:
         """The JSON Lines record, the contract other tools rely on::
 
             {"query": ..., "match": {"a": 3, "b": [4, 5]}, "start": ..., "end": ..., "values": {...}}
+
+        A timed-out partial match has ``"expired"`` (the time its window expired) instead of
+        ``"values"``.
         """
+        if self.expired is not None:
+            return {
+                "query": self.query,
+                "match": {k: (list(v) if isinstance(v, tuple) else v)
+                          for k, v in self.bindings.items()},
+                "start": time.to_output(self.start),
+                "end": time.to_output(self.end),
+                "expired": time.to_output(self.expired),
+            }
         return {
             "query": self.query,
             "match": {k: (list(v) if isinstance(v, tuple) else v)

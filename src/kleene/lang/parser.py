@@ -293,10 +293,15 @@ class Parser:
         f["consume"] = self.parse_consume_body(start)
 
     def clause_emit(self, f: dict[str, object]) -> None:
-        """``EMIT ALL|RECENT|COVERAGE``."""
+        """``EMIT ALL|RECENT|COVERAGE [TIMEOUTS]`` or ``EMIT TIMEOUTS``."""
         self.advance()
+        if self.accept_kw("TIMEOUTS"):
+            f["timeouts"] = True
+            return
         t = self.expect_kw("ALL", "RECENT", "COVERAGE")
         f["emit"] = ast.Emit(t.value.lower())
+        if self.accept_kw("TIMEOUTS"):
+            f["timeouts"] = True
 
     def clause_after(self, f: dict[str, object]) -> None:
         """``AFTER MATCH SKIP TO NEXT ROW | PAST LAST ROW | TO FIRST v | TO LAST v``."""

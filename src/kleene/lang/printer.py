@@ -114,8 +114,9 @@ def to_text(q: ast.Query) -> str:
             lines.append("CONSUME ALL")
         else:
             lines.append("CONSUME " + ", ".join(name_text(v) for v in q.consume.vars))
-    if q.emit is not None:
-        lines.append(f"EMIT {q.emit.value.upper()}")
+    if q.emit is not None or q.timeouts:
+        emit = [] if q.emit is None else [q.emit.value.upper()]
+        lines.append(" ".join(["EMIT", *emit, *(["TIMEOUTS"] if q.timeouts else [])]))
     if q.after_match is not None:
         am = q.after_match
         target = f" {name_text(am.var)}" if am.var is not None else ""

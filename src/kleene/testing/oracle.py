@@ -1611,6 +1611,151 @@ def _after_match(prep: _Prepared, part: list[_Event], cands: list[_Cand]) -> lis
     return out
 
 
+# ---------------------------------------------------------------------------------------------
+# Timed-out partial matches (§20)
+# ---------------------------------------------------------------------------------------------
+
+
+def _prefixes(prep: _Prepared, part: list[_Event], comps: list[_Comp]
+              ) -> Iterator[tuple[dict[str, Bound], frozenset[int], int]]:
+    """Every prefix binding of §20 (``(bindings, positions, j)``, cj the last component bound),
+    with the query window and equivalence used only as sound pruning."""
+    aq = prep.aq
+    assert aq.within is not None
+    count = 0
+
+    def ok(poss: frozenset[int]) -> bool:
+        nonlocal count
+        count += 1
+        if count > MAX_CANDIDATES:
+            raise OracleLimitError(
+                f"the oracle enumerated more than {MAX_CANDIDATES} partial matches; it is a "
+                f"brute-force reference for tiny inputs — use another --engine")
+        assert aq.within is not None
+        if not _span_ok(aq.within, poss, part):
+            return False
+        return not prep.equivalence or len(
+            {_equiv_value(part[i], prep.equivalence) for i in poss}) <= 1
+
+    def options(c: _Comp, last: int) -> Iterator[tuple[str, Bound, tuple[int, ...]]]:
+        after = range(last + 1, len(part))
+        if not c.is_list:
+            for v, t in zip(c.vars, c.types, strict=True):
+                for i in after:
+                    if t is None or part[i].type == t:
+                        yield v, i, (i,)
+            return
+        v, t = c.vars[0], c.types[0]
+        cands = [i for i in after if t is None or part[i].type == t]
+        top = len(cands) if c.max is None else min(c.max, len(cands))
+        for n in range(1, top + 1):
+            for combo in itertools.combinations(cands, n):
+                yield v, combo, combo
+
+    def rec(k: int, binds: dict[str, Bound], last: int, poss: frozenset[int]
+            ) -> Iterator[tuple[dict[str, Bound], frozenset[int], int]]:
+        c = comps[k]
+        for v, b, ps in options(c, last):
+            p2 = poss | frozenset(ps)
+            if not ok(p2):
+                continue
+            b2 = {**binds, v: b}
+            yield b2, p2, k
+            if k + 1 < len(comps) and len(ps) >= c.min:
+                yield from rec(k + 1, b2, max(ps), p2)
+        if c.is_list and c.min == 0 and k + 1 < len(comps):
+            yield from rec(k + 1, {**binds, c.vars[0]: ()}, last, poss)
+
+    yield from rec(0, {}, -1, frozenset())
+
+
+def _extends(q: Mapping[str, Bound], qpos: frozenset[int], p: Mapping[str, Bound],
+             ppos: frozenset[int]) -> bool:
+    """Does Q extend P (§20): P's bindings kept (lists as prefixes), the rest after P?"""
+    if qpos == ppos or not qpos > ppos:
+        return False
+    for v, b in p.items():
+        if v not in q:
+            return False
+        if isinstance(b, tuple):
+            qb = q[v]
+            if not isinstance(qb, tuple) or qb[:len(b)] != b:
+                return False
+        elif q[v] != b:
+            return False
+    return min(qpos - ppos) > max(ppos)
+
+
+def _timeouts(prep: _Prepared, part: list[_Event], matches: list[_Cand]) -> list[_Found]:
+    """The timed-out partial matches of one partition (§20), as found entries with T."""
+    aq = prep.aq
+    assert aq.within is not None
+    W = aq.within.microseconds
+    comps = _stnm_components(aq.pattern)
+    windows = {id(w): (w, scope) for c in comps for w, scope in c.windows}
+    partial: list[tuple[dict[str, Bound], frozenset[int]]] = []
+    match_binds = [dict(m.bindings) for m in matches]
+    for binds, poss, j in _prefixes(prep, part, comps):
+        if not all(_span_ok(w, _bound_positions(scope, binds), part)
+                   for w, scope in windows.values()):
+            continue
+        cj = comps[j]
+        env = _Env(part, binds, aq.udfs)
+        if not all(_eval_conjunct(c, env) is True for c in prep.positive
+                   if not (cj.is_list and _is_closing(c, cj.vars[0]))):
+            continue
+        if not _strategy_ok(prep, _Cand(part, binds, poss)):
+            continue
+        full = {**binds, **{c.vars[0]: () for c in comps[j + 1:] if c.is_list and c.min == 0}}
+        if all(c.is_list and c.min == 0 for c in comps[j + 1:]) and full in match_binds:
+            continue  # P is itself a match
+        partial.append((binds, poss))
+    grown = [(dict(m.bindings), frozenset(m.positions)) for m in matches] + partial
+    contiguity = aq.strategy in (ast.Strategy.STRICT_CONTIGUITY,
+                                 ast.Strategy.PARTITION_CONTIGUITY)
+    out = []
+    for binds, poss in partial:
+        if any(_extends(q, qpos, binds, poss) for q, qpos in grown):
+            continue
+        expires = part[min(poss)].ts + W
+        if contiguity:
+            last = max(poss)
+            nxt = range(last + 1, len(part))
+            if aq.strategy is ast.Strategy.PARTITION_CONTIGUITY and prep.equivalence:
+                value = _equiv_value(part[last], prep.equivalence)
+                nxt = [i for i in nxt if _equiv_value(part[i], prep.equivalence) == value]
+            if any(part[i].ts <= expires for i in list(nxt)[:1]):
+                continue  # killed by the next event of its sub-stream before it expired
+        cand = _Cand(part, binds, poss)
+        gbind = {v: tuple(part[x].gpos for x in _elements(b)) for v, b in binds.items()}
+        out.append(_Found(cand, gbind, tuple(sorted(part[x].gpos for x in poss))))
+    return out
+
+
+def _timeout_matches(prep: _Prepared, found: list[_Found]) -> list[Match]:
+    """Timed-out partial matches as output (§20): by expiry time, then §10."""
+    aq = prep.aq
+    assert aq.within is not None
+    W = aq.within.microseconds
+
+    def expiry(f: _Found) -> int:
+        return f.cand.events[min(f.cand.positions)].ts + W
+
+    out = []
+    for _t, group in itertools.groupby(sorted(found, key=expiry), key=expiry):
+        for f in _sort_output(list(group), prep.order):
+            evs = f.cand.events
+            ts = [evs[x].ts for x in f.cand.positions]
+            bindings: dict[str, Any] = {}
+            for v in prep.order:
+                if v in f.cand.bindings:
+                    b = f.cand.bindings[v]
+                    bindings[v] = (tuple(evs[x].id for x in b) if isinstance(b, tuple)
+                                   else evs[b].id)
+            out.append(Match(aq.name, bindings, min(ts), max(ts), {}, expiry(f)))
+    return out
+
+
 def evaluate(analyzed: AnalyzedQuery, events: EventBatch) -> list[Match]:
     """Every match of ``analyzed`` over ``events``, after policies, in output order.
 
@@ -1624,13 +1769,16 @@ def evaluate(analyzed: AnalyzedQuery, events: EventBatch) -> list[Match]:
     prep = _prepare(analyzed)
     found: list[_Found] = []
     numbers: dict[int, int] = {}
+    timed_out: list[_Found] = []
     grouping = analyzed.strategy is ast.Strategy.MAXIMAL_GROUPING
     for part in _partitions(_load(events), analyzed.partition_by):
         cands: Iterable[_Cand] = (_grouped(prep, part) if grouping
-                                  else _candidates(prep, part))
+                                  else list(_candidates(prep, part)))
         if analyzed.query.after_match is not None:
             cands = _after_match(prep, part, list(cands))
             numbers.update((id(c), k) for k, c in enumerate(cands, 1))  # §19: per partition
+        if analyzed.query.timeouts:
+            timed_out += _timeouts(prep, part, list(cands))
         for cand in cands:
             gbind = {v: tuple(part[x].gpos for x in _elements(b))
                      for v, b in cand.bindings.items()}
@@ -1663,6 +1811,11 @@ def evaluate(analyzed: AnalyzedQuery, events: EventBatch) -> list[Match]:
                                else evs[b].id)
         out.append(Match(analyzed.name, bindings, start, end,
                          _return_values(prep, f, start, end, numbers)))
+    if analyzed.query.timeouts:
+        # one sequence (§20): a timeout with expiry T after the matches completed at ts <= T
+        out = sorted(out + _timeout_matches(prep, timed_out),
+                     key=lambda m: (m.end if m.expired is None else m.expired,
+                                    m.expired is not None))
     return out
 
 

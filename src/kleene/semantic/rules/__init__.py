@@ -9,7 +9,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from . import after_match, composition, functions, kleene, names, negation, strategy, types, windows
+from . import (
+    after_match,
+    composition,
+    functions,
+    kleene,
+    names,
+    negation,
+    strategy,
+    timeouts,
+    types,
+    windows,
+)
 from .context import Context
 
 Rule = Callable[[Context], None]
@@ -24,6 +35,7 @@ RULES: tuple[Rule, ...] = (
     negation.check_not_only_optional,
     strategy.check_strategy,
     after_match.check_after_match,
+    timeouts.check_timeouts,
     names.check_references,
     negation.check_negation_conditions,
     names.check_clause_variables,
