@@ -7,14 +7,17 @@ Supports a SEQ of events, Kleene components and choices (docs/engine.md). Compil
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
-from ..plan.automaton import CompKind, Plan, compile_plan
+from ..plan.automaton import CompKind, Plan, Unsupported, compile_plan
 from ..plan.explain import linear_text
 from ..runtime.kernel import has_plain_variant, kernel_factory, kernel_supported
 from ..runtime.linear import LinearMatcher
 from ..runtime.matcher import MatcherOptions
 from ..runtime.policies import bindings_builder
+from ..semantic.analyzed import AnalyzedQuery
+from ..vocab import Strategy
 from .registry import CompiledPlan, PlanKind, Stats, matches_estimate, runs_estimate
 
 NFA_EVENT = 1.0
@@ -102,16 +105,31 @@ def kernel_for(m: LinearMatcher, memo: dict[Any, Any] | None, key: Any) -> Any:
 
 
 def _matcher(cp: CompiledPlan, options: MatcherOptions) -> Any:
+    if cp.spec.timeouts:
+        # EMIT TIMEOUTS runs the interpreter, which marks extended runs (the generated kernel
+        # is untouched and costs nothing more when timeouts are not requested)
+        m = linear_matcher(cp.plan, replace(options, use_kernel=False), cp.spec.plain, True)
+        m.timeouts = True
+        return m
     return linear_matcher(cp.plan, options, cp.spec.plain, True, cp.memo)
+
+
+def _compile(analyzed: AnalyzedQuery) -> Plan:
+    if analyzed.query.timeouts and analyzed.strategy in (Strategy.STRICT_CONTIGUITY,
+                                                         Strategy.PARTITION_CONTIGUITY):
+        raise Unsupported("EMIT TIMEOUTS under a contiguity strategy: the automaton does not "
+                          "see the events that end a contiguous run (docs/semantics.md 19)")
+    return compile_plan(analyzed)
 
 
 PLAN = PlanKind(
     name="nfa",
     description="linear NFA^b automaton (SEQ of events, Kleene, choices) with a generated "
                 "kernel",
-    compile=compile_plan,
+    compile=_compile,
     matcher=_matcher,
     cost=linear_cost,
     explain=linear_text,
     after_match=True,
+    timeouts=True,
 )

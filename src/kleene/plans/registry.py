@@ -197,6 +197,8 @@ class PlanKind:
     """The kind's matcher hands every candidate to the runtime's policies, which apply AFTER
     MATCH SKIP (docs/semantics.md 19); kinds that do not declare it refuse such queries."""
     """Computes ``EMIT COVERAGE`` itself (the runtime's policies do not)."""
+    timeouts: bool = False
+    """Reports timed-out partial matches (``EMIT TIMEOUTS``, docs/semantics.md 19)."""
 
     configure: Callable[[Any, str, AnalyzedQuery], Any] | None = None
     """``plan="NAME:OPTION"``: the compiled plan with an option applied (the tree plan's
@@ -209,6 +211,8 @@ class PlanKind:
         if analyzed.query.after_match is not None and not self.after_match:
             raise Unsupported("AFTER MATCH SKIP (SQL's preferred match per start row, "
                               "docs/semantics.md 19) is run by the nfa, union and pda plans only")
+        if analyzed.query.timeouts and not self.timeouts:
+            raise Unsupported("EMIT TIMEOUTS is computed by the nfa plan only")
         return self.compile(analyzed)
 
     def supports(self, analyzed: AnalyzedQuery) -> str | None:
@@ -335,7 +339,8 @@ def output_spec(analyzed: AnalyzedQuery) -> OutputSpec:
                             _prefer_node(analyzed.pattern), tuple(q.partition_by), numbers)
     return OutputSpec(name=analyzed.name, strategy=analyzed.strategy, emit=analyzed.emit,
                       picks=picks, consume=consume, within=analyzed.within,
-                      needs_positions=_needs_positions(analyzed), after_match=am)
+                      needs_positions=_needs_positions(analyzed), after_match=am,
+                      timeouts=q.timeouts)
 
 
 def _prefer_node(p: ast.Pattern) -> PreferNode:

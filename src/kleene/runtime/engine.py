@@ -212,6 +212,8 @@ class Counters:
     matches: int = 0
     truncated_runs: int = 0
     truncated_matches: int = 0
+    timeouts: int = 0
+    """Timed-out partial matches released (EMIT TIMEOUTS)."""
 
 
 class Runtime:
@@ -276,6 +278,12 @@ class Runtime:
         self.strategy = self.spec.strategy
         self._warned = False
         self.needs_positions = self.spec.needs_positions
+        self.timeouts = self.spec.timeouts
+        """EMIT TIMEOUTS: timed-out partial matches are released with the matches, once the
+        frontier passes their expiry (docs/semantics.md 19)."""
+        if self.timeouts and not hasattr(self.matcher, "expired_partials"):
+            raise EngineError(f"query {self.spec.name!r}: the plan's matcher does not report "
+                              "timed-out partial matches (EMIT TIMEOUTS)")
         self.out_keys: list[int] | None = None
         """When a list: the global position of every released match's last event is appended
         to it, in the order of the matches returned (the keyed parallel runtime merges its
@@ -293,6 +301,8 @@ class Runtime:
         self.buffer: list[pa.Table] = []
         self.time: TimeInfo | None = None
         self.held: list[tuple[tuple[Any, ...], Candidate, Any]] = []
+        self.touts: list[tuple[tuple[Any, ...], Match]] = []
+        """Timed-out partial matches found but not yet released (a held match sorts first)."""
         self.late_events: list[pa.Table] = []
         self._admitting: list[tuple[Any, Candidate]] = []
         self._groups_done: list[Any] = []
@@ -729,6 +739,36 @@ class Runtime:
 
     def _release(self, watermark: int | None, final: bool = False) -> list[Match]:
         del watermark
+        if self.timeouts:
+            return self._with_timeouts(self._release_matches(final), final)
+        return self._release_matches(final)
+
+    def _with_timeouts(self, out: list[Match], final: bool) -> list[Match]:
+        """Merge the timed-out partial matches the frontier has passed into ``out``
+        (docs/semantics.md 19: a timeout with expiry T after every match completed at ts <= T,
+        before every later one)."""
+        wm = None if final else self.frontier
+        for st in self.states.values():
+            self.touts.extend(self.matcher.expired_partials(st, wm))  # type: ignore[attr-defined]
+        if not self.touts:
+            return out
+        self.touts.sort(key=_first)
+        bound = min((c.end if type(c) is Match else c.last_ts for _k, c, _x in self.held),
+                    default=None)
+        k = len(self.touts)
+        if bound is not None:
+            k = 0
+            while k < len(self.touts) and self.touts[k][0][0] < bound:
+                k += 1
+        ready, self.touts = self.touts[:k], self.touts[k:]
+        if not ready:
+            return out
+        self.counters.timeouts += len(ready)
+        merged = out + [m for _k, m in ready]
+        merged.sort(key=_merge_key)
+        return merged
+
+    def _release_matches(self, final: bool) -> list[Match]:
         m: Any = self.matcher  # count mode: matchers that count say so with ``counted``
         counted = getattr(m, "counted", 0)
         if counted:
@@ -832,6 +872,9 @@ class Runtime:
             "max_seen": self.max_seen, "buffer": buf, "plain": self.plain,
             "held": [(k, cand_state(c)) for k, c, _ in self.held],
             "policies": self.policies.state(),
+            "timeouts": self.counters.timeouts,
+            "touts": [(k, (m.query, dict(m.bindings), m.start, m.end, m.expired))
+                      for k, m in self.touts],
             "counters": [self.counters.events_in, self.counters.events_processed,
                          self.counters.candidate_events, self.counters.late_events,
                          self.counters.matches, self.counters.truncated_runs,
@@ -871,6 +914,9 @@ class Runtime:
             self.held = [(_flat_output_key(e), e[1], None) for e in self.held]
         self.closed = bool(data.get("closed", False))
         self.policies.restore(data["policies"])
+        self.counters.timeouts = data.get("timeouts", 0)
+        self.touts = [(k, Match(q, b, s, e, {}, x)) for k, (q, b, s, e, x) in
+                      data.get("touts", [])]
         (self.counters.events_in, self.counters.events_processed,
          self.counters.candidate_events, self.counters.late_events, self.counters.matches,
          self.counters.truncated_runs, self.counters.truncated_matches) = data["counters"]
@@ -892,6 +938,12 @@ def _safe_loads(blob: bytes) -> Any:
         raise
     except Exception as exc:
         raise EngineError(f"not a kleene runtime snapshot: {exc}") from exc
+
+
+def _merge_key(m: Match) -> tuple[int, bool]:
+    """Matches by their completing event's time, a timed-out partial match at its expiry,
+    after the matches completed at that time (a stable sort keeps each kind's own order)."""
+    return (m.end, False) if m.expired is None else (m.expired, True)
 
 
 def _decides_negation(m: Any) -> bool:

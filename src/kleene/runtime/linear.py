@@ -25,7 +25,8 @@ import bisect
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..plan.layout import CPOS, GPOS, TS, WPOS
+from ..events import Match
+from ..plan.layout import CPOS, GPOS, ID, TS, WPOS
 from ..plan.linear import CompKind, NegGuard, Plan
 from ..plan.predicate import Predicate
 from ..vocab import Strategy
@@ -82,6 +83,9 @@ class PartState:
     pending: list[Candidate] = field(default_factory=list)
     last_wpos: int = -1
     last_ts: int = -(2 ** 62)
+    expired: list[Run] = field(default_factory=list)
+    """Dead-end partial matches waiting for the watermark to pass their expiry (EMIT
+    TIMEOUTS only; docs/semantics.md 19)."""
 
 
 class LinearMatcher:
@@ -127,6 +131,10 @@ class LinearMatcher:
         self.kernels: tuple[Any, Any] | None = None
         """(guarded, plain) kernels when the plan's comparisons need a bool-vs-number guard:
         :meth:`plain_values` picks one."""
+        self.timeouts = False
+        """EMIT TIMEOUTS (docs/semantics.md 19): the interpreter (never the kernel) marks a
+        skip-till-any run that took an event as *extended* (a 10th tuple entry) and keeps
+        dead ends in ``PartState.expired``; :meth:`expired_partials` hands them over."""
         order = plan.order
         self.bit = {v: 1 << i for i, v in enumerate(order)}
         self.nvars = len(plan.layout.var_slots)
@@ -223,17 +231,19 @@ class LinearMatcher:
 
     def dump_state(self, st: PartState) -> Any:
         """Plain data for a snapshot."""
-        return (list(st.runs), st.neg_hist, [cand_state(c) for c in st.pending],
-                st.last_wpos, st.last_ts)
+        state = (list(st.runs), st.neg_hist, [cand_state(c) for c in st.pending],
+                 st.last_wpos, st.last_ts)
+        return (*state, list(st.expired)) if self.timeouts else state
 
     def load_state(self, data: Any) -> PartState:
         """Inverse of :meth:`dump_state`."""
-        runs, hist, pending, lw, lt = data
+        runs, hist, pending, lw, lt = data[:5]
         width = 9 if self.kernel is None else (8 if self.pend else 7)
         # a snapshot from before runs carried pending lists: none pending
         runs = [r + ((),) if len(r) == width - 1 else r for r in runs]
         return PartState(list(runs), [list(h) for h in hist],
-                         [Candidate(*c) for c in pending], lw, lt)
+                         [Candidate(*c) for c in pending], lw, lt,
+                         list(data[5]) if len(data) > 5 else [])
 
     def new_state(self) -> PartState:
         """Fresh per-key state."""
@@ -388,6 +398,7 @@ class LinearMatcher:
         expire_us, expire_ev = self.expire_us, self.expire_events
         pos_bits = (1 << len(self.plan.order)) - 1
         fast = bool(self.fast)
+        tout = self.timeouts
         for e, b in zip(recs, bits, strict=True):
             st.last_wpos = e[WPOS]
             st.last_ts = e[TS]
@@ -405,6 +416,8 @@ class LinearMatcher:
                     else:
                         break
                 if cut:
+                    if tout:
+                        st.expired.extend(r for r in runs[:cut] if self._dead_end(r))
                     del runs[:cut]
             new_runs: list[Run] = []
             nm = 0
@@ -415,7 +428,8 @@ class LinearMatcher:
                 self.created += len(opts)
                 self.copied += len(opts)
                 if not strict and not (stnm and opts):
-                    new_runs.append(r)
+                    # EMIT TIMEOUTS: a run that took an event is extended (never times out)
+                    new_runs.append((*r, True) if tout and opts and len(r) == 9 else r)
                 for o in opts:
                     if fast:
                         o2 = self._neg_step(st, r, o, e)
@@ -425,6 +439,8 @@ class LinearMatcher:
                     if self._accepts(o) and (not o[8] or self.pending_ok(o[2], o[8])):
                         nm += 1
                         out.append(self._candidate(o, e))
+                    elif tout and not self._alive_after(o):
+                        st.expired.append(o)  # a dead end as soon as it exists
                     if self._alive_after(o):
                         new_runs.append(o)
             fresh = self._options(None, e, b)
@@ -433,6 +449,8 @@ class LinearMatcher:
                 if self._accepts(o):
                     nm += 1
                     out.append(self._candidate(o, e))
+                elif tout and not self._alive_after(o):
+                    st.expired.append(o)
                 if self._alive_after(o):
                     new_runs.append(o)
             if ((max_matches is not None and nm > max_matches)
@@ -441,6 +459,63 @@ class LinearMatcher:
                 del new_runs[:event_caps(self, e, nm, out, max_matches, budget,
                                          len(new_runs))]
             st.runs = runs = new_runs
+
+    # ---------------------------------------------------------------------------------------
+    # timed-out partial matches (EMIT TIMEOUTS, docs/semantics.md 19)
+    def _dead_end(self, r: Run) -> bool:
+        """A run that never took another event and is not itself a match."""
+        return len(r) == 9 and not self._accepts(r)
+
+    def expired_partials(self, st: PartState, watermark: int | None
+                         ) -> list[tuple[tuple[Any, ...], Match]]:
+        """The timed-out partial matches of this key whose expiry T = first ts + W is below
+        ``watermark`` (None: end of stream, all of them), as ``(sort key, Match)`` with the
+        key ``(T, last position, first position, ..., per-variable)`` of docs/semantics.md 19."""
+        W = self.expire_us
+        assert W is not None
+        ready: list[Run] = []
+        if watermark is None:
+            ready = st.expired + [r for r in st.runs if self._dead_end(r)]
+            st.expired, st.runs = [], []
+        else:
+            if st.expired:
+                keep = []
+                for r in st.expired:
+                    (ready if r[3] + W < watermark else keep).append(r)
+                st.expired = keep
+            cut = 0
+            for r in st.runs:  # runs are in first-timestamp order
+                if r[3] + W >= watermark:
+                    break
+                cut += 1
+            if cut:
+                ready.extend(r for r in st.runs[:cut] if self._dead_end(r))
+                del st.runs[:cut]
+        return [self._partial_match(r, W) for r in ready]
+
+    def _partial_match(self, r: Run, W: int) -> tuple[tuple[Any, ...], Match]:
+        comps = self.plan.components
+        B = r[2]
+        binds: dict[str, Any] = {}
+        gbind: dict[str, tuple[int, ...]] = {}
+        recs: list[Rec] = []
+        for ci in range(r[0] + 1):
+            for v in comps[ci].vars:
+                x = B[self.slot[v]]
+                if self.plan.vars[v].is_list:
+                    recs.extend(x)
+                    binds[v] = tuple(y[ID] for y in x)
+                    gbind[v] = tuple(y[GPOS] for y in x)
+                elif x is not None:
+                    recs.append(x)
+                    binds[v] = x[ID]
+                    gbind[v] = (x[GPOS],)
+        pos = sorted(p for g in gbind.values() for p in g)
+        ts = [y[TS] for y in recs]
+        T = r[3] + W
+        key = (T, pos[-1], (pos[0], *pos[-2:0:-1]),
+               *((1, *gbind[v]) if v in gbind else (0,) for v in self.plan.order))
+        return key, Match(self.plan.name, binds, min(ts), max(ts), {}, T)
 
     def _candidate(self, r: Run, e: Rec) -> Candidate:
         positions: list[int] = []

@@ -103,6 +103,9 @@ class OutputSpec:
     """Some rule reads per-key positions (contiguity, count windows)."""
     after_match: AfterMatchSpec | None = None
     """SQL's preferred match per start row and skip rule (docs/semantics.md 19)."""
+    timeouts: bool = False
+    """``EMIT ... TIMEOUTS``: the matcher also reports timed-out partial matches
+    (``expired_partials``, docs/semantics.md 20)."""
 
     @property
     def plain(self) -> bool:
