@@ -259,13 +259,76 @@ def _backend(engine: str) -> Any:
 
 
 def _compile(query: str, dialect: str | None, udfs: Sequence[str], engine: str,
-             plan: str | None = None) -> Any:
+             plan: str | None = None, timeouts: bool = False) -> Any:
     from ..api import compile as compile_query
+    from ..api import parse
 
     _backend(engine)
     src = load_query(query)
-    return compile_query(src.text, dialect=dialect, udfs=load_udfs(udfs), engine=engine,
-                         name=src.default_name, plan=plan)
+    text: Any = src.text
+    if timeouts:  # --timeouts PATH: the query emits its timed-out partial matches
+        from dataclasses import replace
+
+        text = replace(parse(src.text, dialect=dialect), timeouts=True)
+    return compile_query(text, dialect=None if timeouts else dialect, udfs=load_udfs(udfs),
+                         engine=engine, name=src.default_name, plan=plan)
+
+
+class Timeouts:
+    """Timed-out partial matches of a run (EMIT TIMEOUTS): split from the matches and written
+    to ``--timeouts PATH`` as JSON Lines, or left in the JSON Lines output (with their
+    ``"expired"`` field) when no path is given; counted for the summary."""
+
+    def __init__(self, compiled: Any, path: str | None, fmt: str) -> None:
+        analyzed = getattr(compiled, "analyzed", None)
+        self.on = analyzed is not None and analyzed.query.timeouts
+        self.path = path
+        self.count = 0
+        self.file: Any = None
+        if self.on and path is None and fmt != "jsonl":
+            raise UsageError(f"the query emits timed-out partial matches (EMIT TIMEOUTS): "
+                             f"write them with --timeouts PATH, or use JSON Lines output, "
+                             f"not {fmt}")
+
+    def split(self, found: Any, time: Any) -> Any:
+        """The matches of ``found``; its timeouts are counted (and written to the path)."""
+        if not self.on:
+            return found
+        if isinstance(found, _Count):  # --count: the matches are counted, not built
+            self.split(found.timeouts, time)
+            return found
+        outs = [m for m in found if m.expired is not None]
+        self.count += len(outs)
+        if self.path is None or not outs:
+            return found if self.path is None else [m for m in found if m.expired is None]
+        if self.file is None:
+            try:
+                self.file = open(self.path, "w", encoding="utf-8")  # noqa: SIM115
+            except OSError as e:
+                raise InputError(f"cannot write timed-out partial matches: "
+                                 f"{e.strerror or e}", path=self.path) from None
+        from ..events.writers import match_line
+
+        self.file.write("".join(match_line(m, time) + "\n" for m in outs))
+        return [m for m in found if m.expired is None]
+
+    def close(self) -> None:
+        """Close the file (creating it, empty, when nothing timed out)."""
+        if self.on and self.path is not None:
+            if self.file is None:
+                try:
+                    open(self.path, "w", encoding="utf-8").close()
+                except OSError as e:
+                    raise InputError(f"cannot write timed-out partial matches: "
+                                     f"{e.strerror or e}", path=self.path) from None
+            else:
+                self.file.close()
+
+    def writer(self, w: Any) -> Any:
+        """``w``, told that it may receive timed-out partial matches."""
+        if self.on and self.path is None:
+            w.timeouts = True
+        return w
 
 
 def _peak_memory_mb() -> float:
@@ -601,6 +664,9 @@ def explain(query: tuple[str, ...], dialect: str | None, dot: bool, spark: bool,
 @click.option("--late-output", default=None, metavar="PATH",
               help="With --stream: write the late rows here as JSON Lines (row id, time, "
                    "type, attributes, reason), like dead letters.")
+@click.option("--timeouts", "timeouts_path", default=None, metavar="PATH",
+              help="Write the partial matches whose window expired (EMIT TIMEOUTS, added to "
+                   "the query) to PATH as JSON Lines: variables, ids, start, end, expired.")
 @click.option("--spark", is_flag=True,
               help="Read, match and write with PySpark (needs the spark extra and Java 17).")
 @click.option("--master", default=None, metavar="URL",
@@ -650,7 +716,7 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
         partitions: int | None, verbose: bool, spark_reader: str, max_matches_per_call: int | None,
         max_runs_per_partition: int | None, max_matches_per_event: int | None,
         on_cap: str, analyze: bool = False, workers: int | None = None,
-        tree: str | None = None) -> None:
+        tree: str | None = None, timeouts_path: str | None = None) -> None:
     """Run QUERY over the events in --input; write matches (JSON Lines by default).
 
     Several QUERY arguments, a directory of *.kleene files or a file holding several queries
@@ -678,7 +744,7 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
     except InputError as e:
         raise UsageError(f"--on-bad-row: {e}") from None
     _refuse_overwriting_input(input_path, {"--output": output, "--on-bad-row dead-letter=":
-                                           policy.path})
+                                           policy.path, "--timeouts": timeouts_path})
     explicit_unit = time_unit is not None
     time_unit = time_unit or "s"
     if out_fmt == "parquet" and output is None and not count:
@@ -729,6 +795,9 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
     if query_set and engine is not None and engine != DEFAULT_BACKEND:
         raise QueryError("several queries run as a query set on the automaton engine "
                          "(embedded or --spark); --engine is for one query")
+    if timeouts_path is not None and (query_set or spark):
+        raise UsageError("--timeouts is for one query on the embedded engine (on Spark, "
+                         "write EMIT TIMEOUTS in the query: timeouts come with the matches)")
     if spark:
         spark_query: Any = ([(s.text, s.default_name) for s in sources] if query_set
                             else query[0])
@@ -758,7 +827,9 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
     if query_set:
         compiled: Any = _compile_set(sources, dialect, udfs, plan, clean_period)
     else:
-        compiled = _compile(query[0], dialect, udfs, engine or DEFAULT_BACKEND, plan)
+        compiled = _compile(query[0], dialect, udfs, engine or DEFAULT_BACKEND, plan,
+                            timeouts=timeouts_path is not None)
+    touts = Timeouts(compiled, timeouts_path, out_fmt)
     compiled_at = time.perf_counter()
     options = ReadOptions(time_col=time_col, type_col=type_col, event_type=event_type,
                           id_col=id_col, time_unit=time_unit,  # type: ignore[arg-type]
@@ -776,7 +847,7 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
                        lateness_s=allowed_lateness, quiet=quiet, progress=progress,
                        late_output=late_output,
                        clock=(started, compiled_at), caps=caps, explicit_unit=explicit_unit,
-                       unread=unread)
+                       unread=unread, touts=touts)
         return
     batches: list[Any] = []
     for b in stream:
@@ -807,19 +878,25 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
         matches = _engine_call(compiled.engine, compiled.run, events) if len(events) else []
     progress.clear()
     match_done = time.perf_counter()
+    out_time = _output_time(events.time, explicit_unit)
+    if touts.on:
+        matches = touts.split(matches, out_time)
+        touts.close()
+    n_found = _n_matches(matches) - (
+        touts.count if touts.path is None and not isinstance(matches, _Count) else 0)
     if count:
-        click.echo(_n_matches(matches))
+        click.echo(n_found)
     else:
         from ..events.writers import open_writer
 
-        out_time = _output_time(events.time, explicit_unit)
         with output_target(output) as target, open_writer(target, out_fmt, out_time) as w:
-            w.write(matches)
+            touts.writer(w).write(matches)
     finished = time.perf_counter()
     if not quiet:
-        _summary(report, _n_matches(matches), _engine_label(compiled) + _WORKERS.pop("label", ""),
+        _summary(report, n_found, _engine_label(compiled) + _WORKERS.pop("label", ""),
                  (started, compiled_at, read_done, match_done, finished),
-                 per_query=_per_query(compiled, matches))
+                 per_query=_per_query(compiled, matches),
+                 timeouts=(touts.count, touts.path) if touts.on else None)
         _udf_summary(compiled)
     if plot_path is not None:
         from ..plot import timeline
@@ -983,6 +1060,9 @@ def _automaton(compiled: Any, events: Any, options: dict[str, Any],
         from ..runtime.parallel import default_workers, run_parallel
 
         n = default_workers() if workers is None else workers
+        if compiled.analyzed.query.timeouts and n > 1:
+            n = 1  # timeouts are merged with the matches by one runtime
+            _WORKERS["label"] = ", 1 worker: EMIT TIMEOUTS runs in one process"
         if n > 1 and options.get("use_kernel") is not False:  # not with --analyze
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)
@@ -1008,7 +1088,9 @@ def _automaton(compiled: Any, events: Any, options: dict[str, Any],
     if options.get("use_kernel") is False:  # --analyze
         _TEMPORARY.update(runtime.temporary_matches() or {})
     if options.get("count_only"):
-        return _Count(runtime.counters.matches)  # type: ignore[return-value]
+        counted = _Count(runtime.counters.matches)
+        counted.timeouts = [m for m in out if m.expired is not None]
+        return counted  # type: ignore[return-value]
     return out
 
 
@@ -1023,6 +1105,8 @@ class _Count:
 
     def __init__(self, n: int) -> None:
         self.n = n
+        self.timeouts: list[Any] = []
+        """Timed-out partial matches of the run (EMIT TIMEOUTS): built, not only counted."""
 
     def __len__(self) -> int:
         return self.n
@@ -1108,8 +1192,8 @@ def _run_streaming(compiled: Any, stream: Any, *, output: str | None, fmt: str, 
                    lateness_s: float, quiet: bool, progress: _Progress,
                    late_output: str | None = None,
                    clock: tuple[float, float], caps: dict[str, Any],
-                   explicit_unit: bool = False, unread: UnreadColumns | None = None
-                   ) -> None:
+                   explicit_unit: bool = False, unread: UnreadColumns | None = None,
+                   touts: Timeouts | None = None) -> None:
     """``run --stream``: push each chunk through the engine's runtime as it is read and write
     matches as they come (memory bounded by the chunk size and the engine's live state)."""
     from ..events.writers import MatchWriter, open_writer
@@ -1129,11 +1213,17 @@ def _run_streaming(compiled: Any, stream: Any, *, output: str | None, fmt: str, 
 
     def emit(matches: list[Any]) -> None:
         nonlocal writer, n_matches
+        if touts is not None and touts.on:
+            before = touts.count
+            matches = touts.split(matches, _output_time(stream.time, explicit_unit))
+            n_matches -= (touts.count - before) if touts.path is None else 0
         n_matches += len(matches)
         if count:
             return
         if writer is None:
             writer = open_writer(target, fmt, _output_time(stream.time, explicit_unit))
+            if touts is not None:
+                touts.writer(writer)
         writer.write(matches)
 
     with output_target(output, keep_partial=True) as target:
@@ -1165,6 +1255,8 @@ def _run_streaming(compiled: Any, stream: Any, *, output: str | None, fmt: str, 
         finally:
             if writer is not None:
                 writer.close()
+            if touts is not None:
+                touts.close()
             progress.clear()
     if late_output is not None:
         _write_late(runtime, late_output, lateness_s)
@@ -1177,7 +1269,9 @@ def _run_streaming(compiled: Any, stream: Any, *, output: str | None, fmt: str, 
         _summary(report, n_matches, _engine_label(compiled),
                  (started, compiled_at, finished, finished, finished),
                  late=int(runtime.late_count if is_set else runtime.counters.late_events),
-                 lateness_s=lateness_s, per_query=dict(runtime.counts) if is_set else None)
+                 lateness_s=lateness_s, per_query=dict(runtime.counts) if is_set else None,
+                 timeouts=(touts.count, touts.path) if touts is not None and touts.on
+                 else None)
 
 
 def _write_late(runtime: Any, path: str, lateness_s: float) -> None:
@@ -1278,7 +1372,8 @@ def _run_spark(query: Any, input_path: str, *, on_bad_row: str, quiet: bool,
 
 def _summary(report: Any, n_matches: int, engine: str,
              clock: tuple[float, float, float, float, float], *, late: int | None = None,
-             lateness_s: float = 0.0, per_query: dict[str, int] | None = None) -> None:
+             lateness_s: float = 0.0, per_query: dict[str, int] | None = None,
+             timeouts: tuple[int, str | None] | None = None) -> None:
     started, compiled_at, read_done, match_done, finished = clock
     seconds = finished - started
     rate = report.events / seconds if seconds > 0 else 0.0
@@ -1302,6 +1397,10 @@ def _summary(report: Any, n_matches: int, engine: str,
         lines.append(f"late            {late:>12,}   (behind the watermark with "
                      f"{lateness_s:g} s allowed lateness: counted, not matched)")
     lines.append(f"matches         {n_matches:>12,}   (engine {engine})")
+    if timeouts is not None:
+        n, where = timeouts
+        lines.append(f"timeouts        {n:>12,}   (partial matches whose window expired; "
+                     f"{'in the output' if where is None else 'written to ' + where})")
     if _TEMPORARY:
         t = _TEMPORARY
         lines.append(f"temporary       {t['created']:>12,}   matches created ({t['copied']:,} "

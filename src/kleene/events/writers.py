@@ -249,6 +249,8 @@ _FORMATTERS: dict[TimeInfo, _LineFormatter] = {}
 
 def match_line(match: Match, time: TimeInfo) -> str:
     """One match as its JSON Lines line (without the newline)."""
+    if match.expired is not None:  # a timed-out partial match (EMIT TIMEOUTS)
+        return _match_line_generic(match, time)
     f = _FORMATTERS.get(time)
     if f is None:
         if len(_FORMATTERS) > 64:
@@ -326,8 +328,26 @@ class JsonLinesWriter(_TextWriter):
     """Matches formatted per chunk: large writes, and Arrow buffers small enough to be
     reused from chunk to chunk (larger chunks cost more in page faults than they save)."""
 
+    timeouts = False
+    """Set when the matches may include timed-out partial matches (EMIT TIMEOUTS): those are
+    written with their ``"expired"`` field, one at a time, in place."""
+
     def write(self, matches: Iterable[Match]) -> None:
         ms = matches if isinstance(matches, list) else list(matches)
+        if self.timeouts and any(m.expired is not None for m in ms):
+            run: list[Match] = []
+            for m in ms:
+                if m.expired is None:
+                    run.append(m)
+                    continue
+                if run:
+                    self.write(run)
+                    run = []
+                self.out.write(_match_line_generic(m, self.time) + "\n")
+                self.count += 1
+            if run:
+                self.write(run)
+            return
         step = self._CHUNK
         for i in range(0, len(ms), step):
             self._write_chunk(ms[i:i + step])
