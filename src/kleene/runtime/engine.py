@@ -753,8 +753,8 @@ class Runtime:
         if not self.touts:
             return out
         self.touts.sort(key=_first)
-        bound = min((c.end if type(c) is Match else c.last_ts for _k, c, _x in self.held),
-                    default=None)
+        held: list[Any] = [c for _k, c, _x in self.held]  # candidates, or direct Matches
+        bound = min((c.end if isinstance(c, Match) else c.last_ts for c in held), default=None)
         k = len(self.touts)
         if bound is not None:
             k = 0
@@ -765,6 +765,13 @@ class Runtime:
             return out
         self.counters.timeouts += len(ready)
         merged = out + [m for _k, m in ready]
+        if self.out_keys is not None:
+            # the last event's global position of each output, kept beside it in the merge
+            lasts = self.out_keys[len(self.out_keys) - len(out):] + [k[1] for k, _m in ready]
+            del self.out_keys[len(self.out_keys) - len(out):]
+            pairs = sorted(zip(merged, lasts, strict=True), key=lambda p: _merge_key(p[0]))
+            self.out_keys.extend(k for _m, k in pairs)
+            return [m for m, _k in pairs]
         merged.sort(key=_merge_key)
         return merged
 

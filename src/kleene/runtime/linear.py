@@ -479,7 +479,7 @@ class LinearMatcher:
             st.expired, st.runs = [], []
         else:
             if st.expired:
-                keep = []
+                keep: list[Run] = []
                 for r in st.expired:
                     (ready if r[3] + W < watermark else keep).append(r)
                 st.expired = keep

@@ -88,7 +88,9 @@ def _matches(records: Sequence[str], analyzed: AnalyzedQuery) -> list[Match]:
     for rec in records:
         r = json.loads(rec)
         bindings = {k: tuple(v) if k in lists else v for k, v in r["match"].items()}
-        result.append(Match(r["query"], bindings, int(r["start"]), int(r["end"]), r["values"]))
+        expired = r.get("expired")
+        result.append(Match(r["query"], bindings, int(r["start"]), int(r["end"]),
+                            r.get("values", {}), None if expired is None else int(expired)))
     return result
 
 

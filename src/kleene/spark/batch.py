@@ -577,6 +577,10 @@ def match(df: Any, query: Any, *, time_col: str, type_col: str | None = None,
     if check:
         check_schema(q, df, time_col=time_col, event_type=event_type,
                      hidden=(row_index_col, order_col if order_col != time_col else None))
+    if q.query.timeouts and output == "csv":
+        raise QueryValidationError("EMIT TIMEOUTS: timed-out partial matches have no CSV "
+                                   "form; use output='json', 'map' or 'columns' (they have "
+                                   "an 'expired' field)")
     plan = plan_query(q)
     prep = prepare(df, time_col=time_col, type_col=type_col, event_type=event_type,
                    id_col=id_col, order_col=order_col, time_unit=time_unit,

@@ -127,11 +127,16 @@ def plan_query(q: AnalyzedQuery) -> SparkPlan:
     # maximal-grouping: a Kleene group may take events after the match's last event so far
     # (until the window has passed), so a task reads ahead as for a trailing NOT
     grouping = q.strategy is ast.Strategy.MAXIMAL_GROUPING
-    lookahead = lookback if _has_trailing_not(q.pattern) or grouping else 0
+    # EMIT TIMEOUTS: a partial match starting in the range may be extended until its window
+    # has passed, so the task reads one window past its range too
+    lookahead = lookback if _has_trailing_not(q.pattern) or grouping or q.query.timeouts \
+        else 0
     reasons = [f"no key; every match spans at most {_fmt_us(span)}, so a task needs only "
                f"its range plus the preceding {_fmt_us(lookback)} of events as context"]
     if lookahead:
-        reasons.append(f"a {'maximal group' if grouping else 'trailing NOT'} looks "
+        what = ("maximal group" if grouping else "trailing NOT" if _has_trailing_not(q.pattern)
+                else "timed-out partial match (EMIT TIMEOUTS)")
+        reasons.append(f"a {what} looks "
                        f"{_fmt_us(lookahead)} past a match: each task also reads that much "
                        "after its range")
     if q.emit is ast.Emit.RECENT:

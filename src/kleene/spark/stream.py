@@ -274,6 +274,8 @@ class KleeneProcessor:
         pending = pa.concat_tables(parts).combine_chunks() if parts else None
         matches: list[Match] = []
         ords: dict[Any, int] = {}
+        if rt is not None:
+            rt.out_keys = [] if task.analyzed.query.timeouts else None
         if pending is not None and pending.num_rows and rt is not None and wm_us is not None \
                 and not closed:
             ready_mask = pc.less(pending.column(TS), pa.scalar(wm_us, pa.int64()))
@@ -286,18 +288,28 @@ class KleeneProcessor:
                 ready = ready.take(pa.array(order))
                 ords = dict(zip(ready.column(ID).to_pylist(),
                                 ready.column(ORD).to_pylist(), strict=True))
-                batch = EventBatch(ready.select([ID, TS, TYPE, *task.attr_cols]), task.time)
-                matches += rt.push(batch)
+                cols = ready.select([ID, TS, TYPE, *task.attr_cols])
+                if task.analyzed.query.timeouts:
+                    from ..runtime.engine import GPOS_COL
+
+                    # the engine's positions are the stream's: a timed-out partial match
+                    # released later is ordered by its last event's (rt.out_keys)
+                    cols = cols.append_column(GPOS_COL, ready.column(ORD))
+                matches += rt.push(EventBatch(cols, task.time))
         if rt is not None and wm_us is not None and not closed:
             matches += rt.advance(wm_us)
             applied_us = wm_us if applied_us is None else max(applied_us, wm_us)
             if q.end_us is not None and wm_us >= q.end_us:
                 matches += rt.close()  # every row before the end is in: release all
-        for m in matches:
+        keys = rt.out_keys if rt is not None else None
+        for i, m in enumerate(matches):
             last = -1
-            for b in m.bindings.values():
-                for ev in (b if isinstance(b, tuple) else (b,)):
-                    last = max(last, ords.get(ev, -1))
+            if keys is not None and len(keys) == len(matches):
+                last = int(keys[i])
+            else:
+                for b in m.bindings.values():
+                    for ev in (b if isinstance(b, tuple) else (b,)):
+                        last = max(last, ords.get(ev, -1))
             out.add(m, last)
         want: int | None = None
         if rt is not None and rt.closed:

@@ -41,6 +41,12 @@ RANGE = "__range"
 END_US = "__end_us"
 LAST_POS = "__last_pos"
 SEQ = "__seq"
+TIMEOUT_POS = 1 << 62
+"""Added to a timed-out partial match's ``__last_pos`` (EMIT TIMEOUTS): its ``__end_us`` is
+its expiry T, so sorting by (end, last position, seq) puts it after every match completed at
+T, and timeouts of equal T in the order of their last events (docs/semantics.md 19)."""
+EXPIRED = "expired"
+"""The DataFrame column of a timed-out partial match's expiry (null for a match)."""
 
 MAX_RUNS_PER_PARTITION = 100_000
 MAX_MATCHES_PER_EVENT = 1_000_000
@@ -197,6 +203,8 @@ def output_schema(spec: TaskSpec) -> pa.Schema:
                 fields.append(pa.field(v.name, t))
         tt = _time_type(spec.time_out)
         fields += [pa.field("start", tt), pa.field("end", tt)]
+        if spec.analyzed.query.timeouts:
+            fields.append(pa.field(EXPIRED, tt))
         for r in spec.returns:
             fields.append(pa.field(r.name, r.arrow_type or pa.string()))
     if spec.include_internal or spec.output in ("json", "csv"):
@@ -258,6 +266,8 @@ class _Out:
                         c[name].append(v[0] if isinstance(v, tuple) and len(v) == 1 else v)
             c["start"].append(self._time(m.start))
             c["end"].append(self._time(m.end))
+            if EXPIRED in c:
+                c[EXPIRED].append(None if m.expired is None else self._time(m.expired))
             for r in spec.returns:
                 val = m.values.get(r.name)
                 if r.arrow_type is None:
@@ -267,8 +277,12 @@ class _Out:
                     val = None
                 c[r.name].append(val)
         if END_US in c:
-            c[END_US].append(m.end)
-            c[LAST_POS].append(last_pos)
+            if m.expired is None:
+                c[END_US].append(m.end)
+                c[LAST_POS].append(last_pos)
+            else:
+                c[END_US].append(m.expired)
+                c[LAST_POS].append(TIMEOUT_POS + last_pos)
             c[SEQ].append(self.seq)
         self.seq += 1
         self.n += 1
@@ -393,8 +407,11 @@ class TaskRunner:
             j = int(key[0])
             lo = spec.range_bounds[j - 1] if j > 0 else None
             hi = spec.range_bounds[j] if j < len(spec.range_bounds) else None
-        kept = [m for m in matches
-                if not ((lo is not None and m.end < lo) or (hi is not None and m.end >= hi))]
+        # a match belongs to the range of its last event, a timed-out partial match to the
+        # range of its first (the task reads one window past its range: plan_query)
+        kept = [m for m in matches if not (
+            (lo is not None and (m.end if m.expired is None else m.start) < lo)
+            or (hi is not None and (m.end if m.expired is None else m.start) >= hi))]
         if not kept:
             return
         # row of every bound event, found in C++ (pc.index_in) rather than a Python dict
@@ -478,8 +495,8 @@ def range_of(ts_us: int, bounds: Sequence[int]) -> int:
 
 
 __all__ = [
-    "END_US", "LAST_POS", "MAX_MATCHES_PER_CALL", "MAX_MATCHES_PER_EVENT",
-    "MAX_RUNS_PER_PARTITION", "ORD", "RANGE", "SEQ", "ByKey", "CapCounts", "Caps",
+    "END_US", "EXPIRED", "LAST_POS", "MAX_MATCHES_PER_CALL", "MAX_MATCHES_PER_EVENT",
+    "MAX_RUNS_PER_PARTITION", "ORD", "RANGE", "SEQ", "TIMEOUT_POS", "ByKey", "CapCounts", "Caps",
     "CsvRows", "OutputMode", "ReturnField", "TaskRunner",
     "TaskSpec", "TimeOut", "match_json", "output_schema", "range_of", "resolve_backend",
 ]

@@ -1720,11 +1720,11 @@ def _timeouts(prep: _Prepared, part: list[_Event], matches: list[_Cand]) -> list
         expires = part[min(poss)].ts + W
         if contiguity:
             last = max(poss)
-            nxt = range(last + 1, len(part))
+            nxt = list(range(last + 1, len(part)))
             if aq.strategy is ast.Strategy.PARTITION_CONTIGUITY and prep.equivalence:
                 value = _equiv_value(part[last], prep.equivalence)
                 nxt = [i for i in nxt if _equiv_value(part[i], prep.equivalence) == value]
-            if any(part[i].ts <= expires for i in list(nxt)[:1]):
+            if nxt and part[nxt[0]].ts <= expires:
                 continue  # killed by the next event of its sub-stream before it expired
         cand = _Cand(part, binds, poss)
         gbind = {v: tuple(part[x].gpos for x in _elements(b)) for v, b in binds.items()}
