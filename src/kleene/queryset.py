@@ -168,6 +168,8 @@ def compile_many(queries: Iterable[QueryLike] | Mapping[str, QueryLike], *,
         compiled.append(compile_query(q, dialect=dialect, udfs=udfs, name=nm or f"q{i + 1}",
                                       **set_opts))
     check_unique([c.name for c in compiled])
+    for c in compiled:
+        refuse_timeouts(c)
     nested_reads(compiled)  # a cycle is an error here, not when the set runs
     return QuerySet(tuple(compiled), plan, dict(options), dialect, dict(udfs or {}))
 
@@ -192,6 +194,14 @@ def nested_reads(queries: list[CompiledQuery]) -> dict[str, list[str]]:
                     f"query set: {n!r} reads {p!r}, which reads {reads[p][0]!r}; one level of "
                     "nesting is supported (a consumer's matches feed no other query)")
     return reads
+
+
+def refuse_timeouts(c: CompiledQuery) -> None:
+    """A query set does not output timed-out partial matches (EMIT TIMEOUTS): refused, not
+    silently dropped."""
+    if c.analyzed.query.timeouts:
+        raise QueryValidationError(f"query {c.name!r}: EMIT TIMEOUTS is for a query run on "
+                                   "its own, not in a query set; run it separately")
 
 
 def check_unique(names: list[str]) -> None:
@@ -342,6 +352,7 @@ class QuerySetRuntime:
         c = compile_query(query, dialect=self.qs.dialect, udfs=self.qs.udfs,
                           name=name or f"q{self.next_order + 1}",
                           **{k: v for k, v in self.qs.options.items() if k != "clean_period"})
+        refuse_timeouts(c)
         running = [m.compiled for m in self.members.values()]
         reads = nested_reads(running + [c])
         late = [n for n, r in reads.items() if c.name in r]

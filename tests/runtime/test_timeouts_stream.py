@@ -20,6 +20,9 @@ QUERIES = [
     "USING skip-till-next-match EMIT TIMEOUTS",
     "PATTERN SEQ(A a, B{2} b[]) WHERE sum(b.x) > 9 PARTITION BY k WITHIN 3 seconds "
     "EMIT RECENT TIMEOUTS",
+    "PATTERN SEQ(A a, OR(B b, C c), A d) WHERE d.x > a.x WITHIN 2 seconds EMIT TIMEOUTS",
+    "PATTERN SEQ(A a, B* b[], C c) WHERE b.x > a.x WITHIN 2 seconds "
+    "USING skip-till-next-match PICK FIRST a EMIT TIMEOUTS",
 ]
 
 
@@ -81,3 +84,13 @@ def test_timeouts_with_allowed_lateness() -> None:
     want = oracle(analyze(query), events("a1@1 b1@2.5 a2@3 b2@6"))
     assert keys(got) == keys(want)
     assert [m.expired for m in got] == [None, 5_000_000]
+
+
+def test_matches_table_has_an_expired_column() -> None:
+    import kleene
+
+    q = kleene.compile("PATTERN SEQ(A a, B b) WITHIN 2 seconds EMIT TIMEOUTS")
+    t = q.run(events("a1@1 b1@2 a2@3 a3@4 b2@6")).to_arrow()
+    assert t.column_names[:4] == ["query", "start", "end", "expired"]
+    assert t.column("expired").to_pylist() == [None, 5, None]
+    assert t.column("b").to_pylist() == ["b1", None, "b2"]

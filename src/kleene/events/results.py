@@ -57,6 +57,9 @@ class Matches(list[Match]):
                                             ("start", "fixed", "start"),
                                             ("end", "fixed", "end")]
         taken = {"query", "start", "end"}
+        if any(m.expired is not None for m in self):  # EMIT TIMEOUTS: null for a match
+            cols.append(("expired", "fixed", "expired"))
+            taken.add("expired")
         seen_vars = [v for v, _ in self.variables]
         for m in self:  # variables the query did not declare (a backend's extra binding)
             seen_vars += [v for v in m.bindings if v not in seen_vars]
@@ -94,11 +97,12 @@ class Matches(list[Match]):
     def _fixed(self, name: str) -> pa.Array:
         if name == "query":
             return pa.array([m.query for m in self], pa.string())
-        micros = [m.start if name == "start" else m.end for m in self]
+        micros = [m.start if name == "start" else m.end if name == "end" else m.expired
+                  for m in self]
         if self.time.kind == "datetime":
             return pa.array(micros, pa.int64()).cast(
                 pa.timestamp("us", "UTC" if self.time.tz else None))
-        out = [self.time.to_output(us) for us in micros]
+        out = [None if us is None else self.time.to_output(us) for us in micros]
         return pa.array(out, pa.float64() if any(isinstance(v, float) for v in out)
                         else pa.int64())
 
