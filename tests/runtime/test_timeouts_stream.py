@@ -94,3 +94,47 @@ def test_matches_table_has_an_expired_column() -> None:
     assert t.column_names[:4] == ["query", "start", "end", "expired"]
     assert t.column("expired").to_pylist() == [None, 5, None]
     assert t.column("b").to_pylist() == ["b1", None, "b2"]
+
+
+COMPONENTS = [("A a", "a"), ("B b", "b"), ("B+ b[]", "b"), ("B* b[]", "b"),
+              ("B{1,2} b[]", "b"), ("OR(B e, C c)", "ec"), ("C c", "c"), ("A d", "d")]
+CONDITIONS = [("b.x > a.x", "ab"), ("sum(b.x) > 6", "b"), ("c.x < 5", "c"), ("d.x > a.x", "ad")]
+
+
+def _random_query(seed: int) -> str:
+    import random
+
+    rng = random.Random(seed)
+    comps: list[str] = []
+    used = ""
+    for _ in range(20):
+        text, names = rng.choice(COMPONENTS)
+        if not set(names) & set(used):
+            comps.append(text)
+            used += names
+        if len(comps) == 3 or (len(comps) == 2 and rng.random() < 0.5):
+            break
+    if all("*" in c for c in comps):
+        comps.append("C z")
+    conds = [c for c, names in CONDITIONS if set(names) <= set(used) and rng.random() < 0.5
+             and ("sum" not in c or any("b[]" in x for x in comps))]
+    where = f" WHERE {' AND '.join(conds)}" if conds else ""
+    strategy = rng.choice(["", " USING skip-till-next-match"])
+    part = rng.choice(["", " PARTITION BY k"])
+    return (f"PATTERN SEQ({', '.join(comps)}){where}{part} WITHIN {rng.randint(1, 3)} seconds"
+            f"{strategy} EMIT TIMEOUTS")
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_random_timeout_queries_equal_the_oracle(seed: int) -> None:
+    """The nfa plan against the oracle on random SEQs of the fragment (docs/semantics.md 19),
+    pushed in chunks of 3."""
+    query = _random_query(seed)
+    batch = random_stream(100 + seed, n=24)
+    want = oracle(analyze(query), batch)
+    rt = start(analyze(query))
+    got = []
+    for off in range(0, len(batch), 3):
+        got += rt.push(batch.slice(off, 3))
+    got += rt.close()
+    assert keys(got) == keys(want), query
