@@ -4,13 +4,17 @@ test_timeouts.py) also run on the ``spark`` and ``spark-stream`` backends."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from kleene.api import analyze
+from kleene.cli.main import cli
 from kleene.errors import QueryValidationError
 from kleene.spark import in_output_order, match, plan_query
+from kleene.spark.cli import run_query
 
 pytestmark = pytest.mark.spark
 
@@ -41,3 +45,22 @@ def test_split_mode_reads_one_window_past_its_range() -> None:
     plan = plan_query(analyze("PATTERN SEQ(A a, B b) WITHIN 5 seconds EMIT TIMEOUTS"))
     assert plan.mode == "split" and plan.lookahead_us == 5_000_000
     assert any("EMIT TIMEOUTS" in r for r in plan.reasons)
+
+
+def test_spark_cli_file_equals_the_embedded_one(spark: Any, tmp_path: Path) -> None:
+    """``kleene run --spark`` with EMIT TIMEOUTS writes the embedded JSON Lines file (matches
+    and timed-out partial matches in one order) and counts the two apart."""
+    src = tmp_path / "in.csv"
+    src.write_text("ts,type,k,x\n" + "".join(f"{t},{ty},{k},{x}\n" for t, ty, k, x in ROWS))
+    query = QUERY.replace("PARTITION BY k ", "")  # unkeyed: the split mode
+    res = CliRunner().invoke(cli, ["run", query, "--input", str(src), "--output",
+                                   str(tmp_path / "embedded.jsonl"), "--quiet"])
+    assert res.exit_code == 0, res.output
+    expected = (tmp_path / "embedded.jsonl").read_text()
+    assert '"expired"' in expected
+    summary = run_query(query, str(src), spark=spark, output=str(tmp_path / "spark.jsonl"))
+    assert (tmp_path / "spark.jsonl").read_text() == expected
+    n_out = expected.count('"expired"')
+    assert summary["timeouts"] == n_out
+    assert summary["matches"] == expected.count("\n") - n_out
+    assert summary["plan"] == "split"

@@ -1352,6 +1352,9 @@ def _run_spark(query: Any, input_path: str, *, on_bad_row: str, quiet: bool,
             f"matches         {int(result.get('matches', 0)):>12,}   (engine "
             f"{result.get('engine')}, plan {result.get('plan')}, master {result.get('master')})",
         ]
+        if result.get("timeouts") is not None:
+            lines.append(f"timeouts        {int(result['timeouts']):>12,}   (partial matches "
+                         "whose window expired; in the output)")
         if report is not None:
             lines.append(f"dropped (caps)  {int(result.get('truncated_matches', 0)):>12,}   "
                          f"matches, {int(result.get('truncated_runs', 0)):,} runs "

@@ -350,12 +350,19 @@ def run_query(query: str | Sequence[tuple[str, str | None]], input_path: str, *,
         else:
             matches = match_set(df, qset, **common)
         ordered = matches.repartition(1).sortWithinPartitions(*order_columns_of(matches))
+        n_timeouts = None
+        if any(a.query.timeouts for a in analyzed):  # EMIT TIMEOUTS: counted apart
+            from pyspark.sql import functions as F
+
+            from .tasks import TIMEOUT_POS
+
+            n_timeouts = matches.filter(F.col(LAST_POS) >= F.lit(TIMEOUT_POS)).count()
         try:
             if count_only:
-                n = matches.count()
+                n = matches.count() - (n_timeouts or 0)
                 print(n, file=stdout or sys.stdout)
             else:
-                n = _write(ordered, fmt, output, stdout or sys.stdout)
+                n = _write(ordered, fmt, output, stdout or sys.stdout) - (n_timeouts or 0)
         finally:
             if cached is not None:
                 cached.unpersist()
@@ -364,6 +371,7 @@ def run_query(query: str | Sequence[tuple[str, str | None]], input_path: str, *,
     examples = [e for i in sorted(per_file) for e in per_file[i][1]][:3]
     return {"events": n_events - bad, "rows_read": n_events, "skipped": bad,
             "bad_examples": examples, "matches": n, "seconds": time.perf_counter() - started,
+            "timeouts": n_timeouts,
             "source": input_path, "files": len(files), "format": in_fmt,
             "plan": mode, "engine": engine,
             "output": output, "master": _master_of(session, master),
