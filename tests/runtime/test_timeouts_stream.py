@@ -23,6 +23,10 @@ QUERIES = [
     "PATTERN SEQ(A a, OR(B b, C c), A d) WHERE d.x > a.x WITHIN 2 seconds EMIT TIMEOUTS",
     "PATTERN SEQ(A a, B* b[], C c) WHERE b.x > a.x WITHIN 2 seconds "
     "USING skip-till-next-match PICK FIRST a EMIT TIMEOUTS",
+    "PATTERN SEQ(A a, B b) PARTITION BY k WITHIN 3 seconds USING strict-contiguity "
+    "EMIT TIMEOUTS",
+    "PATTERN SEQ(A a, B+ b[], C c) WHERE [k] WITHIN 3 seconds USING partition-contiguity "
+    "EMIT TIMEOUTS",
 ]
 
 
@@ -62,7 +66,7 @@ def test_a_match_and_a_timeout_in_one_push_are_in_output_order() -> None:
         ({"a": "a3", "b": "b2"}, None)]
 
 
-@pytest.mark.parametrize("query", QUERIES[:3])
+@pytest.mark.parametrize("query", [*QUERIES[:3], *QUERIES[-2:]])
 @pytest.mark.parametrize("cut", [7, 19])
 def test_restore_keeps_pending_timeouts(query: str, cut: int) -> None:
     batch = random_stream(5, n=30)
@@ -118,17 +122,20 @@ def _random_query(seed: int) -> str:
         comps.append("C z")
     conds = [c for c, names in CONDITIONS if set(names) <= set(used) and rng.random() < 0.5
              and ("sum" not in c or any("b[]" in x for x in comps))]
+    if rng.random() < 0.3:
+        conds.append("[k]")
     where = f" WHERE {' AND '.join(conds)}" if conds else ""
-    strategy = rng.choice(["", " USING skip-till-next-match"])
-    part = rng.choice(["", " PARTITION BY k"])
+    strategy = rng.choice(["", " USING skip-till-next-match", " USING strict-contiguity",
+                           " USING partition-contiguity"])
+    part = rng.choice(["", " PARTITION BY k"]) if "[k]" not in conds else ""
     return (f"PATTERN SEQ({', '.join(comps)}){where}{part} WITHIN {rng.randint(1, 3)} seconds"
             f"{strategy} EMIT TIMEOUTS")
 
 
-@pytest.mark.parametrize("seed", range(24))
+@pytest.mark.parametrize("seed", range(40))
 def test_random_timeout_queries_equal_the_oracle(seed: int) -> None:
-    """The nfa plan against the oracle on random SEQs of the fragment (docs/semantics.md 19),
-    pushed in chunks of 3."""
+    """The nfa plan against the oracle on random SEQs of the fragment (docs/semantics.md 19)
+    under every strategy, pushed in chunks of 3."""
     query = _random_query(seed)
     batch = random_stream(100 + seed, n=24)
     want = oracle(analyze(query), batch)

@@ -10,14 +10,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from ..plan.automaton import CompKind, Plan, Unsupported, compile_plan
+from ..plan.automaton import CompKind, Plan, compile_plan
 from ..plan.explain import linear_text
 from ..runtime.kernel import has_plain_variant, kernel_factory, kernel_supported
 from ..runtime.linear import LinearMatcher
 from ..runtime.matcher import MatcherOptions
 from ..runtime.policies import bindings_builder
-from ..semantic.analyzed import AnalyzedQuery
-from ..vocab import Strategy
 from .registry import CompiledPlan, PlanKind, Stats, matches_estimate, runs_estimate
 
 NFA_EVENT = 1.0
@@ -114,19 +112,13 @@ def _matcher(cp: CompiledPlan, options: MatcherOptions) -> Any:
     return linear_matcher(cp.plan, options, cp.spec.plain, True, cp.memo)
 
 
-def _compile(analyzed: AnalyzedQuery) -> Plan:
-    if analyzed.query.timeouts and analyzed.strategy in (Strategy.STRICT_CONTIGUITY,
-                                                         Strategy.PARTITION_CONTIGUITY):
-        raise Unsupported("EMIT TIMEOUTS under a contiguity strategy: the automaton does not "
-                          "see the events that end a contiguous run (docs/semantics.md 19)")
-    return compile_plan(analyzed)
 
 
 PLAN = PlanKind(
     name="nfa",
     description="linear NFA^b automaton (SEQ of events, Kleene, choices) with a generated "
                 "kernel",
-    compile=_compile,
+    compile=compile_plan,
     matcher=_matcher,
     cost=linear_cost,
     explain=linear_text,

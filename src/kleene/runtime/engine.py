@@ -284,6 +284,13 @@ class Runtime:
         if self.timeouts and not hasattr(self.matcher, "expired_partials"):
             raise EngineError(f"query {self.spec.name!r}: the plan's matcher does not report "
                               "timed-out partial matches (EMIT TIMEOUTS)")
+        self._kill = self.timeouts and self.spec.strategy in (Strategy.STRICT_CONTIGUITY,
+                                                              Strategy.PARTITION_CONTIGUITY)
+        """EMIT TIMEOUTS under a contiguity strategy: the matcher learns, per key, the time
+        of the event that follows its runs in their contiguity sub-stream (it may be no
+        candidate at all), which kills them if it comes before their window expired."""
+        self._kill_src: tuple[Any, Any, list[Any]] | None = None
+        self._kill_maps: dict[Any, dict[int, int]] | None = None
         self.out_keys: list[int] | None = None
         """When a list: the global position of every released match's last event is appended
         to it, in the order of the matches returned (the keyed parallel runtime merges its
@@ -461,11 +468,17 @@ class Runtime:
             self.next_gpos += n
         masks, left_rows = self._vectorize(t)
         routed = self._route(t, masks, gpos)
+        if self._kill:
+            self._kill_maps = self._contiguity_times(t)
         if routed is None:
+            if self._kill:
+                self._settle_killers()
             return
         recs, bl, groups, rcodes, rkeys, wpos = routed
         self._row_fallback(recs, bl, left_rows)
         self._match(recs, bl, groups, rkeys)
+        if self._kill:
+            self._settle_killers()
         self._bump_last_wpos(rcodes, rkeys, wpos, t)
         self._admit_all()
 
@@ -557,6 +570,8 @@ class Runtime:
                     self._positions(rcodes, rkeys, self.cpos_base, order_all)
             else:
                 cpos = ppos
+            if self._kill:
+                self._kill_src = (cpos, rcodes, rkeys)
             if len(sel) == 0:
                 self._bump_last_wpos(rcodes, rkeys, wpos, t)
                 return None
@@ -655,12 +670,15 @@ class Runtime:
             used = len(self.held)
             if matcher.has_trailing:
                 used += sum(len(x.pending) for x in self.states.values())
+        kill = self._kill_maps if self._kill else None
         for code, s, e in groups:
             key = rkeys[code]
             groups_done.append(key)
             st = self.states.get(key)
             if st is None:
                 st = self.states[key] = matcher.new_state()
+            if kill is not None:
+                matcher.kmap = kill.get(self._space(key), {})  # type: ignore[attr-defined]
             cands: list[Any] = []  # Candidates, or (key, Match, None) entries when direct
             if cap is None:
                 matcher.process(st, recs[s:e], bl[s:e], cands, mm)
@@ -688,6 +706,33 @@ class Runtime:
                           "(truncated_runs, truncated_matches)", RuntimeWarning, stacklevel=5)
         self.counters.truncated_runs = matcher.truncated_runs
         self.counters.truncated_matches = matcher.truncated_matches
+
+    # EMIT TIMEOUTS under a contiguity strategy ------------------------------------------------
+    def _space(self, key: Any) -> Any:
+        """The contiguity sub-stream of a route key: the partition (strict-contiguity) or the
+        key itself (partition-contiguity)."""
+        if self.spec.strategy is Strategy.STRICT_CONTIGUITY:
+            return key[:len(self.plan.partition_by)]
+        return key
+
+    def _contiguity_times(self, t: pa.Table) -> dict[Any, dict[int, int]]:
+        """Per contiguity sub-stream: contiguity position -> time, for every event of the
+        chunk (candidates or not)."""
+        assert self._kill_src is not None
+        cpos, rcodes, rkeys = self._kill_src
+        spaces = [self._space(k) for k in rkeys]
+        out: dict[Any, dict[int, int]] = {}
+        for code, cp, ts in zip(rcodes.tolist(), cpos.tolist(),
+                                t.column(TS).to_numpy().tolist(), strict=True):
+            out.setdefault(spaces[code], {})[cp] = ts
+        return out
+
+    def _settle_killers(self) -> None:
+        """Tell every key whose runs' next event came in this chunk when it came."""
+        maps = self._kill_maps or {}
+        for key, st in self.states.items():
+            if st.runs and st.killer is None:
+                st.killer = maps.get(self._space(key), {}).get(st.runs[0][6] + 1)
 
     # 5. negation and release ------------------------------------------------------------------
     def _admit_all(self) -> None:

@@ -86,6 +86,9 @@ class PartState:
     expired: list[Run] = field(default_factory=list)
     """Dead-end partial matches waiting for the watermark to pass their expiry (EMIT
     TIMEOUTS only; docs/semantics.md 19)."""
+    killer: int | None = None
+    """Contiguity strategies with EMIT TIMEOUTS: the time of the event of the key's
+    contiguity sub-stream right after the runs' last event, once the runtime has seen it."""
 
 
 class LinearMatcher:
@@ -132,6 +135,10 @@ class LinearMatcher:
         """(guarded, plain) kernels when the plan's comparisons need a bool-vs-number guard:
         :meth:`plain_values` picks one."""
         self.timeouts = False
+        self.kmap: dict[int, int] = {}
+        """Contiguity strategies with EMIT TIMEOUTS: contiguity position -> time of the
+        events of the current key's sub-stream in the chunk being matched (set by the
+        runtime)."""
         """EMIT TIMEOUTS (docs/semantics.md 19): the interpreter (never the kernel) marks a
         skip-till-any run that took an event as *extended* (a 10th tuple entry) and keeps
         dead ends in ``PartState.expired``; :meth:`expired_partials` hands them over."""
@@ -233,7 +240,7 @@ class LinearMatcher:
         """Plain data for a snapshot."""
         state = (list(st.runs), st.neg_hist, [cand_state(c) for c in st.pending],
                  st.last_wpos, st.last_ts)
-        return (*state, list(st.expired)) if self.timeouts else state
+        return (*state, list(st.expired), st.killer) if self.timeouts else state
 
     def load_state(self, data: Any) -> PartState:
         """Inverse of :meth:`dump_state`."""
@@ -243,7 +250,8 @@ class LinearMatcher:
         runs = [r + ((),) if len(r) == width - 1 else r for r in runs]
         return PartState(list(runs), [list(h) for h in hist],
                          [Candidate(*c) for c in pending], lw, lt,
-                         list(data[5]) if len(data) > 5 else [])
+                         list(data[5]) if len(data) > 5 else [],
+                         data[6] if len(data) > 6 else None)
 
     def new_state(self) -> PartState:
         """Fresh per-key state."""
@@ -406,6 +414,13 @@ class LinearMatcher:
                 self.neg_event(st, e, b)
             if not b & pos_bits:
                 continue
+            kill = None
+            if tout and strict and runs:
+                # every run ends at the key's last candidate (cpos c): the event at c + 1
+                # kills those it does not extend (docs/semantics.md 19)
+                c = runs[0][6]
+                kill = e[TS] if e[CPOS] == c + 1 else (
+                    st.killer if st.killer is not None else self.kmap.get(c + 1))
             # drop expired runs (a prefix: runs are in first-timestamp order)
             if runs and (expire_us is not None or expire_ev is not None):
                 cut = 0
@@ -417,14 +432,18 @@ class LinearMatcher:
                         break
                 if cut:
                     if tout:
-                        st.expired.extend(r for r in runs[:cut] if self._dead_end(r))
+                        self._time_out(st, runs[:cut], kill)
                     del runs[:cut]
             new_runs: list[Run] = []
             nm = 0
             for r in runs:
                 if strict and e[CPOS] != r[6] + 1:
+                    if tout:
+                        self._time_out(st, (r,), kill)
                     continue
                 opts = self._options(r, e, b)
+                if tout and strict and not opts:
+                    self._time_out(st, (r,), kill)  # killed by e, inside its window
                 self.created += len(opts)
                 self.copied += len(opts)
                 if not strict and not (stnm and opts):
@@ -440,7 +459,9 @@ class LinearMatcher:
                         nm += 1
                         out.append(self._candidate(o, e))
                     elif tout and not self._alive_after(o):
-                        st.expired.append(o)  # a dead end as soon as it exists
+                        # a dead end as soon as it exists (under a contiguity strategy it
+                        # stays with the runs until the next event decides it)
+                        (new_runs if strict else st.expired).append(o)
                     if self._alive_after(o):
                         new_runs.append(o)
             fresh = self._options(None, e, b)
@@ -450,7 +471,7 @@ class LinearMatcher:
                     nm += 1
                     out.append(self._candidate(o, e))
                 elif tout and not self._alive_after(o):
-                    st.expired.append(o)
+                    (new_runs if strict else st.expired).append(o)
                 if self._alive_after(o):
                     new_runs.append(o)
             if ((max_matches is not None and nm > max_matches)
@@ -459,12 +480,23 @@ class LinearMatcher:
                 del new_runs[:event_caps(self, e, nm, out, max_matches, budget,
                                          len(new_runs))]
             st.runs = runs = new_runs
+            if tout:
+                st.killer = None  # the runs now end at e: the event after e is not known
 
     # ---------------------------------------------------------------------------------------
     # timed-out partial matches (EMIT TIMEOUTS, docs/semantics.md 19)
     def _dead_end(self, r: Run) -> bool:
         """A run that never took another event and is not itself a match."""
         return len(r) == 9 and not self._accepts(r)
+
+    def _time_out(self, st: PartState, runs: Any, kill: int | None) -> None:
+        """Park the dead ends among ``runs`` (which can take nothing more); under a contiguity
+        strategy only those whose window expired before ``kill``, the time of the event after
+        their last one (None: no such event)."""
+        W = self.expire_us
+        assert W is not None
+        st.expired.extend(r for r in runs if self._dead_end(r) and (
+            not self.strict or kill is None or r[3] + W < kill))
 
     def expired_partials(self, st: PartState, watermark: int | None
                          ) -> list[tuple[tuple[Any, ...], Match]]:
@@ -475,8 +507,8 @@ class LinearMatcher:
         assert W is not None
         ready: list[Run] = []
         if watermark is None:
-            ready = st.expired + [r for r in st.runs if self._dead_end(r)]
-            st.expired, st.runs = [], []
+            self._time_out(st, st.runs, st.killer)
+            ready, st.expired, st.runs = st.expired, [], []
         else:
             if st.expired:
                 keep: list[Run] = []
@@ -489,7 +521,10 @@ class LinearMatcher:
                     break
                 cut += 1
             if cut:
-                ready.extend(r for r in st.runs[:cut] if self._dead_end(r))
+                before = len(st.expired)  # those not expired yet stay
+                self._time_out(st, st.runs[:cut], st.killer)
+                ready.extend(st.expired[before:])
+                del st.expired[before:]
                 del st.runs[:cut]
         return [self._partial_match(r, W) for r in ready]
 
