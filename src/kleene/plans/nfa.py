@@ -112,8 +112,6 @@ def _matcher(cp: CompiledPlan, options: MatcherOptions) -> Any:
     return linear_matcher(cp.plan, options, cp.spec.plain, True, cp.memo)
 
 
-
-
 PLAN = PlanKind(
     name="nfa",
     description="linear NFA^b automaton (SEQ of events, Kleene, choices) with a generated "
