@@ -319,7 +319,7 @@ class Query:
     source: str = field(default="", compare=False, repr=False, kw_only=True)
     """The text the query was parsed from (for error rendering); empty for builder queries."""
     timeouts: bool = field(default=False, kw_only=True)
-    """``EMIT ... TIMEOUTS``: also output the timed-out partial matches (docs/semantics.md 19)."""
+    """``EMIT ... TIMEOUTS``: also output the timed-out partial matches (docs/semantics.md 20)."""
 
 
 Node = Expr | Pattern | Window | Index | Pick | Consume | AfterMatch | ReturnItem | Query

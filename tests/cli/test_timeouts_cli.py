@@ -1,4 +1,4 @@
-"""``kleene run --timeouts PATH`` / ``EMIT TIMEOUTS`` (docs/semantics.md 19): timed-out partial
+"""``kleene run --timeouts PATH`` / ``EMIT TIMEOUTS`` (docs/semantics.md 20): timed-out partial
 matches go to their own JSON Lines file, the same in a batch run, a streaming run at any batch
 size and on the oracle, and the summary counts them. Real processes, real files."""
 

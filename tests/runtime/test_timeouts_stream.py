@@ -1,4 +1,4 @@
-"""EMIT TIMEOUTS in the streaming runtime (docs/semantics.md 19): timed-out partial matches come
+"""EMIT TIMEOUTS in the streaming runtime (docs/semantics.md 20): timed-out partial matches come
 out as the frontier passes their expiry, equal the oracle's whatever the batching, and survive
 snapshot / restore."""
 
@@ -134,7 +134,7 @@ def _random_query(seed: int) -> str:
 
 @pytest.mark.parametrize("seed", range(40))
 def test_random_timeout_queries_equal_the_oracle(seed: int) -> None:
-    """The nfa plan against the oracle on random SEQs of the fragment (docs/semantics.md 19)
+    """The nfa plan against the oracle on random SEQs of the fragment (docs/semantics.md 20)
     under every strategy, pushed in chunks of 3."""
     query = _random_query(seed)
     batch = random_stream(100 + seed, n=24)

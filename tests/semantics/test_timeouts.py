@@ -1,4 +1,4 @@
-"""Timed-out partial matches, ``EMIT TIMEOUTS`` (docs/semantics.md 19).
+"""Timed-out partial matches, ``EMIT TIMEOUTS`` (docs/semantics.md 20).
 
 Every case runs on every backend and plan; a plan that does not compute timeouts says why (the
 suite reports it as skipped with the reason). Expected entries are the whole output in order:

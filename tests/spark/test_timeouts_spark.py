@@ -1,4 +1,4 @@
-"""EMIT TIMEOUTS on Spark (docs/semantics.md 19): a timed-out partial match is a row with its
+"""EMIT TIMEOUTS on Spark (docs/semantics.md 20): a timed-out partial match is a row with its
 ``expired`` time, in kleene's output order. The conformance cases (tests/semantics/
 test_timeouts.py) also run on the ``spark`` and ``spark-stream`` backends."""
 

@@ -22,7 +22,7 @@ class Match:
     not taken are absent. ``start`` / ``end`` are the internal (microsecond) timestamps of the
     first and last positive events; ``values`` holds the RETURN fields in order.
 
-    A *timed-out partial match* (``EMIT ... TIMEOUTS``, docs/semantics.md 19) is a ``Match``
+    A *timed-out partial match* (``EMIT ... TIMEOUTS``, docs/semantics.md 20) is a ``Match``
     with ``expired`` set: the time (microseconds) its window expired, ts(first) + W. Its
     ``bindings`` are the variables the partial match bound (later components are absent) and
     its ``values`` are empty.

@@ -198,7 +198,7 @@ class PlanKind:
     MATCH SKIP (docs/semantics.md 19); kinds that do not declare it refuse such queries."""
     """Computes ``EMIT COVERAGE`` itself (the runtime's policies do not)."""
     timeouts: bool = False
-    """Reports timed-out partial matches (``EMIT TIMEOUTS``, docs/semantics.md 19)."""
+    """Reports timed-out partial matches (``EMIT TIMEOUTS``, docs/semantics.md 20)."""
 
     configure: Callable[[Any, str, AnalyzedQuery], Any] | None = None
     """``plan="NAME:OPTION"``: the compiled plan with an option applied (the tree plan's

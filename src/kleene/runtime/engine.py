@@ -280,7 +280,7 @@ class Runtime:
         self.needs_positions = self.spec.needs_positions
         self.timeouts = self.spec.timeouts
         """EMIT TIMEOUTS: timed-out partial matches are released with the matches, once the
-        frontier passes their expiry (docs/semantics.md 19)."""
+        frontier passes their expiry (docs/semantics.md 20)."""
         if self.timeouts and not hasattr(self.matcher, "expired_partials"):
             raise EngineError(f"query {self.spec.name!r}: the plan's matcher does not report "
                               "timed-out partial matches (EMIT TIMEOUTS)")
@@ -790,7 +790,7 @@ class Runtime:
 
     def _with_timeouts(self, out: list[Match], final: bool) -> list[Match]:
         """Merge the timed-out partial matches the frontier has passed into ``out``
-        (docs/semantics.md 19: a timeout with expiry T after every match completed at ts <= T,
+        (docs/semantics.md 20: a timeout with expiry T after every match completed at ts <= T,
         before every later one)."""
         wm = None if final else self.frontier
         for st in self.states.values():

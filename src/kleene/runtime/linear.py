@@ -85,7 +85,7 @@ class PartState:
     last_ts: int = -(2 ** 62)
     expired: list[Run] = field(default_factory=list)
     """Dead-end partial matches waiting for the watermark to pass their expiry (EMIT
-    TIMEOUTS only; docs/semantics.md 19)."""
+    TIMEOUTS only; docs/semantics.md 20)."""
     killer: int | None = None
     """Contiguity strategies with EMIT TIMEOUTS: the time of the event of the key's
     contiguity sub-stream right after the runs' last event, once the runtime has seen it."""
@@ -139,7 +139,7 @@ class LinearMatcher:
         """Contiguity strategies with EMIT TIMEOUTS: contiguity position -> time of the
         events of the current key's sub-stream in the chunk being matched (set by the
         runtime)."""
-        """EMIT TIMEOUTS (docs/semantics.md 19): the interpreter (never the kernel) marks a
+        """EMIT TIMEOUTS (docs/semantics.md 20): the interpreter (never the kernel) marks a
         skip-till-any run that took an event as *extended* (a 10th tuple entry) and keeps
         dead ends in ``PartState.expired``; :meth:`expired_partials` hands them over."""
         order = plan.order
@@ -417,7 +417,7 @@ class LinearMatcher:
             kill = None
             if tout and strict and runs:
                 # every run ends at the key's last candidate (cpos c): the event at c + 1
-                # kills those it does not extend (docs/semantics.md 19)
+                # kills those it does not extend (docs/semantics.md 20)
                 c = runs[0][6]
                 kill = e[TS] if e[CPOS] == c + 1 else (
                     st.killer if st.killer is not None else self.kmap.get(c + 1))
@@ -484,7 +484,7 @@ class LinearMatcher:
                 st.killer = None  # the runs now end at e: the event after e is not known
 
     # ---------------------------------------------------------------------------------------
-    # timed-out partial matches (EMIT TIMEOUTS, docs/semantics.md 19)
+    # timed-out partial matches (EMIT TIMEOUTS, docs/semantics.md 20)
     def _dead_end(self, r: Run) -> bool:
         """A run that never took another event and is not itself a match."""
         return len(r) == 9 and not self._accepts(r)
@@ -502,7 +502,7 @@ class LinearMatcher:
                          ) -> list[tuple[tuple[Any, ...], Match]]:
         """The timed-out partial matches of this key whose expiry T = first ts + W is below
         ``watermark`` (None: end of stream, all of them), as ``(sort key, Match)`` with the
-        key ``(T, last position, first position, ..., per-variable)`` of docs/semantics.md 19."""
+        key ``(T, last position, first position, ..., per-variable)`` of docs/semantics.md 20."""
         W = self.expire_us
         assert W is not None
         ready: list[Run] = []

@@ -44,7 +44,7 @@ SEQ = "__seq"
 TIMEOUT_POS = 1 << 62
 """Added to a timed-out partial match's ``__last_pos`` (EMIT TIMEOUTS): its ``__end_us`` is
 its expiry T, so sorting by (end, last position, seq) puts it after every match completed at
-T, and timeouts of equal T in the order of their last events (docs/semantics.md 19)."""
+T, and timeouts of equal T in the order of their last events (docs/semantics.md 20)."""
 EXPIRED = "expired"
 """The DataFrame column of a timed-out partial match's expiry (null for a match)."""
 

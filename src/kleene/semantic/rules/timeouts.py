@@ -1,4 +1,4 @@
-"""``EMIT ... TIMEOUTS`` rule (docs/semantics.md 19): timed-out partial matches are defined for a
+"""``EMIT ... TIMEOUTS`` rule (docs/semantics.md 20): timed-out partial matches are defined for a
 SEQ of events, Kleene closures of events and choices of events, with a query-level time window."""
 
 from __future__ import annotations
