@@ -40,6 +40,8 @@ def shared_spec(aq: AnalyzedQuery) -> SharedSpec | str:
         return filters
     if aq.emit not in (Emit.ALL, Emit.RECENT):
         return f"EMIT {aq.emit.value.upper()} (the network emits ALL or RECENT)"
+    if q.timeouts:
+        return "EMIT TIMEOUTS (the network keeps no partial matches to time out)"
     if q.picks or q.consume is not None or q.returns:
         return "PICK, CONSUME or RETURN"
     if any(v.kind is not VarKind.SINGLE for v in aq.variables.values()):
