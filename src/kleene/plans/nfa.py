@@ -7,7 +7,6 @@ Supports a SEQ of events, Kleene components and choices (docs/engine.md). Compil
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from ..plan.automaton import CompKind, Plan, compile_plan
@@ -59,15 +58,15 @@ def linear_cost(plan: Plan, stats: Stats) -> float:
 
 def linear_matcher(plan: Plan, options: MatcherOptions, plain_output: bool,
                    count_ok: bool, memo: dict[Any, Any] | None = None,
-                   key: Any = None) -> LinearMatcher:
+                   key: Any = None, timeouts: bool = False) -> LinearMatcher:
     """A configured LinearMatcher: caps, count mode, direct output, and its kernel. The
     kernel's code is generated and compiled once per (plan, option set) and kept in ``memo``
     (the compiled plan's), so every runtime of a compiled query reuses it."""
-    kernel = options.use_kernel and kernel_supported(plan)
+    kernel = options.use_kernel and kernel_supported(plan) and not timeouts
     # --count without policies or NOT: the kernel only counts complete matches
     count_mode = (kernel and options.count_only and count_ok and not plan.negations
                   and plain_output)
-    m = LinearMatcher(plan, options, count_mode=count_mode)
+    m = LinearMatcher(plan, options, count_mode=count_mode, timeouts=timeouts)
     if kernel:
         direct = (not m.count_mode and not options.count_only and not plan.negations
                   and not m.has_trailing and plain_output and m.simple_key
@@ -103,13 +102,10 @@ def kernel_for(m: LinearMatcher, memo: dict[Any, Any] | None, key: Any) -> Any:
 
 
 def _matcher(cp: CompiledPlan, options: MatcherOptions) -> Any:
-    if cp.spec.timeouts:
-        # EMIT TIMEOUTS runs the interpreter, which marks extended runs (the generated kernel
-        # is untouched and costs nothing more when timeouts are not requested)
-        m = linear_matcher(cp.plan, replace(options, use_kernel=False), cp.spec.plain, True)
-        m.timeouts = True
-        return m
-    return linear_matcher(cp.plan, options, cp.spec.plain, True, cp.memo)
+    # EMIT TIMEOUTS runs the interpreter, which marks extended runs (the generated kernel is
+    # untouched and costs nothing more when timeouts are not requested)
+    return linear_matcher(cp.plan, options, cp.spec.plain, True, cp.memo,
+                          timeouts=cp.spec.timeouts)
 
 
 PLAN = PlanKind(

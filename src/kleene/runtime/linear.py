@@ -95,10 +95,11 @@ class LinearMatcher:
     """Evaluates a :class:`Plan` one partition at a time."""
 
     def __init__(self, plan: Plan, options: MatcherOptions = _DEFAULTS, *,
-                 count_mode: bool = False) -> None:
+                 count_mode: bool = False, timeouts: bool = False) -> None:
         """``options``: the caps (constructor data, docs/engine.md); ``count_mode``: whether
         this matcher counts instead of building candidates (the plan decides it from
-        ``options.count_only`` and what the query's output needs)."""
+        ``options.count_only`` and what the query's output needs); ``timeouts``: EMIT
+        TIMEOUTS (the interpreter only: no kernel is set)."""
         self.plan = plan
         comps = plan.components
         self.ncomp = len(comps)
@@ -134,7 +135,7 @@ class LinearMatcher:
         self.kernels: tuple[Any, Any] | None = None
         """(guarded, plain) kernels when the plan's comparisons need a bool-vs-number guard:
         :meth:`plain_values` picks one."""
-        self.timeouts = False
+        self.timeouts = timeouts
         self.kmap: dict[int, int] = {}
         """Contiguity strategies with EMIT TIMEOUTS: contiguity position -> time of the
         events of the current key's sub-stream in the chunk being matched (set by the
