@@ -75,15 +75,18 @@ def _fast_init() -> Any:
     match; engines build hundreds of thousands of matches per second. Same signature, same
     defaults, and the instance stays frozen (``__setattr__`` still refuses)."""
     d = Match.__dict__
-    sq, sb, ss, se, sv = (d[n].__set__ for n in ("query", "bindings", "start", "end", "values"))
+    sq, sb, ss, se, sv, sx = (d[n].__set__ for n in ("query", "bindings", "start", "end",
+                                                       "values", "expired"))
 
     def __init__(self: Match, query: str, bindings: Mapping[str, Binding], start: int,
-                 end: int, values: Mapping[str, Any] | None = None) -> None:
+                 end: int, values: Mapping[str, Any] | None = None,
+                 expired: int | None = None) -> None:
         sq(self, query)
         sb(self, bindings)
         ss(self, start)
         se(self, end)
         sv(self, {} if values is None else values)
+        sx(self, expired)
 
     return __init__
 
