@@ -193,10 +193,10 @@ class PlanKind:
     explain: Callable[[Any], list[str]]
     """The plan as text lines (``kleene explain``)."""
     coverage: bool = False
+    """Computes ``EMIT COVERAGE`` itself (the runtime's policies do not)."""
     after_match: bool = False
     """The kind's matcher hands every candidate to the runtime's policies, which apply AFTER
     MATCH SKIP (docs/semantics.md 19); kinds that do not declare it refuse such queries."""
-    """Computes ``EMIT COVERAGE`` itself (the runtime's policies do not)."""
     timeouts: bool = False
     """Reports timed-out partial matches (``EMIT TIMEOUTS``, docs/semantics.md 20)."""
 
