@@ -199,6 +199,20 @@ CASES = [
          """,
          ["a=a1 b=b3 c=c5 d=d9"],
          b2={"x": 1}, c6={"x": 1}, b3={"x": 2}, c5={"x": 2}),
+    case("a PICK group held to the end still competes in EMIT RECENT (issue 17)",
+         "PATTERN OR(A a2, A a3) WITHIN 1 seconds PICK LAST a2 EMIT RECENT",
+         """
+         ts  1   3
+             a1  b1
+         """,
+         ["a3=a1"]),
+    case("PICK LAST / FIRST then EMIT RECENT under skip-till-next-match (the differential "
+         "run's case, issue 17)",
+         "PATTERN OR(SEQ(OR(A a1, A a2)), SEQ(A{1,2} a3[])) WHERE [k] AND a1.x <= 3 "
+         "WITHIN 1 seconds USING skip-till-next-match PICK LAST a2, FIRST a1 EMIT RECENT",
+         "a1@1 c1@1 b1@3",
+         ["a3=[a1]"],
+         a1={"k": "u"}, c1={"k": "v"}, b1={"k": "u"}),
     case("consumed events still negate",
          "PATTERN SEQ(A a, NOT(B n), B b) CONSUME b",
          """
