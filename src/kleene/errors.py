@@ -87,7 +87,20 @@ class EngineError(KleeneError, RuntimeError):
 
 
 class CapacityError(EngineError):
-    """A configured cap (live runs per partition, matches per event) was exceeded."""
+    """A configured cap (live runs per partition, matches per event) was exceeded.
+
+    ``cap`` says which (``"runs"``, ``"event"``, ``"call"``; None: not said) and ``gpos`` the
+    global position of the event that reached it, when known: with ``on_cap='truncate'`` the
+    runtime saturates the partition there (docs/engine.md, "Bounded memory")."""
+
+    def __init__(self, message: str, *, cap: str | None = None, gpos: int | None = None,
+                 built: int = 0) -> None:
+        super().__init__(message)
+        self.cap = cap
+        self.gpos = gpos
+        self.built = built
+        """Matches of the capped event already counted or built (a lower bound of its own);
+        for the runs cap, the live runs."""
 
 
 class MissingExtraError(KleeneError, ImportError):

@@ -27,13 +27,19 @@ def test_match_cap_raises_with_query_name_and_cap() -> None:
         evaluate(aq, _as(5), max_matches_per_event=3)
 
 
-def test_truncate_keeps_going_and_counts() -> None:
+def test_truncate_saturates_at_the_runs_cap_and_counts_exactly() -> None:
+    """The runs cap saturates the partition (docs/engine.md, "Bounded memory"): its partial
+    matches and later events are dropped; the chain plan's counter counts the dropped
+    matches exactly (2^12 - 1 of them: the cap was reached before b1 came)."""
     rt = start(analyze("PATTERN SEQ(A+ a[], B b)"), max_runs_per_partition=50,
                on_cap="truncate")
     with pytest.warns(RuntimeWarning, match="truncate"):
         out = rt.push(_as(12)) + rt.close()
-    assert rt.counters.truncated_runs > 0
-    assert 0 < len(out) < 2 ** 12 - 1   # some matches were lost, and that is counted
+    c = rt.counters
+    assert out == []
+    assert c.truncated_runs == 63  # a0..a5: 2^6 - 1 live runs > 50
+    assert c.events_skipped == 12 + 1 - 6  # a6..a11 and b1 were never matched
+    assert (c.truncated_matches, c.truncated_exact) == (2 ** 12 - 1, True)
 
 
 def test_no_cap_reached_gives_all_matches() -> None:
@@ -81,4 +87,8 @@ def test_group_plan_run_cap() -> None:
     rt = start(analyze(q), max_runs_per_partition=100, on_cap="truncate")
     with pytest.warns(RuntimeWarning, match="truncate"):
         out = rt.push(batch) + rt.close()
-    assert rt.counters.truncated_runs > 0 and len(out) > 0
+    c = rt.counters
+    # saturated at the runs cap (a0..a6: 127 runs), before b1: no match is kept, and the
+    # AND has no exact counter (the chain plan does not take it): a lower bound
+    assert (out, c.truncated_runs, c.events_skipped) == ([], 127, 31 - 7)
+    assert c.truncated_exact is False

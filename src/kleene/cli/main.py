@@ -1166,10 +1166,12 @@ def _engine_label(compiled: Any) -> str:
 def _report_truncation(counters: Any) -> None:
     """One warning line on stderr when ``--on-cap truncate`` dropped anything."""
     runs, matches = counters.truncated_runs, counters.truncated_matches
-    if runs or matches:
+    exact = getattr(counters, "truncated_exact", True)
+    if runs or matches or getattr(counters, "events_skipped", 0):
         click.echo(f"kleene: warning: a cap was reached and --on-cap truncate dropped "
-                   f"{matches:,} matches and {runs:,} partial matches (runs); the output is "
-                   "incomplete", err=True)
+                   f"{'' if exact else 'at least '}{matches:,} matches"
+                   f"{'' if exact else ' (a lower bound: they were not enumerated)'} and "
+                   f"{runs:,} partial matches (runs); the output is incomplete", err=True)
 
 
 def _engine_call(engine: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

@@ -216,6 +216,8 @@ class ChainMatcher(LinearMatcher):
         self.copied = 0
         self.nodes_made = 0
         self.count_mode = False
+        self.inexact = False
+        """A cap stopped a join: ``truncated_matches`` is a lower bound."""
         self.counted = 0
         self.pair: list[tuple[Predicate, ...]] = [() for _ in range(n)]
         if options.count_only and not plan.negations and not coverage and plain:
@@ -373,8 +375,16 @@ class ChainMatcher(LinearMatcher):
                 p.lfw.append(lw)
                 p.chain.append(not ext)
                 self.nodes_made += 1
+            full = budget is not None and len(out) >= budget and self.on_cap != "error"
             for k, _snap, _lt, _lw, _made in new:
                 if not accept[k]:
+                    continue
+                if full:
+                    # the call's budget is spent: nothing this join writes could be kept;
+                    # the node leads to at least one match (no dead ends), counted as a
+                    # lower bound without joining
+                    self.truncated_matches += 1
+                    self.inexact = True
                     continue
                 for c in self.combine(st, k, parts[k].size - 1, e, bound_t, bound_w):
                     nm += 1
@@ -392,6 +402,9 @@ class ChainMatcher(LinearMatcher):
             if ((max_matches is not None and nm > max_matches)
                     or (budget is not None and len(out) > budget)
                     or (self.max_runs is not None and nlive > self.max_runs)):
+                if (max_matches is not None and nm > max_matches) or (
+                        budget is not None and len(out) > budget):
+                    self.inexact = True  # the join stopped: what it did not write is uncounted
                 drop = event_caps(self, e, nm, out, max_matches, budget, nlive)
                 if drop:
                     self._drop_oldest(st, drop)
@@ -642,7 +655,9 @@ class ChainMatcher(LinearMatcher):
                 else:
                     starts.append([ts, wp, e, *init])
                     if self.max_runs is not None and len(starts) > self.max_runs:
-                        for _ in range(too_many_runs(self, len(starts))):
+                        self.counted += counted  # final even if the cap raises
+                        counted = 0
+                        for _ in range(too_many_runs(self, len(starts), e)):
                             starts.popleft()
         self.counted += counted
 

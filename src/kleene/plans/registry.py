@@ -310,6 +310,10 @@ class CompiledPlan:
     spec: OutputSpec
     choice: Choice
     memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+    exact_counter: CompiledPlan | None = field(default=None, compare=False, repr=False)
+    """The same query compiled by the chain plan when that compiles (None otherwise): a
+    truncating runtime counts what its caps dropped with it, exactly, where the chain plan's
+    count mode applies (docs/engine.md, "Bounded memory")."""
 
     @property
     def name(self) -> str:
@@ -392,6 +396,7 @@ def choose(analyzed: AnalyzedQuery, *, plan: str | None = None,
     rows: list[Candidate] = []
     best: tuple[float, int, PlanKind, Any] | None = None
     forced: tuple[PlanKind, Any] | None = None
+    by_kind: dict[str, tuple[PlanKind, Any]] = {}
     for i, kind in enumerate(kinds.values()):
         try:
             compiled = kind.compile_checked(analyzed)
@@ -405,6 +410,7 @@ def choose(analyzed: AnalyzedQuery, *, plan: str | None = None,
             if kind.configure is None:
                 raise QueryValidationError(f"plan {plan!r} takes no option (got {option!r})")
             compiled = kind.configure(compiled, option, analyzed)
+        by_kind[kind.name] = (kind, compiled)
         cost = float(kind.cost(compiled, stats))
         if math.isnan(cost):
             cost = math.inf
@@ -426,7 +432,12 @@ def choose(analyzed: AnalyzedQuery, *, plan: str | None = None,
         why = ("the only plan that supports the query" if not others
                else "lowest estimated cost")
     choice = Choice(kind.name, why, tuple(rows), stats)
-    return CompiledPlan(kind, compiled, output_spec(analyzed), choice)
+    spec = output_spec(analyzed)
+    counter = None
+    if "chain" in by_kind and spec.plain:
+        ck, cc = by_kind["chain"]
+        counter = CompiledPlan(ck, cc, spec, Choice(ck.name, "counts what caps drop", (), stats))
+    return CompiledPlan(kind, compiled, spec, choice, exact_counter=counter)
 
 
 def choice_text(compiled: CompiledPlan) -> list[str]:
@@ -499,7 +510,12 @@ def evaluate(query: AnalyzedQuery | CompiledPlan, events: EventBatch, *,
         rt = start(query, plan=plan, **options)  # validates the options, compiles once
         udfs = getattr(query, "udfs", None) or getattr(getattr(rt.plan, "analyzed", None),
                                                          "udfs", None)
-        return run_parallel(rt.compiled, events, int(workers), options, udfs=udfs).matches
+        par = run_parallel(rt.compiled, events, int(workers), options, udfs=udfs)
+        if options.get("count_only"):
+            from ..runtime.engine import count_placeholders
+
+            return count_placeholders(par.counters.matches)
+        return par.matches
     return run_batch(start(query, plan=plan, **options), events)
 
 

@@ -869,7 +869,7 @@ class TreeMatcher:
                 total = sum(len(x) for x in st.bufs) + (
                     0 if self.grouping else sum(len(st.kstore[i]) for i in self.kleaves))
                 if total > self.max_runs:
-                    self._cap_runs(st, total)
+                    self._cap_runs(st, total, e)
 
     def _close(self, st: TreeState, ts: int, wpos: int) -> list[Candidate]:
         """Materialize the open groups that an event at (``ts``, ``wpos``) or later cannot
@@ -895,8 +895,8 @@ class TreeMatcher:
         return (INF if self.W is None else min(c[4] for c in opens) + self.W,
                 INF if self.CW is None else min(c[6] for c in opens) + self.CW)
 
-    def _cap_runs(self, st: TreeState, total: int) -> None:
-        drop = too_many_runs(self, total)
+    def _cap_runs(self, st: TreeState, total: int, e: Any = None) -> None:
+        drop = too_many_runs(self, total, e)
         lists = st.bufs + ([] if self.grouping else [st.kstore[i] for i in self.kleaves])
         while drop > 0:
             big = max(lists, key=len)

@@ -4,7 +4,10 @@ memory").
 
 Each cap either raises :class:`CapacityError` (``on_cap='error'``) or, with
 ``on_cap='truncate'``, counts what it drops in the matcher's ``truncated_runs`` /
-``truncated_matches``. ``m`` is any matcher: it has ``plan.name``, ``on_cap``, ``max_runs``,
+``truncated_matches``. A truncating :class:`~kleene.runtime.engine.Runtime` gives its matcher
+``on_cap='saturate'``: the match caps truncate as above, and the runs cap raises, so the
+runtime saturates the partition instead of advancing ``max_runs`` runs per event. ``m`` is any
+matcher: it has ``plan.name``, ``on_cap``, ``max_runs``,
 ``truncated_runs``, ``truncated_matches`` and (set by the runtime) ``max_matches_per_call``.
 The helpers run only once a cap is exceeded: the run loops test the limits themselves.
 """
@@ -14,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import CapacityError
+from ..plan.layout import GPOS
 
 Rec = tuple[Any, ...]
 
@@ -21,7 +25,7 @@ Rec = tuple[Any, ...]
 def too_many_matches(m: Any, e: Rec, nm: int, cap: int) -> int:
     """Event ``e`` completed ``nm > cap`` matches (``max_matches_per_event``): raise, or
     (``on_cap='truncate'``) count and return how many of them to drop (the last ones)."""
-    if m.on_cap == "truncate":
+    if m.on_cap in ("truncate", "saturate"):
         m.truncated_matches += nm - cap
         return nm - cap
     raise CapacityError(
@@ -29,10 +33,11 @@ def too_many_matches(m: Any, e: Rec, nm: int, cap: int) -> int:
         f"max_matches_per_event={cap}; narrow the pattern (WITHIN, PARTITION BY, a stricter "
         "strategy such as skip-till-next-match), raise the cap (CLI --max-matches-per-event N, "
         "0 for no cap; Runtime option max_matches_per_event=N, None for no cap), or keep the "
-        "first matches and count the rest (CLI --on-cap truncate; on_cap='truncate')")
+        "first matches and count the rest (CLI --on-cap truncate; on_cap='truncate')",
+        cap="event", gpos=e[GPOS], built=nm)
 
 
-def too_many_runs(m: Any, nruns: int) -> int:
+def too_many_runs(m: Any, nruns: int, e: Rec | None = None) -> int:
     """``nruns > m.max_runs`` live runs in one partition (``max_runs_per_partition``):
     raise, or (``on_cap='truncate'``) count and return how many of them to drop (the oldest
     ones)."""
@@ -45,7 +50,8 @@ def too_many_runs(m: Any, nruns: int) -> int:
         f"max_runs_per_partition={cap}; narrow the pattern (WITHIN, PARTITION BY, a stricter "
         "strategy such as skip-till-next-match), raise the cap (CLI --max-runs-per-partition "
         "N, 0 for no cap; Runtime option max_runs_per_partition=N, None for no cap), or drop "
-        "the oldest runs and count them (CLI --on-cap truncate; on_cap='truncate')")
+        "the oldest runs and count them (CLI --on-cap truncate; on_cap='truncate')",
+        cap="runs", built=nruns, gpos=None if e is None else e[GPOS])
 
 
 def over_budget(m: Any, e: Rec | None, out: list[Any], budget: int) -> None:
@@ -53,7 +59,7 @@ def over_budget(m: Any, e: Rec | None, out: list[Any], budget: int) -> None:
     ``budget`` matches after event ``e`` (None: not known). Raises, or with
     ``on_cap='truncate'`` drops the excess -- the matches produced last -- and counts it."""
     over = len(out) - budget
-    if m.on_cap == "truncate":
+    if m.on_cap in ("truncate", "saturate"):
         m.truncated_matches += over
         del out[budget:]
         return
@@ -65,7 +71,7 @@ def over_budget(m: Any, e: Rec | None, out: list[Any], budget: int) -> None:
         "max_matches_per_call=N, None for no cap; CLI --max-matches-per-call N, 0 for no "
         "cap), push smaller batches, narrow the pattern (WITHIN, PARTITION BY, a stricter "
         "strategy), or pass on_cap='truncate' (CLI --on-cap truncate) to keep the first "
-        "matches and count the rest")
+        "matches and count the rest", cap="call", gpos=None if e is None else e[GPOS])
 
 
 def event_caps(m: Any, e: Rec, nm: int, out: list[Any], max_matches: int | None,
@@ -78,7 +84,7 @@ def event_caps(m: Any, e: Rec, nm: int, out: list[Any], max_matches: int | None,
     if budget is not None and len(out) > budget:
         over_budget(m, e, out, budget)
     if m.max_runs is not None and nruns > m.max_runs:
-        return too_many_runs(m, nruns)
+        return too_many_runs(m, nruns, e)
     return 0
 
 

@@ -46,9 +46,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import EngineError, InputError
+from ..errors import CapacityError, EngineError, InputError
 from ..events import EventBatch, Match
 from ..events.model import ID, TS, TYPE, TimeInfo
+from ..plan.layout import GPOS
 from ..vocab import Strategy
 from .caps import over_budget
 from .linear import Candidate, cand_state
@@ -66,6 +67,25 @@ _first = itemgetter(0)
 GPOS_COL = "__gpos"
 """Optional input column: the events' positions in the whole stream (kleene.runtime.parallel
 gives each worker its share of the stream with it)."""
+
+
+MAX_PLACEHOLDERS = 1 << 31
+"""Count mode: the most placeholder matches one call returns (beyond: read the counter)."""
+
+
+def count_placeholders(n: int) -> list[Match]:
+    """``n`` placeholder matches of a ``count_only`` run, or :class:`EngineError` when an exact
+    count is too large for a list (the chain plan counts 2**2000 matches exactly)."""
+    if n > MAX_PLACEHOLDERS:
+        raise EngineError(f"count_only counted about 2**{n.bit_length() - 1} matches, too many to return one "
+                          "placeholder each; read the runtime's counters.matches (the CLI's "
+                          "--count prints the exact number)")
+    return [_COUNT_MATCH] * n
+
+
+def _last_gpos(x: Any) -> int:
+    """The position of a complete match's last event (a Candidate or a direct entry)."""
+    return int(x[0][0]) if type(x) is tuple else int(x.last_gpos)
 
 
 def _output_key(h: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -214,6 +234,11 @@ class Counters:
     truncated_matches: int = 0
     timeouts: int = 0
     """Timed-out partial matches released (EMIT TIMEOUTS)."""
+    truncated_exact: bool = True
+    """``truncated_matches`` is the exact number of matches the caps dropped (False: a lower
+    bound -- the dropped matches could not be counted without enumerating them)."""
+    events_skipped: int = 0
+    """Events of saturated partitions that were not matched (``on_cap='truncate'``)."""
 
 
 class Runtime:
@@ -244,9 +269,13 @@ class Runtime:
         self.compiled = compiled
         self.plan = compiled.plan
         self.spec: OutputSpec = compiled.spec
+        # a truncating runtime's matcher truncates at the match caps and raises at the runs
+        # cap: the runtime then saturates the partition (``_saturate``) rather than advance
+        # ``max_runs`` runs per event for matches that can only be dropped
         self.matcher: Matcher = compiled.matcher(MatcherOptions(
             max_runs=max_runs_per_partition, max_matches_per_event=max_matches_per_event,
-            max_matches_per_call=max_matches_per_call, on_cap=on_cap, count_only=count_only,
+            max_matches_per_call=max_matches_per_call,
+            on_cap="saturate" if on_cap == "truncate" else on_cap, count_only=count_only,
             use_kernel=use_kernel))
         self.allowed_lateness_us = int(allowed_lateness_us)
         self.max_matches_per_event = max_matches_per_event
@@ -313,8 +342,23 @@ class Runtime:
         self.late_events: list[pa.Table] = []
         self._admitting: list[tuple[Any, Candidate]] = []
         self._groups_done: list[Any] = []
+        self._extra_runs = 0
+        self._extra_matches = 0
+        """Runs and matches the runtime dropped itself (saturated partitions), beside the
+        matcher's own ``truncated_runs`` / ``truncated_matches``."""
+        self._fresh = True
+        """No event matched since the start (or :meth:`reset`): the exact count of what a cap
+        dropped may count the call's batch alone."""
+        self._new_call()
         self.closed = False
         self.policies.restore(self._fresh_policies)
+
+    def _new_call(self) -> None:
+        """A push / advance / close starts: caps count afresh (``on_cap='truncate'``)."""
+        self._saturated: set[Any] = set()
+        self._sat_call = False
+        self._kept_call = 0
+        self._first_call = self._fresh
 
     def reset(self) -> None:
         """Forget all matching state, as if freshly started; counters keep accumulating.
@@ -332,6 +376,7 @@ class Runtime:
 
     def _push(self, batch: EventBatch) -> list[Match]:
         self._check_open()
+        self._new_call()
         if self.time is None:
             self.time = batch.time
         t = batch.table
@@ -351,6 +396,9 @@ class Runtime:
         if self.allowed_lateness_us <= 0 and not self.buffer:
             if np.all(ts[1:] >= ts[:-1]):
                 self._process(t)
+                if self.on_cap == "truncate" and (self._sat_call or self.counters.truncated_runs
+                                                  or self.counters.truncated_matches):
+                    self._count_dropped(t)
                 self.frontier = max(self.frontier, int(ts[-1]))
                 self._release_trailing(self.frontier)
                 return self._release(None)
@@ -361,6 +409,7 @@ class Runtime:
         """Promise that no event with a timestamp below ``watermark_us`` will come; emits the
         matches this settles (trailing negation, buffered out-of-order events)."""
         self._check_open()
+        self._new_call()
         with _no_gc():
             out = self._flush_buffer(int(watermark_us) - 1, inclusive=True)
         self.frontier = max(self.frontier, int(watermark_us))
@@ -370,6 +419,7 @@ class Runtime:
     def close(self) -> list[Match]:
         """End of stream: flush every buffered event and every pending match."""
         self._check_open()
+        self._new_call()
         with _no_gc():
             out = self._flush_buffer(None, inclusive=True)
         self._release_trailing(None)
@@ -458,6 +508,7 @@ class Runtime:
         *reorder*, happened in :meth:`push` / :meth:`_flush_buffer`)."""
         n = t.num_rows
         self.counters.events_processed += n
+        self._fresh = False
         if GPOS_COL in t.column_names:
             # a worker of the keyed parallel runtime: its share of the stream, with the
             # positions the events have in the whole stream (output order compares those)
@@ -671,8 +722,12 @@ class Runtime:
             if matcher.has_trailing:
                 used += sum(len(x.pending) for x in self.states.values())
         kill = self._kill_maps if self._kill else None
+        truncate = self.on_cap == "truncate"
         for code, s, e in groups:
             key = rkeys[code]
+            if truncate and key in self._saturated:
+                self._skip(key, e - s)
+                continue
             groups_done.append(key)
             st = self.states.get(key)
             if st is None:
@@ -680,15 +735,26 @@ class Runtime:
             if kill is not None:
                 matcher.kmap = kill.get(self._space(key), {})  # type: ignore[attr-defined]
             cands: list[Any] = []  # Candidates, or (key, Match, None) entries when direct
-            if cap is None:
-                matcher.process(st, recs[s:e], bl[s:e], cands, mm)
-            else:
-                # every matcher checks the budget after each event
-                budget = cap - used if cap > used else 0
-                matcher.process(st, recs[s:e], bl[s:e], cands, mm, budget)
-                if len(cands) > budget:  # safety net: a matcher returns at most budget
-                    over_budget(matcher, None, cands, budget)
-                used += len(cands)
+            try:
+                if cap is None:
+                    matcher.process(st, recs[s:e], bl[s:e], cands, mm)
+                else:
+                    # every matcher checks the budget after each event
+                    budget = cap - used if cap > used else 0
+                    matcher.process(st, recs[s:e], bl[s:e], cands, mm, budget)
+                    if len(cands) > budget:  # safety net: a matcher returns at most budget
+                        over_budget(matcher, None, cands, budget)
+            except CapacityError as exc:
+                if not truncate:
+                    raise
+                groups_done.pop()
+                self._saturate(key, cands, exc)
+                if exc.gpos is not None:  # the partition's events after the capped one
+                    self.counters.events_skipped += sum(1 for r in recs[s:e]
+                                                        if r[GPOS] > exc.gpos)
+            used += len(cands)
+            if truncate:
+                self._kept_call += len(cands)
             if cands:
                 if direct:
                     self.held.extend(cands)  # already (key, Match, None)
@@ -697,15 +763,93 @@ class Runtime:
                     self.held.extend(zip(map(sort_key, cands), cands, repeat(None)))
                 else:
                     out.extend((st, c) for c in cands)
-        if (matcher.truncated_runs != self.counters.truncated_runs
-                or matcher.truncated_matches != self.counters.truncated_matches) \
-                and not self._warned:
+        c = self.counters
+        runs = matcher.truncated_runs + self._extra_runs
+        dropped = matcher.truncated_matches + self._extra_matches
+        if (runs != c.truncated_runs or dropped != c.truncated_matches
+                or self._sat_call) and not self._warned:
             self._warned = True
             warnings.warn(f"query {self.spec.name!r}: a cap was reached and on_cap='truncate' "
                           "dropped runs or matches; see the runtime's counters "
                           "(truncated_runs, truncated_matches)", RuntimeWarning, stacklevel=5)
-        self.counters.truncated_runs = matcher.truncated_runs
-        self.counters.truncated_matches = matcher.truncated_matches
+        c.truncated_runs, c.truncated_matches = runs, dropped
+        if getattr(matcher, "inexact", False):
+            c.truncated_exact = False
+
+    # on_cap='truncate' --------------------------------------------------------------------------
+    def _saturate(self, key: Any, cands: list[Any], exc: CapacityError) -> None:
+        """A cap raised in partition ``key`` (``exc``; with ``on_cap='truncate'`` that is the
+        runs cap): the partition is saturated until the end of the call. Kept: its matches
+        completed up to the event that reached the cap (they are complete). Dropped: its
+        partial matches and every match its later events in this call complete (none is
+        built); it starts afresh at the next call (docs/engine.md, "Bounded memory")."""
+        if exc.cap != "runs" and cands:
+            # (a matcher that raised at a match cap: that event's matches are incomplete)
+            g = exc.gpos if exc.gpos is not None else max(map(_last_gpos, cands))
+            kept = [x for x in cands if _last_gpos(x) != g]
+            self._extra_matches += max(len(cands) - len(kept), exc.built)
+            cands[:] = kept
+        st = self.states.pop(key, None)
+        if exc.cap == "runs":
+            self._extra_runs += exc.built
+        elif st is not None:
+            self._extra_runs += self._live(st)
+        if st is not None:
+            self._extra_matches += len(getattr(st, "pending", ()))
+        self._saturated.add(key)
+        self._sat_call = True
+        self.counters.truncated_exact = False  # until _count_dropped counts exactly
+
+    def _skip(self, key: Any, n: int) -> None:
+        """Events of a saturated partition in the rest of the call: not matched."""
+        self._saturated.add(key)
+        self.counters.events_skipped += n
+
+    def _live(self, st: Any) -> int:
+        live = getattr(self.matcher, "live", None)
+        if live is not None:
+            try:
+                return int(live(st))
+            except Exception:  # noqa: BLE001 - a partial state: its size is unknown
+                return 0
+        return len(getattr(st, "runs", ()) or ())
+
+    EXACT_COUNT_WORK = 2_500_000
+    """The most (live start, event) steps the exact count of dropped matches may take (about
+    five seconds); beyond it the count is a lower bound (``truncated_exact`` False)."""
+
+    def _count_dropped(self, t: pa.Table) -> None:
+        """After a saturated first call over a whole batch ``t``: count every match of the
+        batch with the chain plan's exact counter (no match is built) when it applies and its
+        work is bounded; dropped = all - kept."""
+        cp = getattr(self.compiled, "exact_counter", None)
+        if cp is None or not self._first_call or self.plan.negations:
+            return
+        counter = Runtime(cp, max_runs_per_partition=None, max_matches_per_event=None,
+                          max_matches_per_call=None, count_only=True)
+        m: Any = counter.matcher
+        if not getattr(m, "count_mode", False):
+            return
+        if not (m.window_swag or m.sum_starts):
+            # one step per (live start, event): bounded by the events each window holds
+            ts = t.column(TS).to_numpy()
+            if m.win_us is not None:
+                lo = np.searchsorted(ts, ts - m.win_us, side="left")
+                work = int((np.arange(len(ts)) - lo).sum())
+            elif m.win_ev is not None:
+                work = len(ts) * int(m.win_ev)
+            else:
+                work = len(ts) * len(ts) // 2
+            if work > self.EXACT_COUNT_WORK:
+                return
+        counter.count_placeholders = False
+        counter.push(EventBatch(t, self.time or TimeInfo()))
+        counter.close()
+        kept = self._kept_call + int(getattr(self.matcher, "counted", 0))
+        # the first call: every match dropped so far was dropped in it
+        self._extra_matches = counter.counters.matches - kept - self.matcher.truncated_matches
+        self.counters.truncated_matches = counter.counters.matches - kept
+        self.counters.truncated_exact = True
 
     # EMIT TIMEOUTS under a contiguity strategy ------------------------------------------------
     def _space(self, key: Any) -> Any:
@@ -828,7 +972,7 @@ class Runtime:
             self.counters.matches += counted
             # exact counts can be astronomically large: callers that read
             # ``counters.matches`` switch the placeholder list off
-            return [_COUNT_MATCH] * counted if self.count_placeholders else []
+            return count_placeholders(counted) if self.count_placeholders else []
         if not self.held:
             return []
         limit: int | None = None

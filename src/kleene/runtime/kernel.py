@@ -90,7 +90,7 @@ def kernel_factory(m: LinearMatcher, count_mode: bool | None = None,
     capped = m.max_matches_per_call is not None and not count_mode
     if capped:
         env["OVER"] = over_budget
-        if m.on_cap == "truncate":
+        if m.on_cap in ("truncate", "saturate"):
             env["MAKE_DRAIN"] = kernel_factory(m, count_mode=True, plain_values=plain_values)
             bound.append("DRAIN = MAKE_DRAIN(m)")
     direct = m.direct
@@ -501,6 +501,10 @@ def kernel_factory(m: LinearMatcher, count_mode: bool | None = None,
         if mm is not None:
             env["TMM"] = too_many_matches
             emit(2, f"if nm > {int(mm)}:")
+            if count_mode:
+                # the counts before this event are final even if the cap raises (a
+                # truncating runtime saturates the partition and keeps them)
+                emit(3, "m.counted += cnt - nm; cnt = nm")
             emit(3, f"drop = TMM(m, e, nm, {int(mm)})")
             if count_mode:
                 emit(3, "cnt -= drop")
@@ -509,7 +513,9 @@ def kernel_factory(m: LinearMatcher, count_mode: bool | None = None,
         if m.max_runs is not None:
             env["TMR"] = too_many_runs
             emit(2, f"if len(new) > {int(m.max_runs)}:")
-            emit(3, "del new[:TMR(m, len(new))]")
+            if count_mode:
+                emit(3, "m.counted += cnt; cnt = 0")
+            emit(3, "del new[:TMR(m, len(new), e)]")
         emit(2, "runs = new")
         if capped:
             # out only grows with this event's matches (nm counts them when tracked)
@@ -519,8 +525,10 @@ def kernel_factory(m: LinearMatcher, count_mode: bool | None = None,
                 # truncating and the budget is spent: the rest of the events only advance the
                 # runs, and their matches are counted as truncated, never built
                 emit(3, "st.runs = runs; rest = recs.index(e) + 1; c0 = m.counted")
-                emit(3, "DRAIN(st, recs[rest:], bits[rest:], None, None)")
-                emit(3, "m.truncated_matches += m.counted - c0; m.counted = c0")
+                emit(3, "try:")
+                emit(4, "DRAIN(st, recs[rest:], bits[rest:], None, None)")
+                emit(3, "finally:")  # (the runs cap may raise in it: a saturating runtime)
+                emit(4, "m.truncated_matches += m.counted - c0; m.counted = c0")
                 emit(3, "st.last_ts = recs[-1][1]; st.last_wpos = recs[-1][4]")
                 emit(3, "return")
 

@@ -51,6 +51,8 @@ class ParallelRun:
     """What a keyed parallel run did (for the CLI summary and the benchmarks)."""
 
     matches: list[Match]
+    """The matches in output order; empty in count mode (``count_only``: the exact count,
+    possibly beyond what a list can hold, is ``counters.matches``)."""
     counters: Counters
     workers: int
     """Processes that matched (1: ran sequentially, see ``reason``)."""
@@ -123,18 +125,21 @@ def _work(w: int, *, rows: bool = True) -> tuple[list[Any], list[Any], list[int]
     share = table.take(pa.array(idx)).append_column(GPOS_COL, pa.array(idx, pa.int64()))
     rt = Runtime(job["compiled"], **job["options"])
     count_only = bool(job["options"].get("count_only"))
-    if not count_only:
+    if count_only:
+        rt.count_placeholders = False  # exact counts may be huge: the counters say them
+    else:
         rt.out_keys = []
     batch = EventBatch(share, job["time"])
     out = rt.push(batch)
     out += rt.close()
     c = rt.counters
     counters = [c.events_in, c.events_processed, c.candidate_events, c.late_events,
-                c.matches, c.truncated_runs, c.truncated_matches]
+                c.matches, c.truncated_runs, c.truncated_matches, c.events_skipped,
+                int(c.truncated_exact)]
     for f in job["udfs"]:  # calls and hits this worker made (added up in the parent)
         counters += [f.calls, f.hits]
     if count_only:
-        return [], [()] * len(out), counters
+        return [], [], counters
     assert rt.out_keys is not None
     # Workers never share a last event (it belongs to one partition), and each worker's list
     # is in output order: the position of the last event alone merges them.
@@ -189,6 +194,8 @@ def run_parallel(compiled: Any, events: EventBatch, workers: int,
         from .engine import run_batch
 
         rt = Runtime(compiled, **options)
+        if options.get("count_only"):
+            rt.count_placeholders = False  # exact counts may be huge: read the counter
         return ParallelRun(run_batch(rt, events), rt.counters, 1, reason)
     was = gc.isenabled()
     gc.disable()  # many small tuples are unpickled and merged: no cyclic collection meanwhile
@@ -235,8 +242,8 @@ def _fork_and_merge(compiled: Any, events: EventBatch, workers: int,
         # the parent's counters already hold its own share; add the children's
         for (_l, _r, cnt) in results[1:]:
             for i, f in enumerate(pure):
-                f.calls += cnt[7 + 2 * i] - before[i][0]
-                f.hits += cnt[8 + 2 * i] - before[i][1]
+                f.calls += cnt[9 + 2 * i] - before[i][0]
+                f.hits += cnt[10 + 2 * i] - before[i][1]
     finally:
         _JOB.clear()
         for p, recv in procs:
@@ -251,11 +258,10 @@ def _fork_and_merge(compiled: Any, events: EventBatch, workers: int,
         counters.matches += c[4]
         counters.truncated_runs += c[5]
         counters.truncated_matches += c[6]
+        counters.events_skipped += c[7]
+        counters.truncated_exact = counters.truncated_exact and bool(c[8])
     if options.get("count_only"):
-        from .policies import _COUNT_MATCH
-
-        return ParallelRun([_COUNT_MATCH] * sum(len(r) for _k, r, _c in results), counters,
-                           workers)
+        return ParallelRun([], counters, workers)  # the count is counters.matches
     c0 = time.process_time()
     # each worker's list is in output order and no two share a last event: a stable sort of
     # the concatenated last positions is the merge
