@@ -692,7 +692,9 @@ def explain(query: tuple[str, ...], dialect: str | None, dot: bool, spark: bool,
 @click.option("--on-cap", type=click.Choice(["error", "truncate"]), default="error",
               show_default=True,
               help="When an engine cap is hit: fail, or keep going, drop the excess runs or "
-                   "matches and report how many.")
+                   "matches and report how many (at the runs cap the partition stops matching "
+                   "until the end of the input; the count is exact or said to be a lower "
+                   "bound; docs/engine.md).")
 @click.option("--analyze", is_flag=True,
               help="Count temporary matches created, copied and live (LinkedCEP's measure) "
                    "and show them in the summary; the NFA then runs without its generated "

@@ -49,8 +49,9 @@ def too_many_runs(m: Any, nruns: int, e: Rec | None = None) -> int:
         f"query {m.plan.name!r}: {nruns} live runs in one partition exceed "
         f"max_runs_per_partition={cap}; narrow the pattern (WITHIN, PARTITION BY, a stricter "
         "strategy such as skip-till-next-match), raise the cap (CLI --max-runs-per-partition "
-        "N, 0 for no cap; Runtime option max_runs_per_partition=N, None for no cap), or drop "
-        "the oldest runs and count them (CLI --on-cap truncate; on_cap='truncate')",
+        "N, 0 for no cap; Runtime option max_runs_per_partition=N, None for no cap), or stop "
+        "matching the partition for the rest of the call and count what that drops (CLI "
+        "--on-cap truncate; on_cap='truncate')",
         cap="runs", built=nruns, gpos=None if e is None else e[GPOS])
 
 
