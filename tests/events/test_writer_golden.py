@@ -5,7 +5,8 @@ Two references:
 * golden files of the demo (``make demo``'s query and data), written by the writers as they
   were before the column-wise path (kleene at a44edb4): JSON Lines, CSV and Parquet;
 * a literal reference of the JSON Lines record kept HERE (``ref_line``: the record of
-  ``Match.to_record`` through ``json.dumps``, NaN and infinities as null), and the writers'
+  ``Match.to_record`` through ``json.dumps``, NaN and infinities as the strings "NaN",
+  "Infinity", "-Infinity"), and the writers'
   own one-match-at-a-time paths, on 10k random matches of every shape: Kleene lists (empty,
   long, of str ids), ids beyond int64, RETURN values of every type (None, ints, floats with
   NaN / infinities / exponents, strings with quotes, commas, newlines and unicode, bools,
@@ -50,8 +51,9 @@ def _default(value: Any) -> Any:
 
 
 def _null_non_finite(value: Any) -> Any:
+    """Non-finite floats as the JSON strings the README gives (issue 17 item 9; null before)."""
     if isinstance(value, float) and not math.isfinite(value):
-        return None
+        return "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
     if isinstance(value, dict):
         return {k: _null_non_finite(v) for k, v in value.items()}
     if isinstance(value, list):
@@ -60,7 +62,8 @@ def _null_non_finite(value: Any) -> Any:
 
 
 def ref_line(m: Match, time: TimeInfo) -> str:
-    """The contract: ``json.dumps`` of the record, non-finite floats written as null."""
+    """The contract: ``json.dumps`` of the record, non-finite floats written as the strings
+    "Infinity", "-Infinity", "NaN"."""
     return json.dumps(_null_non_finite(m.to_record(time)), default=_default, allow_nan=False)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 from pathlib import Path
 
 import pyarrow as pa
@@ -37,7 +38,7 @@ def test_jsonl_contract_with_datetimes() -> None:
         '"values": {"tail": "N1", "n": 2, "avg": 1.5}}',
         '{"query": "delays", "match": {"a": 8, "b": [], "c": 9}, '
         '"start": "2013-01-01T10:01:00+00:00", "end": "2013-01-01T10:02:00+00:00", '
-        '"values": {"tail": "N2", "n": 0, "avg": null}}',
+        '"values": {"tail": "N2", "n": 0, "avg": "NaN"}}',
     ]
 
 
@@ -58,7 +59,7 @@ def test_csv(tmp_path: Path) -> None:
         'delays,2013-01-01T10:00:00+00:00,2013-01-01T10:01:30+00:00,'
         '"{""a"": 3, ""b"": [4, 5], ""c"": 7}",N1,2,1.5',
         'delays,2013-01-01T10:01:00+00:00,2013-01-01T10:02:00+00:00,'
-        '"{""a"": 8, ""b"": [], ""c"": 9}",N2,0,',
+        '"{""a"": 8, ""b"": [], ""c"": 9}",N2,0,nan',
     ]
 
 
@@ -77,7 +78,8 @@ def test_parquet(tmp_path: Path) -> None:
     assert t.column("match").to_pylist() == ['{"a": 3, "b": [4, 5], "c": 7}',
                                              '{"a": 8, "b": [], "c": 9}']
     assert t.column("tail").to_pylist() == ["N1", "N2"]
-    assert t.column("avg").to_pylist() == [1.5, None]
+    avg = t.column("avg").to_pylist()
+    assert avg[0] == 1.5 and math.isnan(avg[1])  # Parquet keeps the float NaN
 
 
 def test_parquet_in_row_groups(tmp_path: Path) -> None:
@@ -126,3 +128,41 @@ def test_jsonl_line_is_the_record(bindings: dict[str, object], vals: dict[str, o
     lines = out.getvalue().split("\n")
     assert lines[2] == "" and len(lines) == 3
     assert json.loads(lines[0]) == m.to_record(time) == json.loads(lines[1])
+
+
+INF_MATCHES = [Match("q", {"a": 1}, 0, 0, {"x": math.inf, "y": -math.inf, "z": math.nan,
+                                        "l": [1.0, math.inf], "ok": 2.5})]
+
+
+def test_non_finite_return_values_in_json_lines(tmp_path: Path) -> None:
+    """Issue 17 item 9: JSON has no number for them: the strings "Infinity", "-Infinity",
+    "NaN" (README, --format), on the column-wise path and the per-match one alike."""
+    from kleene.events.writers import JsonLinesWriter
+
+    texts = []
+    for per_match in (False, True):
+        p = tmp_path / f"inf{per_match}.jsonl"
+        with JsonLinesWriter(str(p), TimeInfo()) as w:
+            (w.write_rows if per_match else w.write)(INF_MATCHES)
+        texts.append(p.read_text())
+    assert texts[0] == texts[1]
+    rec = json.loads(texts[0])  # strict JSON: no bare Infinity / NaN token
+    assert rec["values"] == {"x": "Infinity", "y": "-Infinity", "z": "NaN",
+                             "l": [1.0, "Infinity"], "ok": 2.5}
+    assert "null" not in texts[0]
+
+
+def test_non_finite_return_values_in_csv(tmp_path: Path) -> None:
+    """CSV writes inf, -inf and nan (what Python's float() and Arrow's CSV reader read)."""
+    from kleene.events.writers import CsvWriter
+
+    texts = []
+    for per_match in (False, True):
+        p = tmp_path / f"inf{per_match}.csv"
+        with CsvWriter(str(p), TimeInfo()) as w:
+            (w.write_rows if per_match else w.write)(INF_MATCHES)
+        texts.append(p.read_text())
+    assert texts[0] == texts[1]
+    header, row = texts[0].splitlines()
+    assert header == "query,start,end,match,x,y,z,l,ok"
+    assert row.endswith(',inf,-inf,nan,"[1.0, ""Infinity""]",2.5')

@@ -638,7 +638,10 @@ def explain(query: tuple[str, ...], dialect: str | None, dot: bool, spark: bool,
               help="Rows per input chunk.")
 @click.option("--output", "-o", default=None, metavar="PATH", help="Write matches here (default stdout).")
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "csv", "parquet"]), default=None,
-              help="Output format (default from --output's extension, else jsonl).")
+              help="Output format (default from --output's extension, else jsonl). "
+                   "Non-finite RETURN values: JSON Lines writes the strings \"Infinity\", "
+                   "\"-Infinity\", \"NaN\" (JSON has no such numbers); CSV writes inf, "
+                   "-inf, nan; Parquet keeps the float.")
 @click.option("--engine", default=None, metavar="NAME",
               help="Evaluation backend (default automaton; oracle for tiny inputs).")
 @click.option("--plan", "plan", default=None, metavar="NAME",

@@ -59,7 +59,11 @@ def json_value(value: Any) -> str:
 
 
 def _json_float(x: float) -> str:
-    return float.__repr__(x) if math.isfinite(x) else "null"
+    if math.isfinite(x):
+        return float.__repr__(x)
+    from .writers import nonfinite_json
+
+    return '"' + nonfinite_json(x) + '"'  # README: "Infinity", "-Infinity", "NaN"
 
 
 def _json_bool(x: bool) -> str:
@@ -76,7 +80,7 @@ _JSON_TEXT: dict[type, Callable[[Any], str]] = {
 }
 """Exact types whose JSON text is known without the encoder (``json.dumps`` writes ints with
 ``int.__repr__``, strings with ``encode_basestring_ascii``, floats with ``float.__repr__``, and
-non-finite floats are written as ``null`` by the writers)."""
+non-finite floats as the strings of ``writers.NONFINITE_JSON``)."""
 
 
 def _json_id(v: Any) -> str:
@@ -310,7 +314,7 @@ def csv_quote(texts: pa.Array) -> pa.Array:
 
 
 def _csv_float(x: float) -> str:
-    return float.__repr__(x) if math.isfinite(x) else ""
+    return float.__repr__(x)  # inf, -inf, nan: what Python's csv writer writes
 
 
 def _csv_none(_: None) -> str:
@@ -321,15 +325,15 @@ _CSV_TEXT: dict[type, Callable[[Any], str]] = {
     int: int.__repr__, str: str.__str__, float: _csv_float, bool: bool.__repr__,
     type(None): _csv_none,
 }
-"""Exact types whose CSV cell is known (the csv module writes ``str(v)``, nothing for None; the
-writers turn non-finite floats into None first)."""
+"""Exact types whose CSV cell is known (the csv module writes ``str(v)``, nothing for None;
+non-finite floats as ``inf``, ``-inf``, ``nan``)."""
 
 
 def csv_cell(value: Any) -> str:
     """The reference CSV cell of one RETURN value (before quoting)."""
-    from .writers import _clean, csv_cells
+    from .writers import csv_cells
 
-    v = csv_cells({"v": _clean(value)})["v"]
+    v = csv_cells({"v": value})["v"]
     return "" if v is None else str(v)
 
 

@@ -61,10 +61,22 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
+NONFINITE_JSON = {math.inf: "Infinity", -math.inf: "-Infinity"}
+"""How JSON writes the floats JSON has no number for (README, ``--format``): the
+strings ``"Infinity"``, ``"-Infinity"`` and ``"NaN"`` (the names JavaScript's ``Number()``,
+Python's ``float()`` and Spark's JSON reader understand). CSV writes ``inf``, ``-inf`` and
+``nan`` (Python's and Arrow's float texts); Parquet keeps the float itself."""
+
+
+def nonfinite_json(x: float) -> str:
+    """The JSON string standing for a non-finite float (see :data:`NONFINITE_JSON`)."""
+    return NONFINITE_JSON.get(x, "NaN")
+
+
 def _clean(value: Any) -> Any:
-    """NaN and infinities are not JSON: write null (SQL NULL is what they mean here)."""
+    """NaN and infinities are not JSON numbers: the strings of :data:`NONFINITE_JSON`."""
     if isinstance(value, float) and not math.isfinite(value):
-        return None
+        return nonfinite_json(value)
     if isinstance(value, dict):
         return {k: _clean(v) for k, v in value.items()}
     if isinstance(value, list):
@@ -418,17 +430,19 @@ def _flat(match: Match, time: TimeInfo, fmt: _LineFormatter | None = None) -> di
             "match": "{" + fmt.bindings_text(match.bindings) + "}",
         }
         for k, v in match.values.items():
-            row[k if k not in row else f"values.{k}"] = _clean(v)
+            # a float stays a float (CSV: inf, nan; Parquet: the value); lists and dicts are
+            # JSON text in CSV (csv_cells) and Parquet (_column)
+            row[k if k not in row else f"values.{k}"] = v
         return row
     return _flat_generic(match, time)
 
 
 def _flat_generic(match: Match, time: TimeInfo) -> dict[str, Any]:
     """The reference form of :func:`_flat` (through the JSON Lines record)."""
-    rec = _clean(match.to_record(time))
+    rec = match.to_record(time)
     row = {
         "query": rec["query"], "start": rec["start"], "end": rec["end"],
-        "match": json.dumps(rec["match"], default=_json_default),
+        "match": json.dumps(_clean(rec["match"]), default=_json_default),
     }
     for k, v in rec["values"].items():
         row[k if k not in row else f"values.{k}"] = v
@@ -441,8 +455,8 @@ CSV_FIXED_COLUMNS = ("query", "start", "end", "match")
 
 def csv_cells(row: dict[str, Any]) -> dict[str, Any]:
     """A flat match row as CSV cells: lists and dicts (the bindings, list values) as JSON."""
-    return {k: (json.dumps(v, default=_json_default) if isinstance(v, (list, dict)) else v)
-            for k, v in row.items()}
+    return {k: (json.dumps(_clean(v), default=_json_default) if isinstance(v, (list, dict))
+                else v) for k, v in row.items()}
 
 
 class CsvWriter(_TextWriter):
@@ -509,9 +523,6 @@ _Segment = tuple[int, dict[str, Any]]
 """Matches waiting for their row group: how many, and their columns (name -> a list of
 Python values, or an Arrow array for ``start``, ``end`` and ``match``)."""
 
-_NO_CLEAN = frozenset({int, str, bool, type(None)})
-"""Value types ``_clean`` leaves as they are."""
-
 
 class ParquetWriter(MatchWriter):
     """Parquet, one row per match; row groups of ``row_group_size`` matches.
@@ -552,9 +563,8 @@ class ParquetWriter(MatchWriter):
             "match": match_texts(ms, self._fmt.bindings_text),
         }
         for col, k in row_keys(fields).items():
-            values = [v[k] for v in vals]
-            cols[col] = values if set(map(type, values)) <= _NO_CLEAN \
-                else list(map(_clean, values))
+            # as the per-row path (_flat): values as they are, floats NaN / inf included
+            cols[col] = [v[k] for v in vals]
         self._add((len(ms), cols))
 
     def _times(self, ts: list[Any]) -> Any:
@@ -624,7 +634,7 @@ class ParquetWriter(MatchWriter):
         try:
             return pa.array(values)
         except (pa.ArrowException, TypeError, ValueError):
-            return pa.array([json.dumps(v, default=_json_default) for v in values])
+            return pa.array([json.dumps(_clean(v), default=_json_default) for v in values])
 
     def _flush(self, group: list[_Segment]) -> None:
         import pyarrow.parquet as pq
