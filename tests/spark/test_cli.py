@@ -298,3 +298,29 @@ def test_auto_reader_leaves_big_uncompressed_files_to_spark_on_a_cluster(
         spark.conf.set("spark.sql.files.maxPartitionBytes", old)
     assert not _splittable_and_big(str(plain), spark)   # 128 MB by default
     assert not _on_a_cluster(spark)                     # local[2]: kleene's reader regardless
+
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
+def test_spark_output_is_written_atomically(spark: Any, tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch, fmt: str) -> None:
+    """Issue 17: like the embedded CLI, ``--spark`` writes ``PATH.partial`` and renames it at
+    the end: a finished run leaves only the output; a failed one (a bad value a task finds
+    past the rows the types are inferred from) leaves nothing."""
+    monkeypatch.chdir(tmp_path)
+    _raw_csv(tmp_path / "in.csv", "ts,type,k,x",
+             [f"{i},{'AB'[i % 2]},k{i % 3},{i % 7}" for i in range(200)])
+    runner = CliRunner()
+    out = tmp_path / f"m.{fmt}"
+    ok = runner.invoke(cli, ["run", QUERY, "--input", "in.csv", "-o", str(out), "--spark",
+                             "--quiet"])
+    assert ok.exit_code == 0, ok.stderr
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("m.")) == [out.name]
+    _raw_csv(tmp_path / "bad.csv", "ts,type,k,x",
+             [f"{i},A,k{i % 3},{i % 7}" for i in range(70_000)] + ["70000,B,k1,oops"])
+    failed = tmp_path / f"f.{fmt}"
+    bad = runner.invoke(cli, ["run", QUERY, "--input", "bad.csv", "-o", str(failed),
+                              "--spark", "--quiet"])
+    assert bad.exit_code == 2, bad.stderr
+    assert "row 70001, column 'x': 'oops' is not an integer" in bad.stderr
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("f.")] == []

@@ -1342,8 +1342,17 @@ def _run_spark(query: Any, input_path: str, *, on_bad_row: str, quiet: bool,
     except ImportError as e:
         raise MissingExtraError(f"--spark needs the spark extra: pip install 'kleene[spark]' "
                                 f"({e})") from None
-    result = run_query(query, input_path, on_bad_row=on_bad_row, verbose=verbose,
-                       warn=lambda m: click.echo(f"kleene: warning: {m}", err=True), **options)
+    output = options.get("output")
+    # a local output is written as PATH.partial and renamed when the run succeeds, removed
+    # when it fails (as the embedded engine's, output_target); a remote one (s3://, hdfs://)
+    # is Spark's own commit
+    local = output is not None and output != "-" and "://" not in output
+    with output_target(output if local else None) as target:
+        result = run_query(query, input_path, on_bad_row=on_bad_row, verbose=verbose,
+                           warn=lambda m: click.echo(f"kleene: warning: {m}", err=True),
+                           **{**options, "output": target if local else output})
+    if local:
+        result["output"] = output
     report = options.get("cap_report")
     if report is not None:  # --on-cap truncate: the counts the tasks sent back
         _report_truncation(report)
