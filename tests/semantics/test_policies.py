@@ -213,6 +213,18 @@ CASES = [
          "a1@1 c1@1 b1@3",
          ["a3=[a1]"],
          a1={"k": "u"}, c1={"k": "v"}, b1={"k": "u"}),
+    case("two PICKs: a match held for one PICK's group holds back its rival in the other "
+         "(issue 17, the long differential run)",
+         "PATTERN SEQ(C* c[], B b, A* a[]) WITHIN 3 seconds PICK LAST c, LAST a",
+         "b1@2 b2@2 a1@5 a2@6",
+         ["b=b1 c=[] a=[a1]", "b=b2 c=[] a=[a1]"]),
+    case("two PICKs, CONSUME and EMIT RECENT (the long differential run's case, issue 17)",
+         "PATTERN SEQ(C* c1[], B b2, A* a3[]) WHERE b2.x <= 2 AND b2.x + 1 > b2.x WITHIN 3 "
+         "seconds PICK LAST c1, LAST a3 CONSUME c1, b2 EMIT RECENT RETURN count(a3) AS a3_n",
+         "b2@1 b1@2 b3@2 c2@2 c1@3 a1@5 a2@6 a3@6",
+         ["c1=[] b2=b3 a3=[a1]"], values=[{"a3_n": 1}],
+         b2={"x": float("inf")}, b1={"x": 0.0}, b3={"x": -0.0}, c2={"x": 1.0},
+         c1={"x": float("inf")}, a1={"x": 1e300}, a2={"x": 1e300}, a3={"x": 1e300}),
     case("consumed events still negate",
          "PATTERN SEQ(A a, NOT(B n), B b) CONSUME b",
          """

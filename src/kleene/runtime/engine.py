@@ -999,12 +999,9 @@ class Runtime:
                 if rt is None or rt >= self.frontier:
                     break
                 k += 1
-            if self.policies.recent:
-                # EMIT RECENT compares every match of one completing event: a held match
-                # holds back the others its event completes (issue 17: a match released
-                # before its rival was never compared with it)
-                while 0 < k < len(ready) and ready[k - 1][1].last_gpos == ready[k][1].last_gpos:
-                    k -= 1
+            # a held match holds back every released one it competes with (issue 17: a
+            # match released before its rival was never compared with it)
+            k = self.policies.release_cut([c for _k, c, _x in ready], k)
             ready, self.held = ready[:k], ready[k:] + self.held
         cands: list[Any] = [c for _k, c, _ in ready]
         if self.direct:

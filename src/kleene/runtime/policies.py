@@ -77,6 +77,35 @@ class Policies:
             out = t if out is None else max(out, t)
         return out
 
+    def release_cut(self, cands: list[Candidate], k: int) -> int:
+        """The longest prefix ``cands[:k']`` (k' <= k) that may be released while
+        ``cands[k':]`` stay held: no released match shares a group of any PICK, or (EMIT
+        RECENT) a completing event, with a held one -- each PICK's group is complete by
+        :meth:`release_ts`, but a member can be held for another PICK's (or EMIT RECENT's)
+        sake, and the policies compare only what is released together."""
+        if len(self.picks) < 2 and not self.recent:
+            return k  # one PICK alone: release_ts already waits for its whole group
+        while 0 < k < len(cands):
+            held: set[Any] = set()
+            for c in cands[k:]:
+                for i, p in enumerate(self.picks):
+                    held.add((i, self._pick_key(c, self.slot[p.var])))
+                if self.recent:
+                    held.add(c.last_gpos)
+            j = 0
+            while j < k and not self._competes(cands[j], held):
+                j += 1
+            if j == k:
+                break
+            k = j
+        return k
+
+    def _competes(self, c: Candidate, held: set[Any]) -> bool:
+        if self.recent and c.last_gpos in held:
+            return True
+        return any((i, self._pick_key(c, self.slot[p.var])) in held
+                   for i, p in enumerate(self.picks))
+
     def state(self) -> Any:
         """CONSUME's memory (plain data)."""
         return sorted(self.consumed)
