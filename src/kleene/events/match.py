@@ -50,23 +50,18 @@ class Match:
         A timed-out partial match has ``"expired"`` (the time its window expired) instead of
         ``"values"``.
         """
-        if self.expired is not None:
-            return {
-                "query": self.query,
-                "match": {k: (list(v) if isinstance(v, tuple) else v)
-                          for k, v in self.bindings.items()},
-                "start": time.to_output(self.start),
-                "end": time.to_output(self.end),
-                "expired": time.to_output(self.expired),
-            }
-        return {
+        rec: dict[str, Any] = {
             "query": self.query,
             "match": {k: (list(v) if isinstance(v, tuple) else v)
                       for k, v in self.bindings.items()},
             "start": time.to_output(self.start),
             "end": time.to_output(self.end),
-            "values": dict(self.values),
         }
+        if self.expired is not None:
+            rec["expired"] = time.to_output(self.expired)
+        else:
+            rec["values"] = dict(self.values)
+        return rec
 
 
 def _fast_init() -> Any:

@@ -25,7 +25,7 @@ that way is refused with the construct named.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import NoReturn
 
@@ -370,13 +370,14 @@ class _Translator:
         return ast.Or(items, span=n.span)
 
     @staticmethod
-    def _in_rep(n: _Node) -> bool:
+    def _ancestors(n: _Node) -> Iterator[_Node]:
         a = n.parent
         while a is not None:
-            if a.kind == "rep":
-                return True
+            yield a
             a = a.parent
-        return False
+
+    def _in_rep(self, n: _Node) -> bool:
+        return any(a.kind == "rep" for a in self._ancestors(n))
 
     def _is_list(self, n: _Node) -> bool:
         return self._in_rep(n)
@@ -389,21 +390,11 @@ class _Translator:
     def _mandatory(self, n: _Node) -> bool:
         """Every match maps at least one row to ``n`` (no alternation or optional
         repetition above it)."""
-        a = n.parent
-        while a is not None:
-            if a.kind == "alt" or (a.kind == "rep" and a.lo == 0):
-                return False
-            a = a.parent
-        return True
+        return not any(a.kind == "alt" or (a.kind == "rep" and a.lo == 0)
+                       for a in self._ancestors(n))
 
-    @staticmethod
-    def _under_alt(n: _Node) -> bool:
-        a = n.parent
-        while a is not None:
-            if a.kind == "alt":
-                return True
-            a = a.parent
-        return False
+    def _under_alt(self, n: _Node) -> bool:
+        return any(a.kind == "alt" for a in self._ancestors(n))
 
     def _single(self, n: _Node) -> bool:
         return not self._in_rep(n)
