@@ -290,3 +290,20 @@ def test_several_files_as_one_input(tmp_path: Path) -> None:
         assert batch.column("x").to_pylist() == [10, 20, 30, 40]
         assert batch.ids.to_pylist() == [1, 2, 0, 3]  # a.csv.gz rows 0-1, then b.csv rows 2-3
         assert (report.source, report.rows_read, report.out_of_order) == (source, 4, 2)
+
+
+def test_a_date_alone_has_no_time_zone(tmp_path: Path) -> None:
+    """``2020-01-01``'s ``-01`` is the day, not a zone: dates alone are naive timestamps (the
+    zone check once read it as ``-01:00`` and rejected every row), while a zone after a time
+    of day still makes the column zoned."""
+    from kleene.events.convert import has_zone
+
+    texts = ["2020-01-01", "2020-01-01T10:00:00", "2020-01-01T10:00:00Z",
+             "2020-01-01 10:00:00-0500", "2020-01-01T10:00:00.5+01:00", "5"]
+    assert has_zone(pa.array(texts)).to_pylist() == [False, False, True, True, True, False]
+    path = tmp_path / "d.csv"
+    path.write_text("ts,type\n2020-01-01,A\n2020-01-03,B\n")
+    batch, report = read_events(path)
+    assert (len(batch), report.bad_rows) == (2, 0)
+    assert batch.time.tz is None
+    assert [r["__ts"] for r in batch.rows()] == [1_577_836_800_000_000, 1_578_009_600_000_000]

@@ -29,7 +29,8 @@ INT_RE = r"^[+-]?[0-9]+$"
 FLOAT_RE = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$|^[+-]?(inf|Inf|INF|nan|NaN|NAN|infinity|Infinity)$"
 BOOL_RE = r"^(true|false|True|False|TRUE|FALSE)$"
 INFER_ROWS = 20_000
-ZONE_RE = r"([zZ]|[+-][0-9]{2}(:?[0-9]{2})?)$"
+ZONE_RE = r"[T ][0-9:.,]+\s*([zZ]|[+-][0-9]{2}(:?[0-9]{2})?)$"
+"""A zone after a time of day (a date alone, `2020-01-01`, has none: its `-01` is the day)."""
 
 TYPE_NAMES: dict[str, pa.DataType] = {
     "int": pa.int64(), "int64": pa.int64(), "integer": pa.int64(),

@@ -19,8 +19,10 @@ Two forms:
 A row is *out of order* when some earlier row (in input order) has a later timestamp: it is
 the row a streaming engine with no allowed lateness would call late.
 
-Columns are typed as in :mod:`kleene.events.convert` (CSV text by inference on the first
-chunk; ``column_types`` overrides). A column of integers that later holds fractions is widened
+Columns are typed as in :mod:`kleene.events.convert` (CSV and JSON Lines text by inference
+on the first block read, about ``block_bytes`` whatever ``batch_size`` is, so the types and
+the bad rows do not depend on the batch size; records on the first chunk; ``column_types``
+overrides). A column of integers that later holds fractions is widened
 to float64 rather than rejected.
 
 Every event gets a stable id: its 0-based row index in the input (bad rows keep their index,
@@ -219,7 +221,10 @@ class EventStream(Iterator[EventBatch]):
             if raw.table.num_columns == 0:
                 self._bad.apply(raw, [], source)
                 return None
-            self._decisions = decide(raw.table, raw.text_cols, self.options, self.overrides,
+            # a text format's whole first block decides, not its first batch_size rows
+            sample = raw.table if raw.sample is None else (
+                raw.sample if self._nulls is None else self._null_values(raw.sample, count=False))
+            self._decisions = decide(sample, raw.text_cols, self.options, self.overrides,
                                      source)
         d = self._decisions
         table = raw.table
@@ -286,9 +291,10 @@ class EventStream(Iterator[EventBatch]):
         return EventBatch(result, d.time)
 
 
-    def _null_values(self, table: pa.Table) -> pa.Table:
+    def _null_values(self, table: pa.Table, *, count: bool = True) -> pa.Table:
         """``table`` with the text values listed in ``null_values`` made NULL (before types
-        are inferred, so ``'nil'`` in a number column neither decides its type nor is bad)."""
+        are inferred, so ``'nil'`` in a number column neither decides its type nor is bad);
+        ``count=False`` for a type-deciding sample (its rows are counted as they are read)."""
         assert self._nulls is not None
         for i, field in enumerate(table.schema):
             if not (pa.types.is_string(field.type) or pa.types.is_large_string(field.type)):
@@ -297,7 +303,7 @@ class EventStream(Iterator[EventBatch]):
             hit = pc.fill_null(pc.is_in(col, value_set=self._nulls.cast(field.type)), False)
             n = pc.sum(hit).as_py() or 0
             if n:
-                self._nulled += int(n)
+                self._nulled += int(n) if count else 0
                 table = table.set_column(i, field, pc.if_else(hit, pa.scalar(None, field.type),
                                                               col))
         return table

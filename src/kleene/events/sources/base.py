@@ -43,6 +43,9 @@ class Raw:
     rows in messages stay per file."""
     source: str | None = None
     """The file this chunk came from, when the input is several files."""
+    sample: pa.Table | None = None
+    """The whole block this chunk was cut from (on the first piece only): the rows that decide
+    column types, so that the decisions do not depend on ``batch_size``."""
 
 
 @runtime_checkable
@@ -231,7 +234,8 @@ def split(chunks: Iterator[Raw], batch_size: int) -> Iterator[Raw]:
             bad = raw.bad if k == 0 else []
             extra = raw.rows - n if k == 0 else 0
             yield Raw(raw.table.slice(off, m), raw.ids[off:off + m], raw.text_cols, bad,
-                      m + extra, blank=raw.blank if k == 0 else 0)
+                      m + extra, blank=raw.blank if k == 0 else 0,
+                      sample=raw.table if k == 0 else None)
 
 
 def renamed(chunks: Iterator[Raw], name: str) -> Iterator[Raw]:
