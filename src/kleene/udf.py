@@ -22,6 +22,23 @@ Example:
 
 On the command line, ``--udf module:function:pure`` registers a function as pure (a function
 decorated in its module is pure already); the run summary then counts calls and hits.
+
+A *vectorized* function (``@kleene.udf(vectorized=True)``, ``--udf module:function:vectorized``)
+takes pyarrow arrays, one per argument, and returns one value per row (a pyarrow array, a numpy
+array or a list of the same length). It must be elementwise: row i of the result depends only
+on row i of the arguments. In a condition over one variable (``score(a.img) > 0.5``) the engine
+calls it once per batch with the rows of that variable's event type that passed the conjuncts
+before it (its vectorize step, docs/engine.md), so an image or model function runs on arrays, not
+row by row. Anywhere else (a condition relating two variables, RETURN, the oracle) it is called
+with one-row arrays, so every result is the same as the function's row-by-row meaning.
+
+    >>> import pyarrow.compute as pc
+    >>> @kleene.udf(vectorized=True)
+    ... def big(x):
+    ...     return pc.greater(x, 1)
+    >>> q = kleene.compile("PATTERN SEQ(A a, B b) WHERE big(b.x)", udfs={"big": big})
+    >>> len(q.run(ev)), big.calls, big.rows
+    (4, 1, 2)
 """
 
 from __future__ import annotations
@@ -29,6 +46,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping
 from typing import Any, overload
+
+import pyarrow as pa
 
 DEFAULT_CACHE_SIZE = 65_536
 """Distinct argument tuples a pure UDF remembers (least recently used out first)."""
@@ -79,22 +98,75 @@ class PureUdf:
         return (PureUdf, (self.fn, self.maxsize))
 
 
-@overload
-def udf(fn: Callable[..., Any], *, pure: bool = ..., cache_size: int = ...) -> Any: ...
+class VectorizedUdf:
+    """An elementwise function over pyarrow arrays (one per argument) returning one value per
+    row; called like a scalar function, it runs on one-row arrays. Counts its calls and rows."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+        self.calls = 0
+        """Times the function ran (once per batch in the vectorize step, once per row
+        elsewhere)."""
+        self.rows = 0
+        """Rows it was given in all."""
+        functools.update_wrapper(self, fn)
+
+    def batch(self, n: int, *arrays: pa.Array) -> pa.Array:
+        """The function over ``n`` rows: an array of ``n`` values. A result of another length
+        (or that is not array-like) is a ``ValueError`` naming the function."""
+        out = self.fn(*arrays)
+        self.calls += 1
+        self.rows += n
+        if isinstance(out, pa.ChunkedArray):
+            out = out.combine_chunks()
+        elif not isinstance(out, pa.Array):
+            try:
+                out = pa.array(out)
+            except (pa.ArrowException, TypeError, ValueError) as e:
+                raise ValueError(f"vectorized udf {self.__name__!r} returned "
+                                 f"{type(out).__name__}, not an array ({e})") from None
+        if len(out) != n:
+            raise ValueError(f"vectorized udf {self.__name__!r} returned {len(out)} values "
+                             f"for {n} rows (it must be elementwise)")
+        return out
+
+    def __call__(self, *args: Any) -> Any:
+        return self.batch(1, *(pa.array([a]) for a in args))[0].as_py()
+
+    def clear(self) -> None:
+        """Reset the counters."""
+        self.calls = self.rows = 0
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (VectorizedUdf, (self.fn,))
+
+    __name__: str
 
 
 @overload
-def udf(fn: None = ..., *, pure: bool = ..., cache_size: int = ...
+def udf(fn: Callable[..., Any], *, pure: bool = ..., cache_size: int = ...,
+        vectorized: bool = ...) -> Any: ...
+
+
+@overload
+def udf(fn: None = ..., *, pure: bool = ..., cache_size: int = ..., vectorized: bool = ...
         ) -> Callable[[Callable[..., Any]], Any]: ...
 
 
 def udf(fn: Callable[..., Any] | None = None, *, pure: bool = False,
-        cache_size: int = DEFAULT_CACHE_SIZE) -> Any:
+        cache_size: int = DEFAULT_CACHE_SIZE, vectorized: bool = False) -> Any:
     """Declare a user function: ``@kleene.udf(pure=True)`` (or ``kleene.udf(f, pure=True)``)
-    returns a memoizing :class:`PureUdf`; without ``pure`` the function is returned as is."""
+    returns a memoizing :class:`PureUdf`; ``vectorized=True`` a :class:`VectorizedUdf` (over
+    arrays); with neither the function is returned as is. ``pure`` and ``vectorized`` do not
+    combine (a vectorized call sees a whole batch: there is nothing per tuple to remember)."""
+    if pure and vectorized:
+        raise ValueError("kleene.udf: pure=True and vectorized=True do not combine")
+
     def wrap(f: Callable[..., Any]) -> Any:
         if not callable(f):
             raise TypeError(f"kleene.udf needs a callable, not {type(f).__name__}")
+        if vectorized:
+            return f if isinstance(f, VectorizedUdf) else VectorizedUdf(f)
         if not pure:
             return f
         return f if isinstance(f, PureUdf) else PureUdf(f, cache_size)
@@ -106,4 +178,10 @@ def pure_udfs(udfs: Mapping[str, Any]) -> dict[str, PureUdf]:
     return {k: v for k, v in udfs.items() if isinstance(v, PureUdf)}
 
 
-__all__ = ["DEFAULT_CACHE_SIZE", "PureUdf", "pure_udfs", "udf"]
+def vectorized_udfs(udfs: Mapping[str, Any]) -> dict[str, VectorizedUdf]:
+    """The vectorized UDFs among ``udfs`` (name -> VectorizedUdf)."""
+    return {k: v for k, v in udfs.items() if isinstance(v, VectorizedUdf)}
+
+
+__all__ = ["DEFAULT_CACHE_SIZE", "PureUdf", "VectorizedUdf", "pure_udfs", "udf",
+           "vectorized_udfs"]

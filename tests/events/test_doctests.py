@@ -9,7 +9,7 @@ import pytest
 
 MODULES = ["kleene.events.model", "kleene.events.readers", "kleene.events.writers",
            "kleene.events.convert", "kleene.events.badrows", "kleene.events.ordering",
-           "kleene.events.sources", "kleene.events.textcols"]
+           "kleene.events.sources", "kleene.events.textcols", "kleene.udf"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -28,7 +28,7 @@ import click
 
 from .. import __version__
 from ..errors import EngineError, InputError, KleeneError, MissingExtraError, QueryError
-from ..udf import pure_udfs, udf
+from ..udf import pure_udfs, udf, vectorized_udfs
 
 EXIT_OK = 0
 EXIT_QUERY = 1
@@ -219,7 +219,7 @@ def load_queries(args: Sequence[str]) -> list[QuerySource]:
 
 def load_udfs(specs: Sequence[str]) -> dict[str, Callable[..., Any]]:
     """``module:function`` or ``name=module:function`` -> {name: callable}; a ``:pure``
-    suffix memoizes the function (kleene.udf)."""
+    suffix memoizes the function, ``:vectorized`` calls it on arrays (kleene.udf)."""
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # so a module next to the query can be named
     udfs: dict[str, Callable[..., Any]] = {}
@@ -229,8 +229,9 @@ def load_udfs(specs: Sequence[str]) -> dict[str, Callable[..., Any]]:
             name, target = "", spec
         module, colon, func = target.partition(":")
         func, _, flag = func.partition(":")
-        if flag not in ("", "pure"):
-            raise QueryError(f"--udf {spec!r}: unknown flag {flag!r} (the only one is :pure)")
+        if flag not in ("", "pure", "vectorized"):
+            raise QueryError(f"--udf {spec!r}: unknown flag {flag!r} (the flags are :pure "
+                             "and :vectorized)")
         if not colon or not module or not func:
             raise QueryError(f"--udf {spec!r}: expected module:function or name=module:function")
         try:
@@ -243,7 +244,7 @@ def load_udfs(specs: Sequence[str]) -> dict[str, Callable[..., Any]]:
         fn = getattr(mod, func, None)
         if not callable(fn):
             raise QueryError(f"--udf {spec!r}: module {module!r} has no function {func!r}")
-        udfs[name or func] = udf(fn, pure=True) if flag == "pure" else fn
+        udfs[name or func] = udf(fn, pure=flag == "pure", vectorized=flag == "vectorized")
     return udfs
 
 
@@ -521,7 +522,8 @@ def _with_tree(plan: str | None, tree: str | None) -> str | None:
 @click.argument("query")
 @_dialect
 @click.option("--udf", "udfs", multiple=True, metavar="module:function",
-              help="Register a Python function the query may call (repeatable).")
+              help="Register a Python function the query may call (repeatable); a :pure "
+                   "suffix memoizes it, :vectorized calls it on Arrow arrays (kleene.udf).")
 @_guard
 def check(query: str, dialect: str | None, udfs: tuple[str, ...]) -> None:
     """Parse and validate QUERY; print its canonical form."""
@@ -549,7 +551,8 @@ def _advise(analyzed: Any) -> None:
 @click.option("--spark", is_flag=True,
               help="Show how the query is spread over Spark tasks (keyed, split or one task).")
 @click.option("--udf", "udfs", multiple=True, metavar="module:function",
-              help="Register a Python function the query may call (repeatable).")
+              help="Register a Python function the query may call (repeatable); a :pure "
+                   "suffix memoizes it, :vectorized calls it on Arrow arrays (kleene.udf).")
 @click.option("--plan", "plan", default=None, metavar="NAME",
               help="Explain this plan instead of the chosen one (nfa, pda, union, ...).")
 @click.option("--kernel", is_flag=True,
@@ -657,7 +660,8 @@ def explain(query: tuple[str, ...], dialect: str | None, dot: bool, spark: bool,
                    "extra).")
 @_dialect
 @click.option("--udf", "udfs", multiple=True, metavar="module:function",
-              help="Register a Python function the query may call (repeatable).")
+              help="Register a Python function the query may call (repeatable); a :pure "
+                   "suffix memoizes it, :vectorized calls it on Arrow arrays (kleene.udf).")
 @click.option("--quiet", "-q", is_flag=True, help="No summary on stderr.")
 @click.option("--stream", "streaming", is_flag=True,
               help="Push chunks through the streaming runtime as they are read (bounded "
@@ -936,6 +940,10 @@ def _udf_summary(compiled: Any) -> None:
         rate = f.hits / total if total else 0.0
         click.echo(f"udf {name:<11} {f.calls:>12,}   calls ({f.hits:,} cache hits, "
                    f"{rate:.0%} of {total:,} evaluations)", err=True)
+    for name, v in sorted(vectorized_udfs(analyzed.udfs if analyzed is not None else {})
+                          .items()):
+        click.echo(f"udf {name:<11} {v.calls:>12,}   calls (vectorized, {v.rows:,} rows)",
+                   err=True)
 
 
 _WORKERS: dict[str, str] = {}

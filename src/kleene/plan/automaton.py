@@ -37,7 +37,7 @@ from .layout import ReturnFn
 from .linear import CompKind, Component, NegGuard, Plan, UnionPlan, VarPlan, WindowGuard
 from .patterns import build_node, flat_items, neg_body_lists, neg_body_vars
 from .predicate import Predicate, Timing, Unsupported
-from .vector import vectorize
+from .vector import row_udfs, vectorize
 
 # --------------------------------------------------------------------------------------------
 # Flattening the pattern
@@ -184,7 +184,7 @@ def compile_plan(analyzed: AnalyzedQuery, *, attrs_from: AnalyzedQuery | None = 
             if len(owners) > 1 or (len(negs_here) > 1 and flat.negs[min(owners)][6] is None):
                 raise Unsupported("a predicate over two negated variables")
             nv = negs_here[0]
-            if (info.vars == {nv} and not info.udfs and not info.closing
+            if (info.vars == {nv} and not row_udfs(info.udfs, udfs) and not info.closing
                     and not info.prev_vars and not info.abs_index):
                 one_var[nv].append(e)
             neg_preds[owner[nv]].append(Predicate(
@@ -212,7 +212,7 @@ def compile_plan(analyzed: AnalyzedQuery, *, attrs_from: AnalyzedQuery | None = 
                 raise Unsupported("element reference on a single variable")
             take[last].append(pred_take if iter_var is not None else _with_inline(
                 pred_take, False, layout, udfs, ci))
-            if info.vars == {last} and not info.udfs:
+            if info.vars == {last} and not row_udfs(info.udfs, udfs):
                 one_var[last].append(e)
             continue
         closing = last in info.closing or abs_need >= 2 or (iter_var not in (None, last))
@@ -222,7 +222,7 @@ def compile_plan(analyzed: AnalyzedQuery, *, attrs_from: AnalyzedQuery | None = 
         else:
             take[last].append(_with_inline(pred_take, True, layout, udfs, ci))
             if (info.vars == {last} and not info.prev_vars and not info.abs_index
-                    and not info.udfs):
+                    and not row_udfs(info.udfs, udfs)):
                 one_var[last].append(e)
 
     var_plans: dict[str, VarPlan] = {}

@@ -15,7 +15,7 @@ from .expr import Layout, compile_expr, refs
 from .nodes import And, AnyK, Ev, Node, Rep, Seq, Win
 from .patterns import build_node, neg_body_lists, neg_body_vars, not_sites
 from .predicate import Predicate, Timing, Unsupported
-from .vector import vectorize
+from .vector import row_udfs, vectorize
 
 
 def _collect(p: ast.Pattern, in_rep: bool, in_or: bool, out: dict[str, tuple[bool, bool]],
@@ -104,11 +104,11 @@ def compile_group_plan(analyzed: AnalyzedQuery) -> GroupPlan:
                 raise Unsupported("a predicate over two negated variables")
             neg_preds[owners.pop()].append(pred)
             if (len(r.vars) == 1 and not r.prev_vars and not r.abs_index and not r.closing
-                    and not r.udfs):
+                    and not row_udfs(r.udfs, udfs)):
                 one_var[next(iter(r.vars))].append(e)
             continue
         if (len(r.vars) == 1 and not r.prev_vars and not r.abs_index and not r.closing
-                and not r.udfs):
+                and not row_udfs(r.udfs, udfs)):
             one_var[next(iter(r.vars))].append(e)
             continue  # fully covered by the candidate mask
         positive.append(pred)

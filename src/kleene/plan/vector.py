@@ -19,6 +19,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import ast
+from ..errors import EngineError
+from ..udf import VectorizedUdf
 from .expr import CompiledExpr, Layout, compile_expr
 
 _CMP = {"=": pc.equal, "!=": pc.not_equal, "<": pc.less, "<=": pc.less_equal,
@@ -76,13 +78,19 @@ VNode = tuple[Any, ...]
 the AST): ``("lit", v)``, ``("attr", name)``, ``("not", x)``, ``("neg", x)``,
 ``("logic", op, x, y)``, ``("bin", op, x, y)``, ``("between", x, lo, hi, negated)``,
 ``("isnull", x, negated)``, ``("like", x, pattern, negated)``, ``("in", x, values, negated)``,
-``("abs", x)``, or ``("never",)`` for what Arrow is never asked to evaluate (checked per row)."""
+``("abs", x)``, ``("vudf", fn, args)`` (a vectorized UDF, :class:`kleene.udf.VectorizedUdf`), or
+``("never",)`` for what Arrow is never asked to evaluate (checked per row)."""
 
 _NEVER: VNode = ("never",)
 
 
-def lower(e: ast.Expr, var: str) -> VNode:  # noqa: C901
-    """``e`` (a conjunct over ``var`` only) as a :data:`VNode` tree."""
+def lower(e: ast.Expr, var: str,  # noqa: C901
+          udfs: Mapping[str, Callable[..., Any]] | None = None) -> VNode:
+    """``e`` (a conjunct over ``var`` only) as a :data:`VNode` tree (``udfs``: the vectorized
+    ones among them are called on arrays)."""
+    if udfs is not None and isinstance(e, ast.Call) and e.args and \
+            isinstance(udfs.get(e.name), VectorizedUdf):
+        return ("vudf", udfs[e.name], tuple(lower(a, var, udfs) for a in e.args))
     if isinstance(e, ast.Literal):
         v = e.value
         if isinstance(v, int) and not isinstance(v, bool) and not _INT64_MIN <= v <= _INT64_MAX:
@@ -94,26 +102,26 @@ def lower(e: ast.Expr, var: str) -> VNode:  # noqa: C901
             return _NEVER
         return ("attr", e.attr)
     if isinstance(e, ast.Unary):
-        return ("not" if e.op == "not" else "neg", lower(e.operand, var))
+        return ("not" if e.op == "not" else "neg", lower(e.operand, var, udfs))
     if isinstance(e, ast.Binary):
         kind = "logic" if e.op in ("and", "or") else "bin"
-        return (kind, e.op, lower(e.left, var), lower(e.right, var))
+        return (kind, e.op, lower(e.left, var, udfs), lower(e.right, var, udfs))
     if isinstance(e, ast.Between):
-        return ("between", lower(e.operand, var), lower(e.low, var), lower(e.high, var),
-                e.negated)
+        return ("between", lower(e.operand, var, udfs), lower(e.low, var, udfs),
+                lower(e.high, var, udfs), e.negated)
     if isinstance(e, ast.IsNull):
-        return ("isnull", lower(e.operand, var), e.negated)
+        return ("isnull", lower(e.operand, var, udfs), e.negated)
     if isinstance(e, ast.Like):
         if not (isinstance(e.pattern, ast.Literal) and isinstance(e.pattern.value, str)):
             return _NEVER
-        return ("like", lower(e.operand, var), e.pattern.value, e.negated)
+        return ("like", lower(e.operand, var, udfs), e.pattern.value, e.negated)
     if isinstance(e, ast.InList):
         if not all(isinstance(i, ast.Literal) for i in e.items):
             return _NEVER
         vals = tuple(i.value for i in e.items if isinstance(i, ast.Literal))
-        return ("in", lower(e.operand, var), vals, e.negated)
+        return ("in", lower(e.operand, var, udfs), vals, e.negated)
     if isinstance(e, ast.Call) and e.name == "abs" and len(e.args) == 1:
-        return ("abs", lower(e.args[0], var))
+        return ("abs", lower(e.args[0], var, udfs))
     return _NEVER
 
 
@@ -248,7 +256,30 @@ def _eval(e: VNode, table: pa.Table, n: int) -> Any:  # noqa: C901
         if _kind(x.type) != "num":
             raise _NotVectorizable
         return pc.abs_checked(x)
+    if op == "vudf":
+        fn: VectorizedUdf = e[1]
+        args = []
+        for a in e[2]:
+            x = _eval(a, table, n)
+            if isinstance(x, pa.Scalar):
+                x = pa.nulls(n) if x.as_py() is None else pa.repeat(x, n)
+            elif isinstance(x, pa.ChunkedArray):
+                x = x.combine_chunks()
+            args.append(x)
+        try:
+            return fn.batch(n, *args)
+        except Exception as exc:  # noqa: BLE001 - a UDF may raise anything; report it clearly
+            raise EngineError(f"user function {fn.__name__!r} raised {type(exc).__name__}: "
+                              f"{exc}") from exc
     raise _NotVectorizable
+
+
+def _heavy(e: VNode) -> bool:
+    """Does the lowered conjunct call a vectorized UDF (evaluated last, on surviving rows)?"""
+    if e[0] == "vudf":
+        return True
+    return any(isinstance(x, tuple) and x and isinstance(x[0], str) and _heavy(x)
+               for x in e[1:])
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,6 +298,9 @@ class VectorPred:
     """The same conjuncts compiled per row (used where Arrow cannot evaluate one)."""
     program: tuple[VNode, ...] = ()
     """The same conjuncts lowered to plain data (:func:`lower`): what :meth:`mask` evaluates."""
+    order: tuple[int, ...] = ()
+    """The order :meth:`mask` evaluates ``program`` in: conjuncts calling a vectorized UDF
+    last, each on the rows still TRUE (empty: in program order, every one on every row)."""
 
     def mask(self, table: pa.Table) -> tuple[np.ndarray[Any, np.dtype[np.bool_]],
                                              tuple[int, ...]]:
@@ -275,9 +309,18 @@ class VectorPred:
         n = table.num_rows
         m = np.ones(n, dtype=bool)
         left: list[int] = []
-        for k, e in enumerate(self.program):
+        program = self.program
+        for k in self.order or range(len(program)):
+            e = program[k]
+            rows: np.ndarray[Any, Any] | None = None
+            sub, size = table, n
+            if self.order and _heavy(e) and not m.all():
+                rows = np.flatnonzero(m)  # a vectorized UDF sees only the surviving rows
+                if len(rows) == 0:
+                    continue
+                sub, size = table.take(pa.array(rows)), len(rows)
             try:
-                r = _eval(e, table, n)
+                r = _eval(e, sub, size)
             except (_NotVectorizable, pa.ArrowNotImplementedError, pa.ArrowInvalid,
                     pa.ArrowTypeError):
                 left.append(k)
@@ -296,16 +339,30 @@ class VectorPred:
             arr = pc.fill_null(r, False)
             if isinstance(arr, pa.ChunkedArray):
                 arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
-            m &= arr.to_numpy(zero_copy_only=False)
-        return m, tuple(left)
+            hit = arr.to_numpy(zero_copy_only=False)
+            if rows is None:
+                m &= hit
+            else:
+                m[rows] &= hit
+        return m, tuple(sorted(left))
+
+
+def row_udfs(names: set[str] | frozenset[str],
+             udfs: Mapping[str, Callable[..., Any]]) -> bool:
+    """Does a conjunct calling the UDFs ``names`` call one that is not vectorized (so it stays
+    on the take edge, evaluated per event)?"""
+    return any(not isinstance(udfs.get(n), VectorizedUdf) for n in names)
 
 
 def vectorize(exprs: list[ast.Expr], layout: Layout, var: str,
               udfs: Mapping[str, Callable[..., Any]]) -> VectorPred:
     """The vectorized form of a variable's one-variable conjuncts."""
     fns = tuple(compile_expr(e, layout, udfs, f"m_{i}") for i, e in enumerate(exprs))
+    program = tuple(lower(e, var, udfs) for e in exprs)
+    heavy = [k for k, p in enumerate(program) if _heavy(p)]
+    order = tuple([k for k in range(len(program)) if k not in heavy] + heavy) if heavy else ()
     return VectorPred(var, layout.var_slots[var], var in layout.list_vars, tuple(exprs), fns,
-                      tuple(lower(e, var) for e in exprs))
+                      program, order)
 
 
-__all__ = ["VNode", "VectorPred", "lower", "vectorize"]
+__all__ = ["VNode", "VectorPred", "lower", "row_udfs", "vectorize"]

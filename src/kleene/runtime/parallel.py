@@ -136,8 +136,8 @@ def _work(w: int, *, rows: bool = True) -> tuple[list[Any], list[Any], list[int]
     counters = [c.events_in, c.events_processed, c.candidate_events, c.late_events,
                 c.matches, c.truncated_runs, c.truncated_matches, c.events_skipped,
                 int(c.truncated_exact)]
-    for f in job["udfs"]:  # calls and hits this worker made (added up in the parent)
-        counters += [f.calls, f.hits]
+    for f in job["udfs"]:  # calls and hits (rows) this worker made (added up in the parent)
+        counters += _udf_counts(f)
     if count_only:
         return [], [], counters
     assert rt.out_keys is not None
@@ -150,9 +150,25 @@ def _work(w: int, *, rows: bool = True) -> tuple[list[Any], list[Any], list[int]
 
 
 def _counted(udfs: Mapping[str, Any] | None) -> list[Any]:
-    from ..udf import pure_udfs
+    """The UDFs that count their work: memoizing ones (calls, hits) and vectorized ones
+    (calls, rows)."""
+    from ..udf import pure_udfs, vectorized_udfs
 
-    return [f for _n, f in sorted(pure_udfs(udfs or {}).items())]
+    return [f for _n, f in sorted({**pure_udfs(udfs or {}),
+                                   **vectorized_udfs(udfs or {})}.items())]
+
+
+def _udf_counts(f: Any) -> list[int]:
+    """A counting UDF's two counters: calls and cache hits, or calls and rows."""
+    return [f.calls, f.hits if hasattr(f, "hits") else f.rows]
+
+
+def _add_udf_counts(f: Any, calls: int, second: int) -> None:
+    f.calls += calls
+    if hasattr(f, "hits"):
+        f.hits += second
+    else:
+        f.rows += second
 
 
 def _child(w: int, conn: Any) -> None:
@@ -223,7 +239,7 @@ def _fork_and_merge(compiled: Any, events: EventBatch, workers: int,
             send.close()
             procs.append((p, recv))
         pure = _JOB["udfs"]
-        before = [(f.calls, f.hits) for f in pure]
+        before = [_udf_counts(f) for f in pure]
         c0 = time.process_time()
         results = [_work(0, rows=False)]
         cpu["own share"] = time.process_time() - c0
@@ -242,8 +258,8 @@ def _fork_and_merge(compiled: Any, events: EventBatch, workers: int,
         # the parent's counters already hold its own share; add the children's
         for (_l, _r, cnt) in results[1:]:
             for i, f in enumerate(pure):
-                f.calls += cnt[9 + 2 * i] - before[i][0]
-                f.hits += cnt[10 + 2 * i] - before[i][1]
+                _add_udf_counts(f, cnt[9 + 2 * i] - before[i][0],
+                                cnt[10 + 2 * i] - before[i][1])
     finally:
         _JOB.clear()
         for p, recv in procs:
