@@ -169,6 +169,8 @@ WILD_TARGETS = [t for t in os.environ.get("KLEENE_DIFF_TARGETS", "").split(",") 
 split over processes."""
 WILD_FEATURES = [f for f in os.environ.get("KLEENE_DIFF_FEATURES", "mixed").split(",") if f]
 """Long run only: the feature groups queries are drawn from (one of them per draw)."""
+WILD_STREAMS = int(os.environ.get("KLEENE_DIFF_STREAMS", "3"))
+"""Long run only: streams drawn per query (drawing a query costs as much as a stream)."""
 
 
 def _same(x: Any) -> Any:
@@ -210,18 +212,21 @@ def test_wild_values_every_backend_and_plan_equal_oracle() -> None:
     def needed() -> list[str]:
         return [n for n, k in evaluated.items() if k < WILD_PER_TARGET]
 
-    def check(query: str, stream: EventBatch) -> None:
-        nonlocal cases, discarded
-        note(f"query:  {query}")
-        note(f"stream: {describe(stream)}")
-        aq = analyze(query)
-        names = list(targets)
-        if WILD_PER_TARGET:
-            names = [n for n in needed()
-                     if not hasattr(targets[n], "reason") or targets[n].reason(aq) is None]
-            if not names:
-                discarded += 1
-                return
+    def supporting(aq: Any) -> list[str]:
+        """The targets that support a drawn query (fixed by the query alone, so that a long
+        run's draws never depend on how far it got: Hypothesis replays draws)."""
+        return [n for n in targets
+                if not hasattr(targets[n], "reason") or targets[n].reason(aq) is None]
+
+    def select(aq: Any) -> list[str]:
+        """The targets to run a drawn query on: every one, or (per-target mode) those still
+        short of their count that support it."""
+        if not WILD_PER_TARGET:
+            return list(targets)
+        return [n for n in supporting(aq) if evaluated[n] < WILD_PER_TARGET]
+
+    def case(query: str, aq: Any, names: list[str], stream: EventBatch) -> None:
+        nonlocal cases
         want = _same(_key(oracle(aq, stream)))
         cases += 1
         failed = []
@@ -242,6 +247,27 @@ def test_wild_values_every_backend_and_plan_equal_oracle() -> None:
         if not long_run:
             assert not failed, f"{failed} differ from the oracle"
 
+    def check(query: str, stream: EventBatch) -> None:
+        note(f"query:  {query}")
+        note(f"stream: {describe(stream)}")
+        aq = analyze(query)
+        case(query, aq, select(aq), stream)
+
+    def check_long(data: st.DataObject) -> None:
+        """Long run: a query first (discarded before any stream is drawn when no target
+        still needs it), then ``WILD_STREAMS`` streams for it."""
+        nonlocal discarded
+        query = data.draw(drawn)
+        aq = analyze(query)
+        if WILD_PER_TARGET and not supporting(aq):
+            discarded += 1
+            return
+        for _ in range(WILD_STREAMS):
+            stream = data.draw(streams(wild=True))
+            names = select(aq)
+            if names:
+                case(query, aq, names, stream)
+
     def report() -> None:
         path = os.environ.get("KLEENE_DIFF_REPORT")
         if path:
@@ -253,11 +279,11 @@ def test_wild_values_every_backend_and_plan_equal_oracle() -> None:
                            "disagreements": len(bad), "first": bad[:30]}, f, indent=1)
 
     drawn = st.one_of(*(queries(feature=f, wild=True) for f in WILD_FEATURES))
-    strategies = given(query=drawn if long_run else queries(feature="mixed", wild=True),
-                       stream=streams(wild=True))
     if not long_run:
         settings(max_examples=WILD_CASES, derandomize=True, deadline=None, database=None,
-                 suppress_health_check=list(HealthCheck))(strategies(check))()
+                 suppress_health_check=list(HealthCheck))(given(
+                     query=queries(feature="mixed", wild=True), stream=streams(wild=True))(
+                     check))()
 
     def more() -> bool:
         if time.perf_counter() - started >= WILD_SECONDS:
@@ -265,10 +291,11 @@ def test_wild_values_every_backend_and_plan_equal_oracle() -> None:
         return bool(needed()) if WILD_PER_TARGET else cases < WILD_CASES
 
     while long_run and more():
-        chunk = WILD_CHUNK if WILD_PER_TARGET else min(WILD_CHUNK, WILD_CASES - cases)
+        chunk = WILD_CHUNK // 10 if WILD_PER_TARGET else max(1, min(
+            WILD_CHUNK, (WILD_CASES - cases) // WILD_STREAMS))
         settings(max_examples=chunk, derandomize=False,
                  deadline=None, database=None, phases=[Phase.generate],
-                 suppress_health_check=list(HealthCheck))(strategies(check))()
+                 suppress_health_check=list(HealthCheck))(given(data=st.data())(check_long))()
         report()
     report()
     assert not bad, f"{len(bad)} disagreements with the oracle:\n" + "\n".join(bad[:10])
