@@ -116,15 +116,6 @@ def _positive_vars(p: ast.Pattern) -> list[str]:
     return [v for item in p.items for v in _positive_vars(item)]
 
 
-def _all_vars(p: ast.Pattern) -> list[str]:
-    """Every variable of ``p``, negated ones included."""
-    if isinstance(p, ast.EventPattern):
-        return [p.var]
-    if isinstance(p, ast.Not | ast.Kleene | ast.Within):
-        return _all_vars(p.body)
-    return [v for item in p.items for v in _all_vars(item)]
-
-
 def _flat(items: Sequence[ast.Pattern]) -> list[ast.Pattern]:
     """SEQ items with directly nested SEQs spliced in (SEQ is associative, §3)."""
     out: list[ast.Pattern] = []
@@ -767,17 +758,28 @@ def _prepare(aq: AnalyzedQuery) -> _Prepared:
     order = tuple(_positive_vars(pattern))
     if not order:
         raise QueryValidationError("the pattern has no positive variable to match")
-    nots = _nots(pattern)
-    owner = {v: id(n) for n in nots for v in _all_vars(n.body)}
-    negation: dict[int, list[ast.Expr]] = {id(n): [] for n in nots}
+    # every NOT at every depth (§4, "Nested negation"), with the NOTs whose bodies hold it
+    outer: dict[int, tuple[int, ...]] = {}
+    owner: dict[str, int] = {}
+
+    def nest(p: ast.Pattern, chain: tuple[int, ...]) -> None:
+        for n in _nots(p):
+            outer[id(n)] = chain
+            owner.update((v, id(n)) for v in _positive_vars(n.body))
+            nest(n.body, (*chain, id(n)))
+
+    nest(pattern, ())
+    negation: dict[int, list[ast.Expr]] = {k: [] for k in outer}
     positive: list[ast.Expr] = []
     for c in plain:
         owners = {owner[v] for v in _mentioned(c) if v in owner}
-        if len(owners) > 1:
+        inner = [k for k in owners if owners <= {k, *outer[k]}]
+        if owners and not inner:
             raise QueryValidationError(
-                "a condition may not mention variables of two different NOTs")
+                "a condition may not mention variables of two different NOTs (unless one "
+                "lies inside the other's body)")
         if owners:
-            negation[owners.pop()].append(c)
+            negation[inner[0]].append(c)
         else:
             positive.append(c)
     types: dict[str, str | None] = {}
@@ -808,33 +810,35 @@ def _validate(aq: AnalyzedQuery, pattern: ast.Pattern) -> None:
     window = aq.within
 
     def walk(p: ast.Pattern, parent: ast.Pattern | None, win: ast.Window | None,
-             in_rep: bool) -> None:
+             in_rep: bool, in_not: bool) -> None:
         if isinstance(p, ast.Not):
             if not isinstance(parent, ast.Seq | ast.And):
                 raise QueryValidationError("NOT is only allowed directly inside SEQ or AND")
             if in_rep:
                 raise QueryValidationError("NOT inside a repetition is not supported")
+            # §4 "Nested negation": the NOTs of a NOT's body are bounded by its interval
+            walk(p.body, p, None, in_rep, True)
             return
         if isinstance(p, ast.Seq):
             flat = _flat(p.items)
             positives = [not isinstance(i, ast.Not) for i in flat]
             for k, item in enumerate(flat):
-                if isinstance(item, ast.Not) and win is None and (
+                if isinstance(item, ast.Not) and win is None and not in_not and (
                         not any(positives[:k]) or not any(positives[k + 1:])):
                     raise QueryValidationError(
                         "a leading or trailing NOT needs a window (WITHIN) to bound it")
         if isinstance(p, ast.EventPattern):
             return
         if isinstance(p, ast.Within):
-            walk(p.body, p, p.window, in_rep)
+            walk(p.body, p, p.window, in_rep, in_not)
             return
         if isinstance(p, ast.Kleene):
-            walk(p.body, p, win, True)
+            walk(p.body, p, win, True, in_not)
             return
         for item in (_flat(p.items) if isinstance(p, ast.Seq) else p.items):
-            walk(item, p, win, in_rep)
+            walk(item, p, win, in_rep, in_not)
 
-    walk(pattern, None, window, False)
+    walk(pattern, None, window, False, False)
     if aq.strategy is ast.Strategy.SKIP_TILL_NEXT_MATCH:
         branches = pattern.items if isinstance(pattern, ast.Or) else (pattern,)
         for b in branches:
@@ -863,34 +867,41 @@ def _negation_ok(prep: _Prepared, cand: _Cand, enum: _Enumerator) -> bool:
     events = cand.events
     all_pos = sorted(cand.positions)
 
-    def forbidden(n: ast.Not, lo: Callable[[int], bool]) -> bool:
-        """True if an occurrence of n.body inside the interval could bind it."""
-        subset = [q for q in range(len(events)) if lo(q)]
+    def forbidden(n: ast.Not, lo: Callable[[int], bool], bindings: Mapping[str, Bound],
+                  stream: Sequence[int]) -> bool:
+        """True if an occurrence of n.body inside the interval could bind it: its conjuncts
+        hold with ``bindings`` and its own NOTs accept it, the interval being its stream
+        (§4, "Nested negation")."""
+        subset = [q for q in stream if lo(q)]
         if prep.equivalence:
             value = _equiv_value(events[all_pos[0]], prep.equivalence)
             subset = [q for q in subset if _equiv_value(events[q], prep.equivalence) == value]
         if not subset:
             return False
         for o in enum.occ(n.body, subset):
-            env = _Env(events, {**cand.bindings, **o.bindings}, prep.aq.udfs)
-            if all(_eval_conjunct(c, env) is True for c in prep.negation[id(n)]):
+            both = {**bindings, **o.bindings}
+            env = _Env(events, both, prep.aq.udfs)
+            if all(_eval_conjunct(c, env) is True for c in prep.negation[id(n)]) and walk(
+                    n.body, None, sorted(o.events), both, subset):
                 return True
         return False
 
-    def walk(p: ast.Pattern, win: ast.Window | None, scope: list[int]) -> bool:
+    def walk(p: ast.Pattern, win: ast.Window | None, scope: list[int],
+             bindings: Mapping[str, Bound], stream: Sequence[int]) -> bool:
+        """Do the NOTs of ``p`` accept ``bindings`` (over the positions ``stream``)?"""
         if isinstance(p, ast.EventPattern | ast.Kleene):
             return True  # NOT inside a repetition is rejected by validation
         if isinstance(p, ast.Within):
-            inner = sorted(_bound_positions(_positive_vars(p.body), cand.bindings))
-            return walk(p.body, p.window, inner)
+            inner = sorted(_bound_positions(_positive_vars(p.body), bindings))
+            return walk(p.body, p.window, inner, bindings, stream)
         if isinstance(p, ast.Or | ast.AnyOf):  # only the branches the match took
-            return all(walk(i, win, scope) for i in p.items
-                       if any(v in cand.bindings for v in _positive_vars(i)))
+            return all(walk(i, win, scope, bindings, stream) for i in p.items
+                       if any(v in bindings for v in _positive_vars(i)))
         if isinstance(p, ast.Not):
             return True
         items = tuple(_flat(p.items)) if isinstance(p, ast.Seq) else p.items
         if isinstance(p, ast.And):
-            mine = _bound_positions(_positive_vars(p), cand.bindings)
+            mine = _bound_positions(_positive_vars(p), bindings)
             for item in items:
                 if isinstance(item, ast.Not) and mine:
                     lo, hi = min(mine), max(mine)
@@ -898,22 +909,24 @@ def _negation_ok(prep: _Prepared, cand: _Cand, enum: _Enumerator) -> bool:
                     def between(q: int, lo: int = lo, hi: int = hi) -> bool:
                         return lo < q < hi
 
-                    if forbidden(item, between):
+                    if forbidden(item, between, bindings, stream):
                         return False
         else:
             for k, item in enumerate(items):
                 if not isinstance(item, ast.Not):
                     continue
                 left = _bound_positions([v for i in items[:k] for v in _positive_vars(i)],
-                                        cand.bindings)
+                                        bindings)
                 right = _bound_positions([v for i in items[k + 1:] for v in _positive_vars(i)],
-                                         cand.bindings)
-                if not forbidden(item, _interval(left, right, win, scope, events)):
+                                         bindings)
+                if not forbidden(item, _interval(left, right, win, scope, events), bindings,
+                                 stream):
                     continue
                 return False
-        return all(walk(i, win, scope) for i in items if not isinstance(i, ast.Not))
+        return all(walk(i, win, scope, bindings, stream) for i in items
+                   if not isinstance(i, ast.Not))
 
-    return walk(prep.aq.pattern, prep.aq.within, all_pos)
+    return walk(prep.aq.pattern, prep.aq.within, all_pos, cand.bindings, range(len(events)))
 
 
 def _interval(left: list[int], right: list[int], win: ast.Window | None, scope: list[int],

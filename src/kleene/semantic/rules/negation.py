@@ -29,17 +29,9 @@ def positive(p: ast.Pattern) -> bool:
 def check_negation(ctx: Context) -> None:
     """Placement of NOT and the window rule for leading/trailing negations."""
 
-    outer: list[ast.Not] = []
-
     def go(p: ast.Pattern, left: bool, right: bool, windowed: bool, parent: str) -> None:
         if isinstance(p, ast.Not):
             text = pattern_text(p, nested=True)
-            if outer:
-                raise ctx.reporter.error(
-                    f"{text} is inside the negated pattern "
-                    f"{pattern_text(outer[0], nested=True)}; a negation inside a negation is "
-                    "not supported (which occurrences of the outer pattern it would exclude "
-                    "is not defined in docs/semantics.md)", p.span)
             if parent not in ("SEQ", "AND"):
                 where = "the whole pattern" if parent == "" else f"inside {parent}"
                 raise ctx.reporter.error(
@@ -51,9 +43,9 @@ def check_negation(ctx: Context) -> None:
                     f"{text} has no positive event {side} it and no window bounds it; add "
                     "a WITHIN clause (e.g. WITHIN 10 seconds) or a positive event "
                     f"{side} it", p.span)
-            outer.append(p)
+            # a NOT inside this body is bounded by this NOT's interval (docs/semantics.md 4,
+            # "Nested negation")
             go(p.body, True, True, True, "NOT")
-            outer.pop()
         elif isinstance(p, ast.Seq):
             if not any(positive(i) for i in p.items):
                 raise ctx.reporter.error(
@@ -100,41 +92,54 @@ def check_not_only_optional(ctx: Context) -> None:
         "one component required (use + instead of *)", p.span)
 
 
-def _negations(p: ast.Pattern, inside: ast.Not | None, out: dict[str, ast.Not]) -> None:
-    """Map every variable bound inside a NOT to its (innermost enclosing top-level) NOT."""
+def _negations(p: ast.Pattern, chain: tuple[ast.Not, ...],
+               out: dict[str, tuple[ast.Not, ...]]) -> None:
+    """Map every variable bound inside a NOT to the chain of NOTs around it, outermost first
+    (its own NOT last)."""
     if isinstance(p, ast.EventPattern):
-        if inside is not None:
-            out[p.var] = inside
+        if chain:
+            out[p.var] = chain
         return
     if isinstance(p, ast.Not):
-        _negations(p.body, inside or p, out)
+        _negations(p.body, (*chain, p), out)
     elif isinstance(p, (ast.Kleene, ast.Within)):
-        _negations(p.body, inside, out)
+        _negations(p.body, chain, out)
     else:
         for item in p.items:
-            _negations(item, inside, out)
+            _negations(item, chain, out)
 
 
 def check_negation_conditions(ctx: Context) -> None:
     """A condition may restrict one negation, not relate the events of two different NOTs:
     each NOT forbids its own events independently, so ``c.x = d.x`` for ``NOT(C c)`` and
-    ``NOT(D d)`` has no meaning."""
-    owner: dict[str, ast.Not] = {}
-    _negations(ctx.query.pattern, None, owner)
-    if not owner:
+    ``NOT(D d)`` has no meaning. Variables of NOTs nested in one another may meet: the
+    condition restricts the innermost (docs/semantics.md 4, "Nested negation")."""
+    chains: dict[str, tuple[ast.Not, ...]] = {}
+    _negations(ctx.query.pattern, (), chains)
+    if not chains:
         return
     for conj in ctx.conjuncts():
-        nots: dict[int, tuple[str, ast.Not]] = {}
+        deepest: tuple[str, tuple[ast.Not, ...]] | None = None
         for var in mentioned_vars(conj):
-            if var in owner:
-                nots.setdefault(id(owner[var]), (var, owner[var]))
-        if len(nots) > 1:
-            (v1, n1), (v2, n2) = list(nots.values())[:2]
-            raise ctx.reporter.error(
-                f"this condition relates '{v1}' in {pattern_text(n1, nested=True)} and '{v2}' in "
-                f"{pattern_text(n2, nested=True)}; each negation is checked on its own, so a "
-                "condition may mention the variables of one NOT only (split it, or put both "
-                "events in one NOT, e.g. NOT(SEQ(C c, D d)))", getattr(conj, "span", None))
+            if var not in chains:
+                continue
+            chain = chains[var]
+            if deepest is None:
+                deepest = (var, chain)
+                continue
+            v0, c0 = deepest
+            short, long_ = (c0, chain) if len(c0) <= len(chain) else (chain, c0)
+            if any(a is not b for a, b in zip(short, long_, strict=False)):
+                v1, n1 = v0, c0[-1]
+                v2, n2 = var, chain[-1]
+                raise ctx.reporter.error(
+                    f"this condition relates '{v1}' in {pattern_text(n1, nested=True)} and "
+                    f"'{v2}' in {pattern_text(n2, nested=True)}; each negation is checked on "
+                    "its own, so a condition may mention the variables of one NOT only, or of "
+                    "NOTs nested in one another (split it, or put both events in one NOT, e.g. "
+                    "NOT(SEQ(C c, D d)))", getattr(conj, "span", None))
+            if len(chain) > len(c0):
+                deepest = (var, chain)
 
 
 __all__ = ["check_negation", "check_negation_conditions", "check_not_only_optional",
