@@ -74,6 +74,8 @@ def _flatten(p: ast.Pattern, out: _Flat, ctx: list[Any]) -> None:
                     out.negs.append(entry)
                     mine.append(entry)
                     continue
+                elif _has_not(body):
+                    raise Unsupported("nested negation (a NOT inside a NOT's body)")
                 else:
                     raise Unsupported("negation of a sub-pattern")
                 for ev in events:
@@ -109,6 +111,16 @@ def _flatten(p: ast.Pattern, out: _Flat, ctx: list[Any]) -> None:
             out.windows.append(WindowGuard(start, len(out.comps) - 1, amount, w.is_count))
     else:
         raise Unsupported(f"{type(p).__name__.upper()} blocks")
+
+
+def _has_not(p: ast.Pattern) -> bool:
+    if isinstance(p, ast.Not):
+        return True
+    if isinstance(p, ast.EventPattern):
+        return False
+    if isinstance(p, ast.Kleene | ast.Within):
+        return _has_not(p.body)
+    return any(_has_not(i) for i in p.items)
 
 
 def compile_plan(analyzed: AnalyzedQuery, *, attrs_from: AnalyzedQuery | None = None) -> Plan:

@@ -33,6 +33,10 @@ class NegBlock:
     node: Node | None = None
     """For a negated sub-pattern (not one event or an OR of events): its automaton; an
     occurrence of it inside the interval forbids the match."""
+    inner: NestedNeg | None = None
+    """The NOTs inside this NOT's body (docs/semantics.md 4, "Nested negation"): an occurrence
+    of the body forbids the match only if they accept it. None: the body has no NOT (every
+    plan but the pda's nested-negation matcher)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +68,22 @@ class NotSite:
     branches: tuple[tuple[str, ...], ...]
     """The positive variables of each OR / ANY branch it lies in: it applies only when each of
     those branches binds one of them."""
+
+
+@dataclass(frozen=True, slots=True)
+class NestedNeg:
+    """The NOTs directly inside one NOT's body, decided on each occurrence of the body with the
+    outer NOT's interval as their stream (docs/semantics.md 4, "Nested negation"). The owning
+    block's ``vars`` hold the body's positive variables (``own``) and then every variable of
+    these NOTs (at any depth), so the history keeps their events."""
+
+    own: tuple[str, ...]
+    """The positive variables of the body (the ones its automaton binds)."""
+    blocks: tuple[NegBlock, ...]
+    """One block per NOT of the body (with its own ``inner`` for deeper nesting)."""
+    sites: tuple[NotSite, ...]
+    """Where each of them sits in the body (``index`` into ``blocks``; windows are the body's
+    own, None outside them)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,4 +125,4 @@ class GroupPlan:
         return route_attrs(self.partition_by, self.equivalence)
 
 
-__all__ = ["GroupPlan", "NegBlock", "NotSite"]
+__all__ = ["GroupPlan", "NegBlock", "NestedNeg", "NotSite"]

@@ -59,15 +59,18 @@ def window(w: ast.Window) -> tuple[int, bool]:
     return (int(w.amount) if w.is_count else w.microseconds), w.is_count
 
 
-def neg_body_vars(p: ast.Pattern) -> list[tuple[str, str | None]]:
-    """(variable, type) of every event pattern inside a NOT's body."""
+def neg_body_vars(p: ast.Pattern, nested: bool = False) -> list[tuple[str, str | None]]:
+    """(variable, type) of every event pattern inside a NOT's body (with ``nested``, those of
+    the NOTs inside it too; without, such a NOT is unsupported)."""
     if isinstance(p, ast.EventPattern):
         return [(p.var, p.type)]
     if isinstance(p, ast.Kleene | ast.Within):
-        return neg_body_vars(p.body)
+        return neg_body_vars(p.body, nested)
     if isinstance(p, ast.Not):
-        raise Unsupported("NOT inside NOT")
-    return [x for i in p.items for x in neg_body_vars(i)]
+        if not nested:
+            raise Unsupported("nested negation (a NOT inside a NOT's body)")
+        return neg_body_vars(p.body, nested)
+    return [x for i in p.items for x in neg_body_vars(i, nested)]
 
 
 def neg_body_lists(p: ast.Pattern, in_rep: bool = False) -> list[str]:

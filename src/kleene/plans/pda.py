@@ -11,6 +11,7 @@ from ..plan.explain import group_text
 from ..plan.groups import And, AnyK, Ev, GroupPlan, Node, Rep, Seq, Win, compile_group_plan
 from ..runtime.groups import GroupMatcher
 from ..runtime.matcher import MatcherOptions
+from ..runtime.nested import NestedGroupMatcher, has_nested
 from ..semantic.analyzed import AnalyzedQuery
 from .registry import CompiledPlan, PlanKind, Stats, runs_estimate
 
@@ -92,10 +93,12 @@ def _compile(analyzed: AnalyzedQuery) -> GroupPlan:
     if _twice_empty_in_rep(analyzed.pattern):
         raise Unsupported("an OR / ANY inside a repetition with two items that can match "
                           "empty (each empty choice is its own, identical match)")
-    return compile_group_plan(analyzed)
+    return compile_group_plan(analyzed, nested=True)
 
 
 def _matcher(cp: CompiledPlan, options: MatcherOptions) -> Any:
+    if has_nested(cp.plan):  # a NOT inside a NOT's body: only such plans take this matcher
+        return NestedGroupMatcher(cp.plan, options)
     return GroupMatcher(cp.plan, options)
 
 
