@@ -119,10 +119,29 @@ def group_text(plan: GroupPlan) -> list[str]:
     for p in plan.preds:
         out.append(f"on completion: {expr_text(p.expr)}")
     for nb in plan.negations:
+        if nb.inner is not None:
+            out.extend(_nested_text(nb, ""))
+            continue
         out.append("negation " + " | ".join(f"{_type(t)} {v}" for v, t in
                                              zip(nb.vars, nb.types, strict=True)))
         for p in nb.preds:
             out.append(f"  with the match: {expr_text(p.expr)}")
+    return out
+
+
+def _nested_text(nb: Any, indent: str, head: str = "negation") -> list[str]:
+    """A NOT with NOTs in its body (docs/semantics.md 4, "Nested negation"), each inner NOT
+    indented under the NOT whose occurrences it checks."""
+    types = dict(zip(nb.vars, nb.types, strict=True))
+    own = nb.vars if nb.inner is None else nb.inner.own
+    what = " | ".join if nb.node is None else ", ".join
+    body = what(f"{_type(types[v])} {v}" for v in own)
+    out = [f"{indent}{head} " + (body if nb.node is None else f"of a sub-pattern over {body}")]
+    out.extend(f"{indent}  with the match: {expr_text(p.expr)}" for p in nb.preds)
+    if nb.inner is not None:
+        for blk in nb.inner.blocks:
+            out.extend(_nested_text(blk, indent + "  ",
+                                    "inside it, checked on each occurrence: NOT"))
     return out
 
 

@@ -29,9 +29,15 @@ def positive(p: ast.Pattern) -> bool:
 def check_negation(ctx: Context) -> None:
     """Placement of NOT and the window rule for leading/trailing negations."""
 
+    repeated: list[ast.Kleene] = []
+
     def go(p: ast.Pattern, left: bool, right: bool, windowed: bool, parent: str) -> None:
         if isinstance(p, ast.Not):
             text = pattern_text(p, nested=True)
+            if repeated and parent in ("SEQ", "AND"):
+                raise ctx.reporter.error(
+                    f"{text} is inside the repetition {pattern_text(repeated[0], nested=True)}; "
+                    "a negation inside a repetition is not supported", p.span)
             if parent not in ("SEQ", "AND"):
                 where = "the whole pattern" if parent == "" else f"inside {parent}"
                 raise ctx.reporter.error(
@@ -63,7 +69,9 @@ def check_negation(ctx: Context) -> None:
             for item in p.items:
                 go(item, True, True, windowed, "AND")
         elif isinstance(p, ast.Kleene):
+            repeated.append(p)
             go(p.body, left, right, windowed, "a repetition")
+            repeated.pop()
         elif isinstance(p, (ast.Or, ast.AnyOf)):
             for item in p.items:
                 go(item, left, right, windowed, "OR" if isinstance(p, ast.Or) else "ANY")
