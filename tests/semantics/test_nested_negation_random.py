@@ -28,7 +28,12 @@ from kleene.events import EventBatch, Match
 from kleene.testing.oracle import evaluate as oracle
 from kleene.testing.sets import SetBackend, set_backends
 from kleene.testing.strategies import describe
-from kleene.testing.timeline import PlanBackend, PlanDoesNotApply, importable_backends, plan_backends
+from kleene.testing.timeline import (
+    PlanBackend,
+    PlanDoesNotApply,
+    importable_backends,
+    plan_backends,
+)
 
 CASES = int(os.environ.get("KLEENE_NESTED_CASES", "150"))
 SEED = int(os.environ.get("KLEENE_NESTED_SEED", "20261124"))
@@ -48,6 +53,8 @@ class _Gen:
         """Positive variables of the query (single events)."""
         self.chains: list[tuple[list[str], list[str]]] = []
         """Per nested NOT: (the variables of its enclosing bodies, its own variables)."""
+        self.singles: set[str] = set()
+        """Every variable bound to one event (filled once the pattern is drawn)."""
 
     def var(self, t: str | None = None) -> tuple[str, str]:
         t = t or self.r.choice(TYPES)
@@ -58,6 +65,10 @@ class _Gen:
         t, v = self.var(self.r.choice(pool))
         into.append(v)
         return f"{t} {v}"
+
+    def kleene(self) -> str:
+        t, v = self.var(self.r.choice("BD"))
+        return f"{t}+ {v}[]"
 
     def inner_body(self, into: list[str], depth: int, around: list[str]) -> str:
         """The body of an inner NOT."""
@@ -77,8 +88,7 @@ class _Gen:
         mine: list[str] = []
         n = self.r.choice((1, 2) if self.simple else (1, 2, 2, 3))
         items = [self.event(mine, "BD" if self.simple else "BBCD")
-                 if self.simple or self.r.random() < 0.85 else "{} {}[]".format(
-            *(lambda t, v: (t + "+", v))(*self.var(self.r.choice("BD")))) for _ in range(n)]
+                 if self.simple or self.r.random() < 0.85 else self.kleene() for _ in range(n)]
         inner_vars: list[str] = []
         inner = f"NOT({self.inner_body(inner_vars, depth, around + mine)})"
         self.chains.append((around + mine, inner_vars))
@@ -96,7 +106,7 @@ class _Gen:
         out = []
         ops = ["=", "!=", "<", ">", "<=", ">="]
         for around, own in self.chains:
-            singles = [v for v in own]
+            singles = list(own)
             if singles and self.r.random() < 0.4:
                 v = self.r.choice(singles)
                 other = self.r.choice(self.outer + [v for v in around if v in self.singles]
@@ -112,13 +122,12 @@ class _Gen:
             out.append(f"{self.outer[0]}.x <= {self.outer[-1]}.x")
         return out
 
-    singles: set[str]
-
     def query(self) -> str:
         r = self.r
         shape = r.choice(["middle", "middle", "middle", "leading", "trailing", "and"])
         body_vars: list[str] = []
         nested = f"NOT({self.body(0, [], body_vars)})"
+
         def some() -> list[str]:
             return [self.event(self.outer, "AAB") for _ in range(r.choice((1, 1, 2)))]
 
@@ -137,7 +146,6 @@ class _Gen:
             window = (f" WITHIN {r.randint(3, 9)} EVENTS" if r.random() < 0.3
                       else f" WITHIN {r.randint(2, 8)} seconds")
         # every variable bound to one event (Kleene variables end in [])
-        self.singles = set()
         for part in pattern.replace("(", " ").replace(",", " ").replace(")", " ").split():
             if part[:1].islower() and not part.endswith("[]") and part not in ("seconds",):
                 self.singles.add(part)
