@@ -169,6 +169,20 @@ CASES = [
              a1  b1  c1  d1  e1  f1
          """,
          []),
+    case("skip-till-next-match: each A takes the next E, then the nested NOT filters",
+         "PATTERN SEQ(A a, NOT(SEQ(B b, NOT(C c), D d)), E e) USING skip-till-next-match",
+         """
+         ts  1   2   3   4   5   6   7   8   9
+             a1  b1  c1  d1  e1  a2  b2  d2  e2
+         """,
+         ["a=a1 e=e1"]),
+    case("skip-till-next-match: a trailing nested NOT waits for its tail",
+         "PATTERN SEQ(A a, NOT(SEQ(B b, NOT(C c)))) WITHIN 4 seconds USING skip-till-next-match",
+         """
+         ts  1   2   3   7   8
+             a1  b1  c1  a2  b2
+         """,
+         ["a=a1"]),
     case("OpenCEP NestedNegationWithKC: V and W after f..o make it no occurrence",
          KC,
          """

@@ -35,7 +35,15 @@ from ..syntax import expr_text
 from .expr import HELPERS, Layout, NotInlinable, RefInfo, compile_expr, inline_condition, refs
 from .layout import ReturnFn
 from .linear import CompKind, Component, NegGuard, Plan, UnionPlan, VarPlan, WindowGuard
-from .patterns import build_node, flat_items, neg_body_lists, neg_body_vars
+from .patterns import (
+    body_nots,
+    build_node,
+    flat_items,
+    neg_body_lists,
+    neg_body_vars,
+    nested_block,
+    own_preds,
+)
 from .predicate import Predicate, Timing, Unsupported
 from .vector import row_udfs, vectorize
 
@@ -155,7 +163,7 @@ def compile_plan(analyzed: AnalyzedQuery, *, attrs_from: AnalyzedQuery | None = 
         if ng[6] is None:
             names = [ng[0]]
         else:
-            names = [v for v, _t in neg_body_vars(ng[6])]
+            names = [v for v, _t in neg_body_vars(ng[6], True)]
             neg_lists += neg_body_lists(ng[6])
         for v in names:
             neg_names.append(v)
@@ -251,13 +259,20 @@ def compile_plan(analyzed: AnalyzedQuery, *, attrs_from: AnalyzedQuery | None = 
     for gi, (nv, nt, gap, seq_lo, seq_hi, wctx, body) in enumerate(flat.negs):
         if body is not None:
             specs = tuple((v, t, vectorize(one_var[v], layout, v, udfs) if one_var[v] else None)
-                          for v, t in neg_body_vars(body))
+                          for v, t in neg_body_vars(body, True))
             covered = set(id(x) for _v, _t, m in specs for x in (m.exprs if m else ()))
+            preds = tuple(p for p in neg_preds[gi] if id(p.expr) not in covered)
+            inner = None
+            if body_nots(body):  # nested negation (skip-till-next-match: complex_not only)
+                own = own_preds([body], [list(preds)])
+                block = nested_block(body, own, lambda ps: tuple(ps),
+                                     {v: m for v, _t, m in specs},
+                                     lambda b: build_node(b, layout, bits))
+                preds, inner = block.preds, block.inner
             negations.append(NegGuard(
-                specs[0][0], specs[0][1], gap,
-                tuple(p for p in neg_preds[gi] if id(p.expr) not in covered), None,
+                specs[0][0], specs[0][1], gap, preds, None,
                 seq_lo, seq_hi, wctx[0], bool(wctx[1]), wctx[2], wctx[3],
-                build_node(body, layout, bits), specs))
+                build_node(body, layout, bits), specs, inner))
             continue
         mask = vectorize(one_var[nv], layout, nv, udfs) if one_var[nv] else None
         covered = set(id(x) for x in (mask.exprs if mask else ()))

@@ -22,6 +22,7 @@ from typing import Any
 from ..syntax import expr_text
 from ..vocab import Emit, Strategy
 from .automaton import CompKind, Plan, UnionPlan
+from .blocks import NegBlock
 from .groups import And, AnyK, Ev, GroupPlan, Node, Rep, Seq, Win
 
 
@@ -67,6 +68,11 @@ def linear_text(plan: Plan, indent: str = "") -> list[str]:
     for g in plan.negations:
         where = ("leading" if g.gap == 0 else "trailing" if g.gap == n
                  else f"between state {g.gap - 1} and {g.gap}")
+        if g.inner is not None:  # a NOT with NOTs in its body
+            view = NegBlock(tuple(v for v, _t, _m in g.body), tuple(t for _v, t, _m in g.body),
+                            g.preds, (), g.node, g.inner)
+            out.extend(_nested_text(view, indent, f"negation ({where})"))
+            continue
         out.append(f"{indent}negation {_type(g.type)} {g.var} ({where})")
         if g.mask is not None:
             out.append(f"{indent}  vectorized mask: "

@@ -6,18 +6,25 @@ sub-patterns, Kleene closure on groups, windows on any sub-pattern) -> the logic
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from .. import ast
 from ..semantic.analyzed import AnalyzedQuery
 from ..vocab import Strategy
 from .automaton import compile_returns
-from .blocks import GroupPlan, NegBlock, NestedNeg, NotSite
+from .blocks import GroupPlan, NegBlock, NotSite
 from .expr import Layout, compile_expr, refs
 from .nodes import And, AnyK, Ev, Node, Rep, Seq, Win
-from .patterns import build_node, neg_body_lists, neg_body_vars, not_sites, positive_vars
+from .patterns import (
+    body_nots,
+    build_node,
+    neg_body_lists,
+    neg_body_vars,
+    nested_block,
+    not_sites,
+    own_preds,
+    simple_neg,
+)
 from .predicate import Predicate, Timing, Unsupported
-from .vector import VectorPred, row_udfs, vectorize
+from .vector import row_udfs, vectorize
 
 
 def _collect(p: ast.Pattern, in_rep: bool, in_or: bool, out: dict[str, tuple[bool, bool]],
@@ -36,11 +43,6 @@ def _collect(p: ast.Pattern, in_rep: bool, in_or: bool, out: dict[str, tuple[boo
         orish = isinstance(p, ast.Or | ast.AnyOf)
         for item in p.items:
             _collect(item, in_rep, in_or or orish, out, negs)
-
-
-def _simple_neg(p: ast.Pattern) -> bool:
-    return isinstance(p, ast.EventPattern) or (
-        isinstance(p, ast.Or) and all(isinstance(i, ast.EventPattern) for i in p.items))
 
 
 def compile_group_plan(analyzed: AnalyzedQuery, *, nested: bool = False) -> GroupPlan:
@@ -123,18 +125,18 @@ def compile_group_plan(analyzed: AnalyzedQuery, *, nested: bool = False) -> Grou
         return tuple(p for p in preds
                      if not (len(p.vars) == 1 and p.expr in one_var[next(iter(p.vars))]))
 
-    inner_nots = nested and any(_body_nots(n.body) for n in nots)
-    own = _own_preds(nots, neg_preds) if inner_nots else {}
+    inner_nots = nested and any(body_nots(n.body) for n in nots)
+    own = own_preds([n.body for n in nots], neg_preds) if inner_nots else {}
     negations = []
     for bi, b in enumerate(neg_blocks_vars):
         body = nots[bi].body
         if inner_nots:
-            negations.append(_nested_block(nots[bi], own, uncovered, masks, build))
+            negations.append(nested_block(nots[bi].body, own, uncovered, masks, build))
             continue
         negations.append(NegBlock(tuple(v for v, _t in b), tuple(t for _v, t in b),
                                   uncovered(neg_preds[bi]),
                                   tuple(masks[v] for v, _t in b),
-                                  None if _simple_neg(body) else build(body)))
+                                  None if simple_neg(body) else build(body)))
     returns = compile_returns(q, layout, list_vars, udfs)
     wins = _windows(root)
     if q.within is not None:
@@ -152,58 +154,6 @@ def compile_group_plan(analyzed: AnalyzedQuery, *, nested: bool = False) -> Grou
                      None if qw is None or not qw.is_count else int(qw.amount),
                      not_sites(analyzed.pattern, qw, {id(n): i for i, n in enumerate(nots)}),
                      _always_bound(root))
-
-
-def _body_nots(p: ast.Pattern) -> list[ast.Not]:
-    """The NOTs of a NOT's body, not those inside their own bodies (validation keeps NOTs out
-    of repetitions)."""
-    if isinstance(p, ast.Not):
-        return [p]
-    if isinstance(p, ast.EventPattern):
-        return []
-    if isinstance(p, ast.Kleene | ast.Within):
-        return _body_nots(p.body)
-    return [n for i in p.items for n in _body_nots(i)]
-
-
-def _own_preds(nots: list[ast.Not], neg_preds: list[list[Predicate]]
-               ) -> dict[int, list[Predicate]]:
-    """The conjuncts of each NOT at any depth (by ``id``): a conjunct belongs to the innermost
-    NOT whose variables it mentions (docs/semantics.md 4, "Nested negation"; validation keeps
-    the NOTs it mentions on one chain)."""
-    depth: dict[str, tuple[int, int]] = {}
-
-    def walk(n: ast.Not, d: int) -> None:
-        for v in positive_vars(n.body):
-            depth[v] = (d, id(n))
-        for m in _body_nots(n.body):
-            walk(m, d + 1)
-
-    for n in nots:
-        walk(n, 0)
-    own: dict[int, list[Predicate]] = {}
-    for preds in neg_preds:
-        for p in preds:
-            _d, k = max(depth[v] for v in p.vars if v in depth)
-            own.setdefault(k, []).append(p)
-    return own
-
-
-def _nested_block(n: ast.Not, own: dict[int, list[Predicate]],
-                  uncovered: Callable[[list[Predicate]], tuple[Predicate, ...]],
-                  masks: dict[str, VectorPred | None],
-                  build: Callable[[ast.Pattern], Node | None]) -> NegBlock:
-    """The block of ``n`` with the NOTs of its body (recursively)."""
-    b = neg_body_vars(n.body, True)
-    inner = _body_nots(n.body)
-    nested = None
-    if inner:
-        nested = NestedNeg(tuple(positive_vars(n.body)),
-                           tuple(_nested_block(m, own, uncovered, masks, build) for m in inner),
-                           not_sites(n.body, None, {id(m): i for i, m in enumerate(inner)}))
-    return NegBlock(tuple(v for v, _t in b), tuple(t for _v, t in b),
-                    uncovered(own.get(id(n), [])), tuple(masks[v] for v, _t in b),
-                    None if _simple_neg(n.body) else build(n.body), nested)
 
 
 def _optional(p: ast.Pattern, var: str) -> bool:

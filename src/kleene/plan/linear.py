@@ -19,6 +19,7 @@ from .nodes import Node
 from .predicate import Predicate
 
 if TYPE_CHECKING:
+    from .blocks import NestedNeg
     from .vector import VectorPred
 
 
@@ -82,6 +83,10 @@ class NegGuard:
     """For a NOT of a sub-pattern: its logical-block node tree (:mod:`kleene.plan.nodes`)."""
     body: tuple[tuple[str, str | None, VectorPred | None], ...] = ()
     """For a NOT of a sub-pattern: (variable, type, mask) of every event inside it."""
+    inner: NestedNeg | None = None
+    """For a NOT of a sub-pattern with NOTs of its own (docs/semantics.md 4, "Nested
+    negation"): those NOTs; ``body`` then lists the body's events and theirs. Evaluated by
+    :class:`kleene.runtime.nested.NestedLinearMatcher` only."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,13 +6,17 @@ as plain data, and matchers never see a pattern.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from .. import ast
-from .blocks import NotSite
+from .blocks import NegBlock, NestedNeg, NotSite
 from .layout import Layout
 from .nodes import And, AnyK, Ev, Node, Rep, Seq, Win
-from .predicate import Unsupported
+from .predicate import Predicate, Unsupported
+
+if TYPE_CHECKING:
+    from .vector import VectorPred
 
 
 def flat_items(p: ast.Seq) -> list[ast.Pattern]:
@@ -51,6 +55,12 @@ def build_node(p: ast.Pattern, layout: Layout, bits: Mapping[str, int]) -> Node 
     if isinstance(p, ast.AnyOf):
         return AnyK(p.k, kids)
     raise Unsupported(type(p).__name__)
+
+
+def simple_neg(p: ast.Pattern) -> bool:
+    """Is a NOT's body one event or an OR of events (checked event by event)?"""
+    return isinstance(p, ast.EventPattern) or (
+        isinstance(p, ast.Or) and all(isinstance(i, ast.EventPattern) for i in p.items))
 
 
 def window(w: ast.Window) -> tuple[int, bool]:
@@ -157,5 +167,59 @@ def not_sites(pattern: ast.Pattern, query_window: ast.Window | None,
     return tuple(out)
 
 
-__all__ = ["build_node", "flat_items", "neg_body_lists", "neg_body_vars", "not_sites",
-           "nullable", "positive_vars", "window"]
+def body_nots(p: ast.Pattern) -> list[ast.Not]:
+    """The NOTs of a NOT's body, not those inside their own bodies (validation keeps NOTs out
+    of repetitions)."""
+    if isinstance(p, ast.Not):
+        return [p]
+    if isinstance(p, ast.EventPattern):
+        return []
+    if isinstance(p, ast.Kleene | ast.Within):
+        return body_nots(p.body)
+    return [n for i in p.items for n in body_nots(i)]
+
+
+def own_preds(bodies: list[ast.Pattern], neg_preds: list[list[Predicate]]
+              ) -> dict[int, list[Predicate]]:
+    """The conjuncts of each NOT at any depth, keyed by ``id`` of its body: a conjunct belongs
+    to the innermost NOT whose variables it mentions (docs/semantics.md 4, "Nested negation";
+    validation keeps the NOTs it mentions on one chain). ``bodies``: the outermost NOTs'."""
+    depth: dict[str, tuple[int, int]] = {}
+
+    def walk(body: ast.Pattern, d: int) -> None:
+        for v in positive_vars(body):
+            depth[v] = (d, id(body))
+        for m in body_nots(body):
+            walk(m.body, d + 1)
+
+    for b in bodies:
+        walk(b, 0)
+    own: dict[int, list[Predicate]] = {}
+    for preds in neg_preds:
+        for p in preds:
+            _d, k = max(depth[v] for v in p.vars if v in depth)
+            own.setdefault(k, []).append(p)
+    return own
+
+
+def nested_block(body: ast.Pattern, own: dict[int, list[Predicate]],
+                 uncovered: Callable[[list[Predicate]], tuple[Predicate, ...]],
+                 masks: Mapping[str, VectorPred | None],
+                 build: Callable[[ast.Pattern], Node | None]) -> NegBlock:
+    """The block of the NOT of ``body``, with the NOTs inside it (recursively)."""
+    b = neg_body_vars(body, True)
+    inner = body_nots(body)
+    nested = None
+    if inner:
+        nested = NestedNeg(tuple(positive_vars(body)),
+                           tuple(nested_block(m.body, own, uncovered, masks, build)
+                                 for m in inner),
+                           not_sites(body, None, {id(m): i for i, m in enumerate(inner)}))
+    return NegBlock(tuple(v for v, _t in b), tuple(t for _v, t in b),
+                    uncovered(own.get(id(body), [])), tuple(masks[v] for v, _t in b),
+                    None if simple_neg(body) else build(body), nested)
+
+
+__all__ = ["body_nots", "build_node", "flat_items", "neg_body_lists", "neg_body_vars",
+           "nested_block", "not_sites", "nullable", "own_preds", "positive_vars", "simple_neg",
+           "window"]

@@ -14,6 +14,7 @@ from ..plan.explain import linear_text
 from ..runtime.kernel import has_plain_variant, kernel_factory, kernel_supported
 from ..runtime.linear import LinearMatcher
 from ..runtime.matcher import MatcherOptions
+from ..runtime.nested import NestedLinearMatcher, has_nested
 from ..runtime.policies import bindings_builder
 from .registry import CompiledPlan, PlanKind, Stats, matches_estimate, runs_estimate
 
@@ -66,7 +67,9 @@ def linear_matcher(plan: Plan, options: MatcherOptions, plain_output: bool,
     # --count without policies or NOT: the kernel only counts complete matches
     count_mode = (kernel and options.count_only and count_ok and not plan.negations
                   and plain_output)
-    m = LinearMatcher(plan, options, count_mode=count_mode, timeouts=timeouts)
+    # a NOT inside a NOT's body (skip-till-next-match only): only such plans take this matcher
+    cls = NestedLinearMatcher if has_nested(plan) else LinearMatcher
+    m = cls(plan, options, count_mode=count_mode, timeouts=timeouts)
     if kernel:
         direct = (not m.count_mode and not options.count_only and not plan.negations
                   and not m.has_trailing and plain_output and m.simple_key
