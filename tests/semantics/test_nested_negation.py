@@ -183,6 +183,14 @@ CASES = [
              a1  b1  c1  a2  b2
          """,
          ["a=a1"]),
+    case("skip-till-next-match, top-level OR: the nested NOT in one branch",
+         "PATTERN OR(SEQ(A a, NOT(SEQ(B b, NOT(C c))), E e), SEQ(D d, E f)) "
+         "USING skip-till-next-match",
+         """
+         ts  1   2   3   4   5   6   7   8   9
+             a1  b1  c1  e1  d1  e2  a2  b2  e3
+         """,
+         ["a=a1 e=e1", "d=d1 f=e2"]),
     case("OpenCEP NestedNegationWithKC: V and W after f..o make it no occurrence",
          KC,
          """

@@ -15,6 +15,7 @@ from ..plan.linear import UnionPlan
 from .candidate import Candidate, output_sort_key
 from .linear import LinearMatcher, PartState
 from .matcher import MatcherOptions
+from .nested import NestedLinearMatcher, has_nested
 
 _DEFAULTS = MatcherOptions()
 
@@ -51,7 +52,10 @@ class UnionMatcher:
 
     def __init__(self, plan: UnionPlan, options: MatcherOptions = _DEFAULTS) -> None:
         self.plan = plan
-        self.branches = [LinearMatcher(b, options) for b in plan.branches]
+        # a branch with a NOT inside a NOT's body (skip-till-next-match) takes the nested
+        # matcher; every other branch the linear matcher, as before
+        self.branches = [(NestedLinearMatcher if has_nested(b) else LinearMatcher)(b, options)
+                         for b in plan.branches]
         self.kernel = None
         self.simple_key = False
         self.offsets: list[int] = []
