@@ -121,6 +121,7 @@ def compile_group_plan(analyzed: AnalyzedQuery, *, nested: bool = False) -> Grou
         positive.append(pred)
     masks = {v: (vectorize(one_var[v], layout, v, udfs) if one_var[v] else None)
              for v in all_vars}
+
     def uncovered(preds: list[Predicate]) -> tuple[Predicate, ...]:
         return tuple(p for p in preds
                      if not (len(p.vars) == 1 and p.expr in one_var[next(iter(p.vars))]))
