@@ -614,6 +614,9 @@ def match(df: Any, query: Any, *, time_col: str, type_col: str | None = None,
                     caps=caps, cap_report=acc)
     _check_output_names(spec)
     schema = from_arrow_schema(output_schema(spec))
+    from .ship import ship_udfs
+
+    ship_udfs(df.sparkSession, q.udfs)  # a UDF's module to the workers, before the job
     return sorted_df.mapInArrow(TaskRunner(spec), schema)
 
 

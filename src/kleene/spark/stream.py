@@ -161,6 +161,15 @@ class KleeneProcessor:
     def __init__(self, spec: ProcessorSpec) -> None:
         self.spec = spec
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as the spec's own bytes: a worker that cannot import a UDF's module says so
+        in one line (:func:`kleene.spark.ship.load_spec`)."""
+        from .ship import dump_spec, udf_modules
+
+        modules = sorted({m for q in self.spec.queries.values()
+                          for m in udf_modules(q.task.analyzed.udfs)})
+        return (_load_processor, (dump_spec(self.spec), tuple(modules)))
+
     def init(self, handle: Any) -> None:
         self.handle = handle
         self.state = handle.getValueState("kleene", _STATE_SCHEMA)
@@ -392,6 +401,12 @@ def processor_class() -> type:
 _PROCESSOR: type | None = None
 
 
+def _load_processor(blob: bytes, modules: tuple[str, ...]) -> Any:
+    from .ship import load_spec
+
+    return _make_processor(load_spec(blob, modules))
+
+
 def _make_processor(spec: ProcessorSpec) -> Any:
     global _PROCESSOR
     if _PROCESSOR is None:
@@ -458,9 +473,10 @@ def prepare_stream(df: Any, query: Any, *, time_col: str, type_col: str | None =
                    time_unit: str = "s", output: OutputMode = "map",
                    buckets: int = DEFAULT_BUCKETS,
                    udfs: Mapping[str, Callable[..., Any]] | None = None,
-                   name: str | None = None) -> Prepared:
+                   name: str | None = None, check: bool = True) -> Prepared:
     """Check the options and lay out one query's input rows (``match_stream``'s first half;
-    ``df`` is only read for its schema)."""
+    ``df`` is only read for its schema). ``check``: the query is checked against the stream's
+    schema (:func:`kleene.spark.batch.check_schema`, as :func:`kleene.spark.match` does)."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
@@ -469,10 +485,12 @@ def prepare_stream(df: Any, query: Any, *, time_col: str, type_col: str | None =
         analyzed_of,
         arrow_types,
         check_keys,
+        check_schema,
         referenced_attributes,
         return_fields,
     )
     from .plan import plan_query
+    from .ship import ship_udfs
 
     q = analyzed_of(query, udfs=udfs, name=name)
     plan = plan_query(q)
@@ -483,6 +501,9 @@ def prepare_stream(df: Any, query: Any, *, time_col: str, type_col: str | None =
                              column=c)
     if type_col is None and event_type is None:
         raise InputError("pass type_col (a column) or event_type (one type for every row)")
+    if check:  # from the schema: a stream's event types are not known before it starts
+        check_schema(q, df, time_col=time_col, event_type=event_type,
+                     hidden=(order_col if order_col != time_col else None,))
     idt = df.schema[id_col].dataType
     if isinstance(idt, T.IntegralType):
         idc, id_type = F.col(f"`{id_col}`").cast("long"), pa.int64()
@@ -519,6 +540,7 @@ def prepare_stream(df: Any, query: Any, *, time_col: str, type_col: str | None =
     inputs = tuple(dict.fromkeys(c for c in (id_col, time_col, type_col, order_col, *key_cols)
                                  if c is not None))
     attr_types = arrow_types(df.schema)
+    ship_udfs(df.sparkSession, q.udfs)  # before the operator is built (issue 17)
     task = TaskSpec(analyzed=q, engine="automaton", time=time, group_cols=(),
                     attr_cols=attr_cols, id_type=id_type, output=output, time_out=time_out,
                     returns=return_fields(q, attr_types), include_internal=True)
@@ -578,8 +600,15 @@ def match_stream(df: Any, query: Any, *, watermark: str, time_col: str,
                  output: OutputMode = "map", late_margin: str | None = None,
                  buckets: int = DEFAULT_BUCKETS,
                  udfs: Mapping[str, Callable[..., Any]] | None = None,
-                 name: str | None = None) -> Any:
+                 name: str | None = None, check: bool = True) -> Any:
     """Run a query over a streaming DataFrame with event time; returns a streaming DataFrame.
+
+    The query is checked against the stream's schema before anything starts, as
+    :func:`kleene.spark.match` checks a DataFrame (``check=False`` lets a missing column be
+    NULL): an unknown attribute or PARTITION BY column, or a string column compared with a
+    number, raises :class:`~kleene.errors.QueryValidationError` with a did-you-mean. Event
+    types are checked only with ``event_type``: with ``type_col`` they are in rows that have
+    not arrived yet, so a misspelt type is not found (the query then matches nothing).
 
     ``watermark`` is the delay (``"10 seconds"``): kleene's watermark is the largest event time
     seen minus it, and rows are matched once the watermark passes them. Output rows have
@@ -609,7 +638,7 @@ def match_stream(df: Any, query: Any, *, watermark: str, time_col: str,
     margin_ms = interval_ms(late_margin, "late_margin") if late_margin is not None else delay_ms
     p = prepare_stream(df, query, time_col=time_col, type_col=type_col, event_type=event_type,
                        id_col=id_col, order_col=order_col, time_unit=time_unit, output=output,
-                       buckets=buckets, udfs=udfs, name=name)
+                       buckets=buckets, udfs=udfs, name=name, check=check)
     cols = (ID, TS, TYPE, ORD, *p.task.attr_cols)
     return stateful_operator(p.select(df), {0: (p.task, cols, p.buckets, None)},
                              delay_ms=delay_ms, margin_ms=margin_ms)

@@ -311,6 +311,12 @@ class _Out:
         return batch
 
 
+def _load_runner(blob: bytes, modules: tuple[str, ...]) -> TaskRunner:
+    from .ship import load_spec
+
+    return TaskRunner(load_spec(blob, modules))
+
+
 class TaskRunner:
     """The ``mapInArrow`` function: groups in, matches out (see the module docstring)."""
 
@@ -318,6 +324,14 @@ class TaskRunner:
 
     def __init__(self, spec: TaskSpec) -> None:
         self.spec = spec
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as the spec's own bytes, unpickled by :func:`_load_runner`: a worker that
+        cannot import a UDF's module then says so in one line (:mod:`kleene.spark.ship`)."""
+        from .ship import dump_spec, udf_modules
+
+        return (_load_runner, (dump_spec(self.spec),
+                               tuple(udf_modules(self.spec.analyzed.udfs))))
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         spec = self.spec
