@@ -301,26 +301,51 @@ def test_auto_reader_leaves_big_uncompressed_files_to_spark_on_a_cluster(
 
 
 
-@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
+@pytest.mark.parametrize("fmt", ["jsonl", "csv", "parquet"])
 def test_spark_output_is_written_atomically(spark: Any, tmp_path: Path,
                                             monkeypatch: pytest.MonkeyPatch, fmt: str) -> None:
     """Issue 17: like the embedded CLI, ``--spark`` writes ``PATH.partial`` and renames it at
-    the end: a finished run leaves only the output; a failed one (a bad value a task finds
-    past the rows the types are inferred from) leaves nothing."""
+    the end: a finished run leaves only the output; a run that fails while it writes the
+    output leaves the old file as it was and no ``.partial``.
+
+    The failure is a real one, half-way through the output: the file-size limit of this
+    process (``RLIMIT_FSIZE``, as a full disk) stops the driver's writer after half the bytes
+    with EFBIG. Spark's JVM and its Python workers are other processes, started before:
+    the matching and Spark's own part files are not limited. (A task's failure, a bad row or a
+    raising UDF, comes before the first byte: the matches are computed, cached and counted
+    before the file is opened.) Parquet is written by Spark itself: only the finished run."""
+    import resource
+
     monkeypatch.chdir(tmp_path)
     _raw_csv(tmp_path / "in.csv", "ts,type,k,x",
-             [f"{i},{'AB'[i % 2]},k{i % 3},{i % 7}" for i in range(200)])
-    runner = CliRunner()
+             [f"{i},{'AB'[i % 2]},k{i % 3},{i % 7}" for i in range(600)])
     out = tmp_path / f"m.{fmt}"
-    ok = runner.invoke(cli, ["run", QUERY, "--input", "in.csv", "-o", str(out), "--spark",
-                             "--quiet"])
+    args = ["run", QUERY, "--input", "in.csv", "-o", out.name, "--format", fmt, "--spark",
+            "--quiet"]
+    ok = CliRunner().invoke(cli, args)
     assert ok.exit_code == 0, ok.stderr
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("m.")) == [out.name]
-    _raw_csv(tmp_path / "bad.csv", "ts,type,k,x",
-             [f"{i},A,k{i % 3},{i % 7}" for i in range(70_000)] + ["70000,B,k1,oops"])
-    failed = tmp_path / f"f.{fmt}"
-    bad = runner.invoke(cli, ["run", QUERY, "--input", "bad.csv", "-o", str(failed),
-                              "--spark", "--quiet"])
-    assert bad.exit_code == 2, bad.stderr
-    assert "row 70001, column 'x': 'oops' is not an integer" in bad.stderr
-    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("f.")] == []
+    if fmt == "parquet":
+        assert spark.read.parquet(str(out)).count() > 100
+        return
+    first = out.read_bytes()
+    assert first.count(b"\n") > 100 and len(first) > 5_000
+    # the same run again over the old file (a new RETURN field: other bytes), stopped by the
+    # OS after half the file's size: a failure after the output has started to be written
+    again = ["run", QUERY + ", a.x + 1 AS ax1", *args[2:]]
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (len(first) // 2, hard))
+    try:
+        failed = CliRunner().invoke(cli, again)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    assert out.read_bytes() == first  # unchanged: the new bytes went to m.FMT.partial
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("m.")) == [out.name]
+    assert failed.exit_code == 2, failed.output
+    assert failed.stderr.splitlines()[-1] == (
+        f"kleene: input error: cannot write matches to {out.name}: File too large")
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".kleene-spark-")]
+    # the same run without the limit replaces the file
+    redone = CliRunner().invoke(cli, again)
+    assert redone.exit_code == 0, redone.stderr
+    assert out.read_bytes() != first and out.read_bytes().count(b"\n") == first.count(b"\n")

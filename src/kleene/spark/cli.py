@@ -631,6 +631,10 @@ def _write(ordered: Any, fmt: str, output: str | None, stdout: IO[str]) -> int:
     text = fmt in ("jsonl", "csv")
     if output is None and not text:
         raise InputError(f"{fmt} output needs a path: pass --output PATH")
+    if output is not None and "://" not in output:
+        # Spark resolves a relative path against its JVM's directory, which need not be this
+        # process's (a session started elsewhere): the path the caller means is this one's
+        output = os.path.abspath(output)
     single = text and (output is None or not _is_remote(output))
     cached = body = body.cache()  # one partition in output order: counted, header, written
     try:

@@ -139,7 +139,7 @@ def dump_spec(spec: Any) -> bytes:
     """``spec`` pickled with pyspark's cloudpickle (as pyspark pickles a task's function)."""
     from pyspark import cloudpickle
 
-    return bytes(cloudpickle.dumps(spec))
+    return bytes(cloudpickle.dumps(spec))  # type: ignore[no-untyped-call]
 
 
 def load_spec(blob: bytes, modules: tuple[str, ...]) -> Any:
