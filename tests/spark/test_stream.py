@@ -184,3 +184,18 @@ def test_replay_runs_many_pairs_in_one_streaming_query(spark: Any) -> None:
             assert not isinstance(result, Exception), (aq.query, result)
             assert result == oracle(aq, stream), aq.query
     assert all(got[k] for k in (0, 1, 2, 4, 5, 6, 7))  # every case above has matches
+
+
+def test_a_group_whose_oldest_row_is_at_time_0_is_not_lost(spark: Any, tmp_path: Path) -> None:
+    """Spark fires no timer at or before 0: a group holding a row at time 0 once kept a negative
+    timer, was never called again, and every match of the group was lost (silently)."""
+    rows = [{"id": i, "ts": i, "type": "AB"[i % 2], "k": f"k{i % 3}", "x": (i * 7) % 5}
+            for i in range(30)]
+    expected = embedded_lines(QUERY, [{k: v for k, v in r.items() if k != "id"} for r in rows],
+                              "automaton")
+    assert len(expected) >= 5
+    src = tmp_path / "in"
+    _write(src, "p0.jsonl", [*rows, SENTINEL])  # one micro-batch, then the watermark moves
+    _run(spark, src, tmp_path / "out", tmp_path / "ck", per_trigger=1, buckets=1)
+    matches, late = _read(spark, tmp_path / "out")
+    assert matches == expected and late == []

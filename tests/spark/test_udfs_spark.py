@@ -111,3 +111,33 @@ def test_a_worker_that_cannot_import_the_udf_module_is_one_line(spark: Any, tmp_
         f"workers (ModuleNotFoundError: No module named '{helper}'); kleene sends a UDF's own "
         "module or package to the workers, but what it imports must be installed there (or "
         "added with spark-submit --py-files)"], res.stderr
+
+
+def test_stream_udf_from_a_driver_only_module(spark: Any, tmp_path: Path,
+                                             driver_only: str) -> None:
+    import json
+
+    import kleene.spark as ks
+
+    (tmp_path / f"{driver_only}.py").write_text(UDF)
+    mod = importlib.import_module(driver_only)
+    udfs = {"close": mod.close}
+    src = tmp_path / "in"
+    src.mkdir()
+    rows = [{"id": i, "ts": t, "type": ty, "k": k, "x": x} for i, (t, ty, k, x) in enumerate(ROWS)]
+    end = {"id": 999, "ts": 10_000, "type": "END", "k": "k9", "x": 0}  # moves the watermark
+    (src / "p0.jsonl").write_text("".join(json.dumps(r) + "\n" for r in [*rows, end]))
+    sdf = spark.readStream.schema("id long, ts long, type string, k string, x long").json(str(src))
+    m = ks.match_stream(sdf, QUERY, watermark="1 seconds", time_col="ts", type_col="type",
+                        id_col="id", udfs=udfs)
+    out = tmp_path / "out"
+    (m.writeStream.format("json").option("checkpointLocation", str(tmp_path / "ck"))
+     .option("path", str(out)).trigger(availableNow=True).start().awaitTermination())
+    got = spark.read.schema("kind string, match map<string, array<bigint>>").json(str(out))
+    found = sorted((r["match"]["a"][0], r["match"]["b"][0])
+                   for r in got.where("kind = 'match'").collect())
+    batch = kleene.EventBatch.from_records(
+        [{"ts": t, "type": ty, "k": k, "x": x} for t, ty, k, x in ROWS])
+    expected = sorted((m.bindings["a"], m.bindings["b"])
+                      for m in kleene.compile(QUERY, udfs=udfs).run(batch))
+    assert len(expected) >= 5 and found == expected

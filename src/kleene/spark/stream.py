@@ -158,12 +158,29 @@ class KleeneProcessor:
     runtime is compiled once per worker and restored for every group it handles.
     """
 
-    def __init__(self, spec: ProcessorSpec) -> None:
-        self.spec = spec
+    def __init__(self, spec: ProcessorSpec | None,
+                 packed: tuple[bytes, tuple[str, ...]] | None = None) -> None:
+        self._spec = spec
+        self._packed = packed
+
+    @property
+    def spec(self) -> ProcessorSpec:
+        """The spec, unpickled at its first use: Spark's driver-side runner of
+        ``transformWithStateInPandas`` only calls :meth:`init` and does not see the modules
+        :func:`kleene.spark.ship.ship_udfs` added, so it must not import a UDF's module."""
+        if self._spec is None:
+            from .ship import load_spec
+
+            assert self._packed is not None
+            self._spec = load_spec(*self._packed)
+            self._packed = None
+        return self._spec
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickled as the spec's own bytes: a worker that cannot import a UDF's module says so
         in one line (:func:`kleene.spark.ship.load_spec`)."""
+        if self._packed is not None:
+            return (_load_processor, self._packed)
         from .ship import dump_spec, udf_modules
 
         modules = sorted({m for q in self.spec.queries.values()
@@ -205,8 +222,10 @@ class KleeneProcessor:
         return wm + self.spec.margin_ms - SHIFT_MS if wm > 0 else None
 
     def _spark_ms(self, kleene_ms: int) -> int:
-        """The Spark event time (timer) at which kleene's watermark reaches ``kleene_ms``."""
-        return kleene_ms - self.spec.margin_ms + SHIFT_MS
+        """The Spark event time (timer) at which kleene's watermark reaches ``kleene_ms``; at
+        least 1 ms: Spark never fires a timer at or before 0 (a group whose oldest row is at
+        time 0 kept a negative timer, was never called again and lost all its matches)."""
+        return max(1, kleene_ms - self.spec.margin_ms + SHIFT_MS)
 
     def _query(self, key: Any) -> tuple[int, StreamSpec]:
         ix = int(key[0]) if self.spec.by_query else 0
@@ -402,19 +421,18 @@ _PROCESSOR: type | None = None
 
 
 def _load_processor(blob: bytes, modules: tuple[str, ...]) -> Any:
-    from .ship import load_spec
-
-    return _make_processor(load_spec(blob, modules))
+    return _make_processor(None, (blob, modules))  # the spec is unpickled at its first use
 
 
-def _make_processor(spec: ProcessorSpec) -> Any:
+def _make_processor(spec: ProcessorSpec | None,
+                    packed: tuple[bytes, tuple[str, ...]] | None = None) -> Any:
     global _PROCESSOR
     if _PROCESSOR is None:
         _PROCESSOR = processor_class()
         # pickled by reference: the class must be importable under this module name
         _PROCESSOR.__module__ = __name__
         globals()["KleeneStatefulProcessor"] = _PROCESSOR
-    return _PROCESSOR(spec)
+    return _PROCESSOR(spec, packed)
 
 
 def __getattr__(name: str) -> Any:
