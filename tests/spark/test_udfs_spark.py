@@ -50,13 +50,18 @@ def _cli(*args: str) -> Any:
     return CliRunner().invoke(cli, ["run", *args, "--quiet"])
 
 
-@pytest.mark.parametrize("layout", ["module", "package"])
+@pytest.mark.parametrize("layout", ["module", "package", "vectorized"])
 def test_cli_udf_module_only_the_driver_sees_runs_on_spark(spark: Any, tmp_path: Path,
                                                           driver_only: str,
                                                           layout: str) -> None:
     if layout == "module":
         (tmp_path / f"{driver_only}.py").write_text(UDF)
         spec = f"{driver_only}:close"
+    elif layout == "vectorized":  # kleene.udf(vectorized=True): over pyarrow arrays
+        (tmp_path / f"{driver_only}.py").write_text(
+            "import pyarrow.compute as pc\n\ndef close(x, y):\n"
+            "    return pc.less_equal(pc.abs(pc.subtract(x, y)), 1)\n")
+        spec = f"{driver_only}:close:vectorized"
     else:  # the function in a submodule: the whole top-level package is shipped
         pkg = tmp_path / driver_only
         pkg.mkdir()
