@@ -116,3 +116,18 @@ def test_late_rows_do_not_depend_on_batch_size_and_are_written(tmp_path: Path) -
     refused = kleene("run", "PATTERN SEQ(A a, B b)", "--input", "in.csv", "--late-output",
                      "x.jsonl", cwd=tmp_path)
     assert refused.returncode == 1 and "--late-output needs --stream" in refused.stderr  # usage
+
+
+def test_a_failed_run_removes_a_partial_output_folder(tmp_path: Path) -> None:
+    """``--spark`` writes Parquet as a folder (``PATH.partial/part-*``): a run that fails once
+    Spark has started it leaves no ``.partial`` folder behind (it was only ever a file)."""
+    from kleene.cli.main import output_target
+    from kleene.errors import InputError
+
+    out = tmp_path / "m.parquet"
+    with pytest.raises(InputError, match="a task failed"), output_target(str(out)) as target:
+        assert target == f"{out}.partial"
+        Path(target).mkdir()
+        (Path(target) / "part-00000.parquet").write_bytes(b"PAR1")
+        raise InputError("a task failed")
+    assert list(tmp_path.iterdir()) == []

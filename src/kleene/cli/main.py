@@ -127,21 +127,29 @@ def output_target(output: str | None, *, keep_partial: bool = False) -> Iterator
             os.replace(target, output)
     except OSError as e:
         if not direct and not keep_partial:
-            with contextlib.suppress(OSError):
-                os.remove(target)
+            _discard(target)
         raise InputError(f"cannot write matches to {output}: {e.strerror or e}") from None
     except InputError as e:
         if not direct and not keep_partial:
-            with contextlib.suppress(OSError):
-                os.remove(target)
+            _discard(target)
         if e.path == target:  # a writer's error names the file the user asked for
             raise InputError(e.reason, path=output, row=e.row, column=e.column) from None
         raise
     except BaseException:
         if not direct and not keep_partial:
-            with contextlib.suppress(OSError):
-                os.remove(target)
+            _discard(target)
         raise
+
+
+def _discard(target: str) -> None:
+    """Remove a partial output: a file, or the folder Spark writes Parquet into."""
+    with contextlib.suppress(OSError):
+        if os.path.isdir(target) and not os.path.islink(target):
+            import shutil
+
+            shutil.rmtree(target)
+        else:
+            os.remove(target)
 
 
 @dataclass(frozen=True, slots=True)
