@@ -55,7 +55,17 @@ def in_output_order(matches: Any) -> Any:
 
 
 def match_stream(df: Any, query: Any, **options: Any) -> Any:
-    """Streaming matching (Structured Streaming, event time); see :mod:`kleene.spark.stream`."""
+    """Streaming matching (Structured Streaming, event time); see :mod:`kleene.spark.stream`.
+    A query set (a :class:`kleene.QuerySet`, a list or a mapping of queries) runs in one
+    streaming query; see :func:`kleene.spark.stream.match_stream_set`."""
+    from collections.abc import Mapping as _Mapping
+
+    from ..queryset import QuerySet
+
+    if isinstance(query, QuerySet | list | tuple | _Mapping):
+        from .stream import match_stream_set
+
+        return match_stream_set(df, query, **options)
     from .stream import match_stream as _match_stream
 
     return _match_stream(df, query, **options)

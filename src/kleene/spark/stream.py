@@ -48,7 +48,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import EngineError, InputError
+from ..errors import EngineError, InputError, QueryValidationError
 from ..events import EventBatch, Match
 from ..events.model import ID, TS, TYPE
 from .tasks import END_US, ORD, OutputMode, TaskSpec, _Out, output_schema
@@ -101,9 +101,14 @@ class ProcessorSpec:
     behind kleene's watermark still reach the processor and are reported as late."""
     by_query: bool = False
     """Groups are (query index, bucket) and output rows carry ``__query``: many queries in one
-    stateful operator (the bounded replay of many pairs); a query's error is then reported as
-    a ``kind = 'error'`` row (``record``: its pickled exception, base64) instead of failing
-    the streaming query, and ``late_id`` is text."""
+    stateful operator (a query set, or the bounded replay of many pairs)."""
+    replay: bool = False
+    """The replay of many unrelated pairs (:mod:`kleene.spark.backend`): a query's error is
+    reported as a ``kind = 'error'`` row (``record``: its pickled exception, base64) instead of
+    failing the streaming query, and ``late_id`` is text (the pairs' id types differ)."""
+    out_names: tuple[str, ...] = ()
+    """A query set's output columns (the union of its queries'): each query's rows get the
+    columns it does not have as NULL."""
 
 
 def _ipc(table: pa.Table) -> bytes:
@@ -233,7 +238,7 @@ class KleeneProcessor:
 
     def _guarded(self, key: Any, new: list[pa.Table], wm_ms: int | None,
                  expired: int | None) -> Iterator[Any]:
-        if not self.spec.by_query:
+        if not self.spec.replay:
             yield from self._step(key, new, wm_ms, expired)
             return
         try:
@@ -382,9 +387,15 @@ class KleeneProcessor:
                 late[END_US] = [ts for _, ts in late_rows]
             pdf = pd.concat([pdf, pd.DataFrame(late)], ignore_index=True) if n else \
                 pd.DataFrame(late)
-        if self.spec.by_query:
+        if self.spec.replay:
             pdf[LATE_ID] = [None if v is None or v != v else str(v) for v in pdf[LATE_ID]]
+        if self.spec.by_query:
             pdf[QUERY_IX] = ix
+        if self.spec.out_names:
+            for c in self.spec.out_names:
+                if c not in pdf.columns:
+                    pdf[c] = None
+            pdf = pdf[list(self.spec.out_names)]
         return pdf
 
     def _error_frame(self, key: Any, e: Exception) -> Any:
@@ -567,13 +578,16 @@ def prepare_stream(df: Any, query: Any, *, time_col: str, type_col: str | None =
 
 def stateful_operator(df: Any, queries: Mapping[int, tuple[TaskSpec, tuple[str, ...], int,
                                                       int | None]],
-                      *, delay_ms: int, margin_ms: int, by_query: bool = False) -> Any:
+                      *, delay_ms: int, margin_ms: int, by_query: bool = False,
+                      query_set: bool = False) -> Any:
     """The stateful operator over prepared rows (``match_stream``'s second half).
 
     ``df`` holds :meth:`Prepared.select` rows (with ``__query``, the query's number, when
-    ``by_query``); ``queries`` gives per query number its task, the input columns it reads
-    (see :attr:`StreamSpec.columns`), its number of buckets and its end
-    (:attr:`StreamSpec.end_us`).
+    ``by_query`` or ``query_set``); ``queries`` gives per query number its task, the input
+    columns it reads (see :attr:`StreamSpec.columns`), its number of buckets and its end
+    (:attr:`StreamSpec.end_us`). ``by_query`` is the replay of many unrelated pairs (errors
+    as rows, text late ids, one output schema); ``query_set`` a user's query set (errors fail
+    the query; the output has the union of the queries' columns).
     """
     from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_type
 
@@ -596,6 +610,7 @@ def stateful_operator(df: Any, queries: Mapping[int, tuple[TaskSpec, tuple[str, 
     specs = {ix: StreamSpec(task, cols, buckets, uuid.uuid4().hex, end)
              for ix, (task, cols, buckets, end) in queries.items()}
     out = stream_output_schema(next(iter(specs.values())).task)
+    out_names: tuple[str, ...] = ()
     if by_query:
         def text_late(schema: pa.Schema) -> list[pa.Field]:
             return [pa.field(LATE_ID, pa.string()) if f.name == LATE_ID else f for f in schema]
@@ -605,11 +620,32 @@ def stateful_operator(df: Any, queries: Mapping[int, tuple[TaskSpec, tuple[str, 
             raise InputError("queries of one stateful operator need one output schema "
                              "(use output='json')")
         out = pa.schema([*shared, pa.field(QUERY_IX, pa.int64())])
-    pspec = ProcessorSpec(specs, pa.schema(in_fields), pa.schema(fields), margin_ms, by_query)
-    grouped = df.groupBy(QUERY_IX, BUCKET) if by_query else df.groupBy(BUCKET)
+    elif query_set:
+        out = pa.schema([*_union_fields(specs), pa.field(QUERY_IX, pa.int64())])
+        out_names = tuple(out.names)
+    pspec = ProcessorSpec(specs, pa.schema(in_fields), pa.schema(fields), margin_ms,
+                          by_query or query_set, replay=by_query, out_names=out_names)
+    grouped = df.groupBy(QUERY_IX, BUCKET) if by_query or query_set else df.groupBy(BUCKET)
     return grouped.transformWithStateInPandas(
         statefulProcessor=_make_processor(pspec), outputStructType=from_arrow_schema(out),
         outputMode="Append", timeMode="EventTime")
+
+
+def _union_fields(specs: Mapping[int, StreamSpec]) -> list[pa.Field]:
+    """The output columns of a query set: every query's, in first-seen order; a column two
+    queries give different types is an error naming both."""
+    seen: dict[str, tuple[pa.Field, str]] = {}
+    for s in specs.values():
+        for f in stream_output_schema(s.task):
+            got = seen.get(f.name)
+            if got is None:
+                seen[f.name] = (f, s.task.analyzed.name)
+            elif got[0].type != f.type:
+                raise InputError(f"query set on a stream: column {f.name!r} is {got[0].type} in "
+                                 f"query {got[1]!r} but {f.type} in query "
+                                 f"{s.task.analyzed.name!r}; rename one (AS), or use "
+                                 "output='json'")
+    return [f for f, _ in seen.values()]
 
 
 def match_stream(df: Any, query: Any, *, watermark: str, time_col: str,
@@ -662,6 +698,61 @@ def match_stream(df: Any, query: Any, *, watermark: str, time_col: str,
                              delay_ms=delay_ms, margin_ms=margin_ms)
 
 
+def match_stream_set(df: Any, queries: Any, *, watermark: str, time_col: str,
+                     type_col: str | None = None, event_type: str | None = None,
+                     id_col: str, order_col: str | None = None, time_unit: str = "s",
+                     output: OutputMode = "map", late_margin: str | None = None,
+                     buckets: int = DEFAULT_BUCKETS,
+                     udfs: Mapping[str, Callable[..., Any]] | None = None,
+                     dialect: str | None = None, check: bool = True) -> Any:
+    """A query set over a streaming DataFrame in ONE streaming query and one stateful
+    operator: each query's rows are laid out as :func:`match_stream` lays them out (its own
+    key buckets), tagged with the query's place (``__query``), and the operator keeps one
+    state group per (query, bucket). Each query's matches and late rows are those of
+    :func:`match_stream` with that query alone (``query`` names it; a row behind the
+    watermark is reported once per query that reads its type). The output has the union of
+    the queries' columns (NULL where a query has none; a column two queries type differently
+    is an error: rename it, or use ``output='json'``). Not supported: nested queries (a query
+    reading another's matches) and CSV records.
+
+    ``queries``: a :class:`kleene.QuerySet`, a list of queries or a mapping name -> query (as
+    :func:`kleene.compile_many`).
+    """
+    from pyspark.sql import functions as F
+
+    from ..queryset import QuerySet, compile_many, nested_reads
+    from .session import require_pyspark
+
+    require_pyspark()
+    qs = queries if isinstance(queries, QuerySet) else compile_many(
+        queries, udfs=udfs, dialect=dialect)
+    reads = {n: r for n, r in nested_reads(list(qs.queries)).items() if r}
+    if reads:
+        n, r = next(iter(reads.items()))
+        raise QueryValidationError(f"query set on Spark: {n!r} reads the matches of {r[0]!r}; "
+                                   "nested queries run on the embedded engine only")
+    if output == "csv":
+        raise InputError("CSV records of a query set on a stream: each query has its own "
+                         "header; use output='json', 'map' or 'columns'")
+    delay_ms = interval_ms(watermark)
+    margin_ms = interval_ms(late_margin, "late_margin") if late_margin is not None else delay_ms
+    frames = []
+    specs: dict[int, tuple[TaskSpec, tuple[str, ...], int, int | None]] = {}
+    for place, c in enumerate(qs.queries):
+        p = prepare_stream(df, c.analyzed, time_col=time_col, type_col=type_col,
+                           event_type=event_type, id_col=id_col, order_col=order_col,
+                           time_unit=time_unit, output=output, buckets=buckets,
+                           udfs=udfs, name=c.name,
+                           check=check)
+        frames.append(p.select(df).withColumn(QUERY_IX, F.lit(place).cast("long")))
+        specs[place] = (p.task, (ID, TS, TYPE, ORD, *p.task.attr_cols), p.buckets, None)
+    while len(frames) > 1:  # balanced: a chain of unions is re-analysed per step
+        frames = [frames[k].unionByName(frames[k + 1], allowMissingColumns=True)
+                  if k + 1 < len(frames) else frames[k] for k in range(0, len(frames), 2)]
+    return stateful_operator(frames[0], specs, delay_ms=delay_ms, margin_ms=margin_ms,
+                             query_set=True)
+
+
 __all__ = ["KleeneProcessor", "Prepared", "ProcessorSpec", "StreamSpec", "interval_ms",
-           "match_stream", "prepare_stream", "processor_class", "stateful_operator",
+           "match_stream", "match_stream_set", "prepare_stream", "processor_class", "stateful_operator",
            "stream_output_schema"]
