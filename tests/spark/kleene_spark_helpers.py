@@ -12,6 +12,15 @@ from kleene.events.writers import match_line
 from kleene.spark.tasks import END_US, LAST_POS, SEQ
 
 SCHEMA = "ts long, type string, k string, x long"
+QUERY_SET = {
+    "keyed": "PATTERN SEQ(A a, B b) WHERE b.x > a.x PARTITION BY k WITHIN 5 seconds "
+             "RETURN a.x AS ax",
+    "other": "PATTERN AND(B b, C c) WHERE [k] WITHIN 4 seconds",
+    "global": "PATTERN SEQ(C c, A a) WHERE a.x < 3 WITHIN 3 seconds",
+    "kleene": "PATTERN SEQ(A a, C+ c[]) PARTITION BY k WITHIN 3 seconds",
+}
+"""A query set for the Spark set tests: different keys (k, none) and plans (keyed, time split /
+one task), a RETURN column one query has, AND and Kleene."""
 
 
 def embedded_lines(query: str, rows: Sequence[dict[str, Any]], engine: str) -> list[str]:

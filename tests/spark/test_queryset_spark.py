@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from kleene_spark_helpers import random_rows
+from kleene_spark_helpers import QUERY_SET, random_rows
 
 import kleene
 from kleene.cli.main import cli
@@ -18,14 +18,7 @@ from kleene.spark import in_output_order, match
 
 pytestmark = pytest.mark.spark
 
-SET = {
-    "keyed": "PATTERN SEQ(A a, B b) WHERE b.x > a.x PARTITION BY k WITHIN 5 seconds "
-             "RETURN a.x AS ax",
-    "other": "PATTERN AND(B b, C c) WHERE [k] WITHIN 4 seconds",
-    "global": "PATTERN SEQ(C c, A a) WHERE a.x < 3 WITHIN 3 seconds",
-    "kleene": "PATTERN SEQ(A a, C+ c[]) PARTITION BY k WITHIN 3 seconds",
-}
-"""Different keys (k, none), plans (keyed, time split / one task) and the shared network."""
+SET = QUERY_SET
 
 
 def _df(spark: Any, rows: list[dict[str, Any]]) -> Any:

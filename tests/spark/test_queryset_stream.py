@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kleene_spark_helpers import random_rows
+from kleene_spark_helpers import QUERY_SET, random_rows
 
 import kleene
 from kleene.errors import InputError, QueryValidationError
@@ -18,14 +18,7 @@ from kleene.spark import match_stream
 
 pytestmark = pytest.mark.spark
 
-SET = {
-    "keyed": "PATTERN SEQ(A a, B b) WHERE b.x > a.x PARTITION BY k WITHIN 5 seconds "
-             "RETURN a.x AS ax",
-    "other": "PATTERN AND(B b, C c) WHERE [k] WITHIN 4 seconds",
-    "global": "PATTERN SEQ(C c, A a) WHERE a.x < 3 WITHIN 3 seconds",
-    "kleene": "PATTERN SEQ(A a, C+ c[]) PARTITION BY k WITHIN 3 seconds",
-}
-"""Different keys (k, none), a RETURN column only one query has, AND and Kleene."""
+SET = QUERY_SET
 SCHEMA = "id long, ts long, type string, k string, x long"
 
 

@@ -689,6 +689,22 @@ def in_output_order(matches: Any) -> Any:
     return matches.orderBy(*cols).drop(*cols)
 
 
+def spark_query_set(queries: Any, *, udfs: Mapping[str, Callable[..., Any]] | None = None,
+                    dialect: str | None = None) -> Any:
+    """``queries`` as a :class:`kleene.QuerySet` (compiled unless it is one), refusing nested
+    queries (a query reading another's matches), which run on the embedded engine only."""
+    from ..queryset import QuerySet, compile_many, nested_reads
+
+    qs = queries if isinstance(queries, QuerySet) else compile_many(
+        queries, udfs=udfs, dialect=dialect)
+    reads = {n: r for n, r in nested_reads(list(qs.queries)).items() if r}
+    if reads:
+        n, r = next(iter(reads.items()))
+        raise QueryValidationError(f"query set on Spark: {n!r} reads the matches of {r[0]!r}; "
+                                   "nested queries run on the embedded engine only")
+    return qs
+
+
 def match_set(df: Any, queries: Any, *, time_col: str,
               udfs: Mapping[str, Callable[..., Any]] | None = None,
               dialect: str | None = None, row_index_col: str | None = None,
@@ -709,15 +725,7 @@ def match_set(df: Any, queries: Any, *, time_col: str,
 
     from pyspark.sql import functions as F
 
-    from ..queryset import QuerySet, compile_many, nested_reads
-
-    qs = queries if isinstance(queries, QuerySet) else compile_many(
-        queries, udfs=udfs, dialect=dialect)
-    reads = {n: r for n, r in nested_reads(list(qs.queries)).items() if r}
-    if reads:
-        n, r = next(iter(reads.items()))
-        raise QueryValidationError(f"query set on Spark: {n!r} reads the matches of {r[0]!r}; "
-                                   "nested queries run on the embedded engine only")
+    qs = spark_query_set(queries, udfs=udfs, dialect=dialect)
     if on_cap == "truncate" or options.pop("cap_report", None) is not None:
         raise InputError("on_cap='truncate' for a query set on Spark is not supported (one "
                          "CapReport per match() call); use on_cap='error', raise the caps, or "
@@ -741,4 +749,4 @@ def match_set(df: Any, queries: Any, *, time_col: str,
 __all__ = ["SET_POS", "CapReport", "Prepared", "analyzed_of", "arrow_types", "check_keys",
            "check_schema", "distribute", "in_output_order", "inside_bounds", "match", "match_set",
            "order_columns_of", "prepare", "referenced_attributes", "return_fields",
-           "with_row_index"]
+           "spark_query_set", "with_row_index"]

@@ -48,7 +48,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import EngineError, InputError, QueryValidationError
+from ..errors import EngineError, InputError
 from ..events import EventBatch, Match
 from ..events.model import ID, TS, TYPE
 from .tasks import END_US, ORD, OutputMode, TaskSpec, _Out, output_schema
@@ -720,17 +720,11 @@ def match_stream_set(df: Any, queries: Any, *, watermark: str, time_col: str,
     """
     from pyspark.sql import functions as F
 
-    from ..queryset import QuerySet, compile_many, nested_reads
+    from .batch import spark_query_set
     from .session import require_pyspark
 
     require_pyspark()
-    qs = queries if isinstance(queries, QuerySet) else compile_many(
-        queries, udfs=udfs, dialect=dialect)
-    reads = {n: r for n, r in nested_reads(list(qs.queries)).items() if r}
-    if reads:
-        n, r = next(iter(reads.items()))
-        raise QueryValidationError(f"query set on Spark: {n!r} reads the matches of {r[0]!r}; "
-                                   "nested queries run on the embedded engine only")
+    qs = spark_query_set(queries, udfs=udfs, dialect=dialect)
     if output == "csv":
         raise InputError("CSV records of a query set on a stream: each query has its own "
                          "header; use output='json', 'map' or 'columns'")
