@@ -320,6 +320,10 @@ class Query:
     """The text the query was parsed from (for error rendering); empty for builder queries."""
     timeouts: bool = field(default=False, kw_only=True)
     """``EMIT ... TIMEOUTS``: also output the timed-out partial matches (docs/semantics.md 20)."""
+    rows: tuple[str, ...] | None = field(default=None, kw_only=True)
+    """``EMIT ROWS [EXCLUDE v, ...]``: one output record per row of each match, RETURN
+    evaluated as of that row (SQL's ALL ROWS PER MATCH, docs/semantics.md 19); the tuple holds
+    the excluded variables. None: one record per match."""
 
 
 Node = Expr | Pattern | Window | Index | Pick | Consume | AfterMatch | ReturnItem | Query

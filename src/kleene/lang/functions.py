@@ -38,9 +38,11 @@ SCALARS: dict[str, tuple[int, int]] = {
     "trim": (1, 1),
     "concat": (1, -1),
     "match_number": (0, 0),
+    "classifier": (0, 0),
+    "final": (1, 1),
 }
-"""``match_number()`` is only valid as a whole RETURN item of an AFTER MATCH SKIP query
-(docs/semantics.md 19)."""
+"""``match_number()`` is only valid in RETURN of an AFTER MATCH SKIP query; ``classifier()``
+and ``final(x)`` only in RETURN of an ``EMIT ROWS`` query (docs/semantics.md 19)."""
 
 #: Every built-in name (scalars and aggregates); calls to these are lower-cased by the parser.
 BUILTINS: frozenset[str] = frozenset(AGGREGATES) | frozenset(SCALARS)

@@ -293,8 +293,17 @@ class Parser:
         f["consume"] = self.parse_consume_body(start)
 
     def clause_emit(self, f: dict[str, object]) -> None:
-        """``EMIT ALL|RECENT|COVERAGE [TIMEOUTS]`` or ``EMIT TIMEOUTS``."""
+        """``EMIT ALL|RECENT|COVERAGE [TIMEOUTS]``, ``EMIT TIMEOUTS`` or
+        ``EMIT ROWS [EXCLUDE v, ...]``."""
         self.advance()
+        if self.accept_kw("ROWS"):
+            excluded: list[str] = []
+            if self.accept_kw("EXCLUDE"):
+                excluded.append(self.parse_var_name())
+                while self.accept_op(","):
+                    excluded.append(self.parse_var_name())
+            f["rows"] = tuple(excluded)
+            return
         if self.accept_kw("TIMEOUTS"):
             f["timeouts"] = True
             return

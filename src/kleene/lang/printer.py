@@ -117,6 +117,9 @@ def to_text(q: ast.Query) -> str:
     if q.emit is not None or q.timeouts:
         emit = [] if q.emit is None else [q.emit.value.upper()]
         lines.append(" ".join(["EMIT", *emit, *(["TIMEOUTS"] if q.timeouts else [])]))
+    if q.rows is not None:
+        excl = " EXCLUDE " + ", ".join(name_text(v) for v in q.rows) if q.rows else ""
+        lines.append(f"EMIT ROWS{excl}")
     if q.after_match is not None:
         am = q.after_match
         target = f" {name_text(am.var)}" if am.var is not None else ""

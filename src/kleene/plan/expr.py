@@ -281,8 +281,6 @@ SCALARS: dict[str, Callable[..., Any]] = {
     "upper": _s1(str.upper), "length": _s1(len), "trim": _s1(str.strip), "substr": _substr,
     "concat": _concat, "least": _extreme(min), "greatest": _extreme(max),
     "coalesce": _coalesce,
-    # a placeholder: the runtime's AFTER MATCH SKIP policy writes the number (semantics 19)
-    "match_number": lambda: None,
 }
 
 
@@ -394,7 +392,8 @@ def refs(e: ast.Expr, list_vars: frozenset[str] | set[str], info: RefInfo | None
         refs(e.operand, list_vars, info, in_agg)
     elif isinstance(e, ast.Call):
         agg = e.name in AGGREGATES and len(e.args) == 1
-        if not agg and e.name not in _SCALAR_NAMES and e.name not in ("min", "max"):
+        if not agg and e.name not in _SCALAR_NAMES and e.name not in (
+                "min", "max", "match_number", "classifier", "final"):
             info.udfs.add(e.name)
         for x in e.args:
             refs(x, list_vars, info, in_agg or agg)
@@ -558,6 +557,15 @@ class _Gen:
         raise EngineError(f"automaton engine does not support operator {op!r}")
 
     def call(self, e: ast.Call) -> str:
+        # RETURN is evaluated over B + (whole, classifier, match number, start, end), where
+        # ``whole`` is the whole match's B so extended (EMIT ROWS' final(), semantics 19)
+        if e.name == "match_number" and not e.args:
+            return "B[-3]"
+        if e.name == "classifier" and not e.args:
+            return "B[-4]"
+        if e.name == "final" and len(e.args) == 1:
+            inner = compile_expr(e.args[0], self.layout, self.udfs, "final")
+            return f"{self.const(inner.fn)}(B[-5], i)"
         if e.name in ("min", "max") and len(e.args) != 1:
             args = ", ".join(self.gen(a) for a in e.args)
             return f"_call({'least' if e.name == 'min' else 'greatest'!r}, {args})"

@@ -56,7 +56,8 @@ class CompiledExpr:
 
 
 ReturnFn = tuple[str, CompiledExpr, int | None, bool]
-"""A RETURN item: its name, the compiled expression over ``B + (start, end)``, the slot of the
+"""A RETURN item: its name, the compiled expression over ``B + (whole, classifier, match number,
+start, end)`` (``whole``: the whole match's B so extended, for EMIT ROWS), the slot of the
 list variable it ranges over elementwise (None if none) and whether it uses ``v[i-1]``."""
 
 

@@ -120,7 +120,8 @@ class Plan:
     partition_by: tuple[str, ...]
     equivalence: tuple[str, ...]
     return_fns: tuple[ReturnFn, ...]
-    """RETURN items: name, compiled expression over ``B + (start, end)``, the slot of the
+    """RETURN items: name, compiled expression over ``B + (whole, classifier, match number,
+    start, end)`` (:data:`kleene.plan.layout.ReturnFn`), the slot of the
     list variable it ranges over elementwise (None if none) and whether it uses ``[i-1]``."""
 
     @property

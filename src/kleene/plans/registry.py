@@ -337,10 +337,8 @@ def output_spec(analyzed: AnalyzedQuery) -> OutputSpec:
                                                          tuple(q.consume.vars))
     am = None
     if q.after_match is not None:
-        numbers = tuple(r.alias or "match_number()" for r in q.returns
-                        if isinstance(r.expr, ast.Call) and r.expr.name == "match_number")
         am = AfterMatchSpec(q.after_match.mode.value, q.after_match.var,
-                            _prefer_node(analyzed.pattern), tuple(q.partition_by), numbers)
+                            _prefer_node(analyzed.pattern), tuple(q.partition_by), q.rows)
     return OutputSpec(name=analyzed.name, strategy=analyzed.strategy, emit=analyzed.emit,
                       picks=picks, consume=consume, within=analyzed.within,
                       needs_positions=_needs_positions(analyzed), after_match=am,

@@ -1014,7 +1014,11 @@ class Runtime:
             out = self.policies.apply(cands, self.matcher, self.count_only)
         else:
             kept = self.policies.select(cands)
-            self.out_keys.extend(c.last_gpos for c in kept)
+            if self.policies.rows is None:
+                self.out_keys.extend(c.last_gpos for c in kept)
+            else:  # EMIT ROWS: one output per row, each with its match's key
+                for c in kept:
+                    self.out_keys.extend([c.last_gpos] * len(self.policies.build([c], True)))
             out = self.policies.build(kept, self.count_only)
         if len(self.policies.consumed) > self._CONSUMED_PRUNE:
             self._prune_consumed()

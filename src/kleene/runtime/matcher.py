@@ -84,8 +84,9 @@ class AfterMatchSpec:
     var: str | None
     pattern: PreferNode
     partition_by: tuple[str, ...] = ()
-    numbers: tuple[str, ...] = ()
-    """RETURN items that are ``match_number()``: the policy writes each match's number."""
+    rows: tuple[str, ...] | None = None
+    """``EMIT ROWS``: one Match per row of each match (its RETURN evaluated as of the row);
+    the excluded variables. None: one Match per match."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -47,6 +47,8 @@ class Policies:
         self.consumed: set[int] = set()
         self.slot = dict(plan.layout.var_slots)
         self.after_match = spec.after_match
+        self.rows = None if spec.after_match is None else spec.after_match.rows
+        """EMIT ROWS: the excluded variables (None: one Match per match)."""
         self._numbers: dict[int, int] = {}
         """AFTER MATCH SKIP: each selected candidate's match number (by ``id``), for the
         RETURN items that are ``match_number()``."""
@@ -364,6 +366,11 @@ class Policies:
 
     def build(self, cands: list[Candidate], count_only: bool) -> list[Match]:
         """RETURN over kept candidates -> Match objects."""
+        rows = self.rows
+        if rows is not None:
+            if count_only:
+                return [_COUNT_MATCH] * sum(len(self._rows(c, rows)) for c in cands)
+            return [m for c in cands for m in self.to_rows(c, rows)]
         if count_only:
             return [_COUNT_MATCH] * len(cands)
         if self._binds is not None and not self.plan.return_fns:
@@ -374,27 +381,63 @@ class Policies:
     def to_match(self, c: Candidate) -> Match:
         """Build the public Match (bindings in pattern order, RETURN values)."""
         plan = self.plan
-        if self._binds is not None:
-            binds = self._binds(c.B)
-        else:
-            binds = {}
-            for v in plan.order:
-                x = c.B[self.slot[v]]
-                if x is None:
-                    continue
-                binds[v] = tuple(r[ID] for r in x) if _is_list(x) else x[ID]
+        binds = self._bindings(c)
         values: dict[str, Any] = {}
         if plan.return_fns:
-            B = c.B + (c.first_ts, c.last_ts)
-            for name, ce, iter_slot, _prev in plan.return_fns:
-                if iter_slot is None or B[iter_slot] is None:
-                    values[name] = ce.fn(B, 0)
-                else:
-                    values[name] = [ce.fn(B, i) for i in range(len(B[iter_slot]))]
-            if self.after_match is not None:
-                for name in self.after_match.numbers:
-                    values[name] = self._numbers.get(id(c))
+            tail = (None, self._numbers.get(id(c)), c.first_ts, c.last_ts)
+            self._values(c.B + (None, *tail), values)
         return Match(plan.name, binds, c.first_ts, c.last_ts, values)
+
+    def _bindings(self, c: Candidate) -> dict[str, Any]:
+        if self._binds is not None:
+            binds: dict[str, Any] = self._binds(c.B)
+            return binds
+        binds = {}
+        for v in self.plan.order:
+            x = c.B[self.slot[v]]
+            if x is None:
+                continue
+            binds[v] = tuple(r[ID] for r in x) if _is_list(x) else x[ID]
+        return binds
+
+    def _values(self, B: tuple[Any, ...], values: dict[str, Any]) -> None:
+        """RETURN over ``B + (whole, classifier, match number, start, end)`` into ``values``."""
+        for name, ce, iter_slot, _prev in self.plan.return_fns:
+            if iter_slot is None or B[iter_slot] is None:
+                values[name] = ce.fn(B, 0)
+            else:
+                values[name] = [ce.fn(B, i) for i in range(len(B[iter_slot]))]
+
+    def _rows(self, c: Candidate, excluded: tuple[str, ...]) -> list[tuple[Any, str]]:
+        """EMIT ROWS: the match's rows (records) in row order with their variables, but
+        those of excluded variables."""
+        out = [(r, v) for v in self.plan.order if v not in excluded
+               for r in _recs(c.B[self.slot[v]])]
+        out.sort(key=lambda x: x[0][GPOS])
+        return out
+
+    def to_rows(self, c: Candidate, excluded: tuple[str, ...]) -> list[Match]:
+        """EMIT ROWS (docs/semantics.md 19): one Match per row of the match, in row order:
+        the match's bindings, start and end; values ``row`` (the row's id), then RETURN
+        evaluated on the bindings truncated to the rows up to this one (``end``: this row's
+        time), ``final(x)`` on the whole match."""
+        binds = self._bindings(c)
+        number = self._numbers.get(id(c))
+        nvars = len(self.plan.order)
+        out = []
+        for rec, var in self._rows(c, excluded):
+            g = rec[GPOS]
+            trunc = tuple(
+                x if i >= nvars or x is None else (
+                    tuple(r for r in x if r[GPOS] <= g) if _is_list(x)
+                    else (x if x[GPOS] <= g else None))
+                for i, x in enumerate(c.B))
+            values: dict[str, Any] = {"row": rec[ID]}
+            if self.plan.return_fns:
+                whole = c.B + (None, var, number, c.first_ts, c.last_ts)
+                self._values(trunc + (whole, var, number, c.first_ts, rec[TS]), values)
+            out.append(Match(self.plan.name, binds, c.first_ts, c.last_ts, values))
+        return out
 
 
 def preference_key(node: PreferNode, seq: tuple[str, ...],

@@ -210,10 +210,15 @@ class _Env:
     end: int | None = None
     match_number: int | None = None
     """AFTER MATCH SKIP (§19): the match's number in its partition (``match_number()``)."""
+    classifier: str | None = None
+    """EMIT ROWS (§19): the current row's variable (``classifier()``)."""
+    whole: _Env | None = None
+    """EMIT ROWS (§19): the environment of the whole match (``final(x)``)."""
 
     def with_(self, current: Mapping[str, int], i: int | None) -> _Env:
         return _Env(self.events, self.bindings, self.udfs, dict(current), i, self.start, self.end,
-                    self.match_number)
+                    self.match_number, self.classifier,
+                    None if self.whole is None else self.whole.with_(current, i))
 
 
 def _is_num(x: Value) -> bool:
@@ -521,6 +526,10 @@ def _eval(e: ast.Expr, env: _Env) -> Value:
             return env.start if name == "start" else env.end
         if name == "match_number" and not e.args:
             return env.match_number
+        if name == "classifier" and not e.args:
+            return env.classifier
+        if name == "final" and len(e.args) == 1:  # §19: over the whole match
+            return _eval(e.args[0], env if env.whole is None else env.whole)
         args = [_eval(a, env) for a in e.args]
         if e.name in env.udfs:
             return env.udfs[e.name](*args)
@@ -1379,12 +1388,13 @@ def _expr_text(e: ast.Expr) -> str:
 
 
 def _return_values(prep: _Prepared, f: _Found, start: int, end: int,
-                   numbers: Mapping[int, int]) -> dict[str, Any]:
+                   numbers: Mapping[int, int], env: _Env | None = None) -> dict[str, Any]:
     items = prep.aq.query.returns
     if not items:
         return {}
-    env = _Env(f.cand.events, f.cand.bindings, prep.aq.udfs, start=start, end=end,
-               match_number=numbers.get(id(f.cand)))
+    if env is None:
+        env = _Env(f.cand.events, f.cand.bindings, prep.aq.udfs, start=start, end=end,
+                   match_number=numbers.get(id(f.cand)))
     out: dict[str, Any] = {}
     for item in items:
         name = item.alias or _expr_text(item.expr)
@@ -1401,6 +1411,35 @@ def _return_values(prep: _Prepared, f: _Found, start: int, end: int,
             out[name] = [_eval(item.expr, env.with_({v: k}, k + 1)) for k in range(n)]
         else:
             out[name] = _eval(item.expr, env)
+    return out
+
+
+def _row_matches(prep: _Prepared, f: _Found, m: Match, numbers: Mapping[int, int]
+                 ) -> list[Match]:
+    """EMIT ROWS (§19): one record per row r of the match (rows of EXCLUDE variables left
+    out), in row order: ``row`` = r's id, then RETURN over the match's bindings restricted to
+    the rows at or before r (a list keeps its prefix, possibly empty; a single variable
+    mapped later is unbound), ``classifier()`` = r's variable, ``final(x)`` over the whole
+    match."""
+    excluded = prep.aq.query.rows or ()
+    evs = f.cand.events
+    bound = f.cand.bindings
+    rows = sorted((x, v) for v, b in bound.items() if v not in excluded for x in _elements(b))
+    out = []
+    number = numbers.get(id(f.cand))
+    for x, v in rows:
+        upto: dict[str, Bound] = {}
+        for w, b in bound.items():
+            if isinstance(b, tuple):
+                upto[w] = tuple(y for y in b if y <= x)
+            elif b <= x:
+                upto[w] = b
+        whole = _Env(evs, bound, prep.aq.udfs, start=m.start, end=m.end,
+                     match_number=number, classifier=v)
+        env = _Env(evs, upto, prep.aq.udfs, start=m.start, end=evs[x].ts,
+                   match_number=number, classifier=v, whole=whole)
+        values = {"row": evs[x].id, **_return_values(prep, f, m.start, evs[x].ts, numbers, env)}
+        out.append(Match(m.query, m.bindings, m.start, m.end, values))
     return out
 
 
@@ -1822,8 +1861,10 @@ def evaluate(analyzed: AnalyzedQuery, events: EventBatch) -> list[Match]:
                 b = f.cand.bindings[v]
                 bindings[v] = (tuple(evs[x].id for x in b) if isinstance(b, tuple)
                                else evs[b].id)
-        out.append(Match(analyzed.name, bindings, start, end,
-                         _return_values(prep, f, start, end, numbers)))
+        m = Match(analyzed.name, bindings, start, end,
+                  {} if analyzed.query.rows is not None
+                  else _return_values(prep, f, start, end, numbers))
+        out += [m] if analyzed.query.rows is None else _row_matches(prep, f, m, numbers)
     if analyzed.query.timeouts:
         # one sequence (§20): a timeout with expiry T after the matches completed at ts <= T
         out = sorted(out + _timeout_matches(prep, timed_out),

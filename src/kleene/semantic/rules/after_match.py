@@ -6,7 +6,7 @@ from __future__ import annotations
 from ... import ast
 from ...lang.printer import pattern_text
 from ..analyzed import VarKind
-from ..walk import sub_patterns
+from ..walk import sub_exprs, sub_patterns
 from .context import Context
 
 
@@ -29,13 +29,20 @@ def check_after_match(ctx: Context) -> None:
     reluctant quantifiers need AFTER MATCH SKIP."""
     q = ctx.query
     am = q.after_match
-    whole = {id(r.expr) for r in q.returns}
+    in_return = {id(x) for r in q.returns for x in sub_exprs(r.expr)}
     for e in ctx.all_exprs():
-        if isinstance(e, ast.Call) and e.name == "match_number" and (
-                am is None or id(e) not in whole):
+        if not isinstance(e, ast.Call):
+            continue
+        if e.name == "match_number" and (am is None or id(e) not in in_return):
             raise ctx.reporter.error(
-                "match_number() numbers the matches of an AFTER MATCH SKIP query: it must be a "
-                "whole RETURN item (RETURN match_number() AS n) of such a query", e.span)
+                "match_number() numbers the matches of an AFTER MATCH SKIP query: it is only "
+                "valid in RETURN of such a query", e.span)
+        if e.name in ("classifier", "final") and (q.rows is None or id(e) not in in_return):
+            raise ctx.reporter.error(
+                f"{e.name}() reads the current row of EMIT ROWS: it is only valid in RETURN "
+                "of an EMIT ROWS query", e.span)
+    if q.rows is not None:
+        _check_rows(ctx)
     if am is None:
         for p in sub_patterns(q.pattern):
             if isinstance(p, ast.Kleene) and p.reluctant:
@@ -85,6 +92,25 @@ def check_after_match(ctx: Context) -> None:
             raise ctx.reporter.error(
                 f"AFTER MATCH SKIP {am.mode.value} {am.var}: no positive variable {am.var!r} "
                 f"(variables: {ctx.var_list()})", am.span)
+
+
+def _check_rows(ctx: Context) -> None:
+    """``EMIT ROWS`` (docs/semantics.md 19): with AFTER MATCH SKIP, excluded variables exist,
+    no RETURN field is named ``row`` (the row's id takes that name)."""
+    q = ctx.query
+    if q.after_match is None:
+        raise ctx.reporter.error(
+            "EMIT ROWS outputs the rows of SQL row pattern matches: it needs an AFTER MATCH "
+            "SKIP clause", q.span)
+    for v in q.rows or ():
+        info = ctx.variables.get(v)
+        if info is None or info.kind is VarKind.NEGATED:
+            raise ctx.reporter.error(f"EMIT ROWS EXCLUDE {v}: no positive variable {v!r} "
+                                     f"(variables: {ctx.var_list()})", q.span)
+    for r in q.returns:
+        if (r.alias or "") == "row":
+            raise ctx.reporter.error("EMIT ROWS: the RETURN name 'row' is taken by the row's "
+                                     "event id; choose another alias", r.span)
 
 
 __all__ = ["check_after_match"]

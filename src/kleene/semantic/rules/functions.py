@@ -64,7 +64,8 @@ def _check_call(ctx: Context, e: ast.Call) -> None:
             f"attribute, e.g. {name}(b).price", e.span)
     if name in ctx.udfs:
         return
-    builtins = ", ".join(sorted(n for n in SCALARS if n != "match_number"))
+    builtins = ", ".join(sorted(n for n in SCALARS
+                               if n not in ("match_number", "classifier", "final")))
     raise ctx.reporter.error(
         f"unknown function '{name}'; " + UDF_HINT.format(name=name)
         + f" (built-ins: {builtins}; aggregates: {', '.join(AGGREGATES)})", e.span)
