@@ -130,6 +130,8 @@ class CompiledQuery:
         variables = [(v.name, v.kind is VarKind.LIST) for v in self.analyzed.variables.values()
                      if v.kind is not VarKind.NEGATED]
         returns = [r.alias or expr_text(r.expr) for r in self.analyzed.query.returns]
+        if self.analyzed.query.rows is not None:  # EMIT ROWS: the row's id first
+            returns = ["row", *returns]
         return Matches(found, time=time, variables=variables, returns=returns)
 
     def check(self, events: EventBatch) -> list[str]:

@@ -127,11 +127,8 @@ def test_default_skip_is_past_last_row() -> None:
     ("MATCH_RECOGNIZE (PATTERN (A B) DEFINE Z AS Z.x > 1)", "column 39",
      "DEFINE Z: no such variable in PATTERN"),
     ("MATCH_RECOGNIZE (MEASURES A.x PATTERN (A))", "column 31", "a measure needs a name"),
-    ("MATCH_RECOGNIZE (MEASURES MATCH_NUMBER() + 1 AS n PATTERN (A))", "column 27",
-     "match_number() numbers the matches of an AFTER MATCH SKIP query: it must be a whole "
-     "RETURN item"),
-    ("MATCH_RECOGNIZE (ALL ROWS PER MATCH PATTERN (A))", "column 18",
-     "ALL ROWS PER MATCH is not supported"),
+    ("MATCH_RECOGNIZE (ALL ROWS PER MATCH WITH UNMATCHED ROWS PATTERN (A))", "column 37",
+     "ALL ROWS PER MATCH WITH UNMATCHED ROWS is not supported"),
     ("MATCH_RECOGNIZE (PATTERN (A B) DEFINE A AS A.x > PREV(A.x))", "column 50",
      "PREV(A.x) where the previous row is not fixed by the pattern (it may lie before "
      "the match)"),

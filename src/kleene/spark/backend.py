@@ -271,7 +271,8 @@ def evaluate_many(pairs: Sequence[Pair]) -> list[Result]:
                     analyzed=aq, engine="automaton", time=prep.time, group_cols=group_cols,
                     attr_cols=tuple(o for _, o in attr), id_type=prep.id_type, output="json",
                     time_out=prep.time_out,
-                    returns=return_fields(aq, {o: types[p] for p, o in attr if p in types}),
+                    returns=return_fields(aq, {o: types[p] for p, o in attr if p in types},
+                                          prep.id_type),
                     range_bounds=bounds, include_internal=True)
                 schema = output_schema(spec)
             except Exception as e:  # noqa: BLE001 - this pair's error

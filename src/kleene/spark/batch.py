@@ -224,12 +224,13 @@ _FLOAT_FUNCS = {"sqrt", "ln", "log", "exp", "power", "avg", "floor", "ceil", "ro
 _STRING_FUNCS = {"lower", "upper", "trim", "substr", "concat"}
 
 
-def return_fields(q: AnalyzedQuery, attr_types: Mapping[str, pa.DataType]) -> tuple[
-        ReturnField, ...]:
-    """Name and Arrow type of each RETURN field (``None`` type: stored as JSON text)."""
+def return_fields(q: AnalyzedQuery, attr_types: Mapping[str, pa.DataType],
+                  id_type: pa.DataType | None = None) -> tuple[ReturnField, ...]:
+    """Name and Arrow type of each RETURN field (``None`` type: stored as JSON text); with
+    EMIT ROWS, first ``row``: the row's event id (``id_type``)."""
     from ..lang.printer import expr_text
 
-    out = []
+    out = [] if q.query.rows is None else [ReturnField("row", id_type)]
     for item in q.query.returns:
         name = item.alias or expr_text(item.expr)
         out.append(ReturnField(name, _expr_type(item.expr, q, attr_types)))
@@ -280,6 +281,10 @@ def _expr_type(e: ast.Expr, q: AnalyzedQuery,
         n = e.name
         if n in ("count", "length", "match_number"):
             return pa.int64()
+        if n == "classifier":
+            return pa.string()
+        if n == "final" and e.args:
+            return _expr_type(e.args[0], q, attrs)
         if n in _STRING_FUNCS:
             return pa.string()
         if n in _FLOAT_FUNCS:
@@ -608,7 +613,7 @@ def match(df: Any, query: Any, *, time_col: str, type_col: str | None = None,
     spec = TaskSpec(analyzed=q, engine=engine, time=out_time, group_cols=group_cols,
                     attr_cols=attrs, id_type=prep.id_type, output=output,
                     event_type=const_type, order_col=order_of,
-                    time_out=out_type, returns=return_fields(q, attr_types),
+                    time_out=out_type, returns=return_fields(q, attr_types, prep.id_type),
                     range_bounds=bounds if plan.mode == "split" else None,
                     include_internal=order_columns or output in ("json", "csv"),
                     caps=caps, cap_report=acc)

@@ -572,7 +572,7 @@ def prepare_stream(df: Any, query: Any, *, time_col: str, type_col: str | None =
     ship_udfs(df.sparkSession, q.udfs)  # before the operator is built (issue 17)
     task = TaskSpec(analyzed=q, engine="automaton", time=time, group_cols=(),
                     attr_cols=attr_cols, id_type=id_type, output=output, time_out=time_out,
-                    returns=return_fields(q, attr_types), include_internal=True)
+                    returns=return_fields(q, attr_types, id_type), include_internal=True)
     return Prepared(exprs, inputs, task, buckets)
 
 

@@ -54,6 +54,8 @@ class _Node:
     reluctant: bool = False
     occ: str = ""
     """For a var: its kleene variable (the occurrence's name)."""
+    excluded: bool = False
+    """For a var: inside ``{- -}`` (its rows are left out of ALL ROWS PER MATCH)."""
     parent: _Node | None = None
 
 
@@ -144,11 +146,19 @@ class MatchRecognizeParser(Parser):
             measures.append(self._measure())
             while self.accept_op(","):
                 measures.append(self._measure())
-        if self.is_kw("ALL"):
-            t = self.tok
-            self.fail("ALL ROWS PER MATCH is not supported (kleene outputs one record per "
-                      "match); use ONE ROW PER MATCH", span=t.span)
-        if self.accept_kw("ONE"):
+        all_rows = False
+        if self.accept_kw("ALL"):
+            self.expect_kw("ROWS")
+            self.expect_kw("PER")
+            self.expect_kw("MATCH")
+            all_rows = True
+            if self.is_kw("WITH"):
+                self.fail("ALL ROWS PER MATCH WITH UNMATCHED ROWS is not supported: kleene "
+                          "outputs the rows of matches only")
+            if self.accept_kw("SHOW", "OMIT"):  # kleene has no empty matches: both the same
+                self.expect_kw("EMPTY")
+                self.expect_kw("MATCHES")
+        elif self.accept_kw("ONE"):
             self.expect_kw("ROW")
             self.expect_kw("PER")
             self.expect_kw("MATCH")
@@ -200,7 +210,7 @@ class MatchRecognizeParser(Parser):
         if not self.at_end():
             self.fail(expected=("end of query",))
         return _Translator(self, pattern, defines, measures, partition, within, after,
-                           select, mr).query(start)
+                           select, mr, all_rows).query(start)
 
     def _measure(self) -> _Measure:
         start = self.tok
@@ -314,8 +324,10 @@ class _Translator:
     def __init__(self, p: MatchRecognizeParser, pattern: _Node,
                  defines: dict[str, tuple[ast.Expr, Token]], measures: list[_Measure],
                  partition: list[str], within: ast.Window | None, after: ast.AfterMatch,
-                 select: list[tuple[str, Token]] | None, mr: Token) -> None:
+                 select: list[tuple[str, Token]] | None, mr: Token,
+                 all_rows: bool = False) -> None:
         self.p = p
+        self.all_rows = all_rows
         self.fail = p.fail
         self.defines = defines
         self.measures = measures
@@ -340,6 +352,8 @@ class _Translator:
                      for order in itertools.permutations(items)]
             return perms[0] if len(perms) == 1 else _Node("alt", n.span, perms)
         if n.kind == "excl":
+            for leaf in _leaves(items[0]):
+                leaf.excluded = True
             return items[0]
         if n.kind == "seq" and len(items) == 1:
             return items[0]
@@ -708,6 +722,7 @@ class _Translator:
 
     # ----------------------------------------------------------- MEASURES
     def _measure_expr(self, e: ast.Expr) -> ast.Expr:
+        final = False  # inside FINAL (ALL ROWS PER MATCH)
         def occ_for(w: str, which: str, node: ast.Expr) -> _Node:
             occs = self.occs[w]
             if len(occs) == 1:
@@ -745,6 +760,10 @@ class _Translator:
                     ref = self._first_row(self.root, x.var)
                     if ref is not None:
                         return replace(ref, span=x.span)
+                if self.all_rows:
+                    self._unsupported(f"the column {x.var} without a variable in ALL ROWS PER "
+                                      "MATCH (each output row has its row's id in 'row'; "
+                                      f"qualify the column, e.g. V.{x.var})", x)
                 ref = self._last_row(self.root, x.var)
                 if ref is None:
                     self._unsupported(f"the column {x.var} without a variable (the match's "
@@ -753,12 +772,27 @@ class _Translator:
                 return replace(ref, span=x.span)
             if isinstance(x, ast.Call):
                 name = x.name
+                if name == "__final" and self.all_rows:
+                    nonlocal final
+                    final, outer = True, final
+                    inner = tr(x.args[0])
+                    final = outer
+                    return inner if outer else ast.Call("final", (inner,), span=x.span)
                 if name in ("__running", "__final"):
-                    return tr(x.args[0])  # ONE ROW PER MATCH: both read the last row
+                    # ONE ROW PER MATCH: both read the last row; ALL ROWS: RUNNING is the
+                    # default (the bindings as of the output row, docs/semantics.md 19)
+                    return tr(x.args[0])
                 if name == "match_number":
                     if x.args:
                         self._unsupported("MATCH_NUMBER with arguments", x)
                     return ast.Call("match_number", (), span=x.span)
+                if name == "classifier" and self.all_rows:
+                    if final:
+                        self._unsupported("FINAL CLASSIFIER() in ALL ROWS PER MATCH", x)
+                    if any(len(o) > 1 for o in self.occs.values()):
+                        self._unsupported("CLASSIFIER() in ALL ROWS PER MATCH when a variable "
+                                          "occurs more than once in PATTERN", x)
+                    return ast.Call("classifier", (), span=x.span)
                 if name == "classifier":
                     last = self._last_var(self.root)
                     if last is None:
@@ -863,7 +897,16 @@ class _Translator:
         return ast.Query(pattern=self._pattern(self.root), where=where,
                          partition_by=tuple(self.partition), within=self.within,
                          strategy=ast.Strategy.STRICT_CONTIGUITY, returns=tuple(returns),
-                         span=p.span_from(start), source=p.text, after_match=after)
+                         span=p.span_from(start), source=p.text, after_match=after,
+                         rows=tuple(n.occ for n in self.leaves if n.excluded)
+                         if self.all_rows else None)
+
+
+def _leaves(n: _Node) -> Iterator[_Node]:
+    if n.kind == "var":
+        yield n
+    for i in n.items:
+        yield from _leaves(i)
 
 
 def _copy(n: _Node) -> _Node:
