@@ -36,18 +36,18 @@ CASES = [
          SEQ4 + "EMIT ROWS EXCLUDE b AFTER MATCH SKIP PAST LAST ROW RETURN sum(b.v) AS s, "
          "classifier() AS cl", ROWS4, [M1] * 2,
          values=[{"row": "x1", "s": 0, "cl": "a"}, {"row": "x4", "s": 5, "cl": "c"}], **V4),
-    case("TO NEXT ROW: a single variable mapped later is NULL until its row; match_number() "
-         "inside an expression",
+    case("TO NEXT ROW: a single variable mapped later is NULL until its row (count(c) too); "
+         "match_number() inside an expression",
          SEQ4 + "EMIT ROWS AFTER MATCH SKIP TO NEXT ROW RETURN c.v AS cv, final(c.v) AS fcv, "
-         "a.v + 10 * match_number() AS an", ROWS4, [M1] * 4 + [M2] * 3,
+         "a.v + 10 * match_number() AS an, count(c) AS nc", ROWS4, [M1] * 4 + [M2] * 3,
          values=[
-             {"row": "x1", "cv": None, "fcv": 4, "an": 11},
-             {"row": "x2", "cv": None, "fcv": 4, "an": 11},
-             {"row": "x3", "cv": None, "fcv": 4, "an": 11},
-             {"row": "x4", "cv": 4, "fcv": 4, "an": 11},
-             {"row": "x2", "cv": None, "fcv": 4, "an": 22},
-             {"row": "x3", "cv": None, "fcv": 4, "an": 22},
-             {"row": "x4", "cv": 4, "fcv": 4, "an": 22},
+             {"row": "x1", "cv": None, "fcv": 4, "an": 11, "nc": None},
+             {"row": "x2", "cv": None, "fcv": 4, "an": 11, "nc": None},
+             {"row": "x3", "cv": None, "fcv": 4, "an": 11, "nc": None},
+             {"row": "x4", "cv": 4, "fcv": 4, "an": 11, "nc": 1},
+             {"row": "x2", "cv": None, "fcv": 4, "an": 22, "nc": None},
+             {"row": "x3", "cv": None, "fcv": 4, "an": 22, "nc": None},
+             {"row": "x4", "cv": 4, "fcv": 4, "an": 22, "nc": 1},
          ], **V4),
     case("no RETURN: each row has only its id; an OR branch not taken has no rows",
          "PATTERN SEQ(OR(ANY a, SEQ(ANY b, ANY c)), ANY d) WHERE a.v > 1 "

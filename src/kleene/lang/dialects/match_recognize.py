@@ -837,7 +837,12 @@ class _Translator:
             if self._under_alt(o):
                 self._unsupported("COUNT(*) when a variable may be unmapped (an alternative)",
                                   node)
-            term = ast.Call("count", (ast.VarRef(o.occ),))
+            term: ast.Expr = ast.Call("count", (ast.VarRef(o.occ),))
+            if self._single(o):
+                # a single row: 1 (ONE ROW: always mapped); ALL ROWS (running): count(v) is
+                # 1 once its row is mapped, NULL before (docs/semantics.md 19)
+                term = ast.Literal(1) if not self.all_rows else ast.Call("coalesce", (
+                    term, ast.Literal(0)))
             total = term if total is None else ast.Binary("+", total, term)
         assert total is not None
         return total

@@ -40,7 +40,9 @@ def check_indexes(ctx: Context) -> None:
         if info is None:
             continue
         text = expr_text(e)
-        if info.kind is VarKind.SINGLE:
+        if info.kind is VarKind.SINGLE and not (
+                ctx.query.rows is not None and isinstance(arg, ast.VarRef)):
+            # EMIT ROWS: count(v) of a single variable is 1 once its row is mapped (semantics 19)
             raise ctx.reporter.error(
                 f"'{text}' indexes variable '{e.var}', which binds one event; write "
                 f"'{e.var}.{e.attr}', or {_kleene_hint(ctx, e.var)}", e.span)
@@ -82,7 +84,9 @@ def check_aggregates(ctx: Context) -> None:
         info = ctx.variables.get(var)
         if info is None:
             continue
-        if info.kind is VarKind.SINGLE:
+        if info.kind is VarKind.SINGLE and not (
+                ctx.query.rows is not None and isinstance(arg, ast.VarRef)):
+            # EMIT ROWS: count(v) of a single variable is 1 once its row is mapped (semantics 19)
             raise ctx.reporter.error(
                 f"aggregate {e.name}() needs a Kleene variable, but '{var}' binds one event; "
                 f"{_kleene_hint(ctx, var)}", e.span)
