@@ -40,9 +40,7 @@ def check_indexes(ctx: Context) -> None:
         if info is None:
             continue
         text = expr_text(e)
-        if info.kind is VarKind.SINGLE and not (
-                ctx.query.rows is not None and isinstance(arg, ast.VarRef)):
-            # EMIT ROWS: count(v) of a single variable is 1 once its row is mapped (semantics 19)
+        if info.kind is VarKind.SINGLE:
             raise ctx.reporter.error(
                 f"'{text}' indexes variable '{e.var}', which binds one event; write "
                 f"'{e.var}.{e.attr}', or {_kleene_hint(ctx, e.var)}", e.span)
