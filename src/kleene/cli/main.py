@@ -1181,7 +1181,10 @@ def _engine_label(compiled: Any) -> str:
 
         cp = compiled.compiled_plan
         return f"{compiled.engine}, plan tree:{shape_label(cp.plan, cp.choice.stats)}"
-    return compiled.engine if compiled.plan is None else f"{compiled.engine}, plan {compiled.plan}"
+    label = compiled.engine if compiled.plan is None else f"{compiled.engine}, plan {compiled.plan}"
+    if compiled.analyzed.query.rows is not None:  # EMIT ROWS / ALL ROWS PER MATCH
+        label += "; counted: records, one per row of each match"
+    return label
 
 
 def _report_truncation(counters: Any) -> None:

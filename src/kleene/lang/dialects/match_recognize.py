@@ -14,12 +14,13 @@ translated into a canonical kleene query with ``USING strict-contiguity`` and
 Every pattern variable becomes a kleene variable of any type (a repeated variable gets one
 kleene variable per occurrence: ``DOWN``, ``DOWN_2``); quantifiers become Kleene repetitions
 (reluctant ones keep their ``?``); ``PERMUTE(A, B)`` becomes the alternation of the
-permutations in SQL's order; ``{- -}`` exclusion only changes ALL ROWS PER MATCH output, so
-with ONE ROW PER MATCH it is dropped. A DEFINE condition is evaluated on each row its variable
+permutations in SQL's order; ``{- -}`` exclusion only changes ALL ROWS PER MATCH output
+(``EMIT ROWS EXCLUDE``), so with ONE ROW PER MATCH it is dropped. A DEFINE condition is evaluated on each row its variable
 maps (running semantics); the translation writes it as WHERE conjuncts over that row
 (``b[i]``), its predecessor (``PREV``: ``b[i-1]`` or the previous variable's last row) and the
-rows mapped before it. MEASURES become RETURN items (final semantics). What cannot be written
-that way is refused with the construct named.
+rows mapped before it. MEASURES become RETURN items: with ONE ROW PER MATCH evaluated on the
+whole match; with ALL ROWS PER MATCH (``EMIT ROWS``) as of each output row (RUNNING), FINAL
+ones in ``final(...)``. What cannot be written that way is refused with the construct named.
 """
 
 from __future__ import annotations
