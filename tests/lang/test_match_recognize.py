@@ -112,8 +112,9 @@ def test_measures_and_skip() -> None:
                    "PARTITION BY s\n"
                    "USING strict-contiguity\n"
                    "AFTER MATCH SKIP TO LAST B\n"
-                   "RETURN B[1].p AS f, B[last-1].p AS l1, count(A) + count(B) + count(C) AS n, "
-                   "sum(B.p) AS sb, 'C' AS cls, A.p + 1 AS ap")
+                   "RETURN B[1].p AS f, B[last-1].p AS l1, 1 + count(B) + 1 AS n, "
+                   "sum(B.p) + nullif(count(B.p), 0) * 0 AS sb, 'C' AS cls, A.p + 1 AS ap")
+    kleene.compile(got)  # a valid canonical query (single rows count 1; SQL's SUM: NULL on none)
 
 
 def test_default_skip_is_past_last_row() -> None:

@@ -61,6 +61,12 @@ CASES = [
          values=[{"row": "x1", "cl": "c", "fb": None}, {"row": "x2", "cl": "a", "fb": 3},
                  {"row": "x3", "cl": "b", "fb": 3}, {"row": "x4", "cl": "c", "fb": None}],
          **V4),
+    case("nullif(x, y): NULL when x = y is TRUE, else x (ONE record per match)",
+         "PATTERN SEQ(ANY a, ANY b) USING strict-contiguity AFTER MATCH SKIP PAST LAST ROW "
+         "RETURN nullif(a.v, 1) AS x, nullif(b.v, 1) AS y, nullif(a.v, NULL) AS z, "
+         "nullif(a.v, 'one') AS w", ROWS4, ["a=x1 b=x2", "a=x3 b=x4"],
+         values=[{"x": None, "y": 2, "z": 1, "w": 1}, {"x": 3, "y": 4, "z": 3, "w": 3}],
+         **V4),
     case("PARTITION BY: match numbers per partition; rows of one match stay together",
          "PATTERN SEQ(ANY a, ANY b) PARTITION BY k USING strict-contiguity EMIT ROWS "
          "AFTER MATCH SKIP PAST LAST ROW RETURN match_number() AS n, classifier() AS cl, "

@@ -32,6 +32,7 @@ SCALARS: dict[str, tuple[int, int]] = {
     "power": (2, 2),
     "sign": (1, 1),
     "coalesce": (1, -1),
+    "nullif": (2, 2),
     "greatest": (1, -1),
     "least": (1, -1),
     "substr": (2, 3),

@@ -269,6 +269,10 @@ def _concat(*xs: Any) -> Any:
     return "".join(xs) if xs and all(isinstance(x, str) for x in xs) else None
 
 
+def _nullif(x: Any, y: Any) -> Any:
+    return None if h_cmp("=", x, y) is True else x
+
+
 def _coalesce(*xs: Any) -> Any:
     return next((a for a in xs if a is not None), None)
 
@@ -280,7 +284,7 @@ SCALARS: dict[str, Callable[..., Any]] = {
     "round": _round, "power": _power, "sign": _sign, "lower": _s1(str.lower),
     "upper": _s1(str.upper), "length": _s1(len), "trim": _s1(str.strip), "substr": _substr,
     "concat": _concat, "least": _extreme(min), "greatest": _extreme(max),
-    "coalesce": _coalesce,
+    "coalesce": _coalesce, "nullif": _nullif,
 }
 
 

@@ -289,7 +289,8 @@ def _expr_type(e: ast.Expr, q: AnalyzedQuery,
             return pa.string()
         if n in _FLOAT_FUNCS:
             return pa.float64()
-        if n in ("sum", "min", "max", "abs", "sign", "coalesce", "greatest", "least") and e.args:
+        if n in ("sum", "min", "max", "abs", "sign", "coalesce", "nullif", "greatest",
+                 "least") and e.args:
             t = _expr_type(e.args[0], q, attrs)
             if t is not None and pa.types.is_list(t):
                 t = t.value_type

@@ -366,7 +366,13 @@ def _is_int(x: Value) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
 
 
+def _nullif(x: Value, y: Value) -> Value:
+    """NULL when ``x = y`` is TRUE, else x (SQL's NULLIF)."""
+    return None if _compare("=", x, y) is True else x
+
+
 _BUILTINS: dict[str, Callable[..., Value]] = {
+    "nullif": _nullif,
     "abs": _math1(abs),
     "sqrt": _math1(math.sqrt),
     "exp": _math1(math.exp),

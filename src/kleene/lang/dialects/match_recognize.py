@@ -438,8 +438,11 @@ class _Translator:
             return self._first_row(n.items[0], attr)
         return None
 
-    def _neighbour(self, n: _Node, attr: str, step: int) -> ast.Expr | None:
-        """The row just before (step -1) or after (+1) the rows of ``n``, when fixed."""
+    def _neighbour(self, n: _Node, attr: str, step: int, k: int = 1) -> ast.Expr | None:
+        """The row ``k`` rows before (step -1) or after (+1) the rows of ``n``, when the
+        pattern fixes it: the rows between are single variables or repetitions of a variable
+        with a fixed count, and the row itself is a single variable's or one of a repetition's
+        first / last ``min`` rows."""
         cur = n.parent if n.parent is not None and n.parent.kind == "rep" \
             and n.parent.items[0] is n and n.kind == "var" else n
         while True:
@@ -447,10 +450,26 @@ class _Translator:
             if par is None or par.kind == "rep":
                 return None
             if par.kind == "seq":
-                k = par.items.index(cur) + step
-                if 0 <= k < len(par.items):
-                    sib = par.items[k]
-                    return self._last_row(sib, attr) if step < 0 else self._first_row(sib, attr)
+                j = par.items.index(cur) + step
+                while 0 <= j < len(par.items):
+                    sib = par.items[j]
+                    if k == 1:
+                        return self._last_row(sib, attr) if step < 0 \
+                            else self._first_row(sib, attr)
+                    if sib.kind == "var" and not self._in_rep(sib):
+                        k -= 1
+                    elif sib.kind == "rep" and sib.items[0].kind == "var":
+                        occ = sib.items[0].occ
+                        if k <= sib.lo:
+                            idx = ast.Index(ast.IndexKind.LAST, 1 - k) if step < 0 \
+                                else ast.Index(ast.IndexKind.ABSOLUTE, k)
+                            return ast.AttrRef(occ, attr, idx)
+                        if sib.hi != sib.lo:
+                            return None  # how many rows it took is not fixed
+                        k -= sib.lo
+                    else:
+                        return None
+                    j += step
             cur = par
 
     # ----------------------------------------------------------- expressions
@@ -513,11 +532,11 @@ class _Translator:
                 return ast.AttrRef(o.occ, attr, ast.Index(ast.IndexKind.LAST, 0))
             return ast.AttrRef(o.occ, attr, ast.Index(ast.IndexKind.CURRENT, 0))
 
-        def before_cur(attr: str) -> ast.Expr | None:
-            """The row mapped just before the current one (PREV)."""
+        def before_cur(attr: str, k: int) -> ast.Expr | None:
+            """The row mapped ``k`` rows before the current one (PREV)."""
             if mode == "i":
                 return ast.AttrRef(o.occ, attr, ast.Index(ast.IndexKind.CURRENT, -1))
-            return self._neighbour(o, attr, -1)
+            return self._neighbour(o, attr, -1, k)
 
         def other(w: str, attr: str, how: str, k: int, node: ast.Expr) -> ast.Expr:
             """A row of another variable ``w`` (mapped before o: its final rows)."""
@@ -590,21 +609,32 @@ class _Translator:
                             self._unsupported(f"{name.upper()} of another variable's row "
                                               f"({self.spelling[w]}) in DEFINE "
                                               f"{self.spelling[v]}", x)
-                        if k != 1:
-                            self._unsupported(f"{name.upper()} with an offset other than 1", x)
+                        if k == 0:  # the current row itself
+                            return replace(cur(attr), span=x.span)
+                        if k != 1 and mode in ("i", "shift"):
+                            self._unsupported(f"{name.upper()}({self.spelling[v]}.{attr}, {k}) "
+                                              "in the DEFINE of the repeated variable "
+                                              f"{self.spelling[v]} (offsets above 1)", x)
                         if name == "prev" and mode in ("shift", "last"):
                             self._unsupported(f"PREV and NEXT in one DEFINE of the repeated "
                                               f"variable {self.spelling[v]}", x)
                         if name == "prev":
-                            ref = before_cur(attr)
+                            ref = before_cur(attr, k)
                             where = "before the match" if ref is None else ""
                         elif mode == "shift":
                             ref = ast.AttrRef(o.occ, attr, ast.Index(ast.IndexKind.CURRENT, 0))
                             where = ""
                         else:
-                            ref = self._neighbour(o, attr, 1) if mode in ("one", "last") \
+                            ref = self._neighbour(o, attr, 1, k) if mode in ("one", "last") \
                                 else None
                             where = "" if ref is not None else "after the match or elsewhere"
+                        if ref is None and k > 1:
+                            self._unsupported(
+                                f"{name.upper()}({self.spelling[v]}.{attr}, {k}) where the row "
+                                f"{k} {'before' if name == 'prev' else 'after'} is not fixed by "
+                                f"the pattern (it may lie {'before' if name == 'prev' else 'after'}"
+                                " the match, or past an alternative or a repetition of varying "
+                                "length)", x)
                         if ref is None:
                             self._unsupported(
                                 f"{name.upper()}({self.spelling[v]}.{attr}) where the "
@@ -646,15 +676,31 @@ class _Translator:
                     if len(args) != 1:
                         self._unsupported(f"{name.upper()} with {len(args)} arguments", x)
                     wa = self._agg_var(args[0])
+                    if wa is not None and len(self.occs[wa]) == 1 \
+                            and self._single(self.occs[wa][0]) and (
+                                wa == v or (self._order(self.occs[wa][0], o) == "before"
+                                            and not self._under_alt(self.occs[wa][0]))):
+                        # the aggregate over one row (running, or a row mapped before): SUM,
+                        # AVG, MIN, MAX of one value are the value (NULL if NULL)
+                        if name == "count":
+                            if isinstance(args[0], ast.VarRef):
+                                return ast.Literal(1, span=x.span)
+                            self._unsupported(f"COUNT({self.spelling[wa]}.column) over the "
+                                              f"single row of {self.spelling[wa]} in DEFINE", x)
+                        return tr(args[0])
                     if wa is None or wa == v:
+                        what = "several variables' or all rows" if wa is None else (
+                            f"the repeated variable {self.spelling[wa]}")
                         self._unsupported(f"{name.upper()} over the rows mapped so far in "
-                                          "DEFINE (a running aggregate)", x)
+                                          f"DEFINE (a running aggregate) over {what}: kleene's "
+                                          "conditions have no aggregate over a list's first i "
+                                          "rows", x)
                     if len(self.occs[wa]) > 1 or self._order(self.occs[wa][0], o) != "before" \
                             or self._under_alt(self.occs[wa][0]):
                         self._unsupported(f"{name.upper()} over {self.spelling[wa]} in DEFINE "
                                           f"{self.spelling[v]} (it must be one variable "
                                           "mapped entirely before, outside alternatives)", x)
-                    return ast.Call(name, (self._agg_arg(args[0], wa),), span=x.span)
+                    return _sql_aggregate(name, self._agg_arg(args[0], wa), x)
                 return ast.Call(name, tuple(tr(a) for a in x.args), span=x.span)
             return _map_children(x, tr)
 
@@ -826,7 +872,7 @@ class _Translator:
                     if len(self.occs[wa]) > 1:
                         self._unsupported(f"{name.upper()} over {self.spelling[wa]}, which "
                                           "occurs more than once in PATTERN", x)
-                    return ast.Call(name, (self._agg_arg(a, wa),), span=x.span)
+                    return _sql_aggregate(name, self._agg_arg(a, wa), x)
                 return ast.Call(name, tuple(tr(a) for a in x.args), span=x.span)
             return _map_children(x, tr)
 
@@ -906,6 +952,16 @@ class _Translator:
                          span=p.span_from(start), source=p.text, after_match=after,
                          rows=tuple(n.occ for n in self.leaves if n.excluded)
                          if self.all_rows else None)
+
+
+def _sql_aggregate(name: str, arg: ast.Expr, node: ast.Expr) -> ast.Expr:
+    """SQL's aggregate as kleene's: the same, but SQL's SUM over no non-NULL value is NULL
+    where kleene's is 0, so ``SUM(x)`` is ``sum(x) + nullif(count(x), 0) * 0``."""
+    agg = ast.Call(name, (arg,), span=node.span)
+    if name != "sum":
+        return agg
+    guard = ast.Call("nullif", (ast.Call("count", (arg,)), ast.Literal(0)))
+    return ast.Binary("+", agg, ast.Binary("*", guard, ast.Literal(0)), span=node.span)
 
 
 def _leaves(n: _Node) -> Iterator[_Node]:
