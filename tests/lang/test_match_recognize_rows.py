@@ -108,6 +108,12 @@ def test_refusals_name_the_construct(text: str, what: str) -> None:
     assert len(result.output.strip().splitlines()) <= 3 and "Traceback" not in result.output
 
 
+def test_final_inside_an_aggregate_is_rejected() -> None:
+    with pytest.raises(kleene.QueryValidationError, match=r"final\(\) inside the aggregate"):
+        kleene.compile("PATTERN SEQ(ANY a, ANY+ b[]) USING strict-contiguity EMIT ROWS "
+                       "AFTER MATCH SKIP PAST LAST ROW RETURN sum(final(b.x)) AS s")
+
+
 # ------------------------------------------------------------------------------ runs
 def test_all_rows_running_and_final_values() -> None:
     # prices 10 8 6 7 9 5: V = STRT 10, DOWN 8 6, UP 7 9; the rows of DOWN excluded

@@ -96,8 +96,10 @@ def _rows_query(rng: random.Random) -> str:
     lists = [v for v in used if f" {v}[]" in q]
     items = ["classifier() AS cl", "match_number() * 100 AS n"]
     for k, v in enumerate(rng.sample(used, k=min(len(used), 3))):
-        ref = rng.choice([f"{v}[last].x", f"{v}[1].x", f"sum({v}.x)", f"count({v})",
-                          f"max({v}.x)"] if v in lists else [f"{v}.x", f"{v}.x * 2 + 1", f"count({v})"])
+        choices = ([f"{v}[last].x", f"{v}[1].x", f"sum({v}.x)", f"count({v})", f"max({v}.x)"]
+                   if v in lists else
+                   [f"{v}.x", f"{v}.x * 2 + 1", f"count({v})", f"nullif({v}.x, 2)"])
+        ref = rng.choice(choices)
         if rng.random() < 0.4:
             ref = f"final({ref})"
         items.append(f"{ref} AS r{k}")

@@ -50,8 +50,8 @@ class Policies:
         self.rows = None if spec.after_match is None else spec.after_match.rows
         """EMIT ROWS: the excluded variables (None: one Match per match)."""
         self._numbers: dict[int, int] = {}
-        """AFTER MATCH SKIP: each selected candidate's match number (by ``id``), for the
-        RETURN items that are ``match_number()``."""
+        """AFTER MATCH SKIP: each selected candidate's match number (by ``id``), for
+        ``match_number()`` in RETURN."""
         self.needs_all = bool(self.picks) or self.after_match is not None
         """Matches are held until their groups are complete (PICK) or, with AFTER MATCH SKIP,
         until the stream closes."""

@@ -4,6 +4,7 @@ contiguous rows with preferred matches; the combinations it does not define are 
 from __future__ import annotations
 
 from ... import ast
+from ...lang.functions import AGGREGATES
 from ...lang.printer import pattern_text
 from ..analyzed import VarKind
 from ..walk import sub_exprs, sub_patterns
@@ -108,6 +109,13 @@ def _check_rows(ctx: Context) -> None:
             raise ctx.reporter.error(f"EMIT ROWS EXCLUDE {v}: no positive variable {v!r} "
                                      f"(variables: {ctx.var_list()})", q.span)
     for r in q.returns:
+        for e in sub_exprs(r.expr):
+            if isinstance(e, ast.Call) and e.name in AGGREGATES and any(
+                    isinstance(x, ast.Call) and x.name == "final" for a in e.args
+                    for x in sub_exprs(a)):
+                raise ctx.reporter.error(
+                    f"final() inside the aggregate {e.name}(): write final({e.name}(...)) "
+                    "(an aggregate over the whole match)", e.span)
         if (r.alias or "") == "row":
             raise ctx.reporter.error("EMIT ROWS: the RETURN name 'row' is taken by the row's "
                                      "event id; choose another alias", r.span)
