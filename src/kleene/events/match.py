@@ -22,6 +22,10 @@ class Match:
     not taken are absent. ``start`` / ``end`` are the internal (microsecond) timestamps of the
     first and last positive events; ``values`` holds the RETURN fields in order.
 
+    With ``EMIT ROWS`` (SQL's ALL ROWS PER MATCH, docs/semantics.md 19) each ``Match`` is one
+    row of a match: the match's ``bindings``, ``start`` and ``end`` (the rows of one match
+    share them), and ``values`` starting with ``row``, the row's event id.
+
     A *timed-out partial match* (``EMIT ... TIMEOUTS``, docs/semantics.md 20) is a ``Match``
     with ``expired`` set: the time (microseconds) its window expired, ts(first) + W. Its
     ``bindings`` are the variables the partial match bound (later components are absent) and
