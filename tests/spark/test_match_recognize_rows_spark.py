@@ -43,9 +43,9 @@ def test_all_rows_on_spark_equal_the_embedded_rows(spark: Any) -> None:
     # hand check of the embedded rows: T's V (ids 1 3 5) ends first, then S's (0 2 4 6 7)
     assert [(m.values["row"], m.values["cls"], m.values["bottom"], m.values["ups"])
             for m in want] == [
-        (1, "STRT", None, 0), (3, "DOWN", 3, 0), (5, "UP", 3, 5),
-        (0, "STRT", None, 0), (2, "DOWN", 8, 0), (4, "DOWN", 6, 0), (6, "UP", 6, 7),
-        (7, "UP", 6, 16)]
+        (1, "STRT", None, None), (3, "DOWN", 3, None), (5, "UP", 3, 5),
+        (0, "STRT", None, None), (2, "DOWN", 8, None), (4, "DOWN", 6, None), (6, "UP", 6, 7),
+        (7, "UP", 6, 16)]  # SQL's SUM over no row is NULL
     assert [m.values["top"] for m in want] == [5] * 3 + [9] * 5
     df = spark.createDataFrame(ROWS, "ts long, sym string, price long")
     out = match(df, QUERY, time_col="ts", event_type="R", output="columns")
