@@ -918,6 +918,10 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
     if plot_path is not None:
         from ..plot import timeline
 
+        if compiled.analyzed.query.rows is not None and isinstance(matches, list):
+            # EMIT ROWS: one span per match, not per row
+            matches = list({(m.query, str(m.bindings), m.start, m.end): m
+                            for m in matches}.values())
         with output_target(plot_path) as target:
             timeline(events, matches, partition_by=compiled.analyzed.partition_by,
                      path=target, title=compiled.name)

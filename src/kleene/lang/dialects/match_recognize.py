@@ -191,7 +191,8 @@ class MatchRecognizeParser(Parser):
         if self.is_kw("WITHIN"):
             within = self._within()
         if self.is_kw("SUBSET"):
-            self.fail("SUBSET is not supported")
+            self.fail("SUBSET is not supported (a union variable has no kleene form; write "
+                      "the measure over its member variables)")
         defines: dict[str, tuple[ast.Expr, Token]] = {}
         if self.accept_kw("DEFINE"):
             while True:
