@@ -176,6 +176,8 @@ def _attr(e: ast.AttrRef) -> str:
         return f"first({var}).{attr}"
     if idx.kind is ast.IndexKind.ABSOLUTE:
         return f"{var}[{idx.offset}].{attr}"
+    if idx.kind is ast.IndexKind.UPTO:
+        return f"{var}[..i].{attr}"
     word = "i" if idx.kind is ast.IndexKind.CURRENT else "last"
     off = f"-{-idx.offset}" if idx.offset else ""
     return f"{var}[{word}{off}].{attr}"

@@ -98,6 +98,9 @@ class IndexKind(enum.Enum):
     """``first(v)``: the first element (same as ``v[1]``, printed as ``first(v)``)."""
     LAST = "last"
     """``v[last]`` / ``last(v)`` (offset 0) and ``v[last-1]`` (offset -1)."""
+    UPTO = "..i"
+    """``v[..i]`` (offset 0), only inside an aggregate in a WHERE conjunct: the elements
+    ``v[1]`` .. ``v[i]`` (a running aggregate, docs/semantics.md 21)."""
 
 
 # --------------------------------------------------------------------------------------------

@@ -868,7 +868,7 @@ class Parser:
         return name.lower() if name.lower() in BUILTINS else name
 
     def parse_index(self) -> ast.Index:
-        """``[i]``, ``[i-1]``, ``[n]``, ``[last]``, ``[last-1]``, ``[first]``."""
+        """``[i]``, ``[i-1]``, ``[n]``, ``[last]``, ``[last-1]``, ``[first]``, ``[..i]``."""
         start = self.expect_op("[")
         t = self.tok
         if t.kind is Tok.NUMBER and t.value.isdigit():
@@ -877,6 +877,13 @@ class Parser:
             if n < 1:
                 self.fail("Kleene indexes are 1-based; use v[1] for the first element", tok=t)
             index = ast.Index(ast.IndexKind.ABSOLUTE, n, span=None)
+        elif self.is_op(".") and self.is_op(".", tok=self.peek()):
+            self.advance()
+            self.advance()
+            if not self.is_kw("I"):
+                self.fail(expected=("i (v[..i]: the elements up to the current one)",))
+            self.advance()
+            index = ast.Index(ast.IndexKind.UPTO, 0, span=None)
         elif self.is_kw("I", "LAST", "FIRST"):
             word = self.advance().value.upper()
             kind = {"I": ast.IndexKind.CURRENT, "LAST": ast.IndexKind.LAST,

@@ -242,7 +242,7 @@ def compile_plan(analyzed: AnalyzedQuery, *, attrs_from: AnalyzedQuery | None = 
         else:
             take[last].append(_with_inline(pred_take, True, layout, udfs, ci))
             if (info.vars == {last} and not info.prev_vars and not info.abs_index
-                    and not row_udfs(info.udfs, udfs)):
+                    and not info.running and not row_udfs(info.udfs, udfs)):
                 one_var[last].append(e)
 
     var_plans: dict[str, VarPlan] = {}

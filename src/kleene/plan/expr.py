@@ -330,6 +330,12 @@ HELPERS: dict[str, Any] = {
 AGGREGATES = frozenset({"count", "sum", "avg", "min", "max"})
 
 
+def has_running(exprs: Any) -> bool:
+    """Does one of the expressions hold a running aggregate (``avg(v[..i].x)``, semantics
+    21)? Plans that do not evaluate them refuse such queries."""
+    return any(refs(e, frozenset(refs(e, frozenset()).vars)).running for e in exprs)
+
+
 @dataclass(slots=True)
 class RefInfo:
     """What an expression references."""
@@ -349,6 +355,9 @@ class RefInfo:
     """List variables referenced through ``last``, aggregates or a bare variable."""
     attrs: set[str] = field(default_factory=set)
     udfs: set[str] = field(default_factory=set)
+    running: set[str] = field(default_factory=set)
+    """List variables of running aggregates (``avg(v[..i].x)``, semantics 21): iterated like
+    ``v[i]`` (also in :attr:`iter_vars` and :attr:`indexed`), never closing."""
 
 
 def refs(e: ast.Expr, list_vars: frozenset[str] | set[str], info: RefInfo | None = None,
@@ -360,7 +369,11 @@ def refs(e: ast.Expr, list_vars: frozenset[str] | set[str], info: RefInfo | None
         info.attrs.add(e.attr)
         if e.var in list_vars:
             idx = e.index
-            if in_agg:
+            if idx is not None and idx.kind is ast.IndexKind.UPTO:
+                info.running.add(e.var)
+                info.iter_vars.add(e.var)
+                info.indexed.add(e.var)
+            elif in_agg:
                 info.closing.add(e.var)
             elif idx is None or idx.kind is ast.IndexKind.CURRENT:
                 info.iter_vars.add(e.var)
@@ -458,7 +471,8 @@ class _Gen:
         if e.var not in self.layout.list_vars:
             t = self.tmp()
             return f"(None if ({t} := B[{slot}]) is None else {t}[{aslot}])"
-        if e.var in self.elem and (e.index is None or e.index.kind is ast.IndexKind.CURRENT
+        if e.var in self.elem and (e.index is None or e.index.kind is ast.IndexKind.UPTO
+                                   or e.index.kind is ast.IndexKind.CURRENT
                                    and e.index.offset == 0):
             return f"{self.elem[e.var]}[{aslot}]"
         idx = e.index
@@ -587,6 +601,24 @@ class _Gen:
             info = refs(arg, self.layout.list_vars)
             if any(v not in self.layout.var_slots for v in info.vars):
                 return "None"
+            if info.running:
+                # semantics 21: over the elements 0..i of the list (B holds the element being
+                # taken); an inline take test sees the parent run's B, without it
+                if self.access is not None:
+                    raise NotInlinable(next(iter(info.running)))
+                (v,) = info.running
+                slot = self.layout.var_slots[v]
+                r = f"_r{self.n + 1}"
+                self.n += 1
+                saved = self.elem.get(v)
+                self.elem[v] = r
+                body = self.gen(arg)
+                if saved is None:
+                    del self.elem[v]
+                else:
+                    self.elem[v] = saved
+                return (f"(None if B[{slot}] is None else "
+                        f"_agg({e.name!r}, [{body} for {r} in B[{slot}][:i + 1]]))")
             lv = sorted((info.iter_vars | info.closing) & self.layout.list_vars)
             single = sorted(info.vars - self.layout.list_vars)
             if len(lv) > 1:

@@ -111,11 +111,11 @@ def compile_group_plan(analyzed: AnalyzedQuery, *, nested: bool = False) -> Grou
                 raise Unsupported("a predicate over two negated variables")
             neg_preds[owners.pop()].append(pred)
             if (len(r.vars) == 1 and not r.prev_vars and not r.abs_index and not r.closing
-                    and not row_udfs(r.udfs, udfs)):
+                    and not r.running and not row_udfs(r.udfs, udfs)):
                 one_var[next(iter(r.vars))].append(e)
             continue
         if (len(r.vars) == 1 and not r.prev_vars and not r.abs_index and not r.closing
-                and not row_udfs(r.udfs, udfs)):
+                and not r.running and not row_udfs(r.udfs, udfs)):
             one_var[next(iter(r.vars))].append(e)
             continue  # fully covered by the candidate mask
         positive.append(pred)

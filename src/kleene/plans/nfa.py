@@ -120,5 +120,6 @@ PLAN = PlanKind(
     cost=linear_cost,
     explain=linear_text,
     after_match=True,
+    running=True,
     timeouts=True,
 )

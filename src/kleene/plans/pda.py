@@ -110,4 +110,5 @@ PLAN = PlanKind(
     cost=_cost,
     explain=group_text,
     after_match=True,
+    running=True,
 )

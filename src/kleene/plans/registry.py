@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from .. import ast
 from ..errors import EngineError, QueryValidationError
 from ..plan.automaton import Unsupported
+from ..plan.expr import has_running
 from ..runtime.matcher import (
     AfterMatchSpec,
     ConsumeSpec,
@@ -199,6 +200,8 @@ class PlanKind:
     MATCH SKIP (docs/semantics.md 19); kinds that do not declare it refuse such queries."""
     timeouts: bool = False
     """Reports timed-out partial matches (``EMIT TIMEOUTS``, docs/semantics.md 20)."""
+    running: bool = False
+    """Evaluates running aggregates (``avg(v[..i].x)``, docs/semantics.md 21)."""
 
     configure: Callable[[Any, str, AnalyzedQuery], Any] | None = None
     """``plan="NAME:OPTION"``: the compiled plan with an option applied (the tree plan's
@@ -213,6 +216,9 @@ class PlanKind:
                               "docs/semantics.md 19) is run by the nfa, union and pda plans only")
         if analyzed.query.timeouts and not self.timeouts:
             raise Unsupported("EMIT TIMEOUTS is computed by the nfa plan only")
+        if not self.running and has_running(analyzed.conjuncts):
+            raise Unsupported("a running aggregate (avg(v[..i].x), docs/semantics.md 21) is "
+                              "evaluated by the nfa, union and pda plans only")
         return self.compile(analyzed)
 
     def supports(self, analyzed: AnalyzedQuery) -> str | None:

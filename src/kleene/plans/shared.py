@@ -22,7 +22,7 @@ import enum
 from typing import Any
 
 from .. import ast
-from ..plan.expr import RefInfo, refs
+from ..plan.expr import RefInfo, has_running, refs
 from ..plan.layout import Layout
 from ..plan.vector import vectorize
 from ..runtime.shared import CNJ, DSJ, SEQ, ClassFilter, SharedSpec
@@ -118,7 +118,7 @@ def _filters(aq: AnalyzedQuery) -> dict[str, ClassFilter] | str:
         (v,) = r.vars
         if v not in aq.variables:
             return f"a WHERE condition on {v!r}, which the pattern does not bind"
-        if r.iter_vars or r.prev_vars or r.abs_index or r.closing:
+        if r.iter_vars or r.prev_vars or r.abs_index or r.closing or has_running((e,)):
             return "an indexed or aggregated reference in WHERE"
         per.setdefault(v, []).append(e)
         info.setdefault(v, []).append(r)

@@ -34,4 +34,5 @@ PLAN = PlanKind(
     cost=_cost,
     explain=union_text,
     after_match=True,
+    running=True,
 )

@@ -180,16 +180,6 @@ def _outer_refs(e: ast.Expr) -> list[ast.AttrRef]:
     return [r for c in _children(e) for r in _outer_refs(c)]
 
 
-def _aggregated_vars(e: ast.Expr) -> set[str]:
-    """Variables that appear inside an aggregate's argument."""
-    if _is_aggregate(e):
-        return _mentioned(e)
-    out: set[str] = set()
-    for c in _children(e):
-        out |= _aggregated_vars(c)
-    return out
-
-
 # ---------------------------------------------------------------------------------------------
 # Expressions: evaluation (§5)
 # ---------------------------------------------------------------------------------------------
@@ -412,6 +402,8 @@ def _ref_event(r: ast.AttrRef, env: _Env) -> _Event | None:
         if not isinstance(b, tuple):
             return env.events[b]
         k = env.current[r.var] + 1 if r.var in env.current else None
+    elif idx.kind is ast.IndexKind.UPTO:  # inside its aggregate: the element chosen there
+        k = env.current[r.var] + 1 if r.var in env.current else None
     elif idx.kind is ast.IndexKind.CURRENT:
         k = None if env.i is None else env.i + idx.offset
     elif idx.kind is ast.IndexKind.ABSOLUTE:
@@ -423,6 +415,30 @@ def _ref_event(r: ast.AttrRef, env: _Env) -> _Event | None:
     if k is None or not 1 <= k <= len(elems):
         return None
     return env.events[elems[k - 1]]
+
+
+def _upto_var(e: ast.Expr) -> str | None:
+    """The variable ``v`` of ``v[..i]`` references in ``e`` (a running aggregate, §21)."""
+    if isinstance(e, ast.AttrRef) and e.index is not None \
+            and e.index.kind is ast.IndexKind.UPTO:
+        return e.var
+    for c in _children(e):
+        v = _upto_var(c)
+        if v is not None:
+            return v
+    return None
+
+
+def _running_vars(e: ast.Expr) -> set[str]:
+    """Variables of the running aggregates (``agg(v[..i].x)``) in ``e``: they are iterated by
+    their conjunct like ``v[i]`` (§21)."""
+    if _is_aggregate(e):
+        v = _upto_var(e)
+        return set() if v is None else {v}
+    out: set[str] = set()
+    for c in _children(e):
+        out |= _running_vars(c)
+    return out
 
 
 def _list_var_of(arg: ast.Expr, env: _Env) -> str | None:
@@ -448,7 +464,11 @@ def _aggregate(e: ast.Call, env: _Env) -> Value:
     if isinstance(arg, ast.VarRef) and name == "count":
         return len(_elements(env.bindings[arg.var]))
     values: list[Value]
-    if var is None:
+    running = _upto_var(arg)
+    if running is not None:  # §21: over the elements 1..i of the list, i the conjunct's
+        n = min(env.i or 0, len(_elements(env.bindings[running])))
+        values = [_eval(arg, env.with_({**env.current, running: k}, env.i)) for k in range(n)]
+    elif var is None:
         values = [_eval(arg, env)]
     else:
         n = len(_elements(env.bindings[var]))
@@ -570,6 +590,8 @@ def _eval_conjunct(c: ast.Expr, env: _Env, *, fixed: tuple[str, int] | None = No
     refs = _outer_refs(c)
     lists = {v for v in {r.var for r in refs} if isinstance(env.bindings[v], tuple)}
     indexed = {r.var for r in refs if r.index is not None and r.index.kind is ast.IndexKind.CURRENT}
+    indexed |= _running_vars(c)
+    lists |= _running_vars(c)
     has_prev = any(r.index is not None and r.index.kind is ast.IndexKind.CURRENT
                    and r.index.offset < 0 for r in refs)
     unindexed = {r.var for r in refs if r.index is None and r.var in lists} - indexed
@@ -1026,8 +1048,18 @@ def _stnm_components(p: ast.Pattern) -> list[_Comp]:
     return out
 
 
+def _closing_aggregates(e: ast.Expr) -> set[str]:
+    """Variables aggregated in ``e`` over the whole list (not running, §21)."""
+    if _is_aggregate(e):
+        return set() if _upto_var(e) is not None else _mentioned(e)
+    out: set[str] = set()
+    for c in _children(e):
+        out |= _closing_aggregates(c)
+    return out
+
+
 def _is_closing(c: ast.Expr, v: str) -> bool:
-    if v in _aggregated_vars(c):
+    if v in _closing_aggregates(c):
         return True
     return any(r.var == v and r.index is not None and (
         r.index.kind is ast.IndexKind.LAST

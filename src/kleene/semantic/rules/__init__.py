@@ -42,6 +42,7 @@ RULES: tuple[Rule, ...] = (
     kleene.check_indexes,
     functions.check_functions,
     kleene.check_aggregates,
+    kleene.check_running,
     composition.check_or_branches,
     types.check_types,
 )

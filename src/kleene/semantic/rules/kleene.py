@@ -93,7 +93,8 @@ def check_aggregates(ctx: Context) -> None:
                 f"aggregate {e.name}() over '{var}', which is inside NOT and never bound",
                 e.span)
         for s in sub_exprs(arg):
-            if isinstance(s, ast.AttrRef) and s.index is not None:
+            if isinstance(s, ast.AttrRef) and s.index is not None \
+                    and s.index.kind is not ast.IndexKind.UPTO:
                 raise ctx.reporter.error(
                     f"{e.name}() already ranges over every element of '{var}'; drop the index "
                     f"in '{expr_text(s)}'", s.span)
@@ -101,4 +102,45 @@ def check_aggregates(ctx: Context) -> None:
                 raise ctx.reporter.error("aggregates cannot be nested", s.span)
 
 
-__all__ = ["check_aggregates", "check_indexes", "check_quantifiers"]
+def _upto_refs(e: ast.Expr) -> list[ast.AttrRef]:
+    return [s for s in sub_exprs(e) if isinstance(s, ast.AttrRef) and s.index is not None
+            and s.index.kind is ast.IndexKind.UPTO]
+
+
+def check_running(ctx: Context) -> None:
+    """``v[..i].x`` (docs/semantics.md 21): inside one aggregate's argument in a WHERE
+    conjunct, every reference to ``v`` there written so, and no other list variable iterated
+    by the conjunct."""
+    allowed: set[int] = set()
+    for c in ctx.conjuncts():
+        for e in sub_exprs(c):
+            if not (isinstance(e, ast.Call) and e.name in AGGREGATES and len(e.args) == 1):
+                continue
+            ups = _upto_refs(e.args[0])
+            if not ups:
+                continue
+            var = ups[0].var
+            for s in sub_exprs(e.args[0]):
+                if isinstance(s, ast.AttrRef | ast.VarRef) and s.var == var \
+                        and all(s is not u for u in ups):
+                    raise ctx.reporter.error(
+                        f"'{expr_text(e)}' is a running aggregate over {var}[..i]: write every "
+                        f"reference to '{var}' in it as {var}[..i].attr", s.span)
+            allowed.update(id(u) for u in ups)
+            iterated = {s.var for s in sub_exprs(c) if isinstance(s, ast.AttrRef)
+                        and s.index is not None and s.index.kind is ast.IndexKind.CURRENT
+                        and s.var != var}
+            if iterated:
+                raise ctx.reporter.error(
+                    f"'{expr_text(e)}' runs over '{var}', but its conjunct also iterates "
+                    f"'{sorted(iterated)[0]}' by [i]; a running aggregate's i is its own "
+                    "variable's", e.span)
+    for e in ctx.all_exprs():
+        if isinstance(e, ast.AttrRef) and e.index is not None \
+                and e.index.kind is ast.IndexKind.UPTO and id(e) not in allowed:
+            raise ctx.reporter.error(
+                f"'{expr_text(e)}' (the elements up to i) is only allowed inside an aggregate "
+                f"in a WHERE condition, e.g. avg({e.var}[..i].{e.attr}) < 15", e.span)
+
+
+__all__ = ["check_aggregates", "check_indexes", "check_quantifiers", "check_running"]
