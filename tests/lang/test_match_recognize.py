@@ -133,7 +133,7 @@ def test_default_skip_is_past_last_row() -> None:
     ("MATCH_RECOGNIZE (PATTERN (A B) DEFINE A AS A.x > PREV(A.x))", "column 50",
      "PREV(A.x) where the previous row is not fixed by the pattern (it may lie before "
      "the match)"),
-    ("MATCH_RECOGNIZE (PATTERN (A B+) DEFINE B AS B.x > SUM(B.x))", "column 51",
+    ("MATCH_RECOGNIZE (PATTERN (B+ A B+) DEFINE B AS B.x > SUM(B.x))", "column 54",
      "SUM over the rows mapped so far in DEFINE (a running aggregate)"),
     ("MATCH_RECOGNIZE (PATTERN (A B) SUBSET U = (A, B))", "column 32", "SUBSET is not supported"),
     ("MATCH_RECOGNIZE (PATTERN (A B) DEFINE B AS FINAL LAST(A.x) > 1)", "column 44",

@@ -91,7 +91,7 @@ def test_all_rows_translation() -> None:
      "PREV(B.p, 2) in the DEFINE of the repeated variable B (offsets above 1)"),
     (mr("PATTERN (A B+ C) DEFINE C AS C.p > PREV(C.p, 3)"),
      "PREV(C.p, 3) where the row 3 before is not fixed by the pattern"),
-    (mr("PATTERN (A+ B) DEFINE A AS AVG(A.p) < 15"),
+    (mr("PATTERN (A+ B A+) DEFINE A AS AVG(A.p) < 15"),
      "AVG over the rows mapped so far in DEFINE (a running aggregate) over the repeated "
      "variable A"),
     (mr("PATTERN (A B) DEFINE B AS COUNT(A.p) = 1"),

@@ -689,13 +689,15 @@ class _Translator:
                             self._unsupported(f"COUNT({self.spelling[wa]}.column) over the "
                                               f"single row of {self.spelling[wa]} in DEFINE", x)
                         return tr(args[0])
+                    if wa == v and len(self.occs[v]) == 1 and mode in ("i", "first"):
+                        return self._running(name, args[0], o, mode, x, tr)
                     if wa is None or wa == v:
                         what = "several variables' or all rows" if wa is None else (
                             f"the repeated variable {self.spelling[wa]}")
                         self._unsupported(f"{name.upper()} over the rows mapped so far in "
-                                          f"DEFINE (a running aggregate) over {what}: kleene's "
-                                          "conditions have no aggregate over a list's first i "
-                                          "rows", x)
+                                          f"DEFINE (a running aggregate) over {what} (only "
+                                          "over the DEFINE's own variable, occurring once in "
+                                          "PATTERN, without NEXT)", x)
                     if len(self.occs[wa]) > 1 or self._order(self.occs[wa][0], o) != "before" \
                             or self._under_alt(self.occs[wa][0]):
                         self._unsupported(f"{name.upper()} over {self.spelling[wa]} in DEFINE "
@@ -706,6 +708,35 @@ class _Translator:
             return _map_children(x, tr)
 
         return tr(e)
+
+    def _running(self, name: str, a: ast.Expr, o: _Node, mode: str, node: ast.Expr,
+                 tr: Callable[[ast.Expr], ast.Expr]) -> ast.Expr:
+        """A running aggregate over the DEFINE's own repeated variable (SQL: over its rows
+        mapped so far, the current one included): ``agg(b[..i].x)`` (docs/semantics.md 21) at
+        rows i >= 2, the one-row value at the first row (mode "first", a condition with
+        PREV)."""
+        v = self.spelling[o.name.upper()]
+        if isinstance(a, ast.VarRef):
+            self._unsupported(f"{name.upper()}({a.var}) over the rows of {v} mapped so far in "
+                              f"its DEFINE (count a column that is never NULL instead, e.g. "
+                              f"COUNT({v}.price))", node)
+        if mode == "first":
+            if name == "count":
+                self._unsupported(f"COUNT over {v}'s rows so far in a DEFINE of {v} that "
+                                  "also uses PREV", node)
+            return replace(tr(a), span=node.span)  # SUM, AVG, MIN, MAX of one value
+
+        def up(x: ast.Expr) -> ast.Expr:
+            if isinstance(x, ast.AttrRef):
+                if x.index is not None:
+                    self._unsupported("an index on a pattern variable", x)
+                return ast.AttrRef(o.occ, x.attr, ast.Index(ast.IndexKind.UPTO, 0), span=x.span)
+            if isinstance(x, ast.Call) and (x.name in _AGGREGATES or x.name in _NAV
+                                            or x.name in ("__running", "__final")):
+                self._unsupported(f"{x.name.strip('_').upper()} inside an aggregate in DEFINE",
+                                  x)
+            return _map_children(x, up)
+        return _sql_aggregate(name, up(a), node)
 
     def _agg_var(self, a: ast.Expr) -> str | None:
         if isinstance(a, ast.VarRef) and a.var.upper() in self.occs:
