@@ -894,7 +894,8 @@ class Parser:
                 offset = -self.parse_int("an offset (e.g. i-1)")
             index = ast.Index(kind, offset, span=None)
         else:
-            self.fail(expected=("i", "i-1", "a position (1, 2, ...)", "last", "last-1"))
+            self.fail(expected=("i", "i-1", "a position (1, 2, ...)", "last", "last-1",
+                                "..i"))
         self.expect_op("]")
         return ast.Index(index.kind, index.offset, span=self.span_from(start))
 
