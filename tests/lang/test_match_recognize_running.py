@@ -150,3 +150,18 @@ def test_runs_match_the_hand_derived_matches(body: str, skip: str,
 def test_other_plans_refuse_with_the_reason() -> None:
     with pytest.raises(kleene.QueryValidationError, match="running aggregate"):
         kleene.compile("PATTERN SEQ(A+ a[], B b) WHERE avg(a[..i].p) < 15", plan="tree")
+
+
+def test_all_rows_per_match_with_a_running_define() -> None:
+    """ALL ROWS PER MATCH: the same matches as ONE ROW, and MEASURES AVG(A.p) as of each row
+    (running): 10, 11, then 11 at B; 11, 12.5, 34/3, then 34/3 at B."""
+    text = ("MATCH_RECOGNIZE (ORDER BY ts MEASURES AVG(A.p) AS av, CLASSIFIER() AS c "
+            f"ALL ROWS PER MATCH AFTER MATCH SKIP PAST LAST ROW {FLINK})")
+    want = [(1, 10.0, "A"), (2, 11.0, "A"), (3, 11.0, "B"), (4, 11.0, "A"), (5, 12.5, "A"),
+            (6, 34 / 3, "A"), (7, 34 / 3, "B")]
+    for engine in ("oracle", "automaton"):
+        found = kleene.compile(text, dialect="match_recognize", engine=engine).run(
+            _events(FLINK_P))
+        assert [(m.values["row"], m.values["av"], m.values["c"]) for m in found] == want
+        assert [dict(m.bindings) for m in found] == (
+            [_bind("A=[1 2] B=3")] * 3 + [_bind("A=[4 5 6] B=7")] * 4)
