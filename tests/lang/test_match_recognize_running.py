@@ -1,6 +1,7 @@
 """The match_recognize dialect's running aggregates in DEFINE (docs/semantics.md 21): an
 aggregate over the DEFINE's own repeated variable is over its rows mapped so far, the current
-one included (SQL: DEFINE is always RUNNING); it becomes ``agg(v[..i].x)``. Translation,
+one included (SQL: DEFINE is always RUNNING); it becomes ``agg(v[..i].x)``. Also
+``LAST(A.x, k)`` in A's own DEFINE (``A[i-k].x``). Translation,
 refusals, and runs against hand-derived SQL matches on the oracle and every plan that runs
 MATCH_RECOGNIZE queries."""
 
@@ -40,6 +41,9 @@ def canonical(text: str) -> str:
     ("PATTERN (X A* B) DEFINE A AS A.p > PREV(A.p) AND AVG(A.p) < 15",
      "WHERE (count(A) = 0 OR A[1].p > X.p AND A[1].p < 15) "
      "AND (A[i].p > A[i-1].p AND avg(A[..i].p) < 15)"),
+    # LAST(A.p, k) in A's DEFINE: A's row k before the current one (NULL on A's first rows)
+    ("PATTERN (A+ B) DEFINE A AS LAST(A.p, 2) IS NULL OR A.p > LAST(A.p, 2)",
+     "WHERE (NULL IS NULL OR A[1].p > NULL) AND (A[i-2].p IS NULL OR A[i].p > A[i-2].p)"),
 ])
 def test_translation(body: str, where: str) -> None:
     got = canonical(mr(body))
@@ -136,6 +140,17 @@ FLINK_P: list[float | None] = [20, 10, 12, 30, 11, 14, 9, 40]
     ("PATTERN (X A+ B) DEFINE A AS A.p > PREV(A.p) AND MAX(A.p) - MIN(A.p) <= 5, "
      "B AS B.p < X.p", "PAST LAST ROW", [10, 11, 13, 17, 2, 12, 14, 1],
      ["X=1 A=[2 3] B=4", "X=5 A=[6] B=7"]),
+    # every row above A's row two before it (TRUE while there is none): prices 5 1 6 2 7 3 1
+    # 0. From row 0 rows 2..5 each beat the row two back (6 > 5, 2 > 1, 7 > 6, 3 > 2) and row
+    # 6 does not (1 < 7): A=[0..5], B=6; from row 7 nothing follows. TO NEXT ROW: the same
+    # from rows 1..4; from row 5 row 6 has no row two back in A (TRUE) and row 7 fails (0 <
+    # 3): A=[5 6], B=7; from row 6 A=[6 7] leaves no B, so A=[6], B=7.
+    ("PATTERN (A+ B) DEFINE A AS LAST(A.p, 2) IS NULL OR A.p > LAST(A.p, 2)", "PAST LAST ROW",
+     [5, 1, 6, 2, 7, 3, 1, 0], ["A=[0 1 2 3 4 5] B=6"]),
+    ("PATTERN (A+ B) DEFINE A AS LAST(A.p, 2) IS NULL OR A.p > LAST(A.p, 2)", "TO NEXT ROW",
+     [5, 1, 6, 2, 7, 3, 1, 0],
+     ["A=[0 1 2 3 4 5] B=6", "A=[1 2 3 4 5] B=6", "A=[2 3 4 5] B=6", "A=[3 4 5] B=6",
+      "A=[4 5] B=6", "A=[5 6] B=7", "A=[6] B=7"]),
 ])
 @pytest.mark.parametrize(("engine", "plan"), [
     ("oracle", None), ("automaton", None), ("automaton", "nfa"), ("automaton", "pda")])

@@ -1,7 +1,7 @@
 """Running aggregates (docs/semantics.md 21): the plans that evaluate ``agg(v[..i].x)`` (nfa,
 union, pda) agree with the oracle, match for match and in order, on random patterns with a
 Kleene variable, random running conditions (every aggregate, NULLs in the data, compared
-with a constant, the current element, the previous element or a later variable), every
+with a constant, the current element, the element one or two before or a later variable), every
 selection strategy and, at random, AFTER MATCH SKIP; every other plan refuses the query."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ REFUSE = ("chain", "tasks", "tree")
 def _condition(rng: random.Random, v: str, later: str | None) -> str:
     agg = rng.choice(["sum", "avg", "min", "max", "count"])
     run = f"{agg}({v}[..i].x{rng.choice(['', ' * 2', ' - 1'])})"
-    other = rng.choice(["const", "const", "cur", "prev"] + (["later"] if later else []))
+    other = rng.choice(["const", "const", "cur", "prev", "prev2"] + (["later"] if later else []))
     op = rng.choice(["<", "<=", ">", ">=", "!="])
     if other == "const":
         return f"{run} {op} {rng.randint(0, 8)}"
@@ -29,6 +29,8 @@ def _condition(rng: random.Random, v: str, later: str | None) -> str:
         return f"{v}[i].x {op} {run}"
     if other == "prev":
         return f"{run} {op} {v}[i-1].x + {rng.randint(0, 3)}"
+    if other == "prev2":  # LAST(A.x, 2) in the dialect: NULL on the first two elements
+        return f"({v}[i-2].x IS NULL OR {run} {op} {v}[i-2].x)"
     return f"{run} {op} {later}.x"
 
 

@@ -653,16 +653,13 @@ class _Translator:
                     if name == "last":
                         if k == 0:
                             return replace(cur(attr), span=x.span)
-                        if k == 1 and mode == "i":
+                        if mode == "i":  # B's row k before the current one (NULL if none)
                             return ast.AttrRef(o.occ, attr,
-                                               ast.Index(ast.IndexKind.CURRENT, -1), span=x.span)
+                                               ast.Index(ast.IndexKind.CURRENT, -k), span=x.span)
                         if mode in ("shift", "last"):
                             self._unsupported(f"LAST({self.spelling[v]}.{attr}, {k}) and NEXT "
                                               "in one DEFINE of a repeated variable", x)
-                        if k == 1 or mode == "one":
-                            return ast.Literal(None, span=x.span)
-                        self._unsupported(f"LAST({self.spelling[v]}.{attr}, {k}) in its own "
-                                          "DEFINE (offsets above 1)", x)
+                        return ast.Literal(None, span=x.span)  # a single row / B's first row
                     if k == 0:
                         if mode == "one":
                             return ast.AttrRef(o.occ, attr, span=x.span)
@@ -1033,8 +1030,10 @@ def _calls(e: ast.Expr, name: str) -> bool:
 
 
 def _uses_prev_element(e: ast.Expr, occ: str) -> bool:
+    """``e`` reads an element before the current one (``occ[i-k]``): it ranges over i >= 2,
+    and the first row needs its own conjunct."""
     return any(r.var == occ and r.index is not None and r.index.kind is ast.IndexKind.CURRENT
-               and r.index.offset == -1 for r in _refs(e))
+               and r.index.offset < 0 for r in _refs(e))
 
 
 def _map_children(x: ast.Expr, f: Callable[[ast.Expr], ast.Expr]) -> ast.Expr:
