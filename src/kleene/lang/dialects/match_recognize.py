@@ -17,8 +17,8 @@ kleene variable per occurrence: ``DOWN``, ``DOWN_2``); quantifiers become Kleene
 permutations in SQL's order; ``{- -}`` exclusion only changes ALL ROWS PER MATCH output
 (``EMIT ROWS EXCLUDE``), so with ONE ROW PER MATCH it is dropped. A DEFINE condition is evaluated on each row its variable
 maps (running semantics); the translation writes it as WHERE conjuncts over that row
-(``b[i]``), its predecessor (``PREV``: ``b[i-1]`` or the previous variable's last row) and the
-rows mapped before it. MEASURES become RETURN items: with ONE ROW PER MATCH evaluated on the
+(``b[i]``), its predecessor (``PREV``: ``b[i-1]`` or the previous variable's last row), its
+rows so far (a running aggregate: ``avg(b[..i].x)``) and the rows mapped before it. MEASURES become RETURN items: with ONE ROW PER MATCH evaluated on the
 whole match; with ALL ROWS PER MATCH (``EMIT ROWS``) as of each output row (RUNNING), FINAL
 ones in ``final(...)``. What cannot be written that way is refused with the construct named.
 """
