@@ -1,8 +1,9 @@
 """Running aggregates (docs/semantics.md 21): the plans that evaluate ``agg(v[..i].x)`` (nfa,
 union, pda) agree with the oracle, match for match and in order, on random patterns with a
-Kleene variable, random running conditions (every aggregate, NULLs in the data, compared
-with a constant, the current element, the element one or two before or a later variable), every
-selection strategy and, at random, AFTER MATCH SKIP; every other plan refuses the query."""
+Kleene variable (or a list variable in a repeated group), random running conditions (every
+aggregate, NULLs in the data, compared with a constant, the current element, the element one
+or two before or a later variable), every selection strategy and, at random, AFTER MATCH
+SKIP; every other plan refuses the query."""
 
 from __future__ import annotations
 
@@ -36,13 +37,15 @@ def _condition(rng: random.Random, v: str, later: str | None) -> str:
 
 def _query(rng: random.Random) -> str:
     q = rng.choice(["+", "*", "{1,3}", "{2,3}"]) + rng.choice(["", "", "?"])
-    shape = rng.choice(["ab", "xab", "xa", "or"])
+    shape = rng.choice(["ab", "xab", "xa", "or", "group"])
     if shape == "ab":
         pat, v, later = f"SEQ(ANY{q} a[], ANY b)", "a", "b"
     elif shape == "xab":
         pat, v, later = f"SEQ(ANY x, ANY{q} a[], ANY b)", "a", "b"
     elif shape == "xa":
         pat, v, later = f"SEQ(ANY x, ANY{q} a[])", "a", None
+    elif shape == "group":  # a list variable inside a repeated group (the pda plan)
+        pat, v, later = f"SEQ(SEQ(ANY a, ANY d){q}, ANY b)", "a", "b"
     else:
         pat, v, later = f"OR(SEQ(ANY{q} a[], ANY b), ANY c)", "a", "b"
     conds = [_condition(rng, v, later) for _ in range(rng.randint(1, 2))]
