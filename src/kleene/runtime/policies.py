@@ -14,7 +14,7 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from ..codegen import build
-from ..errors import InputError
+from ..errors import EngineError, InputError
 from ..events import Match
 from ..plan.layout import GPOS, ID, TS, WPOS
 from ..plan.linear import CompKind
@@ -450,6 +450,9 @@ def preference_key(node: PreferNode, seq: tuple[str, ...],
     bound variables; an OR then parses only through branches with a bound variable (a
     branch that binds no row is taken or not)."""
     n = len(seq)
+    flat = _flat_key(node, seq)
+    if flat is not None:
+        return flat
 
     def parse(p: PreferNode, i: int) -> Iterator[tuple[int, tuple[int, ...]]]:
         kind = p[0]
@@ -492,12 +495,54 @@ def preference_key(node: PreferNode, seq: tuple[str, ...],
                     for m, e in parse_rep(p, count + 1, j):
                         yield m, (code, *d, *e)
 
-    for j, d in parse(node, 0):
-        if j == n:
-            return d
+    try:
+        for j, d in parse(node, 0):
+            if j == n:
+                return d
+    except RecursionError:
+        raise EngineError(
+            f"AFTER MATCH SKIP: cannot rank a match of {n:,} rows by SQL's preference order "
+            "(its pattern nests repetitions too deeply for that many rows); bound the "
+            "repetitions ({1,100}) or add a window") from None
     if bound is not None:
         return preference_key(node, seq)
     raise AssertionError(f"no parse of {seq} by the pattern")
+
+
+def _flat_key(node: PreferNode, seq: tuple[str, ...]) -> tuple[int, ...] | None:
+    """The preference key without backtracking, for the common shape: a sequence (or one
+    item) of single events and repetitions of single events whose variables are all
+    different. The rows' variables then fix how many rows each item takes, and the key is,
+    per repetition of m rows, m "another" codes and one "stop" code (greedy: another 0,
+    stop 1; reluctant: another 1, stop 0). None for any other shape (the general parse)."""
+    items = node[1] if node[0] == "s" else (node,)
+    names = []
+    for it in items:
+        if it[0] == "e":
+            names.append(it[1])
+        elif it[0] == "k" and it[1][0] == "e":
+            names.append(it[1][1])
+        else:
+            return None
+    if len(set(names)) != len(names):
+        return None
+    key: list[int] = []
+    i, n = 0, len(seq)
+    for it, v in zip(items, names, strict=True):
+        m = 0
+        while i < n and seq[i] == v:
+            i += 1
+            m += 1
+        if it[0] == "e":
+            if m != 1:
+                return None
+            continue
+        _k, _body, lo, hi, reluctant = it
+        if m < lo or (hi is not None and m > hi):
+            return None
+        key += [1 if reluctant else 0] * m
+        key.append(0 if reluctant else 1)
+    return tuple(key) if i == n else None
 
 
 def _prefer_vars(p: PreferNode) -> frozenset[str]:
