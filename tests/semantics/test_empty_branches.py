@@ -79,6 +79,23 @@ CASES = [
              x1  x2  x3
          """,
          ["a=x1 c=x2", "b=[] c=x3"]),
+    # semantics 2, "one match per mapping": the oracle once gave each way of forming a
+    # mapping as its own identical match (10 here, 5 distinct), and pda refused the shape
+    case("a repeated group: two empty choices of an OR are one match",
+         "PATTERN (SEQ(OR(ANY* b[], ANY* d[]), ANY c))+",
+         """
+         ts  1   2
+             x1  x2
+         """,
+         ["b=[] d=[] c=[x1]", "b=[] d=[] c=[x1 x2]", "b=[] d=[x1] c=[x2]",
+          "b=[x1] d=[] c=[x2]", "b=[] d=[] c=[x2]"]),
+    case("a repeated group: one match however the repetitions split its events",
+         "PATTERN (SEQ(ANY+ b[]))+",
+         """
+         ts  1   2
+             x1  x2
+         """,
+         ["b=[x1]", "b=[x1 x2]", "b=[x2]"]),
 ]
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 from .. import ast
-from ..plan.automaton import Unsupported
 from ..plan.explain import group_text
 from ..plan.groups import And, AnyK, Ev, GroupPlan, Node, Rep, Seq, Win, compile_group_plan
 from ..runtime.groups import GroupMatcher
@@ -72,27 +71,7 @@ def _can_be_empty(p: ast.Pattern) -> bool:
     return any(_can_be_empty(i) for i in p.items if not isinstance(i, ast.Not))
 
 
-def _twice_empty_in_rep(p: ast.Pattern, in_rep: bool = False) -> bool:
-    """An OR / ANY inside a repetition with two or more items that can match empty: the two
-    empty choices bind the same lists inside the repetition, and docs/semantics.md counts each
-    as its own (identical) match, which the pushdown automaton (one run per event set) does
-    not reproduce."""
-    if isinstance(p, ast.EventPattern):
-        return False
-    if isinstance(p, ast.Kleene):
-        return _twice_empty_in_rep(p.body, True)
-    if isinstance(p, ast.Within | ast.Not):
-        return _twice_empty_in_rep(p.body, in_rep)
-    items = [i for i in p.items if not isinstance(i, ast.Not)]
-    if in_rep and isinstance(p, ast.Or | ast.AnyOf) and sum(map(_can_be_empty, items)) > 1:
-        return True
-    return any(_twice_empty_in_rep(i, in_rep) for i in p.items)
-
-
 def _compile(analyzed: AnalyzedQuery) -> GroupPlan:
-    if _twice_empty_in_rep(analyzed.pattern):
-        raise Unsupported("an OR / ANY inside a repetition with two items that can match "
-                          "empty (each empty choice is its own, identical match)")
     return compile_group_plan(analyzed, nested=True)
 
 

@@ -166,6 +166,10 @@ class GroupMatcher(NodeRunner):
         self._info: dict[Any, tuple[int, bool, bool]] = {}
         self._trans: dict[Any, Any] = {}
         self.memo_ok = not _has_win(plan.root)
+        self.dedupe = _group_rep(plan.root)
+        self._slot_lists = tuple(v in plan.layout.list_vars for v, _s in sorted(
+            plan.layout.var_slots.items(), key=lambda kv: kv[1]))[:self.npos]
+        """A repeated group: the same match can be formed twice (dropped, :func:`_dedupe`)."""
         self.bucketed = self.memo_ok and plan.strategy is Strategy.SKIP_TILL_ANY_MATCH
         self.bit = {v: 1 << i for i, v in enumerate(plan.order)}
         self.fast = self._classify_nots() if self.bucketed else {}
@@ -677,6 +681,15 @@ class GroupMatcher(NodeRunner):
         runtime already buffers); checked after each event (:func:`.caps.over_budget` raises or
         truncates). None: no cap.
         """
+        if self.dedupe:
+            start = len(out)
+            self.dedupe = False
+            try:
+                self.process(st, recs, bits, out, max_matches, budget)
+            finally:
+                self.dedupe = True
+            _dedupe(out, start, self._slot_lists)
+            return
         if self._loop is not None:
             self._loop(st, recs, bits, out, max_matches, budget)
             return
@@ -1096,6 +1109,34 @@ def _has_any(n: Node) -> bool:
     if isinstance(n, Rep | Win):
         return _has_any(n.body)
     return any(_has_any(i) for i in n.items)
+
+
+def _group_rep(n: Node) -> bool:
+    """Does ``n`` repeat a group (a repetition whose body is not one event)? Two ways of
+    splitting the same events into repetitions then bind the same lists: one match
+    (docs/semantics.md 2)."""
+    if isinstance(n, Ev):
+        return False
+    if isinstance(n, Rep):
+        return not isinstance(n.body, Ev) or _group_rep(n.body)
+    if isinstance(n, Win):
+        return _group_rep(n.body)
+    return any(_group_rep(i) for i in n.items)
+
+
+def _dedupe(out: list[Candidate], start: int, lists: tuple[bool, ...]) -> None:
+    """Drop from ``out[start:]`` a candidate that binds exactly the events of an earlier
+    one (the same match formed twice), keeping the first. ``lists``: per positive slot,
+    whether it holds a list of records."""
+    seen: set[tuple[Any, ...]] = set()
+    kept = []
+    for c in out[start:]:
+        key = tuple(None if x is None else (tuple(r[GPOS] for r in x) if is_list else x[GPOS])
+                    for x, is_list in zip(c.B, lists, strict=False))
+        if key not in seen:
+            seen.add(key)
+            kept.append(c)
+    out[start:] = kept
 
 
 def _has_win(n: Node) -> bool:

@@ -722,6 +722,7 @@ class _Enumerator:
         body.sort(key=lambda o: min(o.events))
         names = _positive_vars(p.body)
         out: list[_Occ] = []
+        seen: set[tuple[tuple[str, Bound], ...]] = set()
 
         def grow(reps: list[_Occ], top: int) -> None:
             if len(reps) >= p.min:
@@ -732,7 +733,12 @@ class _Enumerator:
                 occ = _Occ(binds, frozenset().union(*(r.events for r in reps)))
                 if not self._emit([occ]):
                     return  # pruned: every extension is pruned too (windows, equivalence)
-                out.append(occ)
+                # §2: one match per mapping -- another split of the same events into
+                # repetitions (or another empty branch) forms the same lists again
+                key = tuple(sorted(binds.items()))
+                if key not in seen:
+                    seen.add(key)
+                    out.append(occ)
             if p.max is not None and not self.relax and len(reps) >= p.max:
                 return
             for o in body:
