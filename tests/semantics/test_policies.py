@@ -199,6 +199,13 @@ CASES = [
          """,
          ["a=a1 b=b3 c=c5 d=d9"],
          b2={"x": 1}, c6={"x": 1}, b3={"x": 2}, c5={"x": 2}),
+    case("one PICK: a group's member after an incomplete group in output order is still "
+         "compared (the 100,000-case differential run, issue 17)",
+         # group (a=a1, c=[]): b=[a2], [a3], [a2 a3] -> LAST keeps [a3]; at d1 the release
+         # stopped at (a1, [a2], [a3]) (its group waits for a3 + 3 s) and let [a3] out alone
+         "PATTERN SEQ(A a, A+ b[], A* c[]) WITHIN 3 seconds PICK LAST b",
+         "a1@1 a2@1 a3@2 d1@5",
+         ["a=a1 b=[a3] c=[]", "a=a1 b=[a2] c=[a3]", "a=a2 b=[a3] c=[]"]),
     case("a PICK group held to the end still competes in EMIT RECENT (issue 17)",
          "PATTERN OR(A a2, A a3) WITHIN 1 seconds PICK LAST a2 EMIT RECENT",
          """

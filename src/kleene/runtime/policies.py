@@ -84,9 +84,11 @@ class Policies:
         ``cands[k':]`` stay held: no released match shares a group of any PICK, or (EMIT
         RECENT) a completing event, with a held one -- each PICK's group is complete by
         :meth:`release_ts`, but a member can be held for another PICK's (or EMIT RECENT's)
-        sake, and the policies compare only what is released together."""
-        if len(self.picks) < 2 and not self.recent:
-            return k  # one PICK alone: release_ts already waits for its whole group
+        sake, and the policies compare only what is released together. Also with one PICK:
+        the released prefix stops at the first match whose own group is not complete, and a
+        member of an earlier, complete group can come after it in output order."""
+        if not self.picks and not self.recent:
+            return k
         while 0 < k < len(cands):
             held: set[Any] = set()
             for c in cands[k:]:
