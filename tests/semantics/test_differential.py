@@ -170,7 +170,9 @@ split over processes."""
 WILD_FEATURES = [f for f in os.environ.get("KLEENE_DIFF_FEATURES", "mixed").split(",") if f]
 """Long run only: the feature groups queries are drawn from (one of them per draw)."""
 WILD_STREAMS = int(os.environ.get("KLEENE_DIFF_STREAMS", "3"))
-"""Long run only: streams drawn per query (drawing a query costs as much as a stream)."""
+"""Long run only: streams drawn per example (drawing one costs about as much as a case)."""
+WILD_QUERIES = int(os.environ.get("KLEENE_DIFF_QUERIES", "3"))
+"""Long run only: queries drawn per example; each is run on each of the example's streams."""
 
 
 def _same(x: Any) -> Any:
@@ -254,19 +256,26 @@ def test_wild_values_every_backend_and_plan_equal_oracle() -> None:
         case(query, aq, select(aq), stream)
 
     def check_long(data: st.DataObject) -> None:
-        """Long run: a query first (discarded before any stream is drawn when no target
-        still needs it), then ``WILD_STREAMS`` streams for it."""
+        """Long run: ``WILD_QUERIES`` queries first (one a run's targets do not support is
+        discarded before any stream is drawn), then ``WILD_STREAMS`` streams, and every
+        (query, stream) pair is a case (a draw costs about as much as an evaluation)."""
         nonlocal discarded
-        query = data.draw(drawn)
-        aq = analyze(query)
-        if WILD_PER_TARGET and not supporting(aq):
-            discarded += 1
+        drawn_queries = []
+        for _ in range(WILD_QUERIES):
+            query = data.draw(drawn)
+            aq = analyze(query)
+            if WILD_PER_TARGET and not supporting(aq):
+                discarded += 1
+                continue
+            drawn_queries.append((query, aq))
+        if not drawn_queries:
             return
         for _ in range(WILD_STREAMS):
             stream = data.draw(streams(wild=True))
-            names = select(aq)
-            if names:
-                case(query, aq, names, stream)
+            for query, aq in drawn_queries:
+                names = select(aq)
+                if names:
+                    case(query, aq, names, stream)
 
     def report() -> None:
         path = os.environ.get("KLEENE_DIFF_REPORT")
@@ -292,7 +301,7 @@ def test_wild_values_every_backend_and_plan_equal_oracle() -> None:
 
     while long_run and more():
         chunk = WILD_CHUNK // 10 if WILD_PER_TARGET else max(1, min(
-            WILD_CHUNK, (WILD_CASES - cases) // WILD_STREAMS))
+            WILD_CHUNK, (WILD_CASES - cases) // (WILD_STREAMS * WILD_QUERIES)))
         settings(max_examples=chunk, derandomize=False,
                  deadline=None, database=None, phases=[Phase.generate],
                  suppress_health_check=list(HealthCheck))(given(data=st.data())(check_long))()
