@@ -574,6 +574,22 @@ class _Gen:
             return f"_ar({op!r}, {x}, {y})"
         raise EngineError(f"automaton engine does not support operator {op!r}")
 
+    def _over_list(self, name: str, arg: ast.Expr, v: str, cut: str) -> str:
+        """Aggregate ``name`` of ``arg`` over the elements of list variable ``v`` (``cut``:
+        a slice of them, ``[:i + 1]`` for a running aggregate, docs/semantics.md 21)."""
+        slot = self.layout.var_slots[v]
+        r = f"_r{self.n + 1}"
+        self.n += 1
+        saved = self.elem.get(v)
+        self.elem[v] = r
+        body = self.gen(arg)
+        if saved is None:
+            del self.elem[v]
+        else:
+            self.elem[v] = saved
+        return (f"(None if B[{slot}] is None else "
+                f"_agg({name!r}, [{body} for {r} in B[{slot}]{cut}]))")
+
     def call(self, e: ast.Call) -> str:
         # RETURN is evaluated over B + (whole, classifier, match number, start, end), where
         # ``whole`` is the whole match's B so extended (EMIT ROWS' final(), semantics 19)
@@ -607,18 +623,7 @@ class _Gen:
                 if self.access is not None:
                     raise NotInlinable(next(iter(info.running)))
                 (v,) = info.running
-                slot = self.layout.var_slots[v]
-                r = f"_r{self.n + 1}"
-                self.n += 1
-                saved = self.elem.get(v)
-                self.elem[v] = r
-                body = self.gen(arg)
-                if saved is None:
-                    del self.elem[v]
-                else:
-                    self.elem[v] = saved
-                return (f"(None if B[{slot}] is None else "
-                        f"_agg({e.name!r}, [{body} for {r} in B[{slot}][:i + 1]]))")
+                return self._over_list(e.name, arg, v, "[:i + 1]")
             lv = sorted((info.iter_vars | info.closing) & self.layout.list_vars)
             single = sorted(info.vars - self.layout.list_vars)
             if len(lv) > 1:
@@ -630,19 +635,7 @@ class _Gen:
                 if unbound:
                     return f"(None if {unbound} else _agg({e.name!r}, [{val}]))"
                 return f"_agg({e.name!r}, [{val}])"
-            v = lv[0]
-            slot = self.layout.var_slots[v]
-            r = f"_r{self.n + 1}"
-            self.n += 1
-            saved = self.elem.get(v)
-            self.elem[v] = r
-            body = self.gen(arg)
-            if saved is None:
-                del self.elem[v]
-            else:
-                self.elem[v] = saved
-            return (f"(None if B[{slot}] is None else "
-                    f"_agg({e.name!r}, [{body} for {r} in B[{slot}]]))")
+            return self._over_list(e.name, arg, lv[0], "")
         args = ", ".join(self.gen(a) for a in e.args)
         if e.name in _SCALAR_NAMES:
             return f"_call({e.name!r}, {args})"
