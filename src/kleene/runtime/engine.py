@@ -1018,7 +1018,7 @@ class Runtime:
                 self.out_keys.extend(c.last_gpos for c in kept)
             else:  # EMIT ROWS: one output per row, each with its match's key
                 for c in kept:
-                    self.out_keys.extend([c.last_gpos] * len(self.policies.build([c], True)))
+                    self.out_keys.extend([c.last_gpos] * self.policies.row_count(c))
             out = self.policies.build(kept, self.count_only)
         if len(self.policies.consumed) > self._CONSUMED_PRUNE:
             self._prune_consumed()

@@ -683,13 +683,13 @@ class GroupMatcher(NodeRunner):
         """
         if self.dedupe:
             start = len(out)
-            self.dedupe = False
-            try:
-                self.process(st, recs, bits, out, max_matches, budget)
-            finally:
-                self.dedupe = True
+            self._process(st, recs, bits, out, max_matches, budget)
             _dedupe(out, start, self._slot_lists)
-            return
+        else:
+            self._process(st, recs, bits, out, max_matches, budget)
+
+    def _process(self, st: GroupState, recs: list[Rec], bits: list[int],
+                 out: list[Candidate], max_matches: int | None, budget: int | None) -> None:
         if self._loop is not None:
             self._loop(st, recs, bits, out, max_matches, budget)
             return

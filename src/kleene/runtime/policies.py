@@ -418,6 +418,11 @@ class Policies:
         out.sort(key=lambda x: x[0][GPOS])
         return out
 
+    def row_count(self, c: Candidate) -> int:
+        """EMIT ROWS: how many records ``c`` makes (without building them)."""
+        assert self.rows is not None
+        return len(self._rows(c, self.rows))
+
     def to_rows(self, c: Candidate, excluded: tuple[str, ...]) -> list[Match]:
         """EMIT ROWS (docs/semantics.md 19): one Match per row of the match, in row order:
         the match's bindings, start and end; values ``row`` (the row's id), then RETURN
