@@ -186,6 +186,87 @@ def _same(x: Any) -> Any:
     return x
 
 
+BATCH_WILD = 40
+"""Wild-value pairs per batched backend in CI (one derandomized batch call each)."""
+BATCH_CASES = int(os.environ.get("KLEENE_DIFF_BATCH_CASES", "0"))
+"""Long run of a batched backend: random wild-value pairs until this many were compared
+(``KLEENE_DIFF_BATCH_CASES=100000``; docs/reliability.md)."""
+BATCH_CHUNK = int(os.environ.get("KLEENE_DIFF_BATCH_CHUNK", "3000"))
+"""Long run: pairs per batch call (one Spark job or streaming query each)."""
+
+
+def _wild_pairs(n: int, *, derandomize: bool, features: list[str]) -> list[tuple[str, EventBatch]]:
+    """``n`` (query, stream) pairs with the wild values of :func:`streams`."""
+    pairs: list[tuple[str, EventBatch]] = []
+
+    @settings(max_examples=n, derandomize=derandomize, deadline=None, database=None,
+              phases=[Phase.generate], suppress_health_check=list(HealthCheck))
+    @given(query=st.one_of(*(queries(feature=f, wild=True) for f in features)),
+           stream=streams(wild=True))
+    def collect(query: str, stream: EventBatch) -> None:
+        pairs.append((query, stream))
+
+    collect()
+    return pairs[:n]
+
+
+@pytest.mark.parametrize("name", BATCHED or [pytest.param("none", marks=pytest.mark.skip(
+    reason="no batched backend is importable"))])
+def test_wild_values_batched_backend_equals_oracle(name: str) -> None:
+    """The wild values (overflow-prone int64, NULLs, NaN, infinities, strings, booleans,
+    lists) through a batched backend: 40 derandomized pairs in one batch call in CI.
+
+    Long run (docs/reliability.md): ``KLEENE_DIFF_BATCH_CASES=100000
+    KLEENE_DIFF_REPORT=/tmp/spark.json pytest ... -k 'wild_values_batched and spark-stream'``:
+    random (not derandomized) chunks of ``KLEENE_DIFF_BATCH_CHUNK`` pairs, one batch call per
+    chunk, until that many pairs were compared (or ``KLEENE_DIFF_SECONDS``), every
+    disagreement collected, the report rewritten after each chunk."""
+    entry = BACKENDS[name]
+    batch = entry.load_batch()
+    assert batch is not None
+    if entry.needs_spark:
+        from kleene.spark.backend import local_session
+
+        local_session()
+    long_run = BATCH_CASES > 0
+    started = time.perf_counter()
+    cases = errors = 0
+    bad: list[str] = []
+    features = WILD_FEATURES if long_run else ["mixed"]
+    while True:
+        n = min(BATCH_CHUNK, BATCH_CASES - cases) if long_run else BATCH_WILD
+        drawn = _wild_pairs(n, derandomize=not long_run, features=features)
+        analyzed = [analyze(q) for q, _ in drawn]
+        got = batch([(aq, s) for aq, (_, s) in zip(analyzed, drawn, strict=True)])
+        assert len(got) == len(drawn)
+        for aq, (query, stream), result in zip(analyzed, drawn, got, strict=True):
+            try:
+                want: Any = _same(_key(oracle(aq, stream)))
+            except Exception as exc:  # noqa: BLE001 - the oracle's error is the expected one
+                want = f"{type(exc).__name__}: {exc}"
+            if isinstance(result, Exception):
+                errors += 1
+                have: Any = f"{type(result).__name__}: {result}"
+            else:
+                have = _same(_key(result))
+            cases += 1
+            if have != want:
+                bad.append(f"query:  {query}\n  stream: {describe(stream)}\n"
+                           f"  oracle: {want}\n  {name}: {have}")
+        path = os.environ.get("KLEENE_DIFF_REPORT")
+        if path:
+            with open(path, "w") as f:
+                json.dump({"backend": name, "cases": cases, "errors (equal on both sides)":
+                           errors, "seconds": round(time.perf_counter() - started, 1),
+                           "disagreements": len(bad), "first": bad[:30]}, f, indent=1)
+        if (not long_run or cases >= BATCH_CASES
+                or time.perf_counter() - started >= WILD_SECONDS):
+            break
+    assert cases >= (BATCH_CASES if long_run and WILD_SECONDS == float("inf") else 1)
+    assert not bad, (f"{name} differs from the oracle on {len(bad)} of {cases} wild pairs:\n"
+                     + "\n".join(bad[:10]))
+
+
 def test_wild_values_every_backend_and_plan_equal_oracle() -> None:
     """Overflow-prone int64 values, NULLs, NaN, infinities, strings, booleans and lists (one
     type per column and stream, compared across columns and with literals beyond int64): each

@@ -42,7 +42,7 @@ from ..events import EventBatch, Match
 from ..events.model import ID, TS, TYPE
 from ..semantic.analyzed import AnalyzedQuery, VarKind
 from .stream import pickled_error
-from .tasks import END_US, LAST_POS, ORD, SEQ, TaskRunner, TaskSpec, output_schema
+from .tasks import END_US, LAST_POS, ORD, SEQ, ReturnField, TaskRunner, TaskSpec, output_schema
 
 Pair = tuple[AnalyzedQuery, EventBatch]
 Result = list[Match] | Exception
@@ -81,16 +81,37 @@ def _renamed(t: pa.Table) -> pa.Table:
             .append_column("_kord", pa.array(range(t.num_rows), pa.int64())))
 
 
-def _matches(records: Sequence[str], analyzed: AnalyzedQuery) -> list[Match]:
-    """JSON Lines records (already in output order) -> :class:`Match` objects."""
+_NONFINITE = {"Infinity": float("inf"), "-Infinity": float("-inf"), "NaN": float("nan")}
+"""The strings the JSON output writes for non-finite floats (JSON has no such numbers)."""
+
+
+def _decoded(v: Any, t: pa.DataType | None) -> Any:
+    """A RETURN value read back from a JSON record, as the engine produced it: the strings
+    ``"Infinity"``, ``"-Infinity"`` and ``"NaN"`` of a float field (or of a list of floats)
+    are floats again; a field of another type keeps its value."""
+    if t is None or v is None:
+        return v
+    if pa.types.is_floating(t) and isinstance(v, str):
+        return _NONFINITE.get(v, v)
+    if (pa.types.is_list(t) or pa.types.is_large_list(t)) and isinstance(v, list):
+        return [_decoded(x, t.value_type) for x in v]
+    return v
+
+
+def _matches(records: Sequence[str], analyzed: AnalyzedQuery,
+             returns: Sequence[ReturnField] = ()) -> list[Match]:
+    """JSON Lines records (already in output order) -> :class:`Match` objects; ``returns``
+    (the RETURN fields' Arrow types) turns non-finite floats back into floats."""
     lists = {v.name for v in analyzed.variables.values() if v.kind is VarKind.LIST}
+    types = {f.name: f.arrow_type for f in returns}
     result = []
     for rec in records:
         r = json.loads(rec)
         bindings = {k: tuple(v) if k in lists else v for k, v in r["match"].items()}
         expired = r.get("expired")
+        values = {k: _decoded(v, types.get(k)) for k, v in r.get("values", {}).items()}
         result.append(Match(r["query"], bindings, int(r["start"]), int(r["end"]),
-                            r.get("values", {}), None if expired is None else int(expired)))
+                            values, None if expired is None else int(expired)))
     return result
 
 
@@ -106,7 +127,10 @@ def evaluate(analyzed: AnalyzedQuery, events: EventBatch, **options: Any) -> lis
     out = match(df, analyzed, time_col="_kts", type_col="_ktype", id_col="_kid",
                 order_col="_kord", time_unit="us", output="json", check=False, **options)
     rows = out.orderBy(END_US, LAST_POS, SEQ).select("record").collect()
-    return _matches([r[0] for r in rows], analyzed)
+    from .batch import return_fields
+
+    types = {f.name: f.type for f in events.table.schema}
+    return _matches([r[0] for r in rows], analyzed, return_fields(analyzed, types))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -296,7 +320,8 @@ def evaluate_many(pairs: Sequence[Pair]) -> list[Result]:
                     records[i].append((row[END_US], row[LAST_POS], row[SEQ], row["record"]))
             for i, recs in records.items():
                 if results[i] is None:
-                    results[i] = _matches([r[3] for r in sorted(recs)], pairs[i][0])
+                    results[i] = _matches([r[3] for r in sorted(recs)], pairs[i][0],
+                                          specs[i][0].returns)
     return [r if r is not None else [] for r in results]
 
 
@@ -459,7 +484,7 @@ def _replay(pairs: Sequence[Pair]) -> list[Result]:
             for i in queries:
                 if results[i] is None:
                     results[i] = _matches([r[3] for r in sorted(records.get(i, []))],
-                                          pairs[i][0])
+                                          pairs[i][0], queries[i][0].returns)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return [r if r is not None else [] for r in results]

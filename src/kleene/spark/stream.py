@@ -109,6 +109,11 @@ class ProcessorSpec:
     out_names: tuple[str, ...] = ()
     """A query set's output columns (the union of its queries'): each query's rows get the
     columns it does not have as NULL."""
+    null_masks: tuple[tuple[int, int], ...] = ()
+    """(value column, null-mask column) positions of the nullable integer columns: pandas
+    turns an integer column with NULLs into floats, which loses every value beyond 2**53 (and
+    fails beyond int64's float range), so such a column reaches the processor with its NULLs
+    as 0 plus a boolean mask column (appended after the input columns) and is rebuilt exact."""
 
 
 def _ipc(table: pa.Table) -> bytes:
@@ -217,9 +222,14 @@ class KleeneProcessor:
         if pdf.shape[1] != len(ins):
             raise InputError(f"stream rows have {pdf.shape[1]} columns, expected {len(ins)}: "
                              f"{list(pdf.columns)} vs {ins.names}")
-        arrays = [pa.array(pdf.iloc[:, i], type=ins.field(i).type, from_pandas=True)
-                  for i in range(len(ins))]
-        return pa.Table.from_arrays(arrays, schema=ins).cast(target, safe=False)
+        masks = dict(self.spec.null_masks)
+        n = len(target)  # the mask columns after them are not events' columns
+        arrays = [pa.array(pdf.iloc[:, i], type=ins.field(i).type, from_pandas=True,
+                           mask=pdf.iloc[:, masks[i]].to_numpy(dtype=bool) if i in masks
+                           else None)
+                  for i in range(n)]
+        return pa.Table.from_arrays(arrays, schema=pa.schema([ins.field(i) for i in range(n)])
+                                    ).cast(target, safe=False)
 
     def _wm(self, timer_values: Any) -> int | None:
         """kleene's watermark in ms (None: Spark has none yet)."""
@@ -607,6 +617,20 @@ def stateful_operator(df: Any, queries: Mapping[int, tuple[TaskSpec, tuple[str, 
         if pa.types.is_timestamp(at):
             at = pa.timestamp("ns", at.tz)
         in_fields.append(pa.field(f.name, at))
+    # nullable integer columns: NULLs as 0 plus a mask column (ProcessorSpec.null_masks)
+    nullable = [i for i, f in enumerate(df.schema.fields)
+                if f.nullable and pa.types.is_integer(fields[i].type)
+                and f.name not in (QUERY_IX, BUCKET)]
+    null_masks = tuple((i, len(fields) + k) for k, i in enumerate(nullable))
+    if nullable:
+        from pyspark.sql import functions as F
+
+        names = df.schema.names
+        df = df.select(*[F.coalesce(F.col(f"`{c}`"), F.lit(0)).alias(c)
+                         if i in nullable else F.col(f"`{c}`") for i, c in enumerate(names)],
+                       *[F.col(f"`{names[i]}`").isNull().alias(f"__knull{k}")
+                         for k, i in enumerate(nullable)])
+        in_fields += [pa.field(f"__knull{k}", pa.bool_()) for k in range(len(nullable))]
     specs = {ix: StreamSpec(task, cols, buckets, uuid.uuid4().hex, end)
              for ix, (task, cols, buckets, end) in queries.items()}
     out = stream_output_schema(next(iter(specs.values())).task)
@@ -624,7 +648,8 @@ def stateful_operator(df: Any, queries: Mapping[int, tuple[TaskSpec, tuple[str, 
         out = pa.schema([*_union_fields(specs), pa.field(QUERY_IX, pa.int64())])
         out_names = tuple(out.names)
     pspec = ProcessorSpec(specs, pa.schema(in_fields), pa.schema(fields), margin_ms,
-                          by_query or query_set, replay=by_query, out_names=out_names)
+                          by_query or query_set, replay=by_query, out_names=out_names,
+                          null_masks=null_masks)
     grouped = df.groupBy(QUERY_IX, BUCKET) if by_query or query_set else df.groupBy(BUCKET)
     return grouped.transformWithStateInPandas(
         statefulProcessor=_make_processor(pspec), outputStructType=from_arrow_schema(out),
