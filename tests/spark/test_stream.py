@@ -207,16 +207,42 @@ def test_integers_beyond_2_53_next_to_nulls_stay_exact(spark: Any, tmp_path: Pat
     differential run of the ``spark-stream`` backend with wild values."""
     big = 2**53
     xs = [big, big + 1, None, 2**63 - 1, big + 1, None, -(2**63), big]  # A, B, A, B, ...
-    rows = [{"id": i, "ts": i, "type": "AB"[i % 2], "k": "k0", "x": x}
-            for i, x in enumerate(xs)]
     query = "PATTERN SEQ(A a, B b) WHERE b.x > a.x PARTITION BY k WITHIN 8 seconds RETURN b.x"
-    expected = embedded_lines(query, [{k: v for k, v in r.items() if k != "id"} for r in rows],
-                              "automaton")
+    expected, got = _stream_and_embedded(spark, tmp_path, query, xs, "x long")
     assert f'"match": {{"a": 0, "b": 1}}, "start": 0, "end": 1, "values": {{"b.x": {big + 1}}}' \
         in expected[0]
+    assert got == expected
+
+
+def test_nan_is_not_null_in_a_stream(spark: Any, tmp_path: Path) -> None:
+    """pandas gives NULL and NaN in a float column the same NaN: ``b.x != b.x`` (TRUE for NaN,
+    NULL for NULL) lost its matches and ``RETURN b.x`` wrote null for NaN."""
+    nan = float("nan")
+    xs = [1.0, nan, None, None, 2.0, nan, nan, 3.0]  # A, B, A, B, ...
+    query = ("PATTERN SEQ(A a, B b) WHERE b.x != b.x OR b.x IS NULL PARTITION BY k "
+             "WITHIN 8 seconds RETURN b.x, b.x IS NULL AS missing")
+    expected, got = _stream_and_embedded(spark, tmp_path, query, xs, "x double")
+    assert any('"missing": true' in e for e in expected)
+    assert any('"missing": false' in e for e in expected)
+    assert got == expected
+
+
+def _stream_and_embedded(spark: Any, tmp_path: Path, query: str, xs: list[Any],
+                         x_type: str) -> tuple[list[str], list[str]]:
+    """The embedded engine's JSON Lines and match_stream's for events A, B, A, B, ... of one
+    key with the values ``xs`` (one micro-batch, then the sentinel moves the watermark)."""
+    rows = [{"id": i, "ts": i, "type": "AB"[i % 2], "k": "k0", "x": x}
+            for i, x in enumerate(xs)]
+    expected = embedded_lines(query, [{k: v for k, v in r.items() if k != "id"} for r in rows],
+                              "automaton")
     src = tmp_path / "in"
-    _write(src, "p0.jsonl", [*rows, SENTINEL])
-    sdf = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(src))
+    src.mkdir()
+    schema = SCHEMA.replace("x long", x_type)
+    # JSON has no NaN: Parquet carries it
+    spark.createDataFrame([tuple(r[c] for c in ("id", "ts", "type", "k", "x"))
+                           for r in [*rows, {**SENTINEL, "x": None}]], schema) \
+        .coalesce(1).write.parquet(str(src / "p0"))
+    sdf = spark.readStream.schema(schema).parquet(str(src / "p0"))
     m = match_stream(sdf, query, watermark="2 seconds", time_col="ts", type_col="type",
                      id_col="id", output="json", buckets=1)
     out = tmp_path / "out"
@@ -224,4 +250,5 @@ def test_integers_beyond_2_53_next_to_nulls_stay_exact(spark: Any, tmp_path: Pat
          .option("path", str(out)).trigger(availableNow=True).start())
     q.awaitTermination()
     matches, late = _read(spark, out)
-    assert matches == expected and late == []
+    assert late == []
+    return expected, matches

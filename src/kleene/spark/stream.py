@@ -110,10 +110,11 @@ class ProcessorSpec:
     """A query set's output columns (the union of its queries'): each query's rows get the
     columns it does not have as NULL."""
     null_masks: tuple[tuple[int, int], ...] = ()
-    """(value column, null-mask column) positions of the nullable integer columns: pandas
-    turns an integer column with NULLs into floats, which loses every value beyond 2**53 (and
-    fails beyond int64's float range), so such a column reaches the processor with its NULLs
-    as 0 plus a boolean mask column (appended after the input columns) and is rebuilt exact."""
+    """(value column, null-mask column) positions of the nullable integer and float columns.
+    pandas turns an integer column with NULLs into floats, which loses every value beyond 2**53
+    (and fails beyond int64's float range), and gives NULL and NaN in a float column the same
+    NaN. Such a column reaches the processor with its NULLs as 0 plus a boolean mask column
+    (appended after the input columns) and is rebuilt exact: NaN stays NaN, NULL stays NULL."""
 
 
 def _ipc(table: pa.Table) -> bytes:
@@ -224,9 +225,10 @@ class KleeneProcessor:
                              f"{list(pdf.columns)} vs {ins.names}")
         masks = dict(self.spec.null_masks)
         n = len(target)  # the mask columns after them are not events' columns
-        arrays = [pa.array(pdf.iloc[:, i], type=ins.field(i).type, from_pandas=True,
-                           mask=pdf.iloc[:, masks[i]].to_numpy(dtype=bool) if i in masks
-                           else None)
+        arrays = [pa.array(pdf.iloc[:, i].to_numpy(), type=ins.field(i).type,
+                           mask=pdf.iloc[:, masks[i]].to_numpy(dtype=bool))
+                  if i in masks else
+                  pa.array(pdf.iloc[:, i], type=ins.field(i).type, from_pandas=True)
                   for i in range(n)]
         return pa.Table.from_arrays(arrays, schema=pa.schema([ins.field(i) for i in range(n)])
                                     ).cast(target, safe=False)
@@ -617,9 +619,11 @@ def stateful_operator(df: Any, queries: Mapping[int, tuple[TaskSpec, tuple[str, 
         if pa.types.is_timestamp(at):
             at = pa.timestamp("ns", at.tz)
         in_fields.append(pa.field(f.name, at))
-    # nullable integer columns: NULLs as 0 plus a mask column (ProcessorSpec.null_masks)
+    # nullable integer and float columns: NULLs as 0 plus a mask column
+    # (ProcessorSpec.null_masks)
     nullable = [i for i, f in enumerate(df.schema.fields)
-                if f.nullable and pa.types.is_integer(fields[i].type)
+                if f.nullable and (pa.types.is_integer(fields[i].type)
+                                   or pa.types.is_floating(fields[i].type))
                 and f.name not in (QUERY_IX, BUCKET)]
     null_masks = tuple((i, len(fields) + k) for k, i in enumerate(nullable))
     if nullable:
