@@ -32,11 +32,13 @@ Negation: checked by the inherited history test on complete matches (``negation_
 from __future__ import annotations
 
 import bisect
+from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import ast
 from ..events import Match
 from ..plan.automaton import CompKind, Plan, Predicate, Unsupported, compile_plan
 from ..plan.expr import GPOS, TS, WPOS
@@ -168,6 +170,62 @@ def countable(p: Plan) -> tuple[tuple[Predicate, ...], ...] | None:
     return tuple(pair)
 
 
+_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "=", "!=": "!="}
+
+
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    """The shape counted by :meth:`ChainMatcher._count_ranked`: ``SEQ(a, b+ | b*, c)`` with at
+    most one condition ``a.x OP c.y`` between events (``op`` as read from ``a``'s side; None:
+    no condition)."""
+
+    star: bool
+    op: str | None
+    xslot: int
+    yslot: int
+
+
+def ranked_shape(p: Plan, pair: tuple[tuple[Predicate, ...], ...]) -> Ranked | None:
+    """The ranked counter's shape (:class:`Ranked`) if the plan has it, else None."""
+    comps = p.components
+    if (len(comps) != 3 or p.match_preds
+            or [c.kind for c in comps] != [CompKind.SINGLE, CompKind.KLEENE, CompKind.SINGLE]
+            or comps[1].max is not None or comps[1].min > 1
+            or p.vars[comps[0].vars[0]].is_list or p.vars[comps[2].vars[0]].is_list
+            or pair[0] or pair[1] or len(pair[2]) > 1):
+        return None
+    star = comps[1].min == 0
+    if not pair[2]:
+        return Ranked(star, None, 0, 0)
+    e = pair[2][0].expr
+    va, vc = comps[0].vars[0], comps[2].vars[0]
+    if not (isinstance(e, ast.Binary) and e.op in _FLIP and isinstance(e.left, ast.AttrRef)
+            and isinstance(e.right, ast.AttrRef) and e.left.index is None
+            and e.right.index is None and {e.left.var, e.right.var} == {va, vc}):
+        return None
+    left, right, op = e.left, e.right, e.op
+    if left.var != va:
+        left, right, op = right, left, _FLIP[op]
+    try:
+        xs, ys = p.layout.attr_slot(left.attr), p.layout.attr_slot(right.attr)
+    except ValueError:
+        return None
+    return Ranked(star, op, xs, ys)
+
+
+_LOW = 40
+"""Low bits of a ranked counter's weight that count the starts (fewer than 2^40 per key)."""
+
+
+def _plain(vals: list[Any]) -> bool:
+    """All numbers (no bool, no NaN) or all strings: one total order, Python's comparison
+    equals the query's (no NULL)."""
+    types = set(map(type, vals))
+    if types <= {int, float}:
+        return float not in types or all(v == v for v in vals)
+    return types == {str}
+
+
 class ChainMatcher(LinearMatcher):
     """CoverMatch / CombineMatch over a linear plan (see the module docstring). Negation,
     trailing NOTs, output order and masks are inherited from :class:`LinearMatcher`."""
@@ -225,8 +283,11 @@ class ChainMatcher(LinearMatcher):
         # does a component's count feed a later one (a source, or a Kleene loop)?
         self.feeds = [kleene_k or any(k in self.srcs[j] for j in range(n))
                       for k, kleene_k in enumerate(self.kleene)]
-        self.window_swag = self.count_mode and not any(self.pair) and (
-            self.win_us is not None or self.win_ev is not None)
+        windowed = self.win_us is not None or self.win_ev is not None
+        self.ranked = ranked_shape(plan, tuple(self.pair)) if self.count_mode and (
+            any(self.pair) or windowed) else None
+        self.window_swag = self.count_mode and not any(self.pair) and windowed \
+            and self.ranked is None
         self.sum_starts = self.count_mode and self.win_us is None and self.win_ev is None \
             and not any(self.pair)
 
@@ -296,7 +357,9 @@ class ChainMatcher(LinearMatcher):
                 budget: int | None = None) -> None:
         """CoverMatch per event; complete nodes are joined (CombineMatch) into ``out``."""
         if self.count_mode:
-            if self.window_swag:
+            if self.ranked is not None:
+                self._count_ranked(st, recs, bits)
+            elif self.window_swag:
                 self._count_window(st, recs, bits)
             else:
                 self._count(st, recs, bits)
@@ -747,6 +810,147 @@ class ChainMatcher(LinearMatcher):
             Pb, yb = newP, newy
             st.swag[2], st.swag[3] = Pb, yb
         self.counted += counted
+
+    def _count_ranked(self, st: ChainState, recs: list[Rec], bits: list[int]) -> None:
+        """Counting ``SEQ(a, b+, c) [WHERE a.x OP c.y]`` in O(log starts) per event.
+
+        A live start ``a`` has ``2^beta - 1`` partial matches ending in ``b`` (``beta``: the
+        b-candidates after it), so an event completing ``c`` adds ``sum 2^(B - B_a)`` minus the
+        number of starts (``b*``: not minus), over the live starts with ``a.x OP c.y`` (``B``:
+        the b-candidates so far in the chunk, ``B_a`` at the start). Each start is kept with the
+        exact integer weight ``2^(K - B_a)`` (``K``: the chunk's length, so ``B <= K``), shifted
+        left by :data:`_LOW` bits plus 1 (its count), in a Fenwick tree over the rank of ``a.x``
+        (``=`` / ``!=``: a dict by value); the completing event reads a prefix sum and shifts
+        it right by ``K - B``. Window expiry subtracts. Between chunks the starts are kept as
+        the per-start count vectors of :meth:`_count` (the same state): a chunk whose values
+        are not all numbers or all strings (NULL, NaN, booleans) is counted by :meth:`_count`.
+        """
+        rk = self.ranked
+        assert rk is not None
+        i = 0
+        while i < len(recs):
+            size = max(256, 2 * len(st.starts))
+            cr, cb = recs[i:i + size], bits[i:i + size]
+            i += size
+            if rk.op is not None:
+                ab, cbit = self.cbit[0], self.cbit[2]
+                vals = [s[2][rk.xslot] for s in st.starts]
+                vals += [e[rk.xslot] for e, b in zip(cr, cb, strict=True) if b & ab]
+                if not _plain(vals + [e[rk.yslot] for e, b in zip(cr, cb, strict=True)
+                                      if b & cbit]):
+                    self._count(st, cr, cb)
+                    continue
+            else:
+                vals = []
+            self._count_ranked_chunk(st, cr, cb, rk, vals)
+
+    def _count_ranked_chunk(self, st: ChainState, recs: list[Rec], bits: list[int],
+                            rk: Ranked, vals: list[Any]) -> None:
+        """One chunk of :meth:`_count_ranked` (``vals``: the ``a.x`` values it can meet)."""
+        pos_bits = self.pos_bits
+        ab, bb, cbit = self.cbit
+        K = len(recs)
+        low, mask = _LOW, (1 << _LOW) - 1
+        inf = 1 << 80
+        win_us = self.win_us if self.win_us is not None else inf
+        win_ev = self.win_ev if self.win_ev is not None else inf
+        max_runs = self.max_runs if rk.op is not None else None
+        op, xs, ys, star = rk.op, rk.xslot, rk.yslot, rk.star
+        tree_mode = op in ("<", "<=", ">", ">=")
+        right = op in ("<=", ">")
+        complement = op in (">", ">=")
+        dom: list[Any] = sorted(set(vals)) if tree_mode else []
+        rank = {v: j + 1 for j, v in enumerate(dom)}
+        m = len(dom)
+        tree = [0] * (m + 1)
+        eqd: dict[Any, int] = {}
+        q: deque[list[Any]] = deque()
+        tot = 0
+        B = 0
+        counted = 0
+
+        for s in st.starts:
+            e = s[2]
+            w = (((s[4] + 1) << K) << low) | 1
+            tot += w
+            r = 0
+            if tree_mode:
+                r = j = rank[e[xs]]
+                while j <= m:
+                    tree[j] += w
+                    j += j & -j
+            elif op is not None:
+                x = e[xs]
+                eqd[x] = eqd.get(x, 0) + w
+            q.append([s[0] + win_us, s[1] + win_ev, e, w, r])
+        try:
+            for e, b in zip(recs, bits, strict=True):
+                b &= pos_bits
+                if not b:
+                    continue
+                ts, wp = e[TS], e[WPOS]
+                # expiry: a start leaves once ts - its ts > win_us or wp - its wp >= win_ev
+                while q and (ts > q[0][0] or wp >= q[0][1]):
+                    _t, _w, x, w, r = q.popleft()
+                    tot -= w
+                    if tree_mode:
+                        while r <= m:
+                            tree[r] -= w
+                            r += r & -r
+                    elif op is not None:
+                        eqd[x[xs]] -= w
+                if b & cbit and tot:
+                    if op is None:
+                        sm = tot
+                    elif tree_mode:
+                        y = e[ys]
+                        j = bisect_right(dom, y) if right else bisect_left(dom, y)
+                        sm = 0
+                        while j:
+                            sm += tree[j]
+                            j &= j - 1
+                        if complement:
+                            sm = tot - sm
+                    else:
+                        sm = eqd.get(e[ys], 0)
+                        if op == "!=":
+                            sm = tot - sm
+                    if sm:
+                        counted += (sm >> low) >> (K - B)
+                        if not star:
+                            counted -= sm & mask
+                if b & bb:
+                    B += 1
+                if b & ab:
+                    w = ((1 << (K - B)) << low) | 1
+                    tot += w
+                    r = 0
+                    if tree_mode:
+                        r = j = rank[e[xs]]
+                        while j <= m:
+                            tree[j] += w
+                            j += j & -j
+                    elif op is not None:
+                        x = e[xs]
+                        eqd[x] = eqd.get(x, 0) + w
+                    q.append([ts + win_us, wp + win_ev, e, w, r])
+                    if max_runs is not None and len(q) > max_runs:
+                        self.counted += counted  # final even if the cap raises
+                        counted = 0
+                        for _ in range(too_many_runs(self, len(q), e)):
+                            _t, _w, x, w, r = q.popleft()
+                            tot -= w
+                            if tree_mode:
+                                while r <= m:
+                                    tree[r] -= w
+                                    r += r & -r
+                            elif op is not None:
+                                eqd[x[xs]] -= w
+        finally:
+            self.counted += counted
+            sh = K - B
+            st.starts = deque([s[2][TS], s[2][WPOS], s[2], 1, ((s[3] >> low) >> sh) - 1, 0]
+                              for s in q)
 
     # ---------------------------------------------------------------------------------------
     # EMIT COVERAGE
