@@ -864,7 +864,7 @@ class ChainMatcher(LinearMatcher):
         m = len(dom)
         tree = [0] * (m + 1)
         eqd: dict[Any, int] = {}
-        q: deque[list[Any]] = deque()
+        q: deque[tuple[Any, ...]] = deque()
         tot = 0
         B = 0
         counted = 0
@@ -882,23 +882,27 @@ class ChainMatcher(LinearMatcher):
             elif op is not None:
                 x = e[xs]
                 eqd[x] = eqd.get(x, 0) + w
-            q.append([s[0] + win_us, s[1] + win_ev, e, w, r])
+            q.append((s[0] + win_us, s[1] + win_ev, e, w, r))
+        # the oldest start's expiry: it leaves once ts - its ts > win_us or wp - its
+        # wp >= win_ev
+        nt, nw = (q[0][0], q[0][1]) if q else (inf, inf)
         try:
             for e, b in zip(recs, bits, strict=True):
                 b &= pos_bits
                 if not b:
                     continue
                 ts, wp = e[TS], e[WPOS]
-                # expiry: a start leaves once ts - its ts > win_us or wp - its wp >= win_ev
-                while q and (ts > q[0][0] or wp >= q[0][1]):
-                    _t, _w, x, w, r = q.popleft()
-                    tot -= w
-                    if tree_mode:
-                        while r <= m:
-                            tree[r] -= w
-                            r += r & -r
-                    elif op is not None:
-                        eqd[x[xs]] -= w
+                if ts > nt or wp >= nw:
+                    while q and (ts > q[0][0] or wp >= q[0][1]):
+                        _t, _w, x, w, r = q.popleft()
+                        tot -= w
+                        if tree_mode:
+                            while r <= m:
+                                tree[r] -= w
+                                r += r & -r
+                        elif op is not None:
+                            eqd[x[xs]] -= w
+                    nt, nw = (q[0][0], q[0][1]) if q else (inf, inf)
                 if b & cbit and tot:
                     if op is None:
                         sm = tot
@@ -933,7 +937,9 @@ class ChainMatcher(LinearMatcher):
                     elif op is not None:
                         x = e[xs]
                         eqd[x] = eqd.get(x, 0) + w
-                    q.append([ts + win_us, wp + win_ev, e, w, r])
+                    q.append((ts + win_us, wp + win_ev, e, w, r))
+                    if len(q) == 1:
+                        nt, nw = ts + win_us, wp + win_ev
                     if max_runs is not None and len(q) > max_runs:
                         self.counted += counted  # final even if the cap raises
                         counted = 0
@@ -946,6 +952,7 @@ class ChainMatcher(LinearMatcher):
                                     r += r & -r
                             elif op is not None:
                                 eqd[x[xs]] -= w
+                        nt, nw = (q[0][0], q[0][1]) if q else (inf, inf)
         finally:
             self.counted += counted
             sh = K - B
