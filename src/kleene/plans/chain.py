@@ -24,7 +24,10 @@ correct, but then the number of matches the join visits can exceed the number wr
 Counting (``count_only``): for the fragment SEQ + Kleene, one-variable predicates,
 equality / partition, time or count windows, and conjuncts relating the first (single) variable to
 one later variable, the matcher counts matches per live start event with exact integers and builds
-no node at all (``counted``); outside it, it counts what the join writes.
+no node at all (``counted``); outside it, it counts what the join writes. ``SEQ(a, b+, c)`` with
+at most one condition ``a.x OP c.y`` is counted in O(log starts) per event by a closed form over a
+Fenwick tree (:meth:`ChainMatcher._count_ranked`); CORE's fragment with a window by a
+sliding-window aggregate of the per-event linear maps (:meth:`ChainMatcher._count_window`).
 
 Negation: checked by the inherited history test on complete matches (``negation_ok``).
 """
@@ -249,6 +252,7 @@ class ChainMatcher(LinearMatcher):
         self.srcs = [tuple(j for j in range(k) if k in self.targets[j + 1]) for k in range(n)]
         self.pos_bits = (1 << len(plan.order)) - 1
         self.hit_cache: dict[int, list[int]] = {}
+        self.swag_cache: dict[int, tuple[Any, ...]] = {}
         self.win_us = plan.window_us
         self.win_ev = plan.window_events
         # conjuncts the storage does not decide: checked on each joined match
@@ -724,6 +728,33 @@ class ChainMatcher(LinearMatcher):
                             starts.popleft()
         self.counted += counted
 
+    def _swag_element(self, b: int) -> tuple[Any, ...]:
+        """Per candidate bits: the event's map ``M_e`` (never changed after), its starts
+        ``x_e``, the sparse rows ``(k, ((m, coefficient), ...))`` of the hit states, the
+        entries of the live total an accepting hit adds (with repetition), and the matches
+        its own starts complete."""
+        n = self.n
+        rn = range(n)
+        M = [[int(i == j) for j in rn] for i in rn]
+        x = [0] * n
+        reads: list[int] = []
+        own = 0
+        hits = [k for k in rn if b & self.cbit[k]]
+        for k in hits:
+            row = M[k]
+            for j in self.srcs[k]:
+                row[j] += 1
+            if self.kleene[k]:
+                row[k] += 1
+            if self.accept_after[k]:
+                reads += list(self.srcs[k]) + ([k] if self.kleene[k] else [])
+            if self.starts_at[k]:
+                x[k] = 1
+                if self.accept_after[k]:
+                    own += 1
+        rows = tuple((k, tuple((m, c) for m, c in enumerate(M[k]) if c)) for k in hits)
+        return M, x, rows, tuple(reads), own
+
     def _count_window(self, st: ChainState, recs: list[Rec], bits: list[int]) -> None:
         """Counting in CORE's fragment with a window, flat in the window size.
 
@@ -736,10 +767,8 @@ class ChainMatcher(LinearMatcher):
         give every event O(1) amortised small-matrix work and exact integers."""
         n = self.n
         pos_bits = self.pos_bits
-        cbit, srcs, kleene, starts_at = self.cbit, self.srcs, self.kleene, self.starts_at
-        accept = self.accept_after
         win_us, win_ev = self.win_us, self.win_ev
-        hit_cache = self.hit_cache
+        swag_cache = self.swag_cache
         rn = range(n)
         if not st.swag:
             st.swag = [[], [], [[int(i == j) for j in rn] for i in rn], [0] * n]
@@ -773,40 +802,32 @@ class ChainMatcher(LinearMatcher):
                 back.clear()
                 Pb = [[int(i == j) for j in rn] for i in rn]
                 yb = [0] * n
-            hits = hit_cache.get(b)
-            if hits is None:
-                hits = hit_cache[b] = [k for k in rn if b & cbit[k]]
-            # the live total before the event: Pb * y_front + yb
-            if front:
-                yf = front[-1][1]
-                T = [yb[i] + sum(Pb[i][j] * yf[j] for j in rn) for i in rn]
-            else:
-                T = yb
-            # M_e (rows of the hit states read their sources and, for a Kleene state, itself)
-            M = [[int(i == j) for j in rn] for i in rn]
-            x = [0] * n
-            for k in hits:
-                row = M[k]
-                for j in srcs[k]:
-                    row[j] += 1
-                if kleene[k]:
-                    row[k] += 1
-                if accept[k]:
-                    counted += sum(T[j] for j in srcs[k]) + (T[k] if kleene[k] else 0)
-                if starts_at[k]:
-                    x[k] = 1
-                    if accept[k]:
-                        counted += 1
+            el = swag_cache.get(b)
+            if el is None:
+                el = swag_cache[b] = self._swag_element(b)
+            M, x, rows, acc_reads, n_starts_acc = el
+            # the live total before the event: Pb * y_front + yb (only the entries read)
+            if acc_reads:
+                if front:
+                    yf = front[-1][1]
+                    for j in acc_reads:
+                        pj = Pb[j]
+                        counted += yb[j] + sum(pj[i] * yf[i] for i in rn)
+                else:
+                    for j in acc_reads:
+                        counted += yb[j]
+            counted += n_starts_acc
             back.append([M, x, ts, wp])
             # back aggregate: (M, x) o (Pb, yb) = (M Pb, M yb + x), rows of the hit states
-            newP = [r[:] for r in Pb]
+            # (rows are never changed in place: the others are shared)
+            newP = Pb[:]
             newy = yb[:]
-            for k in hits:
-                row = M[k]
-                newP[k] = [sum(row[m] * Pb[m][j] for m in rn if row[m]) for j in rn]
-                newy[k] = sum(row[m] * yb[m] for m in rn if row[m])
+            for k, row in rows:
+                newP[k] = [sum(c * Pb[m][j] for m, c in row) for j in rn]
+                newy[k] = sum(c * yb[m] for m, c in row)
             for k in rn:
-                newy[k] += x[k]
+                if x[k]:
+                    newy[k] += x[k]
             Pb, yb = newP, newy
             st.swag[2], st.swag[3] = Pb, yb
         self.counted += counted
