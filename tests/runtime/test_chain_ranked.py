@@ -19,13 +19,16 @@ from kleene.testing.oracle import evaluate as oracle
 OPS = ("<", "<=", ">", ">=", "=", "!=")
 
 
-def _count(q: str, events: EventBatch, *, ranked: bool = True, **opts: object) -> tuple[
-        int, Any]:
+def _count(q: str, events: EventBatch, *, ranked: bool = True, scan_below: int | None = None,
+           **opts: object) -> tuple[int, Any]:
     """The count of ``q`` over ``events`` on the chain plan; ``ranked=False`` forces the
-    per-start counter (the path the ranked counter replaces)."""
+    per-start counter (the path the ranked counter replaces), ``scan_below=0`` the Fenwick
+    tree from the first start on."""
     rt = start(analyze(q), plan="chain", count_only=True, **opts)
     rt.count_placeholders = False
     m = rt.matcher  # type: ignore[attr-defined]
+    if scan_below is not None:
+        m.scan_below = scan_below
     if not ranked:
         assert m.ranked is not None
         m.ranked = None
@@ -83,8 +86,9 @@ def test_ranked_count_equals_the_oracle_on_random_cases() -> None:
         q, recs = _random_case(rng)
         events = EventBatch.from_records(recs)
         want = len(oracle(analyze(q), events))
-        got, rt = _count(q, events)
-        assert got == want, f"{q} over {recs}: counted {got}, oracle {want}"
+        for scan_below in (None, 0):  # scanning the few live starts; the tree
+            got, rt = _count(q, events, scan_below=scan_below)
+            assert got == want, f"{q} over {recs}: counted {got}, oracle {want} ({scan_below})"
         r = rt.matcher.ranked
         ranked += r is not None
         if r is not None and r.op is not None:
@@ -145,19 +149,21 @@ def test_long_streams_equal_the_per_start_counter(op: str, k: str, w: str) -> No
     """Hundreds of events per key: several chunks, starts carried across them."""
     q = LONG.format(op=op, k=k, w=w)
     for events in (_stock(1500, 7), _stock(900, 8, keys=1)):
-        got, rt = _count(q, events)
         want, _ = _count(q, events, ranked=False)
-        assert got == want > 0, (q, got, want)
-        assert rt.matcher.ranked is not None
+        for scan_below in (None, 0, 2):  # scan, tree, scan then tree within a chunk
+            got, rt = _count(q, events, scan_below=scan_below)
+            assert got == want > 0, (q, got, want, scan_below)
+            assert rt.matcher.ranked is not None
 
 
 def test_counts_beyond_64_bits() -> None:
     """A window of 300 events: hundreds of live starts, chunks longer than 256 events."""
     q = LONG.format(op="<", k="+", w="300 EVENTS")
     events = _stock(1400, 14, keys=1)
-    got, _rt = _count(q, events)
     want, _ = _count(q, events, ranked=False)
-    assert got == want > 2 ** 200
+    assert want > 2 ** 200
+    for scan_below in (None, 0):
+        assert _count(q, events, scan_below=scan_below)[0] == want
 
 
 def test_nulls_and_strings() -> None:

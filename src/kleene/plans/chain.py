@@ -253,6 +253,9 @@ class ChainMatcher(LinearMatcher):
         self.pos_bits = (1 << len(plan.order)) - 1
         self.hit_cache: dict[int, list[int]] = {}
         self.swag_cache: dict[int, tuple[Any, ...]] = {}
+        self.scan_below = 12
+        """The ranked counter scans its live starts (no Fenwick tree) in a chunk that begins
+        with fewer of them."""
         self.win_us = plan.window_us
         self.win_ev = plan.window_events
         # conjuncts the storage does not decide: checked on each joined match
@@ -877,15 +880,20 @@ class ChainMatcher(LinearMatcher):
         win_ev = self.win_ev if self.win_ev is not None else inf
         max_runs = self.max_runs if rk.op is not None else None
         op, xs, ys, star = rk.op, rk.xslot, rk.yslot, rk.star
-        tree_mode = op in ("<", "<=", ">", ">=")
+        ordered = op in ("<", "<=", ">", ">=")
+        # few live starts: scan them (cheaper than the tree); past twice as many the chunk
+        # moves them into the tree
+        scan_mode = ordered and len(st.starts) < self.scan_below
+        tree_mode = ordered and not scan_mode
+        eq_mode = op in ("=", "!=")
         right = op in ("<=", ">")
         complement = op in (">", ">=")
-        dom: list[Any] = sorted(set(vals)) if tree_mode else []
+        dom: list[Any] = sorted(set(vals)) if ordered else []
         rank = {v: j + 1 for j, v in enumerate(dom)}
         m = len(dom)
         tree = [0] * (m + 1)
         eqd: dict[Any, int] = {}
-        q: deque[tuple[Any, ...]] = deque()
+        q: deque[tuple[Any, ...]] = deque()  # (expiry ts, expiry wpos, a, weight, rank, a.x)
         tot = 0
         B = 0
         counted = 0
@@ -900,10 +908,9 @@ class ChainMatcher(LinearMatcher):
                 while j <= m:
                     tree[j] += w
                     j += j & -j
-            elif op is not None:
-                x = e[xs]
-                eqd[x] = eqd.get(x, 0) + w
-            q.append((s[0] + win_us, s[1] + win_ev, e, w, r))
+            elif eq_mode:
+                eqd[e[xs]] = eqd.get(e[xs], 0) + w
+            q.append((s[0] + win_us, s[1] + win_ev, e, w, r, e[xs]))
         # the oldest start's expiry: it leaves once ts - its ts > win_us or wp - its
         # wp >= win_ev
         nt, nw = (q[0][0], q[0][1]) if q else (inf, inf)
@@ -915,18 +922,28 @@ class ChainMatcher(LinearMatcher):
                 ts, wp = e[TS], e[WPOS]
                 if ts > nt or wp >= nw:
                     while q and (ts > q[0][0] or wp >= q[0][1]):
-                        _t, _w, x, w, r = q.popleft()
+                        _t, _w, _e, w, r, x = q.popleft()
                         tot -= w
                         if tree_mode:
                             while r <= m:
                                 tree[r] -= w
                                 r += r & -r
-                        elif op is not None:
-                            eqd[x[xs]] -= w
+                        elif eq_mode:
+                            eqd[x] -= w
                     nt, nw = (q[0][0], q[0][1]) if q else (inf, inf)
                 if b & cbit and tot:
                     if op is None:
                         sm = tot
+                    elif scan_mode:
+                        y = e[ys]
+                        if op == "<":
+                            sm = sum([s[3] for s in q if s[5] < y])
+                        elif op == "<=":
+                            sm = sum([s[3] for s in q if s[5] <= y])
+                        elif op == ">":
+                            sm = sum([s[3] for s in q if s[5] > y])
+                        else:
+                            sm = sum([s[3] for s in q if s[5] >= y])
                     elif tree_mode:
                         y = e[ys]
                         j = bisect_right(dom, y) if right else bisect_left(dom, y)
@@ -955,24 +972,31 @@ class ChainMatcher(LinearMatcher):
                         while j <= m:
                             tree[j] += w
                             j += j & -j
-                    elif op is not None:
-                        x = e[xs]
-                        eqd[x] = eqd.get(x, 0) + w
-                    q.append((ts + win_us, wp + win_ev, e, w, r))
+                    elif eq_mode:
+                        eqd[e[xs]] = eqd.get(e[xs], 0) + w
+                    q.append((ts + win_us, wp + win_ev, e, w, r, e[xs]))
+                    if scan_mode and len(q) > 2 * self.scan_below:
+                        scan_mode, tree_mode = False, True
+                        for k, s in enumerate(q):
+                            r = j = rank[s[5]]
+                            while j <= m:
+                                tree[j] += s[3]
+                                j += j & -j
+                            q[k] = (*s[:4], r, s[5])
                     if len(q) == 1:
                         nt, nw = ts + win_us, wp + win_ev
                     if max_runs is not None and len(q) > max_runs:
                         self.counted += counted  # final even if the cap raises
                         counted = 0
                         for _ in range(too_many_runs(self, len(q), e)):
-                            _t, _w, x, w, r = q.popleft()
+                            _t, _w, _e, w, r, x = q.popleft()
                             tot -= w
                             if tree_mode:
                                 while r <= m:
                                     tree[r] -= w
                                     r += r & -r
-                            elif op is not None:
-                                eqd[x[xs]] -= w
+                            elif eq_mode:
+                                eqd[x] -= w
                         nt, nw = (q[0][0], q[0][1]) if q else (inf, inf)
         finally:
             self.counted += counted
