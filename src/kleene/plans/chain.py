@@ -977,12 +977,12 @@ class ChainMatcher(LinearMatcher):
                     q.append((ts + win_us, wp + win_ev, e, w, r, e[xs]))
                     if scan_mode and len(q) > 2 * self.scan_below:
                         scan_mode, tree_mode = False, True
-                        for k, s in enumerate(q):
-                            r = j = rank[s[5]]
+                        for k, old in enumerate(q):
+                            r = j = rank[old[5]]
                             while j <= m:
-                                tree[j] += s[3]
+                                tree[j] += old[3]
                                 j += j & -j
-                            q[k] = (*s[:4], r, s[5])
+                            q[k] = (*old[:4], r, old[5])
                     if len(q) == 1:
                         nt, nw = ts + win_us, wp + win_ev
                     if max_runs is not None and len(q) > max_runs:
