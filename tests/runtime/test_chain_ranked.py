@@ -215,3 +215,19 @@ def test_caps_as_the_per_start_counter() -> None:
     assert rt.counters.truncated_runs == w.counters.truncated_runs > 0
     with pytest.raises(CapacityError, match="max_runs_per_partition=5"):
         _count(q, events, max_runs_per_partition=5)
+
+
+def test_the_chooser_costs_the_ranked_counter() -> None:
+    """Counting cost: O(1)-ish per event for the ranked shape, per live start otherwise."""
+    from kleene.plans.chain import CHAIN_RANKED_EVENT, chain_cost, compile_chain
+    from kleene.plans.registry import Stats
+
+    stats = Stats(type_share={"S": 1.0}, events_per_second=2.0, source="test",
+                  count_only=True)
+    base = "PATTERN SEQ(S a, S+ b[], S c) WHERE c.x > a.x{more} WITHIN {w} seconds " \
+           "USING skip-till-any-match"
+    for w in (10, 60):
+        ranked = chain_cost(compile_chain(analyze(base.format(more="", w=w))), stats)
+        per_start = chain_cost(compile_chain(analyze(base.format(more=" AND c.y < a.y", w=w))),
+                               stats)
+        assert ranked == pytest.approx(CHAIN_RANKED_EVENT) and per_start > 2 * ranked

@@ -65,6 +65,11 @@ CHAIN_MATCH = 1.13
 """Work to join and write one match (enumeration), same unit."""
 CHAIN_COUNT_EVENT = 5.55
 """Work per input event when counting (``count_only``) without joining, same unit."""
+CHAIN_RANKED_EVENT = 1.7
+"""Work per input event when the ranked counter counts (``SEQ(a, b+, c)`` with at most one
+condition ``a.x OP c.y``: O(log starts), ~1 s per 470k-340k events from 5 s to 60 s windows),
+same unit. Measured on the LinkedCEP explosion benchmark (docs/benchmarks.md), not refitted by
+``benchmarks/chooser.py``."""
 CHAIN_COUNT_START = 0.075
 """Work per live start event and state when counting with a condition between the first
 variable and a later one (one count vector per live start), same unit."""
@@ -1084,14 +1089,19 @@ def chain_cost(plan: Plan, stats: Stats) -> float:
     An event adds at most one node per state and copies nothing (:data:`CHAIN_EVENT`); the
     join writes each match (:data:`CHAIN_MATCH`). Counting (``count_only``) builds no node in
     the counting fragment: :data:`CHAIN_COUNT_EVENT` plus :data:`CHAIN_COUNT_START` per live
-    start and state. Where the NFA's live runs exceed its default ``max_runs_per_partition``
+    start and state (the ranked counter's shape: :data:`CHAIN_RANKED_EVENT`). Where the NFA's live runs exceed its default ``max_runs_per_partition``
     (100,000) the NFA stops with CapacityError while the chain stores none of them: the
     estimate is then capped below the NFA's (only with measured statistics, and for PARTITION
     BY / equivalence only when they count the keys: the cap is per key)."""
     from .nfa import linear_cost, linear_terms
 
     t = chain_terms(plan, stats)
-    if stats.count_only and countable(plan) is not None and not plan.negations:
+    pair = countable(plan) if stats.count_only and not plan.negations else None
+    if pair is not None and (any(pair) or plan.window_us is not None
+                             or plan.window_events is not None) \
+            and ranked_shape(plan, pair) is not None:
+        cost = CHAIN_RANKED_EVENT * t["events"]
+    elif pair is not None:
         cost = CHAIN_COUNT_EVENT * t["events"] + CHAIN_COUNT_START * t["count_work"]
     else:
         cost = CHAIN_EVENT * t["events"] + CHAIN_MATCH * t["matches"]
