@@ -849,8 +849,10 @@ class ChainMatcher(LinearMatcher):
         the b-candidates so far in the chunk, ``B_a`` at the start). Each start is kept with the
         exact integer weight ``2^(K - B_a)`` (``K``: the chunk's length, so ``B <= K``), shifted
         left by :data:`_LOW` bits plus 1 (its count), in a Fenwick tree over the rank of ``a.x``
-        (``=`` / ``!=``: a dict by value); the completing event reads a prefix sum and shifts
-        it right by ``K - B``. Window expiry subtracts. Between chunks the starts are kept as
+        (``=`` / ``!=``: a dict by value; while fewer than :attr:`scan_below` starts are live,
+        a plain scan of them instead); the completing event reads a prefix sum and shifts it
+        right by ``K - B``. Window expiry subtracts. A chunk is ``max(256, 2 x live starts)``
+        events, so the setup (ranks, weights) is amortised. Between chunks the starts are kept as
         the per-start count vectors of :meth:`_count` (the same state): a chunk whose values
         are not all numbers or all strings (NULL, NaN, booleans) is counted by :meth:`_count`.
         """
