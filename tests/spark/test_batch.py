@@ -103,6 +103,34 @@ def test_split_with_many_ranges_finds_each_match_once(spark: Any) -> None:
         == expected
 
 
+@pytest.mark.parametrize("query", [
+    "PATTERN SEQ(B b, A* a[]) PARTITION BY k PICK FIRST b",
+    "PATTERN SEQ(B b, A* a[]) WHERE [k] PICK FIRST b",
+    "PATTERN OR(A a, B b) PARTITION BY k PICK LAST b",
+])
+def test_a_pick_across_keys_is_not_keyed(spark: Any, query: str) -> None:
+    """PICK applies over all partitions to the matches equal in every other binding: when
+    every other variable may be empty, matches of two keys compete, so the query cannot be
+    keyed (it was: each key kept its own first ``b``). Found by the batched long run."""
+    plan = plan_query(kleene.analyze(query))
+    assert plan.mode == "single" and "compares matches of different keys" in plan.reasons[0]
+    rows = [{"ts": 1, "type": "B", "k": None, "x": 1}, {"ts": 1, "type": "B", "k": "u", "x": 1},
+            {"ts": 2, "type": "A", "k": None, "x": 1}, {"ts": 3, "type": "B", "k": "v", "x": 2},
+            *random_rows(5, n=20)]
+    for r in rows[4:]:
+        r["ts"] += 3
+    expected = embedded_lines(query, rows, "oracle")
+    assert expected == embedded_lines(query, rows, "automaton")
+    assert spark_lines(spark, query, rows) == expected
+
+
+def test_a_pick_whose_group_is_within_one_key_stays_keyed() -> None:
+    for q in ("PATTERN SEQ(A a, B b) PARTITION BY k PICK FIRST a",
+              "PATTERN SEQ(B b, A+ a[]) PARTITION BY k PICK FIRST b",
+              "PATTERN SEQ(A a, B b) WHERE [k] WITHIN 5 seconds PICK LAST b"):
+        assert plan_query(kleene.analyze(q)).mode == "keyed", q
+
+
 def test_explain_shows_the_three_shapes() -> None:
     keyed = explain(KEYED)
     assert "keyed" in keyed.splitlines()[0] and "repartition(k)" in keyed

@@ -85,17 +85,49 @@ def _span_bound_us(q: AnalyzedQuery) -> int | None:
     return None
 
 
+def _always_bound(p: ast.Pattern) -> frozenset[str]:
+    """The variables bound to an event (or to a non-empty list) in every match of ``p``."""
+    if isinstance(p, ast.EventPattern):
+        return frozenset({p.var})
+    if isinstance(p, ast.Seq | ast.And) or (isinstance(p, ast.AnyOf) and p.k >= len(p.items)):
+        return frozenset().union(*(_always_bound(i) for i in p.items))
+    if isinstance(p, ast.Or):
+        return frozenset.intersection(*(_always_bound(i) for i in p.items))
+    if isinstance(p, ast.Kleene):
+        return _always_bound(p.body) if p.min >= 1 else frozenset()
+    if isinstance(p, ast.Within):
+        return _always_bound(p.body)
+    return frozenset()  # NOT, ANY k of fewer than all
+
+
+def _pick_across_keys(q: AnalyzedQuery) -> str | None:
+    """Why a PICK may compare matches of different keys, or None. PICK applies over all
+    partitions together (docs/semantics.md, the one-paragraph summary) to the matches equal in
+    every binding except v's; matches of two keys share no event, so they can be equal there
+    only if every other variable can be unbound or empty (``SEQ(B b, A* a[]) PICK FIRST b``)."""
+    bound = _always_bound(q.query.pattern)
+    for pick in q.query.picks:
+        if not bound - {pick.var}:
+            return (f"PICK {pick.mode.name} {pick.var} compares matches of different keys "
+                    f"(every variable but {pick.var} may be unbound or empty)")
+    return None
+
+
 def plan_query(q: AnalyzedQuery) -> SparkPlan:
     """Choose keyed / split / single for ``q`` (pure; see the module docstring)."""
     windows = _windows(q)
     count_windows = [w for w in windows if w.is_count]
-    if q.partition_by:
+    across = _pick_across_keys(q)
+    if q.partition_by and across is None:
         return SparkPlan("keyed", keys=tuple(q.partition_by), reasons=(
             f"PARTITION BY {', '.join(q.partition_by)}: every partition is independent "
             "(positions, contiguity and count windows are per partition)",))
     blockers: list[str] = []
-    if q.equivalence:
-        eq_block = []
+    if q.partition_by:  # keyed unless a PICK compares matches of different keys
+        blockers.append(f"PARTITION BY {', '.join(q.partition_by)} cannot key the data: "
+                        f"{across}")
+    elif q.equivalence:
+        eq_block = [] if across is None else [across]
         if q.strategy is ast.Strategy.STRICT_CONTIGUITY:
             eq_block.append("strict-contiguity counts positions across all keys")
         if count_windows:
