@@ -99,7 +99,7 @@ def csv_files(draw: st.DrawFn) -> tuple[str, bytes]:
     mode = draw(st.sampled_from(sorted(TIMES)))
     n = draw(st.integers(30, 160))
     lines = ["ts,type,n,f,s"]
-    for i in range(n):
+    for _ in range(n):
         ts = TIMES[mode](draw(st.integers(0, 5000)))
         cells = [ts, draw(st.sampled_from(["A", "B"])), str(draw(st.integers(-99, 99))),
                  repr(draw(st.floats(-1e6, 1e6, allow_nan=False))), draw(st.sampled_from(
