@@ -153,6 +153,10 @@ def main(argv: list[str] | None = None) -> int:
             m = {"cpu": _med(rs, "cpu"), "wall": _med(rs, "wall")}
             result["startup"][name] = m
             print(f"  {name:12s} cpu {m['cpu']:.3f} s  wall {m['wall']:.3f} s")
+        for k in ("cpu", "wall"):
+            pairs = [n[k] / o[k] for o, n in zip(runs["old"], runs["new"], strict=False)]
+            result["startup"][f"new/old {k}"] = statistics.median(pairs)
+            print(f"  new/old {k}: median of pairs {statistics.median(pairs):.3f}")
     result["load_after"] = os.getloadavg()
     print(f"load average before {result['load_before'][0]:.2f}, after "
           f"{result['load_after'][0]:.2f}")

@@ -303,23 +303,22 @@ class EventStream(Iterator[EventBatch]):
         errors = terrs + [e for e in errors if e.column != d.time_col]
         unparsable = {e.position for e in terrs}
         errors.extend(CellError(int(i), d.time_col, "missing timestamp")
-                      for i in np.flatnonzero(pc.is_null(ts).to_numpy(zero_copy_only=False))
-                      if int(i) not in unparsable)
+                      for i in _nulls(ts) if int(i) not in unparsable)
         opts = self.options
         if opts.event_type is not None:
             types = pa.repeat(pa.scalar(opts.event_type, pa.string()), n)
         else:
             tcol = opts.type_col or "type"
             types = table.column(tcol).combine_chunks().cast(pa.string())
-            empty = pc.or_kleene(pc.is_null(types), pc.equal(types, ""))
-            errors.extend(CellError(int(i), tcol, "missing event type")
-                          for i in np.flatnonzero(empty.to_numpy(zero_copy_only=False)))
+            empty = pc.fill_null(pc.equal(types, ""), True)
+            if pc.any(empty).as_py():
+                errors.extend(CellError(int(i), tcol, "missing event type")
+                              for i in np.flatnonzero(empty.to_numpy(zero_copy_only=False)))
         if opts.id_col is not None:
             ids = out[opts.id_col]
             if not (pa.types.is_integer(ids.type) or pa.types.is_string(ids.type)):
                 ids = ids.cast(pa.string())
-            errors.extend(CellError(int(i), opts.id_col, "missing id")
-                          for i in np.flatnonzero(pc.is_null(ids).to_numpy(zero_copy_only=False)))
+            errors.extend(CellError(int(i), opts.id_col, "missing id") for i in _nulls(ids))
         else:
             ids = pa.array(raw.ids, pa.int64())
         cols = {ID: ids, TS: ts, TYPE: types, **out}
@@ -341,6 +340,13 @@ class EventStream(Iterator[EventBatch]):
                 table = table.set_column(i, field, pc.if_else(hit, pa.scalar(None, field.type),
                                                               col))
         return table
+
+
+def _nulls(arr: pa.Array) -> Any:
+    """The positions of the NULLs of ``arr`` (none without a look when it counts none)."""
+    if not arr.null_count:
+        return ()
+    return np.flatnonzero(pc.is_null(arr).to_numpy(zero_copy_only=False))
 
 
 def _options(options: ReadOptions | None, overrides: Mapping[str, Any]) -> ReadOptions:
