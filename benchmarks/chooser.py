@@ -189,6 +189,8 @@ def terms(row: dict[str, Any], stats: dict[str, Any]) -> dict[str, dict[str, flo
 TREE_TERMS = ["events", "join", "out", "group", "held"]
 NFA_TERMS = ["events", "offered", "matches"]
 CHAIN_TERMS = ["events", "matches"]
+LOSS = "soft_l1"
+"""The fit's loss (scipy's least_squares; ``--loss soft_l1``: robust to outliers)."""
 
 
 def _models() -> dict[tuple[str, bool], tuple[list[str],
@@ -309,7 +311,7 @@ def fit(data: list[Sample], fixed: dict[str, float] | None = None) -> dict[tuple
 
         c0 = np.full(a.shape[1], 1e-3)
         c0[names.index("events")] = float(np.exp(np.median(y)))
-        coef = least_squares(resid, c0, bounds=(0, np.inf)).x
+        coef = least_squares(resid, c0, bounds=(0, np.inf), loss=LOSS).x
         err = float(np.median(np.abs(np.exp(resid(coef)) - 1)))
         if key == ("nfa", False):
             unit = coef[names.index("events")]
@@ -323,14 +325,17 @@ def fit(data: list[Sample], fixed: dict[str, float] | None = None) -> dict[tuple
     return coefs
 
 
-def faem_rescore(folder: Path, verbose: bool = False) -> tuple[int, int]:
+def faem_rescore(folder: Path, verbose: bool = False, write: bool = False) -> tuple[int, int]:
     """FAEM's figures (the ``faem_fig*.json`` of ``benchmarks.faem --out``) scored again with
     the chooser of the sources on ``PYTHONPATH``, on the stored times (the chosen plan's own
     column: a tree shape, the NFA or the chain plan; the stored ``chosen`` runs only where it
     picks the plan recorded there). Per figure: the points where the chosen plan is within
     10 % of the best measured plan, Spearman's rank correlation between the estimates and
     the measured times (all plans and points of the figure; and among the four shapes at one
-    point, averaged), and the chosen plan's time against the NFA's where the NFA ran."""
+    point, averaged), and the chosen plan's time against the NFA's where the NFA ran.
+    ``write``: store the new choice in the files (``chosen``, its column copied to the
+    ``chosen`` row, every plan's estimate, the figure's Spearman and score), so that
+    ``benchmarks.faem --report`` shows it."""
     from kleene.plans.tree import best_shape, shape_cost
 
     ok_all = n_all = 0
@@ -373,6 +378,12 @@ def faem_rescore(folder: Path, verbose: bool = False) -> tuple[int, int]:
                 continue
             good = sec <= 1.1 * best
             ok += good
+            if write:
+                pt["chosen"] = f"tree:{name}" if name in faem.SHAPES else name
+                for n, r in pt["plans"].items():
+                    r["estimate"] = shape_est.get(n, costs.get(n))
+                pt["plans"]["chosen"] = {**pt["plans"][name], "copied_from": name}
+                pt["plans"]["chosen"]["estimate"] = pt["plans"][name]["estimate"]
             if "nfa" in pt["plans"]:
                 ratios.append(f"{pt['label']}: {pt['plans']['nfa']['seconds'] / sec:.2f}")
             if verbose:
@@ -388,6 +399,16 @@ def faem_rescore(folder: Path, verbose: bool = False) -> tuple[int, int]:
               + (f"; chosen/NFA speed: {', '.join(ratios)}" if ratios else ""))
         ok_all += ok
         n_all += len(pts)
+        if write:
+            f = folder / f"faem_fig{fig}.json"
+            data = json.loads(f.read_text())
+            for pt in pts:
+                pt.pop("stats_obj")
+                pt.pop("fig")
+                pt.pop("events")
+            data.update(points=pts, spearman=rho, chosen_within_10pct=ok,
+                        rechosen=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
+            f.write_text(json.dumps(data, indent=1, default=str))
     print(f"all: {ok_all}/{n_all}")
     return ok_all, n_all
 
@@ -407,7 +428,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="fit: tree terms held at 0, comma-separated (an ablation)")
     ap.add_argument("--input", action="store_true",
                     help="fit: one more term per plan, one per input event (an ablation)")
+    ap.add_argument("--loss", default="soft_l1", help="fit: scipy least_squares' loss")
     ap.add_argument("--verbose", action="store_true", help="faem-rescore: every point")
+    ap.add_argument("--write", action="store_true",
+                    help="faem-rescore: store the new choices in the files (for --report)")
     ap.add_argument("--explosion-events", type=int, default=3000)
     ap.add_argument("--faem-events", type=int, default=60_000)
     args = ap.parse_intermixed_args(argv)
@@ -420,9 +444,11 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"{args.mode} needs the JSON of a measure run (faem-rescore: a folder)")
     if args.mode == "faem-rescore":
         for p in args.path:
-            faem_rescore(Path(p), args.verbose)
+            faem_rescore(Path(p), args.verbose, args.write)
         return 0
     if args.mode == "fit":
+        global LOSS
+        LOSS = args.loss
         if args.input:
             for terms_ in (TREE_TERMS, NFA_TERMS, CHAIN_TERMS):
                 terms_.insert(0, "input")

@@ -284,16 +284,15 @@ def main(argv: Sequence[str] | None = None) -> None:
               f"best plan at {near}/{len(rows)} points", flush=True)
         results["figures"][fig] = {"points": rows, "spearman": rho, "chosen_within_10pct": near,
                                    "load": os.getloadavg()}
-    if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        for fig, data in results["figures"].items():
+        if args.out:  # each figure as soon as it is measured
+            out = Path(args.out)
+            out.mkdir(parents=True, exist_ok=True)
             n = min(args.events, args.fig11_events) if fig == "11" else args.events
             (out / f"faem_fig{fig}.json").write_text(json.dumps(
                 {"events": n, "scale": args.scale, "repeat": args.repeat, "seed": args.seed,
-                 "started": started,
-                 **data}, indent=1, default=str))
-        plot(results, out)
+                 "started": started, **results["figures"][fig]}, indent=1, default=str))
+    if args.out:
+        plot(results, Path(args.out))
 
 
 def chosen_seconds(point: dict[str, Any]) -> float:
