@@ -58,20 +58,20 @@ Rec = tuple[Any, ...]
 
 _NONE = -(1 << 62)
 
-CHAIN_EVENT = 2.11
+CHAIN_EVENT = 2.12
 """Work per input event of the pattern's types (a node per state it takes), in the
 chooser's unit (the NFA's cost of one input event). Fitted, like the constants below, on
 ``benchmarks/chooser.py`` (docs/benchmarks.md, "The plan chooser's scale")."""
-CHAIN_MATCH = 2.92
+CHAIN_MATCH = 2.93
 """Work to join and write one match (enumeration), same unit."""
-CHAIN_COUNT_EVENT = 7.12
+CHAIN_COUNT_EVENT = 7.13
 """Work per input event when counting (``count_only``) without joining, same unit."""
 CHAIN_RANKED_EVENT = 1.7
 """Work per input event when the ranked counter counts (``SEQ(a, b+, c)`` with at most one
 condition ``a.x OP c.y``: O(log starts), ~1 s per 470k-340k events from 5 s to 60 s windows),
 same unit. Measured on the LinkedCEP explosion benchmark (docs/benchmarks.md), not refitted by
 ``benchmarks/chooser.py``."""
-CHAIN_COUNT_START = 0.0979
+CHAIN_COUNT_START = 0.098
 """Work per live start event and state when counting with a condition between the first
 variable and a later one (one count vector per live start), same unit."""
 

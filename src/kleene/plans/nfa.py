@@ -24,13 +24,13 @@ NFA_EVENT = 1.0
 plan's estimate is on this scale (about one microsecond of CPU here); the constants below and
 those of chain.py / tree.py are fitted on ``benchmarks/chooser.py`` (docs/benchmarks.md,
 "The plan chooser's scale")."""
-NFA_RUN = 0.159
+NFA_RUN = 0.161
 """Work per live partial match an event is offered to, same unit."""
-NFA_MATCH = 0.831
+NFA_MATCH = 0.825
 """Work per complete match built (enumeration), same unit."""
 NFA_COUNT_EVENT = 1.95
 """Work per input event when counting (``count_only``: the kernel's count mode), same unit."""
-NFA_COUNT_MATCH = 0.664
+NFA_COUNT_MATCH = 0.665
 """Work per complete match counted (``count_only``: the kernel builds none), same unit."""
 NFA_COUNT_RUN = 0.0
 """Work per live partial match an event is offered to when counting, same unit (fitted

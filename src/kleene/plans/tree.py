@@ -609,15 +609,15 @@ def _leaf_types(n: TNode) -> set[str | None]:
 ORDERED = True
 """A sequence join keeps the composite pairs whose items come in order (1 in C(p + q, p)
 for ``p`` and ``q`` items); False: one in two (an ablation for ``benchmarks/chooser.py``)."""
-TREE_EVENT = 2.65
+TREE_EVENT = 2.74
 """The tree's work per event of the pattern's classes (the walk down the tree, leaf
 buffers), in the chooser's unit. This and the constants below are fitted on
 ``benchmarks/chooser.py`` (docs/benchmarks.md, "The plan chooser's scale")."""
-TREE_JOIN = 4.26
+TREE_JOIN = 4.15
 """One composite pair a join considers (per input event), same unit."""
 TREE_OUT = 0.0
 """One composite made at the root (per input event), same unit."""
-TREE_GROUP = 0.248
+TREE_GROUP = 0.454
 """maximal-grouping: one Kleene event scanned (or one combination made) for a root
 composite, same unit."""
 TREE_HELD = 0.0
