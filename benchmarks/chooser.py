@@ -3,6 +3,8 @@
     PYTHONPATH=src python -m benchmarks.chooser measure --json /tmp/chooser.json [--small]
     PYTHONPATH=src python -m benchmarks.chooser fit /tmp/chooser.json
     PYTHONPATH=src python -m benchmarks.chooser score /tmp/chooser.json
+    PYTHONPATH=src python -m benchmarks.chooser fit --input /tmp/chooser.json FAEM_DIR ...
+    PYTHONPATH=src python -m benchmarks.chooser faem-rescore FAEM_DIR [--verbose] [--write]
 
 ``measure`` runs every point -- the LinkedCEP Experiment 1/2 queries on the ABC generator and on
 Aarhus (benchmarks/linkedcep.py), the Kleene explosion (enumeration and ``count_only``), a few
@@ -15,7 +17,11 @@ matches, start events, tree join work, from the same statistics the chooser gets
 each plan's coefficients by least squares on the relative error (docs/benchmarks.md).
 ``score`` asks the chooser of the sources on ``PYTHONPATH`` which plan it takes at every point
 and counts the points where that plan's measured time is within 10 % of the best plan's: run
-it with main's sources for "before" and with this branch's for "after".
+it with main's sources for "before" and with this branch's for "after". ``fit`` also takes
+folders of FAEM's figures (``benchmarks.faem --out``): every tree shape, the NFA and the chain
+plan at every point are samples (``--input`` adds a term of one per input event to every
+plan, to see the runtime's own per-event work). ``faem-rescore`` scores FAEM's figures with
+the sources' chooser: within 10 %, Spearman per figure, the chosen plan against the NFA.
 """
 
 from __future__ import annotations

@@ -10,8 +10,8 @@ the pairs (the selectivity of Fig. 9).
 
 For every figure point it measures each plan on the same stream, alternating plans in one
 run: the tree shapes (left, right, bushy, inner), the shape the cost model chooses, and the
-NFA where it runs the same query with the same semantics (skip-till-any-match, no Kleene group;
-under maximal-grouping the NFA does not apply). It prints events/s (engine only, CPU time,
+NFA and the chain plan where they run the same query with the same semantics
+(skip-till-any-match, no Kleene group; under maximal-grouping they do not apply). It prints events/s (engine only, CPU time,
 median of ``--repeat`` runs) and peak traced memory (``tracemalloc``, one separate run), the
 ratio to the NFA, the estimated cost of each plan and, per figure, Spearman's rank
 correlation between estimated and measured cost. ``--out`` writes PNG plots and a JSON file.
