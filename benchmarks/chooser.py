@@ -3,6 +3,8 @@
     PYTHONPATH=src python -m benchmarks.chooser measure --json /tmp/chooser.json [--small]
     PYTHONPATH=src python -m benchmarks.chooser fit /tmp/chooser.json
     PYTHONPATH=src python -m benchmarks.chooser score /tmp/chooser.json
+    PYTHONPATH=src python -m benchmarks.chooser fit --input /tmp/chooser.json FAEM_DIR ...
+    PYTHONPATH=src python -m benchmarks.chooser faem-rescore FAEM_DIR [--verbose] [--write]
 
 ``measure`` runs every point -- the LinkedCEP Experiment 1/2 queries on the ABC generator and on
 Aarhus (benchmarks/linkedcep.py), the Kleene explosion (enumeration and ``count_only``), a few
@@ -15,7 +17,11 @@ matches, start events, tree join work, from the same statistics the chooser gets
 each plan's coefficients by least squares on the relative error (docs/benchmarks.md).
 ``score`` asks the chooser of the sources on ``PYTHONPATH`` which plan it takes at every point
 and counts the points where that plan's measured time is within 10 % of the best plan's: run
-it with main's sources for "before" and with this branch's for "after".
+it with main's sources for "before" and with this branch's for "after". ``fit`` also takes
+folders of FAEM's figures (``benchmarks.faem --out``): every tree shape, the NFA and the chain
+plan at every point are samples (``--input`` adds a term of one per input event to every
+plan, to see the runtime's own per-event work). ``faem-rescore`` scores FAEM's figures with
+the sources' chooser: within 10 %, Spearman per figure, the chosen plan against the NFA.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ import json
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -182,147 +188,301 @@ def terms(row: dict[str, Any], stats: dict[str, Any]) -> dict[str, dict[str, flo
         elif p == "chain":
             out[p] = chain.chain_terms(plan, st)
         else:
-            shape = tree.best_shape(plan, st)
-            out[p] = {"work": tree.shape_work(plan, shape, st),
-                      "events": min(sum(st.share(t) for t in tree._leaf_types(shape.root)),
-                                    1.0)}
+            out[p] = tree.shape_terms(plan, tree.best_shape(plan, st), st)
     return out
 
 
-def fit(data: dict[str, Any]) -> None:
-    """Each plan's coefficients (µs per unit of each cost term, per output mode), fitted by
-    least squares on the log of the measured µs per event (the relative error, symmetric),
-    coefficients >= 0; prints them and the unit conversion (the NFA's per-event term is the
-    chooser's unit)."""
-    import numpy as np
-    from scipy.optimize import least_squares
+TREE_TERMS = ["events", "join", "out", "group", "held"]
+NFA_TERMS = ["events", "offered", "matches"]
+CHAIN_TERMS = ["events", "matches"]
+LOSS = "soft_l1"
+"""The fit's loss (scipy's least_squares; ``--loss soft_l1``: robust to outliers)."""
 
-    models: dict[tuple[str, bool], tuple[list[str], Callable[[dict[str, float]], list[float]]]]
-    models = {
-        ("nfa", False): (["events", "runs", "matches"],
-                         lambda t: [t["events"], t["runs"], t["matches"]]),
-        ("nfa", True): (["events", "runs", "matches"],
-                        lambda t: [t["events"], t["runs"], t["matches"]]),
-        ("chain", False): (["events", "matches"], lambda t: [t["events"], t["matches"]]),
-        ("chain", True): (["events", "count_work"], lambda t: [t["events"], t["count_work"]]),
-        ("tree", False): (["events", "work"], lambda t: [t["events"], t["work"]]),
+
+def _models() -> dict[tuple[str, bool], tuple[list[str],
+                                               Callable[[dict[str, float]], list[float]]]]:
+    """Each plan's and output mode's cost terms, in the order of its constants."""
+    def pick(names: Sequence[str]) -> Callable[[dict[str, float]], list[float]]:
+        # "input": one per input event (the runtime's own work, common to every plan)
+        return lambda t: [t.get(n, 1.0) if n == "input" else t[n] for n in names]
+    return {
+        ("nfa", False): (list(NFA_TERMS), pick(NFA_TERMS)),
+        ("nfa", True): (list(NFA_TERMS), pick(NFA_TERMS)),  # NFA_COUNT_*
+        ("chain", False): (list(CHAIN_TERMS), pick(CHAIN_TERMS)),
+        ("chain", True): (["events", "count_work"], pick(["events", "count_work"])),
+        ("tree", False): (list(TREE_TERMS), pick(TREE_TERMS)),
     }
-    xs: dict[tuple[str, bool], list[list[float]]] = {k: [] for k in models}
-    ys: dict[tuple[str, bool], list[float]] = {k: [] for k in models}
+
+
+Sample = tuple[tuple[str, bool], list[float], float]
+"""((plan, count_only), the plan's cost terms, measured µs per input event)."""
+
+
+def samples(data: dict[str, Any]) -> list[Sample]:
+    """The samples of a ``measure`` run: every plan at every point (the tree: the shape the
+    cost model takes)."""
+    models = _models()
+    out: list[Sample] = []
     for row in data["points"]:
         tt = terms(row, data["stats"])
         for p, sec in row["seconds"].items():
             key = (p, row["count_only"] and p != "tree")
             if key not in models or sec == float("inf") or sec <= 0:
                 continue
-            xs[key].append(models[key][1](tt[p]))
-            ys[key].append(1e6 * sec / row["events"])
+            out.append((key, models[key][1](tt[p]), 1e6 * sec / row["events"]))
+    return out
+
+
+def faem_points(folder: Path) -> list[dict[str, Any]]:
+    """The points of FAEM's figures (``faem_fig*.json`` of ``benchmarks.faem --out``) with the
+    chooser's statistics: stored with the point, else regenerated as benchmarks/faem.py makes
+    them."""
+    out = []
+    for f in sorted(folder.glob("faem_fig*.json"), key=lambda p: int(p.stem[8:])):
+        data = json.loads(f.read_text())
+        fig = f.stem[8:]
+        for pt in data["points"]:
+            if "stats" in pt:
+                st = _stats(pt["stats"], False)
+            else:
+                label = pt["label"]
+                pops = faem.TABLE1
+                if fig == "8":
+                    pops = (*faem.TABLE1[:3], faem.TABLE1[3] * int(label[1:]))
+                n = data["events"]
+                st = Stats.from_events(faem.generate(max(n, 100_000) if fig != "11" else 300_000,
+                                                     data["scale"], populations=pops))
+                st = Stats(st.type_share, st.events_per_second,
+                           0.5 if "%" not in label else int(label[:-1]) / 100,
+                           st.default_share, st.source)
+            out.append({**pt, "fig": fig, "events": data["events"], "stats_obj": st})
+    return out
+
+
+def faem_samples(folder: Path) -> list[Sample]:
+    """The samples of FAEM's figures: every tree shape, the NFA and the chain plan where
+    they were measured."""
+    from kleene.plans import chain, nfa, tree
+
+    models = _models()
+    out: list[Sample] = []
+    for pt in faem_points(folder):
+        st = pt["stats_obj"]
+        aq = analyze(pt["query"])
+        for name, r in pt["plans"].items():
+            if name == "chosen" or not r["seconds"]:
+                continue
+            y = 1e6 * r["seconds"] / pt["events"]
+            if name in faem.SHAPES:
+                plan = choose(aq, plan=f"tree:{name}", stats=st).plan
+                t = tree.shape_terms(plan, plan.get_shape(name), st)
+                out.append((("tree", False), models[("tree", False)][1](t), y))
+            elif name == "nfa":
+                t = nfa.linear_terms(choose(aq, plan="nfa", stats=st).plan, st)
+                out.append((("nfa", False), models[("nfa", False)][1](t), y))
+            elif name == "chain":
+                t = chain.chain_terms(choose(aq, plan="chain", stats=st).plan, st)
+                out.append((("chain", False), models[("chain", False)][1](t), y))
+    return out
+
+
+def fit(data: list[Sample], fixed: dict[str, float] | None = None) -> dict[tuple[str, bool],
+                                                                     list[float]]:
+    """Each plan's coefficients (µs per unit of each cost term, per output mode), fitted by
+    least squares on the log of the measured µs per event (the relative error, symmetric),
+    coefficients >= 0; prints them and the unit conversion (the NFA's per-event term is the
+    chooser's unit). ``fixed``: tree terms held at 0 (an ablation: ``--drop join,held``)."""
+    import numpy as np
+    from scipy.optimize import least_squares
+
+    models = _models()
+    xs: dict[tuple[str, bool], list[list[float]]] = {k: [] for k in models}
+    ys: dict[tuple[str, bool], list[float]] = {k: [] for k in models}
+    for key, x, y in data:
+        xs[key].append(x)
+        ys[key].append(y)
     unit = None
+    coefs: dict[tuple[str, bool], list[float]] = {}
     for key, (names, _f) in models.items():
         if not ys[key]:
             continue
         a = np.array(xs[key])
+        if key[0] == "tree" and fixed:
+            for n in fixed:
+                a[:, names.index(n)] = 0.0
         y = np.log(np.array(ys[key]))
 
         def resid(c: Any, a: Any = a, y: Any = y) -> Any:
             return np.log(np.maximum(a @ c, 1e-12)) - y
 
         c0 = np.full(a.shape[1], 1e-3)
-        c0[0] = float(np.exp(np.median(y)))
-        coef = least_squares(resid, c0, bounds=(0, np.inf)).x
+        c0[names.index("events")] = float(np.exp(np.median(y)))
+        coef = least_squares(resid, c0, bounds=(0, np.inf), loss=LOSS).x
         err = float(np.median(np.abs(np.exp(resid(coef)) - 1)))
         if key == ("nfa", False):
-            unit = coef[0]
+            unit = coef[names.index("events")]
+        coefs[key] = [float(c) for c in coef]
         print(f"{key[0]:5} {'count' if key[1] else 'enum '} n={len(y):3}  "
               + "  ".join(f"{n}={c:.4g}" for n, c in zip(names, coef, strict=True))
               + f"  µs; median relative error {err:.2f}"
               + ("; in the unit: " + "  ".join(f"{n}={c / unit:.4g}" for n, c in
                                                  zip(names, coef, strict=True))
                  if unit else ""))
+    return coefs
 
 
-def faem_rescore(folder: Path) -> None:
+def faem_rescore(folder: Path, verbose: bool = False, write: bool = False) -> tuple[int, int]:
     """FAEM's figures (the ``faem_fig*.json`` of ``benchmarks.faem --out``) scored again with
-    the chooser of the sources on ``PYTHONPATH``: the statistics are regenerated as
-    benchmarks/faem.py makes them, the stored times are reused (the chooser's plan's own
-    column; the stored ``chosen`` runs only where it picks the plan recorded there)."""
-    from kleene.plans.tree import best_shape
+    the chooser of the sources on ``PYTHONPATH``, on the stored times (the chosen plan's own
+    column: a tree shape, the NFA or the chain plan; the stored ``chosen`` runs only where it
+    picks the plan recorded there). Per figure: the points where the chosen plan is within
+    10 % of the best measured plan, Spearman's rank correlation between the estimates and
+    the measured times (all plans and points of the figure; and among the four shapes at one
+    point, averaged), and the chosen plan's time against the NFA's where the NFA ran.
+    ``write``: store the new choice in the files (``chosen``, its column copied to the
+    ``chosen`` row, every plan's estimate, the figure's Spearman and score), so that
+    ``benchmarks.faem --report`` shows it."""
+    from kleene.plans.tree import best_shape, shape_cost
 
-    total = [0, 0, 0]
-    for f in sorted(folder.glob("faem_fig*.json"), key=lambda p: int(p.stem[8:])):
-        data = json.loads(f.read_text())
-        fig = f.stem[8:]
-        n = data["events"]
+    ok_all = n_all = 0
+    by_fig: dict[str, list[dict[str, Any]]] = {}
+    for pt in faem_points(folder):
+        by_fig.setdefault(pt["fig"], []).append(pt)
+    for fig, pts in by_fig.items():
         ok = unknown = 0
-        for pt in data["points"]:
-            label = pt["label"]
-            pops = faem.TABLE1
-            if fig == "8":
-                pops = (*faem.TABLE1[:3], faem.TABLE1[3] * int(label[1:]))
-            # the statistics come from the whole stream (faem.py samples 100,000 events)
-            st = Stats.from_events(faem.generate(max(n, 100_000) if fig != "11" else 300_000,
-                                                 data["scale"], populations=pops))
-            st = Stats(st.type_share, st.events_per_second,
-                       0.5 if "%" not in label else int(label[:-1]) / 100, st.default_share,
-                       st.source)
-            cp = choose(analyze(pt["query"]), stats=st)
+        est_all: list[float] = []
+        got_all: list[float] = []
+        within: list[float] = []
+        ratios: list[str] = []
+        for pt in pts:
+            st = pt["stats_obj"]
+            aq = analyze(pt["query"])
+            cp = choose(aq, stats=st)
             name = cp.choice.chosen
+            costs = {c.name: c.cost for c in cp.choice.candidates if c.cost is not None}
+            tp = cp.plan if name == "tree" else choose(aq, plan="tree", stats=st).plan
             if name == "tree":
                 name = best_shape(cp.plan, st).name
+            shape_est = {s.name: shape_cost(tp, s, st) for s in tp.shapes}
+            for n, r in pt["plans"].items():
+                e = shape_est.get(n, costs.get(n))
+                if n != "chosen" and e is not None:
+                    est_all.append(e)
+                    got_all.append(r["seconds"])
+            w = faem.spearman([shape_est[n] for n in faem.SHAPES],
+                              [pt["plans"][n]["seconds"] for n in faem.SHAPES])
+            if w == w:
+                within.append(w)
             best = min(r["seconds"] for k, r in pt["plans"].items() if k != "chosen")
             if name in pt["plans"] and name != "chosen":
                 sec = pt["plans"][name]["seconds"]
-            elif name == pt["chosen"]:
+            elif pt["chosen"] in (name, f"tree:{name}"):
                 sec = pt["plans"]["chosen"]["seconds"]
             else:
                 unknown += 1
-                print(f"  fig {fig} {label}: chooses {name}, not measured there")
+                print(f"  fig {fig} {pt['label']}: chooses {name}, not measured there")
                 continue
-            ok += sec <= 1.1 * best
-        print(f"fig {fig}: chosen within 10% of the best at {ok}/{len(data['points'])} "
-              f"points ({unknown} not measured)")
-        total[0] += ok
-        total[1] += len(data["points"])
-        total[2] += unknown
-    print(f"all: {total[0]}/{total[1]} ({total[2]} not measured)")
+            good = sec <= 1.1 * best
+            ok += good
+            if write:
+                pt["chosen"] = f"tree:{name}" if name in faem.SHAPES else name
+                for n, r in pt["plans"].items():
+                    r["estimate"] = shape_est.get(n, costs.get(n))
+                pt["plans"]["chosen"] = {**pt["plans"][name], "copied_from": name}
+                pt["plans"]["chosen"]["estimate"] = pt["plans"][name]["estimate"]
+            if "nfa" in pt["plans"]:
+                ratios.append(f"{pt['label']}: {pt['plans']['nfa']['seconds'] / sec:.2f}")
+            if verbose:
+                print(f"  fig {fig} {pt['label']:<14} chooses {name:<6} "
+                      f"{'ok ' if good else 'OFF'} {sec / best:5.2f}x the best ("
+                      + ", ".join(f"{k} {r['seconds'] / best:.2f}"
+                                  for k, r in pt["plans"].items() if k != "chosen") + ")")
+        rho = faem.spearman(est_all, got_all)
+        mean_w = sum(within) / len(within) if within else float("nan")
+        print(f"fig {fig}: chosen within 10% of the best at {ok}/{len(pts)} points "
+              f"({unknown} not measured); Spearman(estimate, measured) {rho:.2f} over all "
+              f"plans and points, {mean_w:.2f} among the shapes at one point (mean)"
+              + (f"; chosen/NFA speed: {', '.join(ratios)}" if ratios else ""))
+        ok_all += ok
+        n_all += len(pts)
+        if write:
+            f = folder / f"faem_fig{fig}.json"
+            data = json.loads(f.read_text())
+            for pt in pts:
+                pt.pop("stats_obj")
+                pt.pop("fig")
+                pt.pop("events")
+            data.update(points=pts, spearman=rho, chosen_within_10pct=ok,
+                        rechosen=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
+            f.write_text(json.dumps(data, indent=1, default=str))
+    print(f"all: {ok_all}/{n_all}")
+    return ok_all, n_all
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("mode", choices=("measure", "fit", "score", "faem-rescore"))
-    ap.add_argument("path", nargs="?", default=None, help="the JSON of a measure run")
+    ap.add_argument("path", nargs="*", default=[],
+                    help="the JSON of a measure run; faem-rescore: a folder of faem_fig*.json; "
+                         "fit: any number of either")
     ap.add_argument("--json", default=None, help="measure: write the results here")
     ap.add_argument("--small", action="store_true", help="small sizes (a loaded machine)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--no-keys", action="store_true",
                     help="score: without the key counts (Stats.distinct), an ablation")
+    ap.add_argument("--drop", default="",
+                    help="fit: tree terms held at 0, comma-separated (an ablation)")
+    ap.add_argument("--input", action="store_true",
+                    help="fit: one more term per plan, one per input event (an ablation)")
+    ap.add_argument("--loss", default="soft_l1", help="fit: scipy least_squares' loss")
+    ap.add_argument("--verbose", action="store_true", help="faem-rescore: every point")
+    ap.add_argument("--write", action="store_true",
+                    help="faem-rescore: store the new choices in the files (for --report)")
     ap.add_argument("--explosion-events", type=int, default=3000)
     ap.add_argument("--faem-events", type=int, default=60_000)
-    args = ap.parse_args(argv)
+    args = ap.parse_intermixed_args(argv)
     if args.mode == "measure":
         data = measure(args)
         if args.json:
             Path(args.json).write_text(json.dumps(data, indent=1))
         return 0
-    if args.path is None:
+    if not args.path:
         ap.error(f"{args.mode} needs the JSON of a measure run (faem-rescore: a folder)")
     if args.mode == "faem-rescore":
-        faem_rescore(Path(args.path))
+        for p in args.path:
+            faem_rescore(Path(p), args.verbose, args.write)
         return 0
-    data = json.loads(Path(args.path).read_text())
-    if args.no_keys:
-        for d in data["stats"].values():
-            d["distinct"] = {}
     if args.mode == "fit":
-        fit(data)
-    else:
+        global LOSS
+        LOSS = args.loss
+        if args.input:
+            for terms_ in (TREE_TERMS, NFA_TERMS, CHAIN_TERMS):
+                terms_.insert(0, "input")
+        got: list[Sample] = []
+        for p in args.path:
+            path = Path(p)
+            if path.is_dir():
+                got += faem_samples(path)
+            else:
+                got += samples(_load(path, args.no_keys))
+        fit(got, {n: 0.0 for n in args.drop.split(",") if n})
+        return 0
+    for p in args.path:
         total = [0, 0]
-        for set_, ok, n in score(data):
+        for set_, ok, n in score(_load(Path(p), args.no_keys)):
             print(f"{set_:16} chosen within 10% of the best: {ok}/{n}")
             total[0] += ok
             total[1] += n
         print(f"{'all':16} chosen within 10% of the best: {total[0]}/{total[1]}")
     return 0
+
+
+def _load(path: Path, no_keys: bool) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(path.read_text())
+    if no_keys:
+        for d in data["stats"].values():
+            d["distinct"] = {}
+    return data
 
 
 if __name__ == "__main__":

@@ -10,8 +10,8 @@ the pairs (the selectivity of Fig. 9).
 
 For every figure point it measures each plan on the same stream, alternating plans in one
 run: the tree shapes (left, right, bushy, inner), the shape the cost model chooses, and the
-NFA where it runs the same query with the same semantics (skip-till-any-match, no Kleene group;
-under maximal-grouping the NFA does not apply). It prints events/s (engine only, CPU time,
+NFA and the chain plan where they run the same query with the same semantics
+(skip-till-any-match, no Kleene group; under maximal-grouping they do not apply). It prints events/s (engine only, CPU time,
 median of ``--repeat`` runs) and peak traced memory (``tracemalloc``, one separate run), the
 ratio to the NFA, the estimated cost of each plan and, per figure, Spearman's rank
 correlation between estimated and measured cost. ``--out`` writes PNG plots and a JSON file.
@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import statistics
 import time
 import tracemalloc
@@ -42,6 +43,9 @@ TRACKS = ("147073", "56437", "189820", "531386")
 TABLE1 = (1661, 1350, 1325, 1268)
 """Events per million of each track in the Yahoo! Music data (Table 1)."""
 SHAPES = ("left", "right", "bushy", "inner")
+OTHERS = ("nfa", "chain")
+"""The plans measured besides the tree shapes where they take the query (the pda and tasks
+plans also take the queries without Kleene, but are estimated 10-20x the NFA: not run)."""
 
 
 def generate(n: int, scale: float = 1.0, seed: int = 7,
@@ -127,10 +131,11 @@ def measure_point(q: str, events: EventBatch, stats: Stats, repeat: int,
     if chosen == "tree":
         chosen = f"tree:{min(est, key=lambda k: est[k])}"
     plans: dict[str, str | None] = {s: f"tree:{s}" for s in SHAPES}
-    nfa_cost = next((r.cost for r in cp.choice.candidates if r.name == "nfa"), None)
-    if nfa_cost is not None:
-        plans["nfa"] = "nfa"
-        est["nfa"] = nfa_cost
+    for other in OTHERS:  # the other plans that run the same query with the same semantics
+        cost = next((r.cost for r in cp.choice.candidates if r.name == other), None)
+        if cost is not None:
+            plans[other] = other
+            est[other] = cost
     plans["chosen"] = chosen
     est["chosen"] = est.get(chosen.partition(":")[2] or chosen, float("nan"))
     times: dict[str, list[float]] = {k: [] for k in plans}
@@ -219,6 +224,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--figs", default="7,8,9,10,11")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=7, help="the generator's seed")
     ap.add_argument("--no-memory", action="store_true")
     ap.add_argument("--out", default=None)
     ap.add_argument("--report", default=None, metavar="DIR",
@@ -230,15 +236,16 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(report(Path(args.report)))
         return
     args.figs = args.figs.split(",")
-    base = generate(args.events, args.scale)
+    base = generate(args.events, args.scale, seed=args.seed)
     results: dict[str, Any] = {"events": args.events, "scale": args.scale, "figures": {}}
+    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     for fig, points in figures(args).items():
         rows = []
         for label, q in points:
             ev = base
             if fig == "8":
                 m = int(label[1:])
-                ev = generate(args.events, args.scale,
+                ev = generate(args.events, args.scale, seed=args.seed,
                               populations=(*TABLE1[:3], TABLE1[3] * m))
             stats = Stats.from_events(ev)
             stats = Stats(stats.type_share, stats.events_per_second,
@@ -246,9 +253,12 @@ def main(argv: Sequence[str] | None = None) -> None:
                           stats.default_share, stats.source)
             if fig == "11" and len(ev) > args.fig11_events:
                 ev = EventBatch(ev.table.slice(0, args.fig11_events), ev.time)
-            r = measure_point(q, ev, stats, args.repeat if fig != "11" else 1,
+            r = measure_point(q, ev, stats, args.repeat,
                               not args.no_memory, any_nfa=fig == "7")
             r["label"] = label
+            r["stats"] = {"type_share": dict(stats.type_share),
+                          "events_per_second": stats.events_per_second,
+                          "selectivity": stats.selectivity, "source": stats.source}
             rows.append(r)
             cells = "  ".join(
                 f"{n}={p['events_per_s'] / 1e3:,.0f}k/s"
@@ -272,15 +282,17 @@ def main(argv: Sequence[str] | None = None) -> None:
         near = chosen_near(rows)
         print(f"fig {fig}: Spearman(estimated, measured) = {rho:.2f}; chosen within 10% of the "
               f"best plan at {near}/{len(rows)} points", flush=True)
-        results["figures"][fig] = {"points": rows, "spearman": rho, "chosen_within_10pct": near}
-    if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        for fig, data in results["figures"].items():
+        results["figures"][fig] = {"points": rows, "spearman": rho, "chosen_within_10pct": near,
+                                   "load": os.getloadavg()}
+        if args.out:  # each figure as soon as it is measured
+            out = Path(args.out)
+            out.mkdir(parents=True, exist_ok=True)
             n = min(args.events, args.fig11_events) if fig == "11" else args.events
             (out / f"faem_fig{fig}.json").write_text(json.dumps(
-                {"events": n, "scale": args.scale, **data}, indent=1, default=str))
-        plot(results, out)
+                {"events": n, "scale": args.scale, "repeat": args.repeat, "seed": args.seed,
+                 "started": started, **results["figures"][fig]}, indent=1, default=str))
+    if args.out:
+        plot(results, Path(args.out))
 
 
 def chosen_seconds(point: dict[str, Any]) -> float:
@@ -306,7 +318,7 @@ def report(out: Path) -> str:
     for f in sorted(out.glob("faem_fig*.json"), key=lambda p: int(p.stem[8:])):
         data = json.loads(f.read_text())
         fig = f.stem[8:]
-        names = ["left", "right", "bushy", "inner", "chosen", "nfa"]
+        names = ["left", "right", "bushy", "inner", "chosen", "nfa", "chain"]
         within = [spearman([p["plans"][n]["estimate"] for n in SHAPES],
                            [p["plans"][n]["seconds"] for n in SHAPES]) for p in data["points"]]
         within = [w for w in within if w == w]
@@ -347,7 +359,7 @@ def plot(results: dict[str, Any], out: Path) -> None:
     for fig, data in results["figures"].items():
         pts = data["points"]
         labels = [p["label"] for p in pts]
-        names = [n for n in ("left", "right", "bushy", "inner", "chosen", "nfa")
+        names = [n for n in ("left", "right", "bushy", "inner", "chosen", "nfa", "chain")
                  if any(n in p["plans"] for p in pts)]
         f, axes = plt.subplots(1, 2, figsize=(12, 4))
         width = 0.8 / len(names)

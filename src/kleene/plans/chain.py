@@ -51,26 +51,28 @@ from ..runtime.matcher import MatcherOptions
 from ..runtime.policies import bindings_builder
 from ..semantic.analyzed import AnalyzedQuery
 from ..vocab import Emit, Strategy
+from . import registry
 from .registry import CompiledPlan, PlanKind, Stats, matches_estimate
 
 Rec = tuple[Any, ...]
 
 _NONE = -(1 << 62)
 
-CHAIN_EVENT = 1.74
+CHAIN_EVENT = 2.12
 """Work per input event of the pattern's types (a node per state it takes), in the
 chooser's unit (the NFA's cost of one input event). Fitted, like the constants below, on
 ``benchmarks/chooser.py`` (docs/benchmarks.md, "The plan chooser's scale")."""
-CHAIN_MATCH = 1.13
+CHAIN_MATCH = 2.93
 """Work to join and write one match (enumeration), same unit."""
-CHAIN_COUNT_EVENT = 5.55
+CHAIN_COUNT_EVENT = 7.13
 """Work per input event when counting (``count_only``) without joining, same unit."""
-CHAIN_RANKED_EVENT = 1.7
+CHAIN_RANKED_EVENT = 2.19
 """Work per input event when the ranked counter counts (``SEQ(a, b+, c)`` with at most one
 condition ``a.x OP c.y``: O(log starts), ~1 s per 470k-340k events from 5 s to 60 s windows),
 same unit. Measured on the LinkedCEP explosion benchmark (docs/benchmarks.md), not refitted by
-``benchmarks/chooser.py``."""
-CHAIN_COUNT_START = 0.075
+``benchmarks/chooser.py`` (1.7 in the unit before the FAEM refit, 1.27 µs; the same µs in
+today's unit, 0.99 µs)."""
+CHAIN_COUNT_START = 0.098
 """Work per live start event and state when counting with a condition between the first
 variable and a later one (one count vector per live start), same unit."""
 
@@ -1071,7 +1073,7 @@ def chain_terms(plan: Plan, stats: Stats) -> dict[str, float]:
         share = min(sum(stats.share(t) for t in c.types), 1.0)
         conj = len(plan.vars[c.vars[0]].take) + (plan.vars[c.vars[0]].mask is not None)
         steps.append((share, c.kind is CompKind.KLEENE, conj))
-    matches = matches_estimate(steps, n, Strategy.SKIP_TILL_ANY_MATCH)
+    matches = matches_estimate(steps, n, Strategy.SKIP_TILL_ANY_MATCH, registry.ORDERED)
     pair = countable(plan) if not plan.negations else None
     if pair is None:
         count_work = matches

@@ -16,6 +16,7 @@ from ..runtime.linear import LinearMatcher
 from ..runtime.matcher import MatcherOptions
 from ..runtime.nested import NestedLinearMatcher, has_nested
 from ..runtime.policies import bindings_builder
+from . import registry
 from .registry import CompiledPlan, PlanKind, Stats, matches_estimate, runs_estimate
 
 NFA_EVENT = 1.0
@@ -23,20 +24,23 @@ NFA_EVENT = 1.0
 plan's estimate is on this scale (about one microsecond of CPU here); the constants below and
 those of chain.py / tree.py are fitted on ``benchmarks/chooser.py`` (docs/benchmarks.md,
 "The plan chooser's scale")."""
-NFA_RUN = 0.00072
+NFA_RUN = 0.161
 """Work per live partial match an event is offered to, same unit."""
-NFA_MATCH = 0.71
+NFA_MATCH = 0.825
 """Work per complete match built (enumeration), same unit."""
-NFA_COUNT_EVENT = 1.41
+NFA_COUNT_EVENT = 1.95
 """Work per input event when counting (``count_only``: the kernel's count mode), same unit."""
-NFA_COUNT_MATCH = 0.26
+NFA_COUNT_MATCH = 0.665
 """Work per complete match counted (``count_only``: the kernel builds none), same unit."""
+NFA_COUNT_RUN = 0.0
+"""Work per live partial match an event is offered to when counting, same unit (fitted
+at 0: the count kernel's run visits are not distinguishable from its per-event work)."""
 
 
 def linear_terms(plan: Plan, stats: Stats) -> dict[str, float]:
     """The NFA's cost terms per input event: the share of events the pattern's types take
-    (``events``: the others never reach a run), the expected live runs and complete
-    matches."""
+    (``events``: the others never reach a run), the expected live runs (``runs``; each
+    event of the pattern's types is offered to them: ``offered``) and complete matches."""
     n = stats.events_in(plan.window_us, plan.window_events, plan.key_attrs)
     steps = []
     for c in plan.components:
@@ -44,17 +48,18 @@ def linear_terms(plan: Plan, stats: Stats) -> dict[str, float]:
         conj = sum(len(plan.vars[v].take) + (plan.vars[v].mask is not None) for v in c.vars)
         steps.append((min(share, 1.0), c.kind is CompKind.KLEENE, conj))
     seen = min(sum(stats.share(t) for t in {t for c in plan.components for t in c.types}), 1.0)
-    return {"events": seen, "runs": runs_estimate(steps, n, plan.strategy),
-            "matches": matches_estimate(steps, n, plan.strategy)}
+    runs = runs_estimate(steps, n, plan.strategy, registry.ORDERED)
+    return {"events": seen, "runs": runs, "offered": seen * runs,
+            "matches": matches_estimate(steps, n, plan.strategy, registry.ORDERED)}
 
 
 def linear_cost(plan: Plan, stats: Stats) -> float:
     """Estimated work per event: each event of the pattern's types, the live runs it is
     offered to and the matches it completes (built, or only counted under ``count_only``)."""
     t = linear_terms(plan, stats)
-    event, match = (NFA_COUNT_EVENT, NFA_COUNT_MATCH) if stats.count_only else (NFA_EVENT,
-                                                                                NFA_MATCH)
-    return min(event * t["events"] + NFA_RUN * t["runs"] + match * t["matches"], 1e18)
+    event, run, match = ((NFA_COUNT_EVENT, NFA_COUNT_RUN, NFA_COUNT_MATCH) if stats.count_only
+                         else (NFA_EVENT, NFA_RUN, NFA_MATCH))
+    return min(event * t["events"] + run * t["offered"] + match * t["matches"], 1e18)
 
 
 def linear_matcher(plan: Plan, options: MatcherOptions, plain_output: bool,

@@ -134,16 +134,26 @@ class Stats:
                    distinct=distinct)
 
 
+ORDERED = True
+"""The NFA's and the chain's estimates count only the choices of events that come in the
+pattern's order (:func:`_prefixes`); False restores the count of every choice (an ablation
+for ``benchmarks/chooser.py``)."""
+
+
 def _prefixes(steps: Sequence[tuple[float, bool, int]], in_window: float,
-              strategy: Strategy) -> list[float]:
+              strategy: Strategy, ordered: bool = False) -> list[float]:
     """Expected partial matches of the first ``j`` steps, ``j = 1 .. len(steps) - 1`` (at
-    least the first step)."""
+    least the first step). ``ordered``: under skip-till-any-match, only the choices whose
+    events come in the steps' order count (``1/j!`` of them: events at random positions of
+    the window)."""
     out = []
     prefix = 1.0
-    for share, kleene, conjuncts in steps[:-1] if len(steps) > 1 else steps:
+    for j, (share, kleene, conjuncts) in enumerate(steps[:-1] if len(steps) > 1 else steps, 1):
         cand = max(share * in_window * (0.5 ** conjuncts), 1e-9)
         if strategy is Strategy.SKIP_TILL_ANY_MATCH:
             prefix *= (2.0 ** min(cand, 60.0) - 1.0) if kleene else cand
+            if ordered:
+                prefix /= j
         else:
             prefix *= min(cand, 1.0) if prefix >= 1.0 else cand
         prefix = min(prefix, 1e30)
@@ -152,16 +162,17 @@ def _prefixes(steps: Sequence[tuple[float, bool, int]], in_window: float,
 
 
 def runs_estimate(steps: Sequence[tuple[float, bool, int]], in_window: float,
-                  strategy: Strategy) -> float:
+                  strategy: Strategy, ordered: bool = False) -> float:
     """Expected live partial matches of a sequence of steps, ``(share, kleene, conjuncts)``
     each, with ``in_window`` events per window: a run of the first ``j`` steps exists for
     every choice of their events inside the window (skip-till-any-match; Kleene steps choose
-    any subset), fewer under the other strategies (one run per start)."""
-    return min(sum(_prefixes(steps, in_window, strategy)), 1e18)
+    any subset), fewer under the other strategies (one run per start); ``ordered``: see
+    :func:`_prefixes`."""
+    return min(sum(_prefixes(steps, in_window, strategy, ordered)), 1e18)
 
 
 def matches_estimate(steps: Sequence[tuple[float, bool, int]], in_window: float,
-                     strategy: Strategy) -> float:
+                     strategy: Strategy, ordered: bool = False) -> float:
     """Expected complete matches per input event: the partial matches of every step but the
     last (:func:`runs_estimate`'s last prefix) times the chance that an event completes one
     (the last step's share and conjuncts)."""
@@ -169,7 +180,8 @@ def matches_estimate(steps: Sequence[tuple[float, bool, int]], in_window: float,
         share, _k, conjuncts = steps[0]
         return share * (0.5 ** conjuncts)
     share, _k, conjuncts = steps[-1]
-    return min(_prefixes(steps, in_window, strategy)[-1] * share * (0.5 ** conjuncts), 1e18)
+    return min(_prefixes(steps, in_window, strategy, ordered)[-1] * share * (0.5 ** conjuncts),
+               1e18)
 
 
 # --------------------------------------------------------------------------------------------

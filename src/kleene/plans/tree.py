@@ -490,38 +490,83 @@ def configure(plan: TreePlan, option: str, analyzed: AnalyzedQuery) -> TreePlan:
 # --------------------------------------------------------------------------------------------
 
 
-def _est(n: TNode, plan: TreePlan, stats: Stats, nw: float) -> tuple[float, float, float]:
-    """(composites in the buffer, new composites per event, join work per event)."""
+def _est(n: TNode, plan: TreePlan, stats: Stats,
+         nw: float) -> tuple[float, float, float, float]:
+    """(composites in the buffer, new composites per event, join work per event, composites
+    held in the subtree's buffers)."""
     sel = stats.selectivity
     if isinstance(n, Leaf):
         share = stats.share(n.type) * (sel if plan.base.masks.get(n.var) is not None else 1.0)
         k = share * nw
         if n.kleene and plan.grouping:
-            return 1.0, 0.0, share
+            return 1.0, 0.0, share, k
         if n.kleene:
             size = min(2.0 ** min(k, 60.0) - 1.0, 1e18)
-            return size, size / max(nw, 1.0) * 2.0, share
-        return k, share, 0.0
-    ls, lr, lw = _est(n.left, plan, stats, nw)
-    rs, rr, rw = _est(n.right, plan, stats, nw)
+            return size, size / max(nw, 1.0) * 2.0, share, size
+        return k, share, 0.0, k
+    ls, lr, lw, lh = _est(n.left, plan, stats, nw)
+    rs, rr, rw, rh = _est(n.right, plan, stats, nw)
     f = sel ** len(n.preds)
     if n.op == "or":
-        return ls + rs, lr + rr, lw + rw
-    order = 0.5 if n.op == "seq" else 1.0
+        return ls + rs, lr + rr, lw + rw, lh + rh
+    apart = 2.0 if n.apart else 1.0
     if n.op == "seq":
         # a left delta only meets empty right composites; a right delta scans the left buffer
-        work = rr * ls + lr
+        if ORDERED:
+            # the left items before the right ones: 1 of C(p + q, p) interleavings of p and q
+            # items in the window; a new right composite (its last event the newest) finds
+            # 1 in C(p + q - 1, p) of the left buffer before its first event, and the join
+            # scans only those (it bisects the buffer there). A maximal-grouping Kleene leaf
+            # is not an item: its group is fitted in later.
+            p, q = _nitems(n.left, plan), _nitems(n.right, plan)
+            size = ls * rs * f / math.comb(p + q, p)
+            before = 1.0 / math.comb(max(p + q - 1, p), p)
+            work = rr * ls * before + lr
+            rate = rr * ls * f * before
+            if _static(n.right, plan):  # each new left composite with the group
+                rate += lr * f
+        else:
+            work = rr * ls + lr
+            size = ls * rs * f * 0.5
+            rate = size / max(nw, 1.0)
     else:
         work = rr * ls + lr * rs
-    size = ls * rs * f * order * (2.0 if n.apart else 1.0)
-    return size, size / max(nw, 1.0), lw + rw + work
+        size = ls * rs * f * apart
+        rate = (rr * ls + lr * rs) * f * apart if ORDERED else size / max(nw, 1.0)
+    return (min(size, 1e18), min(rate, 1e18), lw + rw + work, min(lh + rh + size, 1e18))
 
 
-def shape_work(plan: TreePlan, shape: TreeShape, stats: Stats) -> float:
-    """The join work of one tree shape per input event: one unit per composite pair a join
-    considers, plus (maximal-grouping) the scan of the Kleene buffer per match."""
+def _static(n: TNode, plan: TreePlan) -> bool:
+    """A maximal-grouping Kleene leaf: one group composite, never a delta."""
+    return isinstance(n, Leaf) and n.kleene and plan.grouping
+
+
+def _nitems(n: TNode, plan: TreePlan) -> int:
+    """The items of a subtree that order a sequence join (not a maximal-grouping Kleene)."""
+    if isinstance(n, Leaf):
+        return 0 if _static(n, plan) else 1
+    return _nitems(n.left, plan) + _nitems(n.right, plan)
+
+
+def shape_terms(plan: TreePlan, shape: TreeShape, stats: Stats) -> dict[str, float]:
+    """The tree's cost terms per input event for one shape (each weighted by a fitted
+    constant in :func:`shape_cost`):
+
+    * ``events``: the share of input events of the pattern's classes (each goes down the
+      tree once);
+    * ``join``: the composite pairs the joins consider (a delta against the other side's
+      buffer);
+    * ``out``: the composites made at the root (complete matches, or maximal-grouping root
+      composites), each turned into a candidate for the runtime's policies;
+    * ``group``: maximal-grouping only, the scan of the Kleene buffer per root composite plus
+      the size-n combinations of ``[n]`` (late combination);
+    * ``held``: the composites kept in the internal nodes' buffers, times ``events`` (window
+      pruning and the stale entries a join scans between prunings grow with what is held).
+    """
     nw = stats.events_in(plan.window_us, plan.window_events, plan.key_attrs)
-    size, rate, work = _est(shape.root, plan, stats, nw)
+    _size, rate, work, _held = _est(shape.root, plan, stats, nw)
+    seen = min(sum(stats.share(t) for t in _leaf_types(shape.root)), 1.0)
+    held = _held_inner(shape.root, plan, stats, nw)
     extra = 0.0
     k = plan.kleene
     if plan.grouping and k is not None:
@@ -529,32 +574,55 @@ def shape_work(plan: TreePlan, shape: TreeShape, stats: Stats) -> float:
         extra = rate * group  # the scan of the Kleene buffer per match
         if k.hi is not None:  # late combination: every size-n subset is a match
             extra += rate * math.comb(max(int(round(group)), k.hi), k.hi)
-    return work + rate + extra
+    return {"events": seen, "join": work, "out": rate, "group": extra,
+            "held": min(seen * held, 1e18)}
+
+
+def _held_inner(n: TNode, plan: TreePlan, stats: Stats, nw: float) -> float:
+    """Composites held in the internal nodes' buffers of a subtree."""
+    if isinstance(n, Leaf):
+        return 0.0
+    return (_est(n, plan, stats, nw)[0] + _held_inner(n.left, plan, stats, nw)
+            + _held_inner(n.right, plan, stats, nw))
+
+
+def shape_work(plan: TreePlan, shape: TreeShape, stats: Stats) -> float:
+    """The part of a shape's estimate that depends on the shape (in the chooser's unit):
+    every term of :func:`shape_terms` but the per-event ones, times its constant."""
+    t = shape_terms(plan, shape, stats)
+    return min(TREE_JOIN * t["join"] + TREE_OUT * t["out"] + TREE_GROUP * t["group"]
+               + TREE_HELD * t["held"], 1e18)
 
 
 def shape_cost(plan: TreePlan, shape: TreeShape, stats: Stats) -> float:
-    """Estimated work per event of one tree shape on the chooser's scale (the NFA's cost of
-    one input event): :data:`TREE_EVENT` per event of the pattern's classes plus
-    :data:`TREE_OVERHEAD` per unit of :func:`shape_work`. A positive affine map of the work, so the shapes' order is the
-    work's."""
+    """Estimated work per input event of one tree shape on the chooser's scale (the NFA's
+    cost of one event of the pattern's types): :data:`TREE_EVENT` per event of the pattern's
+    classes plus :func:`shape_work`."""
     seen = min(sum(stats.share(t) for t in _leaf_types(shape.root)), 1.0)
-    return TREE_EVENT * seen + TREE_OVERHEAD * shape_work(plan, shape, stats)
+    return min(TREE_EVENT * seen + shape_work(plan, shape, stats), 1e18)
 
 
 def _leaf_types(n: TNode) -> set[str | None]:
     return {n.type} if isinstance(n, Leaf) else _leaf_types(n.left) | _leaf_types(n.right)
 
 
-TREE_EVENT = 2.56
-"""The tree's work per input event (leaf buffers, window pruning), in the chooser's unit.
-Fitted with :data:`TREE_OVERHEAD` on ``benchmarks/chooser.py`` (docs/benchmarks.md, "The plan
-chooser's scale")."""
-TREE_OVERHEAD = 2.30
-"""One unit of the tree's join work (a composite pair a join considers, per input event) in
-the chooser's unit. Before the fit it was calibrated on FAEM's Fig. 7 query without Kleene
-(the NFA's estimate 457 for 0.35 µs per event, the tree's raw work 0.21-0.26 for 0.65-0.77 µs
-per event). Under maximal-grouping the NFA does not apply, and the shapes' order does not
-depend on these constants."""
+ORDERED = True
+"""A sequence join keeps the composite pairs whose items come in order (1 in C(p + q, p)
+for ``p`` and ``q`` items); False: one in two (an ablation for ``benchmarks/chooser.py``)."""
+TREE_EVENT = 2.74
+"""The tree's work per event of the pattern's classes (the walk down the tree, leaf
+buffers), in the chooser's unit. This and the constants below are fitted on
+``benchmarks/chooser.py`` (docs/benchmarks.md, "The plan chooser's scale")."""
+TREE_JOIN = 4.15
+"""One composite pair a join considers (per input event), same unit."""
+TREE_OUT = 0.0
+"""One composite made at the root (per input event), same unit."""
+TREE_GROUP = 0.454
+"""maximal-grouping: one Kleene event scanned (or one combination made) for a root
+composite, same unit."""
+TREE_HELD = 0.0
+"""One composite held in an internal node's buffer, per event of the pattern's classes,
+same unit."""
 
 
 def shape_costs(plan: TreePlan, stats: Stats) -> list[tuple[str, str, float]]:
