@@ -299,10 +299,16 @@ Entry = tuple[int, int, Match]
 """(global position of the completing event, query order, match)."""
 
 _first = itemgetter(0)
+_VEC_CELLS = 1 << 24
+"""Most key x class cells the vectorized path keeps (128 MB); beyond, the per-event path."""
 
 
 class SharedNetwork:
     """The ECQ network of the queries that share one partition key (``key_attrs``)."""
+
+    vectorized = True
+    """Take the batch-vectorized test phase (``kleene.runtime.shared_vec``) when the network
+    allows it; False: always the per-event one (the reference the tests compare it with)."""
 
     def __init__(self, key_attrs: tuple[str, ...], *, clean_period: int = 100_000,
                  max_matches_per_event: int | None = 1_000_000,
@@ -341,6 +347,10 @@ class SharedNetwork:
         self.cleanings = 0
         self.stored_log: deque[tuple[int, int]] = deque(maxlen=1000)
         """Stored instances before and after each recent cleaning (the paper's measure)."""
+        from .shared_vec import VecState
+
+        self.vec = VecState(self)
+        self.vec_ok = False
 
     # ------------------------------------------------------------------ the network (Fig. 3)
     def add(self, qid: int, spec: SharedSpec, order: int, since: int) -> None:
@@ -363,12 +373,14 @@ class SharedNetwork:
                 probe = []
             ecq.link_add(_Link(q, i, probe))
         self.queries[qid] = q
+        self.vec.tables_dirty = True
 
     def remove(self, qid: int) -> None:
         """Delete a query's CLinks; an ECQ whose CLT becomes empty is dropped with its
         instances. PMB entries of the query are freed with their instances by cleaning (the
         query id is never reused, so they are never read again)."""
         q = self.queries.pop(qid)
+        self.vec.tables_dirty = True
         for ecq in q.ecqs:
             ecq.link_remove(ecq.clt[qid])
             if not ecq.clt:
@@ -381,6 +393,7 @@ class SharedNetwork:
                     v = self.view.get(k)
                     if v is not None:
                         v.pop(ecq, None)
+                self.vec.valid = False
 
     def stored(self) -> int:
         """Instances stored in all SIQs (one copy per event)."""
@@ -413,6 +426,18 @@ class SharedNetwork:
         tl = ts_all[sel].tolist()
         il = t.column(ID).take(sel_arr).to_pylist()
         offs = sel.tolist()
+        vec = self.vec
+        if self.vectorized:
+            if vec.tables_dirty:
+                self.vec_ok = vec.refresh()
+            if self.vec_ok and (len(self.keys) + 1) * vec.ncols <= _VEC_CELLS:
+                if not vec.valid:
+                    vec.rebuild()
+                vec.process([combos[c][0] for c in cl], keys, tl, il, offs, gpos0, n, out)
+                self.max_ts = max(self.max_ts, int(ts_all[-1]))
+                self._maybe_clean()
+                return out
+        vec.valid = False
         # clean every clean_period input events, also inside a batch (before the event that
         # reaches the period: instances older than its window are useless from then on)
         next_at = self.clean_period - self.since_clean
@@ -515,15 +540,21 @@ class SharedNetwork:
         for ecq in ecqs:
             self._test_insert(ecq, k, pos, ts, eid, view, found)
         if found:
-            nf = len(found)
-            if nf > 1:
-                found.sort(key=_first)  # stable: a query's matches keep their order
-            # per-query cap accounting only once a cap could be reached: no query has more
-            # matches in this event or call than all queries together
-            if nf > self.event_cap or self.call_total + nf > self.call_cap:
-                found = self._capped(found, eid, out)
-            self.call_total += len(found)
-            out += [(pos, o, m) for o, m in found]
+            self._deliver(found, True, pos, eid, out)
+
+    def _deliver(self, found: list[tuple[int, Match]], unsorted: bool, pos: int, eid: Any,
+                 out: list[Entry]) -> None:
+        """An event's matches into ``out`` in query order (``unsorted``: sort them first),
+        capped."""
+        nf = len(found)
+        if unsorted and nf > 1:
+            found.sort(key=_first)  # stable: a query's matches keep their order
+        # per-query cap accounting only once a cap could be reached: no query has more
+        # matches in this event or call than all queries together
+        if nf > self.event_cap or self.call_total + nf > self.call_cap:
+            found = self._capped(found, eid, out)
+        self.call_total += len(found)
+        out += [(pos, o, m) for o, m in found]
 
     def _test_insert(self, ecq: _ECQ, k: int, pos: int, ts: int, eid: Any,
                      view: dict[_ECQ, list[Any]], found: list[tuple[int, Match]]) -> None:
@@ -688,8 +719,13 @@ class SharedNetwork:
             found.append((q.order, Match(q.name, dict(zip(q.vars, ids, strict=True)), first_ts,
                                          ts)))
             return
-        spec = q.spec
-        n = len(spec.types)
+        self._complete_all(q, k, pos, ts, eid, found)
+
+    def _complete_all(self, q: _Query, k: int, pos: int, ts: int, eid: Any,
+                      found: list[tuple[int, Match]]) -> None:
+        """EMIT ALL: every chain of instances that completes ``q`` at the event, in the
+        order of their positions."""
+        n = q.n
         lo = ts - q.window
         qid, since = q.qid, q.since
         ecqs = q.ecqs
@@ -786,6 +822,7 @@ class SharedNetwork:
         self.since_clean = data["since_clean"]
         self.truncated_matches = data["truncated"]
         self.view = {}
+        self.vec.valid = False
         for ecq in self.ecqs.values():
             ecq.siq.clear()
             ecq.head.clear()

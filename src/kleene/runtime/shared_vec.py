@@ -1,0 +1,431 @@
+"""The shared network's test phase vectorized over a batch (``SharedNetwork.process``'s fast path).
+
+Networks of sequences and disjunctions of plain classes (no ``AND``, no virtual classes) take
+this path; it computes the same matches, PMB entries and stored instances as the per-event
+test phase of :mod:`kleene.runtime.shared`, and keeps the network's SIQs, hash heads, ``prev``
+links and PMBs exactly as that path does, so the two can alternate (a query added that the fast
+path cannot take switches the network to the per-event path, and back).
+
+Why it is the same (docs/engine.md, "The shared network, vectorized"): with skip-till-any-match,
+the PMatch start of query ``q`` at an instance ``x`` of its class ``i`` (i >= 1) is reached by
+the *greedy chain*: the newest instance of class ``i - 1`` of ``x``'s key before ``x``, then the
+newest instance of class ``i - 2`` before that one, ... down to class 0; the entry exists iff
+that start is inside ``q``'s window of ``x`` and at or after ``q``'s ``since``. (The per-event
+path stores the newest start found through the newest *stored* instance; an instance is not
+stored only when no query's prefix is valid at it, and a chain through such an instance is
+invalid for every later event too, so following every event gives the same entries.) A query
+completes at an event of its last class iff the chain from the event is valid, and EMIT RECENT's
+match is that chain. So the network keeps, per event, its **snapshot row**: for every class,
+the newest event of the same key before it (an array-based PMB that every query shares); a
+batch's rows are one scan over the batch sorted by key, and every (event, link) pair follows its
+chain with array indexing. What is left per event in Python: writing the PMB and the instance,
+cleaning at the same events, and building the matches (EMIT ALL enumerates its matches with the
+per-event path's walk over the SIQs).
+"""
+
+from __future__ import annotations
+
+from itertools import islice
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..events import Match
+from .shared import _ID, _TS, DSJ, SEQ
+
+if TYPE_CHECKING:
+    from .shared import Entry, SharedNetwork, _ECQ, _Query
+
+_I64 = np.int64
+_NOWIN = 2 ** 62
+"""A window longer than any stream (a query without WITHIN)."""
+_MAX_CELLS = 1 << 24
+"""Most key x class cells of the ``last`` table (128 MB); beyond, the per-event path runs."""
+_CHUNK_CELLS = 1 << 21
+"""Events x classes of one chunk's scan (16 MB)."""
+
+
+class VecState:
+    """The fast path's arrays: one row per event the network took since its rows were (re)built
+    (rows before ``base`` are dropped: older than every window), and the query tables."""
+
+    def __init__(self, net: SharedNetwork) -> None:
+        self.net = net
+        self.col: dict[_ECQ, int] = {}
+        self.ecq_of: list[_ECQ | None] = []
+        self.ncols = 0
+        self.base = 0
+        """Global row number of row 0 of the arrays."""
+        self.n = 0
+        """Rows in use."""
+        self.ts = np.empty(0, _I64)
+        self.pos = np.empty(0, _I64)
+        self.ids = np.empty(0, object)
+        self.snap = np.empty((0, 0), _I64)
+        """Per row and class: the global row of the newest event of its key before it, or -1."""
+        self.last = np.full((0, 0), -1, _I64)
+        """Per key and class: the global row of its newest event (the carry-in of a batch)."""
+        self.valid = False
+        """Rows and ``last`` reflect the network's events (else rebuilt from its SIQs)."""
+        self.tables_dirty = True
+        self.wmax: float = 0.0
+
+    # ------------------------------------------------------------------ tables
+    def refresh(self) -> bool:
+        """Rebuild the query tables after add / remove; False if the fast path cannot take
+        the network (an AND, a virtual class, or too many cells)."""
+        net = self.net
+        for ecq in net.ecqs.values():
+            if ecq.filter is not None or ecq.cnj:
+                return False
+        if self.ncols > 2 * len(net.ecqs) + 16:  # classes removed: renumber, rebuild the rows
+            self.col, self.ecq_of, self.ncols = {}, [], 0
+            self.snap = np.empty((0, 0), _I64)
+            self.last = np.full((0, 0), -1, _I64)
+            self.ts = np.empty(0, _I64)
+            self.pos = np.empty(0, _I64)
+            self.ids = np.empty(0, object)
+            self.base = self.n = 0
+            self.valid = False
+        for ecq in net.ecqs.values():
+            if ecq not in self.col:
+                self._add_col(ecq)
+        if self.ncols > 4096 or (len(net.keys) + 1) * self.ncols > _MAX_CELLS:
+            return False
+        seq = [q for q in net.queries.values() if q.spec.kind == SEQ and q.n >= 2]
+        self.queries = seq
+        nq = len(seq)
+        maxn = max((q.n for q in seq), default=2)
+        self.maxn = maxn
+        qcols = np.zeros((nq, maxn), _I64)
+        for a, q in enumerate(seq):
+            qcols[a, :q.n] = [self.col[e] for e in q.ecqs]
+        self.qcols = qcols
+        self.qn = np.array([q.n for q in seq], _I64)
+        self.qwin = np.array([_NOWIN if q.window == float("inf") else int(q.window)
+                              for q in seq], _I64)
+        self.qsince = np.array([q.since for q in seq], _I64)
+        self.qorder = np.array([q.order for q in seq], _I64)
+        self.qid = np.array([q.qid for q in seq], _I64)
+        # the links (query, index >= 1) grouped by R-CLink: (column of their class, column of
+        # the previous class), CSR; each group's largest window
+        w = self.snap.shape[1]
+        self.width = w
+        per: dict[int, list[tuple[int, int]]] = {}
+        rwin = np.full((w, w), -1, _I64)
+        for a, q in enumerate(seq):
+            for i in range(1, q.n):
+                cx, cp = self.col[q.ecqs[i]], self.col[q.ecqs[i - 1]]
+                per.setdefault(cx * w + cp, []).append((a, i))
+                rwin[cx, cp] = max(rwin[cx, cp], self.qwin[a])
+        self.rwin = rwin
+        cnt = np.zeros(w * w, _I64)
+        off = np.zeros(w * w, _I64)
+        flat: list[tuple[int, int]] = []
+        for g in sorted(per):
+            off[g] = len(flat)
+            cnt[g] = len(per[g])
+            flat += per[g]
+        self.gcnt, self.goff = cnt, off
+        self.lq = np.array([a for a, _ in flat], _I64)
+        self.li = np.array([i for _, i in flat], _I64)
+        self.wmax = max((e.window for e in net.ecqs.values()), default=0.0)
+        self.tables_dirty = False
+        return True
+
+    def _add_col(self, ecq: _ECQ) -> None:
+        self.col[ecq] = self.ncols
+        self.ecq_of.append(ecq)
+        self.ncols += 1
+        if self.snap.shape[1] < self.ncols:
+            grow = max(self.ncols, 2 * self.snap.shape[1], 8)
+            s = np.full((self.snap.shape[0], grow), -1, _I64)
+            s[:, :self.snap.shape[1]] = self.snap
+            self.snap = s
+            last = np.full((self.last.shape[0], grow), -1, _I64)
+            last[:, :self.last.shape[1]] = self.last
+            self.last = last
+
+    def _keys_cap(self, nkeys: int) -> None:
+        if self.last.shape[0] < nkeys:
+            grow = max(nkeys, 2 * self.last.shape[0], 64)
+            last = np.full((grow, self.last.shape[1]), -1, _I64)
+            last[:self.last.shape[0]] = self.last
+            self.last = last
+
+    def rebuild(self) -> None:
+        """Rows from the network's stored instances (after the per-event path ran, a restore,
+        or a removed class): a chain through stored instances only is the same chain."""
+        net = self.net
+        self.base = 0
+        self.n = 0
+        self.last[:] = -1
+        insts = [(inst, self.col[e]) for e in net.ecqs.values() for inst in e.siq]
+        insts.sort(key=lambda x: x[0][0])
+        self._keys_cap(len(net.keys) + 1)
+        if insts:
+            pos = np.array([i[0] for i, _c in insts], _I64)
+            ts = np.array([i[1] for i, _c in insts], _I64)
+            ids = [i[2] for i, _c in insts]
+            keys = np.array([i[5] for i, _c in insts], _I64)
+            cols = np.array([c for _i, c in insts], _I64)
+            step = max(1, _CHUNK_CELLS // max(1, self.snap.shape[1]))
+            for a in range(0, len(insts), step):
+                self._append(keys[a:a + step], cols[a:a + step], ts[a:a + step],
+                             pos[a:a + step], ids[a:a + step])
+        self.valid = True
+
+    # ------------------------------------------------------------------ rows
+    def _append(self, keys: np.ndarray[Any, Any], cols: np.ndarray[Any, Any],
+                ts: np.ndarray[Any, Any], pos: np.ndarray[Any, Any], ids: list[Any]) -> int:
+        """Append one row per event (in order) with its snapshot row; returns the global row of
+        the first."""
+        m = len(keys)
+        if self.n + m > len(self.ts):
+            self._make_room(m)
+        r0 = self.base + self.n
+        rows = np.arange(r0, r0 + m, dtype=_I64)
+        width = self.snap.shape[1]
+        order = np.argsort(keys, kind="stable")
+        ks = keys[order]
+        start = np.empty(m, bool)
+        start[0] = True
+        start[1:] = ks[1:] != ks[:-1]
+        g = np.cumsum(start) - 1
+        base = self.base
+        span = r0 + m - base + 2  # encoded values are row - base + 1 in [0, span)
+        b = np.zeros((m, width), _I64)
+        co = cols[order]
+        ro = rows[order]
+        if m > 1:
+            b[np.arange(1, m), co[:-1]] = ro[:-1] - base + 1
+        st = np.flatnonzero(start)
+        carry = self.last[ks[st]]
+        b[st] = np.where(carry >= base, carry - base + 1, 0)
+        off = (g * span)[:, None]
+        b += off
+        np.maximum.accumulate(b, axis=0, out=b)
+        b -= off
+        snap_sorted = b + (base - 1)
+        snap_sorted[b == 0] = -1
+        a = self.n
+        self.snap[a + order] = snap_sorted  # rows in event order
+        # the key's newest row of each class after the batch
+        gl = np.append(st[1:] - 1, m - 1)
+        fin = snap_sorted[gl]
+        fin[np.arange(len(gl)), co[gl]] = ro[gl]
+        self.last[ks[gl]] = fin
+        self.ts[a:a + m] = ts
+        self.pos[a:a + m] = pos
+        self.ids[a:a + m] = np.fromiter(ids, dtype=object, count=m)
+        self.n += m
+        return r0
+
+    def _make_room(self, m: int) -> None:
+        """Drop the rows older than every window (a prefix: time-ordered) and grow."""
+        net = self.net
+        drop = 0
+        if self.n and self.wmax != float("inf"):
+            cutoff = net.max_ts - self.wmax
+            drop = int(np.searchsorted(self.ts[:self.n], cutoff, side="left"))
+        keep = self.n - drop
+        cap = max(len(self.ts), 1024)
+        while keep + m > cap // 2 and keep + m > cap - cap // 4:
+            cap *= 2
+        if cap < keep + m:
+            cap = keep + m
+        width = self.snap.shape[1]
+        ts = np.empty(cap, _I64)
+        pos = np.empty(cap, _I64)
+        ids = np.empty(cap, object)
+        snap = np.empty((cap, width), _I64)
+        ts[:keep] = self.ts[drop:self.n]
+        pos[:keep] = self.pos[drop:self.n]
+        ids[:keep] = self.ids[drop:self.n]
+        snap[:keep] = self.snap[drop:self.n]
+        self.ts, self.pos, self.ids, self.snap = ts, pos, ids, snap
+        self.base += drop
+        self.n = keep
+
+    def _look(self, x: np.ndarray[Any, Any], c: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        """The snapshot entry of class ``c`` of global row ``x`` (-1 where ``x`` is none or
+        dropped)."""
+        ok = x >= self.base
+        r = np.where(ok, x - self.base, 0)
+        return np.where(ok, self.snap[r, c], -1)
+
+    # ------------------------------------------------------------------ one batch
+    def process(self, ecqs: list[_ECQ], keys: list[int], tl: list[int], il: list[Any],
+                offs: list[int], gpos0: int, n_batch: int, out: list[Entry]) -> None:
+        """The events (their ECQ, key, timestamp, id, offset in the batch) through the network,
+        in chunks; cleaning as the per-event path does."""
+        net = self.net
+        self._keys_cap(len(net.keys) + 1)
+        step = max(256, _CHUNK_CELLS // max(1, self.snap.shape[1]))
+        next_at = net.clean_period - net.since_clean
+        last_clean = -net.since_clean
+        for a in range(0, len(keys), step):
+            b = a + step
+            next_at, last_clean = self._chunk(ecqs[a:b], keys[a:b], tl[a:b], il[a:b],
+                                              offs[a:b], gpos0, out, next_at, last_clean)
+        net.since_clean = n_batch - last_clean
+
+    def _chunk(self, ecqs: list[_ECQ], keys: list[int], tl: list[int], il: list[Any],
+               offs: list[int], gpos0: int, out: list[Entry], next_at: int,
+               last_clean: int) -> tuple[int, int]:
+        net = self.net
+        col = self.col
+        m = len(keys)
+        kk = np.array(keys, _I64)
+        cc = np.array([col[e] for e in ecqs], _I64)
+        tt = np.array(tl, _I64)
+        pp = np.array(offs, _I64) + gpos0
+        r0 = self._append(kk, cc, tt, pp, il)
+        base = self.base
+        # the R-CLinks to probe: per event and previous class, the newest instance of its key
+        # inside the group's largest window (one 2-D pass); then every link of those groups
+        recent: list[tuple[int, Match]] = []
+        rb: list[int] = []
+        walks: dict[int, list[_Query]] = {}
+        pmbs: list[dict[int, int] | None] = [None] * m
+        snap = self.snap[r0 - base:r0 - base + m]
+        ok1 = snap >= base
+        gap = tt[:, None] - self.ts[np.where(ok1, snap - base, 0)]
+        ok1 &= gap <= self.rwin[cc]
+        jj, pp = np.nonzero(ok1)
+        g = cc[jj] * self.width + pp
+        cnt = self.gcnt[g]
+        tot = int(cnt.sum())
+        if tot:
+            rep = np.repeat(np.arange(len(g), dtype=_I64), cnt)
+            first = np.cumsum(cnt) - cnt
+            li = self.goff[g][rep] + (np.arange(tot, dtype=_I64) - first[rep])
+            q = self.lq[li]
+            i = self.li[li]
+            jr = jj[rep]
+            x = snap[jj, pp][rep]
+            qc = self.qcols
+            chain = [x]
+            x0 = x
+            for d in range(2, self.maxn):
+                sub = np.flatnonzero(i - d >= 0)
+                if len(sub) == 0:
+                    break
+                if d == 2:
+                    x0 = x.copy()
+                nx = np.full(tot, -1, _I64)
+                nx[sub] = self._look(chain[-1][sub], qc[q[sub], i[sub] - d])
+                chain.append(nx)
+                x0[sub] = nx[sub]
+            ok = x0 >= base
+            r = np.where(ok, x0 - base, 0)
+            start = self.ts[r]
+            ok &= (tt[jr] - start <= self.qwin[q]) & (self.pos[r] >= self.qsince[q])
+            fine = i == self.qn[q] - 1
+            pm = np.flatnonzero(ok & ~fine)
+            if len(pm):
+                pj = jr[pm]
+                it = zip(self.qid[q[pm]].tolist(), start[pm].tolist(), strict=True)
+                uj, uc = np.unique(pj, return_counts=True)
+                for j, c in zip(uj.tolist(), uc.tolist(), strict=True):
+                    pmbs[j] = dict(islice(it, c))
+            done = np.flatnonzero(ok & fine)
+            if len(done):
+                recent, rb = self._matches(done, jr, q, chain, start, tl, il, m, walks)
+        # the events in order: cleaning, completions, insert phase, delivery
+        view_all = net.view
+        for j in range(m):
+            off = offs[j]
+            if off >= next_at:
+                ts = tl[j]
+                if ts > net.max_ts:
+                    net.max_ts = ts
+                net.clean()
+                last_clean = off
+                next_at = off + net.clean_period
+            ecq = ecqs[j]
+            found = recent[rb[j]:rb[j + 1]] if rb else []
+            k = keys[j]
+            extra = False
+            if walks:
+                qs = walks.get(j)
+                if qs:
+                    for qq in qs:
+                        net._complete_all(qq, k, gpos0 + off, tl[j], il[j], found)
+                    extra = True
+            if ecq.dsj:
+                ts = tl[j]
+                eid = il[j]
+                for link in ecq.dsj:
+                    qq = link.query
+                    found.append((qq.order, qq.count_only or
+                                  Match(qq.spec.name, {qq.spec.vars[link.index]: eid}, ts, ts)))
+                extra = True
+            pmb = pmbs[j]
+            if ecq.store_all or pmb:
+                head = ecq.head
+                inst = [gpos0 + off, tl[j], il[j], head.get(k), pmb, k]
+                ecq.siq.append(inst)
+                head[k] = inst
+                view = view_all.get(k)
+                if view is None:
+                    view = view_all[k] = {}
+                view[ecq] = inst
+            if found:
+                net._deliver(found, extra, gpos0 + off, il[j], out)
+        return next_at, last_clean
+
+    def _matches(self, done: np.ndarray[Any, Any], jr: np.ndarray[Any, Any],
+                 q: np.ndarray[Any, Any], chain: list[np.ndarray[Any, Any]],
+                 start: np.ndarray[Any, Any], tl: list[int], il: list[Any], m: int,
+                 walks: dict[int, list[_Query]]) -> tuple[list[tuple[int, Match]], list[int]]:
+        """The EMIT RECENT matches the events complete, by event then query order, and each
+        event's slice bounds (EMIT ALL queries go to ``walks``: enumerated by the per-event
+        path's walk, in order)."""
+        dj = jr[done]
+        dq = q[done]
+        o = np.lexsort((self.qorder[dq], dj))
+        done, dj, dq = done[o], dj[o], dq[o]
+        qs = self.queries
+        sq = [qs[a] for a in dq.tolist()]
+        djl = dj.tolist()
+        if not all(x.recent for x in sq):
+            keep = [x.recent for x in sq]
+            for j, qq, r in zip(djl, sq, keep, strict=True):
+                if not r:
+                    walks.setdefault(j, []).append(qq)
+            sel = np.flatnonzero(np.array(keep, bool))
+            done, dj = done[sel], dj[sel]
+            sq = [sq[e] for e in sel.tolist()]
+            djl = dj.tolist()
+        bounds = np.searchsorted(dj, np.arange(m + 1)).tolist()
+        if self.net.count_only:
+            return [(x.order, x.count_only) for x in sq], bounds  # type: ignore[misc]
+        # the chain's ids, from the first class to the completing event
+        ids = self.ids
+        base = self.base
+        starts = start[done].tolist()
+        ends = [tl[j] for j in djl]
+        eids = [il[j] for j in djl]
+        nn = self.qn[q[done]]
+        stacked = np.stack(chain) if len(chain) > 1 else chain[0][None, :]
+        cols: list[list[Any]] = []
+        for c in range(self.maxn - 1):
+            # chain[d] holds a completing pair's instance of class index n - 2 - d
+            d = nn - 2 - c
+            got = np.full(len(done), -1, _I64)
+            has = np.flatnonzero(d >= 0)
+            if len(has):
+                got[has] = stacked[d[has], done[has]]
+            cols.append(ids[np.where(got >= base, got - base, 0)].tolist())
+        if (nn == self.maxn).all():
+            rows = zip(*cols, eids, strict=True)
+        else:
+            rows = (r[:n - 1] + (e,) for r, n, e in zip(zip(*cols, strict=True), nn.tolist(),
+                                                       eids, strict=True))
+        out = [(x.order, Match(x.name, dict(zip(x.vars, row, strict=True)), st, te))
+               for x, row, st, te in zip(sq, rows, starts, ends, strict=True)]
+        return out, bounds
+
+
+__all__ = ["VecState"]
