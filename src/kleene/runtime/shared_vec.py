@@ -107,6 +107,14 @@ class VecState:
         self.qsince = np.array([q.since for q in seq], _I64)
         self.qorder = np.array([q.order for q in seq], _I64)
         self.qid = np.array([q.qid for q in seq], _I64)
+        self.qrecent = np.array([q.recent for q in seq], bool)
+        self.all_recent = bool(self.qrecent.all())
+        self.qname = [q.name for q in seq]
+        self.placeholders = [q.count_only for q in seq]
+        groups: dict[tuple[str, ...], int] = {}
+        self.qvars = np.array([groups.setdefault(q.vars, len(groups)) for q in seq], _I64)
+        self.vars_of = list(groups)
+        self.any_dsj = any(e.dsj for e in net.ecqs.values())
         # the links (query, index >= 1) grouped by R-CLink: (column of their class, column of
         # the previous class), CSR; each group's largest window
         w = self.snap.shape[1]
@@ -286,6 +294,9 @@ class VecState:
         # inside the group's largest window (one 2-D pass); then every link of those groups
         recent: list[tuple[int, Match]] = []
         rb: list[int] = []
+        mj: list[int] = []
+        mo: list[int] = []
+        ms: list[Match] = []
         walks: dict[int, list[_Query]] = {}
         pmbs: list[dict[int, int] | None] = [None] * m
         snap = self.snap[r0 - base:r0 - base + m]
@@ -331,7 +342,15 @@ class VecState:
                     pmbs[j] = dict(islice(it, c))
             done = np.flatnonzero(ok & fine)
             if len(done):
-                recent, rb = self._matches(done, jr, q, chain, start, tl, il, m, walks)
+                mj, mo, ms = self._matches(done, jr, q, chain, start, tl, il, walks)
+        # direct delivery (no per-event lists) when nothing else completes at these events and
+        # no cap can be reached
+        direct = not walks and not self.any_dsj and (not mj or (
+            len(mj) + net.call_total <= net.call_cap
+            and int(np.bincount(mj).max()) <= net.event_cap))
+        if not direct and mj:
+            recent = list(zip(mo, ms, strict=True))
+            rb = np.searchsorted(np.array(mj, _I64), np.arange(m + 1)).tolist()
         # the events in order: cleaning, completions, insert phase, delivery
         view_all = net.view
         for j in range(m):
@@ -347,13 +366,15 @@ class VecState:
             found = recent[rb[j]:rb[j + 1]] if rb else []
             k = keys[j]
             extra = False
-            if walks:
+            if direct:
+                pass
+            elif walks:
                 qs = walks.get(j)
                 if qs:
                     for qq in qs:
                         net._complete_all(qq, k, gpos0 + off, tl[j], il[j], found)
                     extra = True
-            if ecq.dsj:
+            if ecq.dsj and not direct:
                 ts = tl[j]
                 eid = il[j]
                 for link in ecq.dsj:
@@ -373,59 +394,73 @@ class VecState:
                 view[ecq] = inst
             if found:
                 net._deliver(found, extra, gpos0 + off, il[j], out)
+        if direct and mj:
+            net.call_total += len(mj)
+            out += zip([gpos0 + offs[j] for j in mj], mo, ms, strict=True)
         return next_at, last_clean
 
     def _matches(self, done: np.ndarray[Any, Any], jr: np.ndarray[Any, Any],
                  q: np.ndarray[Any, Any], chain: list[np.ndarray[Any, Any]],
-                 start: np.ndarray[Any, Any], tl: list[int], il: list[Any], m: int,
-                 walks: dict[int, list[_Query]]) -> tuple[list[tuple[int, Match]], list[int]]:
-        """The EMIT RECENT matches the events complete, by event then query order, and each
-        event's slice bounds (EMIT ALL queries go to ``walks``: enumerated by the per-event
-        path's walk, in order)."""
+                 start: np.ndarray[Any, Any], tl: list[int], il: list[Any],
+                 walks: dict[int, list[_Query]]) -> tuple[list[int], list[int], list[Match]]:
+        """The EMIT RECENT matches the events complete, by event then query order: each one's
+        event (index in the chunk), query order and match (EMIT ALL queries go to ``walks``:
+        enumerated by the per-event path's walk, in order)."""
         dj = jr[done]
         dq = q[done]
         o = np.lexsort((self.qorder[dq], dj))
         done, dj, dq = done[o], dj[o], dq[o]
-        qs = self.queries
-        sq = [qs[a] for a in dq.tolist()]
+        if not self.all_recent:
+            rec = self.qrecent[dq]
+            if not rec.all():
+                qs = self.queries
+                for j, a in zip(dj[~rec].tolist(), dq[~rec].tolist(), strict=True):
+                    walks.setdefault(j, []).append(qs[a])
+                done, dj, dq = done[rec], dj[rec], dq[rec]
         djl = dj.tolist()
-        if not all(x.recent for x in sq):
-            keep = [x.recent for x in sq]
-            for j, qq, r in zip(djl, sq, keep, strict=True):
-                if not r:
-                    walks.setdefault(j, []).append(qq)
-            sel = np.flatnonzero(np.array(keep, bool))
-            done, dj = done[sel], dj[sel]
-            sq = [sq[e] for e in sel.tolist()]
-            djl = dj.tolist()
-        bounds = np.searchsorted(dj, np.arange(m + 1)).tolist()
+        orders = self.qorder[dq].tolist()
         if self.net.count_only:
-            return [(x.order, x.count_only) for x in sq], bounds  # type: ignore[misc]
-        # the chain's ids, from the first class to the completing event
+            ph = self.placeholders
+            return djl, orders, [ph[a] for a in dq.tolist()]
+        # the chain's ids, from the first class to the completing event, per group of
+        # queries with the same variables
         ids = self.ids
         base = self.base
         starts = start[done].tolist()
         ends = [tl[j] for j in djl]
         eids = [il[j] for j in djl]
-        nn = self.qn[q[done]]
-        stacked = np.stack(chain) if len(chain) > 1 else chain[0][None, :]
-        cols: list[list[Any]] = []
-        for c in range(self.maxn - 1):
-            # chain[d] holds a completing pair's instance of class index n - 2 - d
-            d = nn - 2 - c
-            got = np.full(len(done), -1, _I64)
-            has = np.flatnonzero(d >= 0)
-            if len(has):
-                got[has] = stacked[d[has], done[has]]
-            cols.append(ids[np.where(got >= base, got - base, 0)].tolist())
-        if (nn == self.maxn).all():
-            rows = zip(*cols, eids, strict=True)
-        else:
-            rows = (r[:n - 1] + (e,) for r, n, e in zip(zip(*cols, strict=True), nn.tolist(),
-                                                       eids, strict=True))
-        out = [(x.order, Match(x.name, dict(zip(x.vars, row, strict=True)), st, te))
-               for x, row, st, te in zip(sq, rows, starts, ends, strict=True)]
-        return out, bounds
+        names = [self.qname[a] for a in dq.tolist()]
+        stacked = np.stack(chain)
+        vg = self.qvars[dq]
+        groups = np.unique(vg)
+        bound: list[dict[str, Any]] = []
+        for gi in groups.tolist():
+            vs = self.vars_of[gi]
+            n = len(vs)
+            rows = np.flatnonzero(vg == gi) if len(groups) > 1 else None
+            dn = done if rows is None else done[rows]
+            cols: list[list[Any]] = []
+            for c in range(n - 1):  # chain[d] holds the instance of class index n - 2 - d
+                got = stacked[n - 2 - c, dn]
+                cols.append(ids[np.where(got >= base, got - base, 0)].tolist())
+            ev = eids if rows is None else [eids[e] for e in rows.tolist()]
+            if n == 3:
+                k0, k1, k2 = vs
+                ds = [{k0: a, k1: b, k2: c} for a, b, c in zip(cols[0], cols[1], ev,
+                                                               strict=True)]
+            elif n == 2:
+                k0, k1 = vs
+                ds = [{k0: a, k1: b} for a, b in zip(cols[0], ev, strict=True)]
+            else:
+                ds = [dict(zip(vs, r, strict=True)) for r in zip(*cols, ev, strict=True)]
+            if rows is None:
+                bound = ds
+            else:
+                if not bound:
+                    bound = [{}] * len(dj)
+                for e, d in zip(rows.tolist(), ds, strict=True):
+                    bound[e] = d
+        return djl, orders, list(map(Match, names, bound, starts, ends))
 
 
 __all__ = ["VecState"]
