@@ -295,6 +295,13 @@ def _walk(ecqs: list[_ECQ], i: int, k: int, before: int, lo: float, since: int, 
         inst = inst[_PREV]
 
 
+def _order(ps: list[int]) -> tuple[int, ...]:
+    """The output order of matches of one query completed by the same event, on their sorted
+    positions p1 < ... < pn (docs/semantics.md §10): p1, then p(n-1), p(n-2), ..., p2 (pn is
+    the completing event's: the same for all)."""
+    return (ps[0], *reversed(ps[1:]))
+
+
 Entry = tuple[int, int, Match]
 """(global position of the completing event, query order, match)."""
 
@@ -732,7 +739,7 @@ class SharedNetwork:
         chains: list[list[list[Any]]] = []
         _walk(ecqs, n - 2, k, pos, lo, since, qid, [], chains)
         if len(chains) > 1:
-            chains.sort(key=lambda c: [x[_POS] for x in c])
+            chains.sort(key=lambda c: _order([x[_POS] for x in c]))
         for c in chains:
             self._emit(q, c, pos, ts, eid, found)
 
@@ -754,7 +761,7 @@ class SharedNetwork:
         me = link.index
         combos: list[tuple[tuple[int, ...], tuple[list[Any], ...]]] = []
         for combo in product(*pools):
-            combos.append((tuple(sorted([x[_POS] for x in combo] + [pos])), combo))
+            combos.append((_order(sorted([x[_POS] for x in combo] + [pos])), combo))
         combos.sort(key=lambda c: c[0])
         if q.count_only is not None:
             found.extend((q.order, q.count_only) for _ps, _c in combos)
