@@ -31,10 +31,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..events import Match
-from .shared import _ID, _TS, DSJ, SEQ
+from .shared import SEQ
 
 if TYPE_CHECKING:
-    from .shared import Entry, SharedNetwork, _ECQ, _Query
+    from .shared import _ECQ, Entry, SharedNetwork, _Query
 
 _I64 = np.int64
 _NOWIN = 2 ** 62
@@ -269,7 +269,7 @@ class VecState:
         in chunks; cleaning as the per-event path does."""
         net = self.net
         self._keys_cap(len(net.keys) + 1)
-        step = max(256, _CHUNK_CELLS // max(1, self.snap.shape[1]))
+        step = max(16, _CHUNK_CELLS // max(1, self.snap.shape[1]))
         next_at = net.clean_period - net.since_clean
         last_clean = -net.since_clean
         for a in range(0, len(keys), step):
