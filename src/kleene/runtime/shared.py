@@ -272,6 +272,16 @@ class _ECQ:
                 r.refresh()
         self.window = max((lk.query.window for lk in self.clt.values()), default=0.0)
 
+def _pmb(inst: list[Any]) -> dict[int, float] | None:
+    """An instance's PMB as a dict: the vectorized test phase leaves it *lazy* (``(query ids,
+    starts, a, b)``: rows ``a:b`` of its batch's arrays) until something reads it."""
+    p = inst[_PMB]
+    if type(p) is tuple:
+        q, st, a, b = p
+        p = inst[_PMB] = dict(zip(q[a:b].tolist(), st[a:b].tolist(), strict=True))
+    return p  # type: ignore[no-any-return]
+
+
 def _walk(ecqs: list[_ECQ], i: int, k: int, before: int, lo: float, since: int, qid: int,
           acc: list[list[Any]], chains: list[list[list[Any]]]) -> None:
     """Every chain of instances of ``ecqs[0..i]`` (key ``k``) before ``before`` that starts at
@@ -287,7 +297,7 @@ def _walk(ecqs: list[_ECQ], i: int, k: int, before: int, lo: float, since: int, 
                 chains.append(acc[::-1])
                 acc.pop()
             else:
-                pmb = inst[_PMB]
+                pmb = _pmb(inst)
                 if pmb is not None and pmb.get(qid, -_INF) >= lo:
                     acc.append(inst)
                     _walk(ecqs, i - 1, k, ip, lo, since, qid, acc, chains)
@@ -408,7 +418,7 @@ class SharedNetwork:
 
     def pmb_entries(self) -> int:
         """PMatch entries stored in all PMBs."""
-        return sum(len(i[_PMB]) for e in self.ecqs.values() for i in e.siq if i[_PMB])
+        return sum(len(_pmb(i) or ()) for e in self.ecqs.values() for i in e.siq)
 
     # ------------------------------------------------------------------ one batch
     def process(self, t: pa.Table, gpos0: int) -> list[Entry]:
@@ -445,6 +455,11 @@ class SharedNetwork:
                 self._maybe_clean()
                 return out
         vec.valid = False
+        if vec.lazy:  # the per-event test phase reads PMBs as dicts
+            vec.lazy = False
+            for e in self.ecqs.values():
+                for inst in e.siq:
+                    _pmb(inst)
         # clean every clean_period input events, also inside a batch (before the event that
         # reaches the period: instances older than its window are useless from then on)
         next_at = self.clean_period - self.since_clean
@@ -816,7 +831,7 @@ class SharedNetwork:
     def dump(self) -> dict[str, Any]:
         """The network's instances as plain data (queries are re-added by the owner)."""
         return {
-            "siq": {name: [[i[_POS], i[_TS], i[_ID], i[_PMB], i[_KEY]] for i in e.siq]
+            "siq": {name: [[i[_POS], i[_TS], i[_ID], _pmb(i), i[_KEY]] for i in e.siq]
                     for name, e in self.ecqs.items()},
             "keys": list(self.keys.items()), "max_ts": self.max_ts,
             "since_clean": self.since_clean, "truncated": self.truncated_matches,

@@ -25,7 +25,6 @@ per-event path's walk over the SIQs).
 
 from __future__ import annotations
 
-from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -67,6 +66,8 @@ class VecState:
         """Per key and class: the global row of its newest event (the carry-in of a batch)."""
         self.valid = False
         """Rows and ``last`` reflect the network's events (else rebuilt from its SIQs)."""
+        self.lazy = False
+        """Some stored instance has a lazy PMB (``kleene.runtime.shared._pmb``)."""
         self.tables_dirty = True
         self.wmax: float = 0.0
 
@@ -109,7 +110,7 @@ class VecState:
         self.qid = np.array([q.qid for q in seq], _I64)
         self.qrecent = np.array([q.recent for q in seq], bool)
         self.all_recent = bool(self.qrecent.all())
-        self.qname = [q.name for q in seq]
+        self.qname = np.array([q.name for q in seq] + [""], object)[:-1]
         self.placeholders = [q.count_only for q in seq]
         groups: dict[tuple[str, ...], int] = {}
         self.qvars = np.array([groups.setdefault(q.vars, len(groups)) for q in seq], _I64)
@@ -298,7 +299,7 @@ class VecState:
         mo: list[int] = []
         ms: list[Match] = []
         walks: dict[int, list[_Query]] = {}
-        pmbs: list[dict[int, int] | None] = [None] * m
+        pmbs: list[tuple[Any, ...] | None] = [None] * m
         snap = self.snap[r0 - base:r0 - base + m]
         ok1 = snap >= base
         gap = tt[:, None] - self.ts[np.where(ok1, snap - base, 0)]
@@ -335,14 +336,19 @@ class VecState:
             fine = i == self.qn[q] - 1
             pm = np.flatnonzero(ok & ~fine)
             if len(pm):
+                # lazy PMBs: each instance's entries are a slice of these arrays (pairs are
+                # in event order), made a dict only when read
                 pj = jr[pm]
-                it = zip(self.qid[q[pm]].tolist(), start[pm].tolist(), strict=True)
-                uj, uc = np.unique(pj, return_counts=True)
-                for j, c in zip(uj.tolist(), uc.tolist(), strict=True):
-                    pmbs[j] = dict(islice(it, c))
+                pq = self.qid[q[pm]]
+                ps = start[pm]
+                uj, ua = np.unique(pj, return_index=True)
+                ub = np.append(ua[1:], len(pj))
+                for j, a, b in zip(uj.tolist(), ua.tolist(), ub.tolist(), strict=True):
+                    pmbs[j] = (pq, ps, a, b)
+                self.lazy = True
             done = np.flatnonzero(ok & fine)
             if len(done):
-                mj, mo, ms = self._matches(done, jr, q, chain, start, tl, il, walks)
+                mj, mo, ms = self._matches(done, jr, q, chain, start, r0 - base, walks)
         # direct delivery (no per-event lists) when nothing else completes at these events and
         # no cap can be reached
         direct = not walks and not self.any_dsj and (not mj or (
@@ -401,11 +407,11 @@ class VecState:
 
     def _matches(self, done: np.ndarray[Any, Any], jr: np.ndarray[Any, Any],
                  q: np.ndarray[Any, Any], chain: list[np.ndarray[Any, Any]],
-                 start: np.ndarray[Any, Any], tl: list[int], il: list[Any],
+                 start: np.ndarray[Any, Any], r0: int,
                  walks: dict[int, list[_Query]]) -> tuple[list[int], list[int], list[Match]]:
         """The EMIT RECENT matches the events complete, by event then query order: each one's
         event (index in the chunk), query order and match (EMIT ALL queries go to ``walks``:
-        enumerated by the per-event path's walk, in order)."""
+        enumerated by the per-event path's walk, in order). ``r0``: the chunk's first row."""
         dj = jr[done]
         dq = q[done]
         o = np.lexsort((self.qorder[dq], dj))
@@ -427,9 +433,9 @@ class VecState:
         ids = self.ids
         base = self.base
         starts = start[done].tolist()
-        ends = [tl[j] for j in djl]
-        eids = [il[j] for j in djl]
-        names = [self.qname[a] for a in dq.tolist()]
+        ends = self.ts[r0 + dj].tolist()
+        eids = self.ids[r0 + dj].tolist()
+        names = self.qname[dq].tolist()
         stacked = np.stack(chain)
         vg = self.qvars[dq]
         groups = np.unique(vg)
