@@ -15,6 +15,9 @@ One *event-centric composable queue* (ECQ) per event class (Lee et al., DEBS 201
   entry of a query whose first class is the instance's class is not stored (it is the
   instance's own timestamp).
 
+A network of sequences and disjunctions of plain classes runs the test phase vectorized over
+each batch (:mod:`kleene.runtime.shared_vec`), with the same matches, PMBs and instances.
+
 Processing an event is the paper's *test* phase (probe the preceding ECQ's newest instance of
 the same key: O(1), extend or complete partial matches) and *insert* phase (append the instance
 once, if some query may extend it later). Cleaning (every ``clean_period`` events) drops
@@ -447,6 +450,7 @@ class SharedNetwork:
         if self.vectorized:
             if vec.tables_dirty:
                 self.vec_ok = vec.refresh()
+                vec.tables_dirty = False
             if self.vec_ok and (len(self.keys) + 1) * vec.ncols <= _VEC_CELLS:
                 if not vec.valid:
                     vec.rebuild()
