@@ -98,11 +98,17 @@ class VecState:
         nq = len(seq)
         maxn = max((q.n for q in seq), default=2)
         self.maxn = maxn
-        qcols = np.zeros((nq, maxn), _I64)
-        for a, q in enumerate(seq):
-            qcols[a, :q.n] = [self.col[e] for e in q.ecqs]
+        col = self.col
+        cl = [[col[e] for e in q.ecqs] for q in seq]
+        qn = [q.n for q in seq]
+        if nq and min(qn) == maxn:
+            qcols = np.array(cl, _I64).reshape(nq, maxn)
+        else:
+            qcols = np.zeros((nq, maxn), _I64)
+            for a, c in enumerate(cl):
+                qcols[a, :len(c)] = c
         self.qcols = qcols
-        self.qn = np.array([q.n for q in seq], _I64)
+        self.qn = np.array(qn, _I64)
         self.qwin = np.array([_NOWIN if q.window == float("inf") else int(q.window)
                               for q in seq], _I64)
         self.qsince = np.array([q.since for q in seq], _I64)
@@ -120,24 +126,18 @@ class VecState:
         # the previous class), CSR; each group's largest window
         w = self.snap.shape[1]
         self.width = w
-        per: dict[int, list[tuple[int, int]]] = {}
+        lq = np.array([a for a, n in enumerate(qn) for _i in range(1, n)], _I64)
+        li = np.array([i for n in qn for i in range(1, n)], _I64)
+        cx = qcols[lq, li]
+        cp = qcols[lq, li - 1]
+        g = cx * w + cp
+        o = np.argsort(g, kind="stable")
+        cnt = np.bincount(g, minlength=w * w).astype(_I64)
+        self.gcnt, self.goff = cnt, np.cumsum(cnt) - cnt
+        self.lq, self.li = lq[o], li[o]
         rwin = np.full((w, w), -1, _I64)
-        for a, q in enumerate(seq):
-            for i in range(1, q.n):
-                cx, cp = self.col[q.ecqs[i]], self.col[q.ecqs[i - 1]]
-                per.setdefault(cx * w + cp, []).append((a, i))
-                rwin[cx, cp] = max(rwin[cx, cp], self.qwin[a])
+        np.maximum.at(rwin, (cx, cp), self.qwin[lq])
         self.rwin = rwin
-        cnt = np.zeros(w * w, _I64)
-        off = np.zeros(w * w, _I64)
-        flat: list[tuple[int, int]] = []
-        for g in sorted(per):
-            off[g] = len(flat)
-            cnt[g] = len(per[g])
-            flat += per[g]
-        self.gcnt, self.goff = cnt, off
-        self.lq = np.array([a for a, _ in flat], _I64)
-        self.li = np.array([i for _, i in flat], _I64)
         self.wmax = max((e.window for e in net.ecqs.values()), default=0.0)
         self.tables_dirty = False
         return True
