@@ -206,3 +206,18 @@ def test_matches_of_one_event_in_the_documented_order(kind: str) -> None:
                    ("a1", "b1", "c2", "d1"), ("a1", "b2", "c2", "d1")]
     want = evaluate_set([kleene.compile(text).analyzed], EventBatch.from_records(recs))
     assert got == [tuple(m.bindings.values()) for m in want]
+
+
+def test_many_classes_run_per_event(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past ``_MAX_CLASSES`` classes the network takes the per-event path, same matches."""
+    monkeypatch.setattr(shared_vec, "_MAX_CLASSES", 3)
+    texts = ["NAME s PATTERN SEQ(A a, B b) PARTITION BY src WITHIN 5 seconds",
+             "NAME t PATTERN SEQ(C c, D d) PARTITION BY src WITHIN 5 seconds"]
+    rng = random.Random(9)
+    recs = _stream(rng, 60)
+    fast, fast_states, took = _drive(True, texts, recs, [30])
+    slow, slow_states, _ = _drive(False, texts, recs, [30])
+    assert fast == slow and fast_states == slow_states
+    assert took == [False, False]
+    assert fast == [_key(m) for m in evaluate_set([kleene.compile(t).analyzed for t in texts],
+                                                  EventBatch.from_records(recs))]

@@ -40,6 +40,10 @@ _NOWIN = 2 ** 62
 """A window longer than any stream (a query without WITHIN)."""
 _MAX_CELLS = 1 << 24
 """Most key x class cells of the ``last`` table (128 MB); beyond, the per-event path runs."""
+_MAX_CLASSES = 128
+"""Most classes the fast path takes: its snapshot rows cost O(classes) per event, the
+per-event path's probes O(classes of the key inside a window); beyond about 128 classes (and
+~24 events per key and window, SCEMon's workload) the per-event path is faster."""
 _CHUNK_CELLS = 1 << 21
 """Events x classes of one chunk's scan (16 MB)."""
 
@@ -91,7 +95,7 @@ class VecState:
         for ecq in net.ecqs.values():
             if ecq not in self.col:
                 self._add_col(ecq)
-        if self.ncols > 4096 or (len(net.keys) + 1) * self.ncols > _MAX_CELLS:
+        if len(net.ecqs) > _MAX_CLASSES or (len(net.keys) + 1) * self.ncols > _MAX_CELLS:
             return False
         seq = [q for q in net.queries.values() if q.spec.kind == SEQ and q.n >= 2]
         self.queries = seq
@@ -137,7 +141,12 @@ class VecState:
         self.lq, self.li = lq[o], li[o]
         rwin = np.full((w, w), -1, _I64)
         np.maximum.at(rwin, (cx, cp), self.qwin[lq])
-        self.rwin = rwin
+        # per class, its R-CLinks: the previous classes it has links from, and their window
+        rx, rp = np.nonzero(rwin >= 0)
+        self.rcnt = np.bincount(rx, minlength=w).astype(_I64)
+        self.roff = np.cumsum(self.rcnt) - self.rcnt
+        self.rprev = rp.astype(_I64)
+        self.rwin_of = rwin[rx, rp]
         self.wmax = max((e.window for e in net.ecqs.values()), default=0.0)
         self.tables_dirty = False
         return True
@@ -301,10 +310,16 @@ class VecState:
         walks: dict[int, list[_Query]] = {}
         pmbs: list[tuple[Any, ...] | None] = [None] * m
         snap = self.snap[r0 - base:r0 - base + m]
-        ok1 = snap >= base
-        gap = tt[:, None] - self.ts[np.where(ok1, snap - base, 0)]
-        ok1 &= gap <= self.rwin[cc]
-        jj, pp = np.nonzero(ok1)
+        c1 = self.rcnt[cc]
+        t1 = int(c1.sum())
+        j1 = np.repeat(np.arange(m, dtype=_I64), c1)
+        k1 = self.roff[cc][j1] + (np.arange(t1, dtype=_I64) - (np.cumsum(c1) - c1)[j1])
+        pp = self.rprev[k1]
+        xp = snap[j1, pp]
+        ok1 = xp >= base
+        ok1 &= tt[j1] - self.ts[np.where(ok1, xp - base, 0)] <= self.rwin_of[k1]
+        sel1 = np.flatnonzero(ok1)
+        jj, pp, xp = j1[sel1], pp[sel1], xp[sel1]
         g = cc[jj] * self.width + pp
         cnt = self.gcnt[g]
         tot = int(cnt.sum())
@@ -315,7 +330,7 @@ class VecState:
             q = self.lq[li]
             i = self.li[li]
             jr = jj[rep]
-            x = snap[jj, pp][rep]
+            x = xp[rep]
             qc = self.qcols
             chain = [x]
             x0 = x
