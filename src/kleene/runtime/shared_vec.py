@@ -300,8 +300,9 @@ class VecState:
         pp = np.array(offs, _I64) + gpos0
         r0 = self._append(kk, cc, tt, pp, il)
         base = self.base
-        # the R-CLinks to probe: per event and previous class, the newest instance of its key
-        # inside the group's largest window (one 2-D pass); then every link of those groups
+        # the R-CLinks to probe: per event and R-CLink of its class, the newest instance of the
+        # key of the R-CLink's previous class, if inside its largest window; then every link of
+        # those R-CLinks
         recent: list[tuple[int, Match]] = []
         rb: list[int] = []
         mj: list[int] = []
