@@ -216,7 +216,7 @@ def check_unique(names: list[str]) -> None:
 
 class _Member:
     __slots__ = ("compiled", "order", "qid", "network", "runtime", "reads", "consumer",
-                 "key_attrs")
+                 "key_attrs", "types")
 
     def __init__(self, compiled: CompiledQuery, order: int, qid: int) -> None:
         self.compiled = compiled
@@ -228,6 +228,9 @@ class _Member:
         """The producers whose matches this query reads (nested queries)."""
         self.consumer: _Consumer | None = None
         self.key_attrs: tuple[str, ...] = ()
+        self.types: frozenset[str] = frozenset(
+            v.type for v in compiled.analyzed.variables.values() if v.type is not None)
+        """The event types the query reads (a query name among them: a nested query)."""
         """A producer's key attributes: its derived events carry them."""
 
 
@@ -283,6 +286,9 @@ class QuerySetRuntime:
         """Matches emitted per query name (also for removed queries)."""
         self._seen: list[dict[Any, tuple[int, int]]] = [{}, {}]
         self.closed = False
+        self.type_users: dict[str, int] = {}
+        """Per event type, how many running queries read it (so :meth:`add` sees at once
+        whether a new query nests, without checking the whole set)."""
         reads = nested_reads(list(qs.queries))
         for c in qs.queries:
             self._add_compiled(c, consumer=bool(reads[c.name]))
@@ -344,6 +350,8 @@ class QuerySetRuntime:
             m.runtime = c.start(**self.rt_options)
         self.members[c.name] = m
         self.counts.setdefault(c.name, 0)
+        for t in m.types:
+            self.type_users[t] = self.type_users.get(t, 0) + 1
 
     def add(self, query: QueryLike, *, name: str | None = None) -> str:
         """Add a query while running; it sees the events pushed from now on. Returns its
@@ -353,35 +361,53 @@ class QuerySetRuntime:
                           name=name or f"q{self.next_order + 1}",
                           **{k: v for k, v in self.qs.options.items() if k != "clean_period"})
         refuse_timeouts(c)
-        running = [m.compiled for m in self.members.values()]
-        reads = nested_reads(running + [c])
-        late = [n for n, r in reads.items() if c.name in r]
-        if late:
-            raise QueryValidationError(f"query set: {c.name!r} is an event type of the running "
-                                       f"query {late[0]!r}; add a producer before its "
-                                       "consumers")
-        self._add_compiled(c, consumer=bool(reads[c.name]))
-        if reads[c.name]:
+        producers: list[str] = []
+        types = {v.type for v in c.analyzed.variables.values() if v.type is not None}
+        if (c.name in types or c.name in self.type_users
+                or any(t in self.members for t in types)):
+            # the new query nests (reads a running query, or is read by one): check the
+            # whole set; otherwise nothing about nesting changes (O(1) per add)
+            running = [m.compiled for m in self.members.values()]
+            reads = nested_reads(running + [c])
+            late = [n for n, r in reads.items() if c.name in r]
+            if late:
+                raise QueryValidationError(f"query set: {c.name!r} is an event type of the "
+                                           f"running query {late[0]!r}; add a producer "
+                                           "before its consumers")
+            producers = reads[c.name]
+        self._add_compiled(c, consumer=bool(producers))
+        if producers:
             try:
-                self._resolve(self.members[c.name], reads[c.name])
+                self._resolve(self.members[c.name], producers)
             except QueryValidationError:
-                self.members.pop(c.name)
+                self._forget(c.name)
                 raise
         return c.name
 
     def remove(self, name: str) -> None:
         """Remove a query: it emits nothing more (matches it still held are dropped) and its
         state is freed (network PMB entries with their instances, at the next cleaning)."""
-        m = self.members.pop(name, None)
+        m = self.members.get(name)
         if m is None:
             raise QueryValidationError(f"query set: no query named {name!r}; running: "
                                        f"{', '.join(self.members) or 'none'}")
+        self._forget(name)
         if m.network is not None:
             net = self.networks[m.network]
             net.remove(m.qid)
             if not net.queries:
                 del self.networks[m.network]
         m.runtime = None
+
+    def _forget(self, name: str) -> None:
+        """Drop a member from the set's bookkeeping (its state is freed by the caller)."""
+        m = self.members.pop(name)
+        for t in m.types:
+            left = self.type_users[t] - 1
+            if left:
+                self.type_users[t] = left
+            else:
+                del self.type_users[t]
 
     @property
     def names(self) -> list[str]:

@@ -74,6 +74,11 @@ class VecState:
         """Some stored instance has a lazy PMB (``kleene.runtime.shared._pmb``)."""
         self.tables_dirty = True
         self.wmax: float = 0.0
+        self._rows: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = {}
+        """Per query id, its table row: (its class columns, (n, window, since, order, qid,
+        recent, vars group))."""
+        self._groups: dict[tuple[str, ...], int] = {}
+        """Variable-name tuples numbered (``qvars``); grows only."""
 
     # ------------------------------------------------------------------ tables
     def refresh(self) -> bool:
@@ -92,6 +97,7 @@ class VecState:
             self.ids = np.empty(0, object)
             self.base = self.n = 0
             self.valid = False
+            self._rows = {}
         for ecq in net.ecqs.values():
             if ecq not in self.col:
                 self._add_col(ecq)
@@ -100,38 +106,50 @@ class VecState:
         seq = [q for q in net.queries.values() if q.spec.kind == SEQ and q.n >= 2]
         self.queries = seq
         nq = len(seq)
-        maxn = max((q.n for q in seq), default=2)
+        # per query, its row of the tables, computed once (a query's fields never change; the
+        # column numbers only when the columns are renumbered, which clears the cache): an
+        # add or remove with 5K queries registered costs array work, not 5K Python rows
+        rows = self._rows
+        groups = self._groups
+        for q in seq:
+            if q.qid not in rows:
+                rows[q.qid] = (tuple(self.col[e] for e in q.ecqs),
+                               (q.n, _NOWIN if q.window == float("inf") else int(q.window),
+                                q.since, q.order, q.qid, q.recent,
+                                groups.setdefault(q.vars, len(groups))))
+        got = [rows[q.qid] for q in seq]
+        if len(rows) > 2 * nq + 64:  # removed queries' rows
+            self._rows = {q.qid: r for q, r in zip(seq, got, strict=True)}
+        qn_t = [r[1][0] for r in got]
+        maxn = max(qn_t, default=2)
         self.maxn = maxn
-        col = self.col
-        cl = [[col[e] for e in q.ecqs] for q in seq]
-        qn = [q.n for q in seq]
-        if nq and min(qn) == maxn:
-            qcols = np.array(cl, _I64).reshape(nq, maxn)
+        if nq and min(qn_t) == maxn:
+            qcols = np.array([r[0] for r in got], _I64).reshape(nq, maxn)
         else:
             qcols = np.zeros((nq, maxn), _I64)
-            for a, c in enumerate(cl):
-                qcols[a, :len(c)] = c
+            for a, r in enumerate(got):
+                qcols[a, :len(r[0])] = r[0]
+        nums = np.array([r[1] for r in got], _I64).reshape(nq, 7)
         self.qcols = qcols
-        self.qn = np.array(qn, _I64)
-        self.qwin = np.array([_NOWIN if q.window == float("inf") else int(q.window)
-                              for q in seq], _I64)
-        self.qsince = np.array([q.since for q in seq], _I64)
-        self.qorder = np.array([q.order for q in seq], _I64)
-        self.qid = np.array([q.qid for q in seq], _I64)
-        self.qrecent = np.array([q.recent for q in seq], bool)
+        self.qn = qn = nums[:, 0].copy()
+        self.qwin = nums[:, 1].copy()
+        self.qsince = nums[:, 2].copy()
+        self.qorder = nums[:, 3].copy()
+        self.qid = nums[:, 4].copy()
+        self.qrecent = nums[:, 5].astype(bool)
         self.all_recent = bool(self.qrecent.all())
         self.qname = np.array([q.name for q in seq] + [""], object)[:-1]
         self.placeholders = [q.count_only for q in seq]
-        groups: dict[tuple[str, ...], int] = {}
-        self.qvars = np.array([groups.setdefault(q.vars, len(groups)) for q in seq], _I64)
+        self.qvars = nums[:, 6].copy()
         self.vars_of = list(groups)
         self.any_dsj = any(e.dsj for e in net.ecqs.values())
         # the links (query, index >= 1) grouped by R-CLink: (column of their class, column of
         # the previous class), CSR; each group's largest window
         w = self.snap.shape[1]
         self.width = w
-        lq = np.array([a for a, n in enumerate(qn) for _i in range(1, n)], _I64)
-        li = np.array([i for n in qn for i in range(1, n)], _I64)
+        links = qn - 1  # the links (query, index >= 1) of each query, in order
+        lq = np.repeat(np.arange(nq, dtype=_I64), links)
+        li = np.arange(len(lq), dtype=_I64) - np.repeat(np.cumsum(links) - links, links) + 1
         cx = qcols[lq, li]
         cp = qcols[lq, li - 1]
         g = cx * w + cp
