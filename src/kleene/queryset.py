@@ -283,6 +283,10 @@ class QuerySetRuntime:
         """Matches emitted per query name (also for removed queries)."""
         self._seen: list[dict[Any, tuple[int, int]]] = [{}, {}]
         self.closed = False
+        self.placed: Produced | None = None
+        """Set to a list to also collect every output entry (completing ts, position, derived
+        label, place, match) in the set's order (the Spark task of a nested group reads the
+        positions and places from it: kleene.spark.nested)."""
         reads = nested_reads(list(qs.queries))
         for c in qs.queries:
             self._add_compiled(c, consumer=bool(reads[c.name]))
@@ -421,7 +425,7 @@ class QuerySetRuntime:
         self.next_gpos += t.num_rows
         produced: Produced = []
         runtimes = [m for m in self.members.values() if m.runtime is not None]
-        if len(self.networks) == 1 and not runtimes:  # already in the set's order
+        if len(self.networks) == 1 and not runtimes and self.placed is None:  # in order
             (net,) = self.networks.values()
             return self._count([x for _g, _o, x in net.process(t, gpos0)])
         net_out: list[tuple[int, int, Match]] = []
@@ -508,6 +512,8 @@ class QuerySetRuntime:
 
     def _finish(self, produced: Produced) -> list[Match]:
         produced.sort(key=_key4)
+        if self.placed is not None:
+            self.placed.extend(produced)
         return self._count([e[4] for e in produced])
 
     # ------------------------------------------------------------------ nested queries

@@ -753,7 +753,9 @@ def match_stream_set(df: Any, queries: Any, *, watermark: str, time_col: str,
     from .session import require_pyspark
 
     require_pyspark()
-    qs = spark_query_set(queries, udfs=udfs, dialect=dialect)
+    qs = spark_query_set(queries, udfs=udfs, dialect=dialect,
+                         nested="nested queries are not supported on a stream yet (they run "
+                                "with kleene.spark.match, or embedded)")
     if output == "csv":
         raise InputError("CSV records of a query set on a stream: each query has its own "
                          "header; use output='json', 'map' or 'columns'")

@@ -391,24 +391,7 @@ class TaskRunner:
         if spec.event_type is not None:
             table = table.append_column(TYPE, pa.repeat(pa.scalar(spec.event_type, pa.string()),
                                                          table.num_rows))
-        for col, what in ((TS, "time"), (TYPE, "event type"), (ID, "id")):
-            nulls = table.column(col).null_count
-            if nulls:
-                where = pc.index(pc.is_null(table.column(col)), True).as_py()
-                raise InputError(f"{nulls} event(s) of key {key!r} have no {what} (the first "
-                                 f"has id {table.column(ID)[where].as_py()!r}); every event "
-                                 "needs a time, a type and an id")
-        ts = table.column(TS).to_numpy()
-        ordv = table.column(spec.order_col).to_numpy()
-        if len(ts) > 1:
-            dts = np.diff(ts)
-            bad = np.flatnonzero((dts < 0) | ((dts == 0) & (np.diff(ordv) <= 0)))
-            if len(bad):
-                i = int(bad[0])
-                raise EngineError(
-                    f"events of key {key!r} reached the engine out of (ts, position) order "
-                    f"at rows {i} and {i + 1} (ts {int(ts[i])} -> {int(ts[i + 1])}, position "
-                    f"{int(ordv[i])} -> {int(ordv[i + 1])}); refusing to return wrong matches")
+        ordv = check_events(table, key, spec.order_col)
         events = EventBatch(table.select([ID, TS, TYPE, *spec.attr_cols]), spec.time)
         matches: Sequence[Match] = backend(events)
         dropped = backend.dropped
@@ -450,6 +433,30 @@ class TaskRunner:
             last = int(rows[at:at + k].max()) if k else -1
             at += k
             out.add(m, int(ordv[last]) if last >= 0 else -1)
+
+
+def check_events(table: pa.Table, key: tuple[Any, ...], order_col: str) -> Any:
+    """Fail on an event without time, type or id, or on rows out of (ts, position) order
+    (what the engine relies on); returns the position column as numpy."""
+    for col, what in ((TS, "time"), (TYPE, "event type"), (ID, "id")):
+        nulls = table.column(col).null_count
+        if nulls:
+            where = pc.index(pc.is_null(table.column(col)), True).as_py()
+            raise InputError(f"{nulls} event(s) of key {key!r} have no {what} (the first "
+                             f"has id {table.column(ID)[where].as_py()!r}); every event "
+                             "needs a time, a type and an id")
+    ts = table.column(TS).to_numpy()
+    ordv = table.column(order_col).to_numpy()
+    if len(ts) > 1:
+        dts = np.diff(ts)
+        bad = np.flatnonzero((dts < 0) | ((dts == 0) & (np.diff(ordv) <= 0)))
+        if len(bad):
+            i = int(bad[0])
+            raise EngineError(
+                f"events of key {key!r} reached the engine out of (ts, position) order "
+                f"at rows {i} and {i + 1} (ts {int(ts[i])} -> {int(ts[i + 1])}, position "
+                f"{int(ordv[i])} -> {int(ordv[i + 1])}); refusing to return wrong matches")
+    return ordv
 
 
 class _Evaluator:
@@ -511,6 +518,6 @@ def range_of(ts_us: int, bounds: Sequence[int]) -> int:
 __all__ = [
     "END_US", "EXPIRED", "LAST_POS", "MAX_MATCHES_PER_CALL", "MAX_MATCHES_PER_EVENT",
     "MAX_RUNS_PER_PARTITION", "ORD", "RANGE", "SEQ", "TIMEOUT_POS", "ByKey", "CapCounts", "Caps",
-    "CsvRows", "OutputMode", "ReturnField", "TaskRunner",
+    "CsvRows", "OutputMode", "check_events", "ReturnField", "TaskRunner",
     "TaskSpec", "TimeOut", "match_json", "output_schema", "range_of", "resolve_backend",
 ]

@@ -1,0 +1,201 @@
+"""Nested query sets on Spark (docs/semantics.md §17, docs/spark.md "Query sets").
+
+A *nested group* is a connected part of a set's read graph: producers and the consumers that
+read their matches as derived events. Its queries run together, in one Spark task, through
+the embedded set engine (:class:`kleene.QuerySetRuntime`); the set's other queries keep their
+own plans (:func:`kleene.spark.batch.match_set`).
+
+Why one task for the whole group: a derived event is labelled ``P#k``, ``k`` being the match's
+index among *all* of the producer's matches in the producer's order, and a consumer's match
+completed by a derived event sorts after the completing input event's own matches, by the
+producer's place and ``k``. Both are global over the input, not per key: a keyed split would
+give per-key ``k`` and need a second, global renumbering pass over the producer's matches and
+a rewrite of every consumer record. One task is exact by construction (the same engine as
+``kleene.compile_many(...).run``), at the cost of parallelism for that group only.
+
+The task's output rows carry the set's order columns: ``__end_us`` and ``__last_pos`` of the
+completing *input* event, ``__set_pos`` the query's place, or ``N + the producer's place`` (N:
+the number of queries in the set) for a consumer match completed by a derived event (those
+come after the input event's own matches), and ``__seq`` the running number in the engine's
+output order. Sorting by them (:func:`kleene.spark.in_output_order`) gives the embedded set's
+order.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import InputError, QueryValidationError
+from ..events import EventBatch, Match, TimeInfo
+from ..events.model import ID, TS, TYPE
+from .tasks import END_US, SEQ, TaskSpec, _Out, check_events, output_schema
+
+SET_POS = "__set_pos"
+"""The query's place in its set (a query set's output: docs/semantics.md §17); for a consumer
+match completed by a derived event, the set's size plus the producer's place."""
+
+
+def nested_groups(qs: Any) -> list[tuple[int, ...]]:
+    """The places of each nested group of the :class:`kleene.QuerySet` ``qs`` (the queries
+    linked by reading one another's matches), in set order; queries outside every group are
+    not listed."""
+    from ..queryset import nested_reads
+
+    names = qs.names
+    at = {n: i for i, n in enumerate(names)}
+    parent = list(range(len(names)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    linked: set[int] = set()
+    for n, producers in nested_reads(list(qs.queries)).items():
+        for p in producers:
+            linked |= {at[n], at[p]}
+            parent[root(at[n])] = root(at[p])
+    groups: dict[int, list[int]] = {}
+    for i in sorted(linked):
+        groups.setdefault(root(i), []).append(i)
+    return sorted(tuple(g) for g in groups.values())
+
+
+def union_schema(schemas: list[pa.Schema], names: list[str]) -> pa.Schema:
+    """The fields of ``schemas`` by name, in order of appearance; a name two queries type
+    differently is an error naming both."""
+    fields: dict[str, tuple[pa.Field, str]] = {}
+    for schema, name in zip(schemas, names, strict=True):
+        for f in schema:
+            known = fields.get(f.name)
+            if known is None:
+                fields[f.name] = (f, name)
+            elif known[0].type != f.type:
+                raise QueryValidationError(
+                    f"query set on Spark: column {f.name!r} is {known[0].type} in query "
+                    f"{known[1]!r} and {f.type} in {name!r}; rename it (AS) or use "
+                    "output='json'")
+    return pa.schema([f for f, _ in fields.values()])
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSpec:
+    """What a nested group's task needs; pickled once into the Spark closure."""
+
+    queries: Any
+    """The group's :class:`kleene.QuerySet` (its queries in set order)."""
+    places: tuple[int, ...]
+    """The set place of each of the group's queries."""
+    n_set: int
+    """The number of queries in the whole set."""
+    specs: tuple[TaskSpec, ...]
+    """Per query of the group: its output (columns, RETURN fields, time)."""
+    schema: pa.Schema
+    """The group's output: the union of its queries' outputs, then ``__set_pos``."""
+    attr_cols: tuple[str, ...]
+    time: TimeInfo
+    order_col: str
+    options: dict[str, Any]
+    """The set runtime's options (caps)."""
+    text_ids: bool
+    """Ids are written as text (a derived event's id is its label ``P#k``)."""
+
+
+def _as_text(m: Match) -> Match:
+    """``m`` with every bound id as text."""
+    bindings = {v: tuple(str(i) for i in b) if isinstance(b, tuple) else str(b)
+                for v, b in m.bindings.items()}
+    return replace(m, bindings=bindings)
+
+
+def _load_group(blob: bytes, modules: tuple[str, ...]) -> GroupRunner:
+    from .ship import load_spec
+
+    return GroupRunner(load_spec(blob, modules))
+
+
+class GroupRunner:
+    """The ``mapInArrow`` function of a nested group: the whole input (one task, sorted by
+    time and position) in, the group's matches out with the set's order columns."""
+
+    def __init__(self, spec: GroupSpec) -> None:
+        self.spec = spec
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        from .ship import dump_spec, udf_modules
+
+        udfs = {k: v for q in self.spec.queries.queries for k, v in q.analyzed.udfs.items()}
+        return (_load_group, (dump_spec(self.spec), tuple(udf_modules(udfs))))
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        spec = self.spec
+        parts = [rb for rb in batches if rb.num_rows]
+        if not parts:
+            return
+        table = pa.Table.from_batches(parts).combine_chunks()
+        ordv = check_events(table, (), spec.order_col)
+        ids = table.column(ID)
+        if pc.count_distinct(ids).as_py() != len(ids):
+            raise InputError("the id column has duplicate ids; ids must be unique (omit "
+                             "id_col to use row numbers)")
+        events = EventBatch(table.select([ID, TS, TYPE, *spec.attr_cols]), spec.time)
+        rt = spec.queries.start(**spec.options)
+        rt.placed = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            rt.push(events)
+            rt.close()
+        outs = [_Out(s) for s in spec.specs]
+        set_pos: list[list[int]] = [[] for _ in outs]
+        seqs: list[list[int]] = [[] for _ in outs]
+        for seq, (_ts, g, derived, place, m) in enumerate(rt.placed):
+            outs[place].add(_as_text(m) if spec.text_ids else m,
+                            int(ordv[g]) if g >= 0 else -1)
+            set_pos[place].append(spec.n_set + spec.places[derived[0]] if derived
+                                  else spec.places[place])
+            seqs[place].append(seq)
+        for i, out in enumerate(outs):
+            if not out.n:
+                continue
+            batch = out.flush()
+            cols = dict(zip(batch.schema.names, batch.columns, strict=True))
+            if SEQ in cols:
+                cols[SEQ] = pa.array(seqs[i], pa.int64())
+                cols[SET_POS] = pa.array(set_pos[i], pa.int64())
+            n = batch.num_rows
+            yield pa.RecordBatch.from_arrays(
+                [cols[f.name] if f.name in cols else pa.nulls(n, f.type)
+                 for f in spec.schema], schema=spec.schema)
+
+
+def group_spec(qs: Any, places: tuple[int, ...], specs: list[TaskSpec], *,
+               attr_cols: tuple[str, ...], time: TimeInfo, order_col: str,
+               options: dict[str, Any]) -> GroupSpec:
+    """The task spec of the group at ``places`` of ``qs``; its set is checked here, on the
+    driver (a producer the shared network does not evaluate is a one-line error now)."""
+    from ..queryset import QuerySet
+
+    group = QuerySet(tuple(qs.queries[p] for p in places), qs.plan, dict(qs.options),
+                     qs.dialect, dict(qs.udfs))
+    group.start(**options)  # raises the set's validation errors before the job
+    text_ids = specs[0].output in ("map", "columns")
+    if text_ids:
+        specs = [replace(s, id_type=pa.string()) for s in specs]
+    internal = specs[0].include_internal or specs[0].output in ("json", "csv")
+    schemas = [output_schema(s) for s in specs]
+    schema = union_schema(schemas, [qs.queries[p].name for p in places])
+    if internal and END_US in schema.names:
+        schema = schema.append(pa.field(SET_POS, pa.int64()))
+    return GroupSpec(group, places, len(qs.queries), tuple(specs), schema, attr_cols, time,
+                     order_col, options, text_ids)
+
+
+__all__ = ["SET_POS", "GroupRunner", "GroupSpec", "group_spec", "nested_groups",
+           "union_schema"]
