@@ -4,6 +4,8 @@ give exactly the embedded set's matches (ids, labels ``P#k``, order and tie-brea
 
 from __future__ import annotations
 
+import json
+import os
 import random
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,7 @@ from kleene.errors import QueryValidationError
 from kleene.events import EventBatch
 from kleene.events.writers import match_line
 from kleene.spark import in_output_order, match, match_stream
+from kleene.spark.batch import order_columns_of
 
 pytestmark = pytest.mark.spark
 
@@ -166,11 +169,6 @@ def test_what_stays_refused_is_one_line(spark: Any) -> None:
               "NAME q PATTERN SEQ(p x, C c) WITHIN 3 seconds"]
     with pytest.raises(QueryValidationError, match="run on the automaton engine"):
         match(df, nested, time_col="ts", type_col="type", engine="oracle")
-    stream = spark.readStream.format("rate").load()
-    with pytest.raises(QueryValidationError, match="not supported on a stream yet") as e:
-        match_stream(stream, nested, time_col="timestamp", event_type="A", id_col="value",
-                         watermark="1 second")
-    assert "\n" not in str(e.value)
 
 
 def test_run_spark_with_a_nested_set_writes_the_embedded_file(spark: Any,
@@ -205,3 +203,57 @@ def test_run_spark_with_a_nested_set_writes_the_embedded_file(spark: Any,
                                   str(tmp_path / "c.jsonl"), "-q"])
     assert cli_run.exit_code == 0, cli_run.output
     assert (tmp_path / "c.jsonl").read_bytes() == expected
+
+
+def _write(folder: Path, name: str, rows: list[dict[str, Any]], stamp: int) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / f".{name}"
+    tmp.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    os.utime(tmp, (stamp, stamp))  # the file source reads in modification-time order
+    tmp.rename(folder / name)
+
+
+@pytest.mark.parametrize("output", ["json", "map"])
+def test_a_nested_set_on_a_stream_equals_the_embedded_set(spark: Any, tmp_path: Path,
+                                                          output: str) -> None:
+    """match_stream with a nested set (one state group for the nested group, the other query
+    in its own buckets), fed in two micro-batches: the rows sorted by the order columns are
+    the embedded set's matches in its order (JSON lines; or ids as text with output='map')."""
+    queries = {"abc": "PATTERN SEQ(ab x, C c) WITHIN 3 seconds",
+               "other": "PATTERN SEQ(C c, A a) WHERE a.x < 3 PARTITION BY k WITHIN 3 seconds",
+               "ab": "PATTERN SEQ(A a, B b) WHERE [k] WITHIN 4 seconds",
+               "twice": "PATTERN SEQ(ab x, ab y) PARTITION BY k WITHIN 6 seconds "
+                        "RETURN x.k AS xk"}
+    rows = random_rows(17, n=80, keys=2)
+    recs = [{"id": i, **r} for i, r in enumerate(rows)]
+    end = {"id": 10**6, "ts": 10**9, "type": "END", "k": "zz", "x": 0}  # the last watermark
+    src = tmp_path / "src"
+    _write(src, "p0.json", recs[:40], 1_700_000_000)
+    _write(src, "p1.json", [*recs[40:], end], 1_700_000_010)
+    sdf = spark.readStream.schema("id long, " + SCHEMA).option("maxFilesPerTrigger", 1) \
+        .json(str(src))
+    out = match_stream(sdf, queries, watermark="5 seconds", time_col="ts", type_col="type",
+                       id_col="id", output=output)
+    name = f"kleene_nested_stream_{output}"
+    q = (out.writeStream.format("memory").queryName(name)
+         .option("checkpointLocation", str(tmp_path / "ck")).outputMode("append")
+         .trigger(availableNow=True).start())
+    try:
+        q.awaitTermination()
+        table = spark.table(name)
+        got_rows = table.orderBy(*order_columns_of(table)).collect()
+    finally:
+        q.stop()
+        spark.catalog.dropTempView(name)
+    assert {r["kind"] for r in got_rows} == {"match"}  # in order: nothing late
+    want, time = _embedded(queries, rows)
+    assert {m.query for m in want} == set(queries)
+    if output == "json":
+        assert [r["record"] for r in got_rows] == [match_line(m, time) for m in want]
+    else:
+        got = [(r["query"], {v: list(ids) for v, ids in r["match"].items()}, r["start"],
+                r["end"], r["xk"]) for r in got_rows]
+        assert got == [(m.query, {v: [str(i) for i in (b if isinstance(b, tuple) else (b,))]
+                                  for v, b in m.bindings.items()},
+                        m.start // 1_000_000, m.end // 1_000_000, m.values.get("xk"))
+                       for m in want]

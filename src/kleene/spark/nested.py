@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -108,7 +109,7 @@ class GroupSpec:
     """Ids are written as text (a derived event's id is its label ``P#k``)."""
 
 
-def _as_text(m: Match) -> Match:
+def as_text(m: Match) -> Match:
     """``m`` with every bound id as text."""
     bindings = {v: tuple(str(i) for i in b) if isinstance(b, tuple) else str(b)
                 for v, b in m.bindings.items()}
@@ -152,15 +153,7 @@ class GroupRunner:
             warnings.simplefilter("ignore", RuntimeWarning)
             rt.push(events)
             rt.close()
-        outs = [_Out(s) for s in spec.specs]
-        set_pos: list[list[int]] = [[] for _ in outs]
-        seqs: list[list[int]] = [[] for _ in outs]
-        for seq, (_ts, g, derived, place, m) in enumerate(rt.placed):
-            outs[place].add(_as_text(m) if spec.text_ids else m,
-                            int(ordv[g]) if g >= 0 else -1)
-            set_pos[place].append(spec.n_set + spec.places[derived[0]] if derived
-                                  else spec.places[place])
-            seqs[place].append(seq)
+        outs, set_pos, seqs = placed_rows(spec, rt.placed, lambda g: int(ordv[g]))
         for i, out in enumerate(outs):
             if not out.n:
                 continue
@@ -173,6 +166,83 @@ class GroupRunner:
             yield pa.RecordBatch.from_arrays(
                 [cols[f.name] if f.name in cols else pa.nulls(n, f.type)
                  for f in spec.schema], schema=spec.schema)
+
+
+class Positions:
+    """A streaming nested group's map from the set runtime's positions to the input's
+    positions (``__ord``): a match released in a later micro-batch (a consumer waiting on a
+    trailing NOT) is still ordered by its completing input event. Pruned to two of the group's
+    largest windows (as the set runtime prunes its consumers' ids); kept whole when a query
+    of the group has no time window."""
+
+    __slots__ = ("gpos", "ord", "ts", "window")
+
+    def __init__(self, window: int | None) -> None:
+        self.window = window
+        self.gpos = np.zeros(0, dtype=np.int64)
+        self.ord = np.zeros(0, dtype=np.int64)
+        self.ts = np.zeros(0, dtype=np.int64)
+
+    def add(self, gpos0: int, ords: Any, ts: Any) -> None:
+        n = len(ords)
+        self.gpos = np.concatenate([self.gpos, gpos0 + np.arange(n, dtype=np.int64)])
+        self.ord = np.concatenate([self.ord, np.asarray(ords, dtype=np.int64)])
+        self.ts = np.concatenate([self.ts, np.asarray(ts, dtype=np.int64)])
+
+    def ord_of(self, g: int) -> int:
+        """The input position of the set runtime's position ``g`` (-1: none)."""
+        i = int(np.searchsorted(self.gpos, g))
+        return int(self.ord[i]) if i < len(self.gpos) and self.gpos[i] == g else -1
+
+    def prune(self, now_us: int) -> None:
+        if self.window is None or len(self.gpos) < 4096:
+            return
+        keep = self.ts >= now_us - 2 * self.window - 1
+        self.gpos, self.ord, self.ts = self.gpos[keep], self.ord[keep], self.ts[keep]
+
+    def dump(self, snapshot: bytes) -> bytes:
+        """The set runtime's ``snapshot`` and these positions, as one state value."""
+        import pickle
+
+        return pickle.dumps((snapshot, self.gpos.tobytes(), self.ord.tobytes(),
+                             self.ts.tobytes()), protocol=5)
+
+    def load(self, blob: bytes) -> bytes:
+        """Read :meth:`dump`'s value into these positions; returns the runtime's snapshot."""
+        from ..runtime.engine import _safe_loads
+
+        snap, g, o, t = _safe_loads(blob)
+        self.gpos = np.frombuffer(g, dtype=np.int64).copy()
+        self.ord = np.frombuffer(o, dtype=np.int64).copy()
+        self.ts = np.frombuffer(t, dtype=np.int64).copy()
+        return bytes(snap)
+
+
+def group_window(spec: GroupSpec) -> int | None:
+    """The largest time window of the group's queries (None: one has none, or counts)."""
+    out = 0
+    for q in spec.queries.queries:
+        w = q.analyzed.within
+        if w is None or w.is_count:
+            return None
+        out = max(out, w.microseconds)
+    return out
+
+
+def placed_rows(spec: GroupSpec, placed: list[Any], ord_of: Any
+                ) -> tuple[list[_Out], list[list[int]], list[list[int]]]:
+    """The group's output entries (``QuerySetRuntime.placed``) as one :class:`_Out` per
+    query, with each row's ``__set_pos`` and ``__seq`` (see the module docstring);
+    ``ord_of(g)`` gives the input position of the set runtime's position ``g``."""
+    outs = [_Out(s) for s in spec.specs]
+    set_pos: list[list[int]] = [[] for _ in outs]
+    seqs: list[list[int]] = [[] for _ in outs]
+    for seq, (_ts, g, derived, place, m) in enumerate(placed):
+        outs[place].add(as_text(m) if spec.text_ids else m, ord_of(g) if g >= 0 else -1)
+        set_pos[place].append(spec.n_set + spec.places[derived[0]] if derived
+                              else spec.places[place])
+        seqs[place].append(seq)
+    return outs, set_pos, seqs
 
 
 def group_spec(qs: Any, places: tuple[int, ...], specs: list[TaskSpec], *,
@@ -197,5 +267,5 @@ def group_spec(qs: Any, places: tuple[int, ...], specs: list[TaskSpec], *,
                      order_col, options, text_ids)
 
 
-__all__ = ["SET_POS", "GroupRunner", "GroupSpec", "group_spec", "nested_groups",
-           "union_schema"]
+__all__ = ["SET_POS", "GroupRunner", "GroupSpec", "Positions", "as_text", "group_spec",
+           "group_window", "nested_groups", "placed_rows", "union_schema"]
