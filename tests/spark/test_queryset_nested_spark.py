@@ -222,14 +222,17 @@ def test_a_nested_set_on_a_stream_equals_the_embedded_set(spark: Any, tmp_path: 
     queries = {"abc": "PATTERN SEQ(ab x, C c) WITHIN 3 seconds",
                "other": "PATTERN SEQ(C c, A a) WHERE a.x < 3 PARTITION BY k WITHIN 3 seconds",
                "ab": "PATTERN SEQ(A a, B b) WHERE [k] WITHIN 4 seconds",
+               # held until 2 seconds have passed: released in a later micro-batch
+               "quiet": "PATTERN SEQ(ab x, NOT(D d)) PARTITION BY k WITHIN 2 seconds",
                "twice": "PATTERN SEQ(ab x, ab y) PARTITION BY k WITHIN 6 seconds "
                         "RETURN x.k AS xk"}
-    rows = random_rows(17, n=80, keys=2)
+    rows = random_rows(0, n=100, keys=2, types="ABCD")
     recs = [{"id": i, **r} for i, r in enumerate(rows)]
     end = {"id": 10**6, "ts": 10**9, "type": "END", "k": "zz", "x": 0}  # the last watermark
     src = tmp_path / "src"
-    _write(src, "p0.json", recs[:40], 1_700_000_000)
-    _write(src, "p1.json", [*recs[40:], end], 1_700_000_010)
+    _write(src, "p0.json", recs[:35], 1_700_000_000)
+    _write(src, "p1.json", recs[35:70], 1_700_000_010)
+    _write(src, "p2.json", [*recs[70:], end], 1_700_000_020)
     sdf = spark.readStream.schema("id long, " + SCHEMA).option("maxFilesPerTrigger", 1) \
         .json(str(src))
     out = match_stream(sdf, queries, watermark="5 seconds", time_col="ts", type_col="type",
