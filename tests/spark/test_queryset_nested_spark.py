@@ -117,6 +117,28 @@ def test_map_output_has_the_embedded_bindings_as_text(spark: Any) -> None:
     assert any(x for *_, x in got)
 
 
+def test_columns_output_with_text_ids_and_null_keys(spark: Any) -> None:
+    """output='columns', ids from an id column, events without a key: each variable column
+    holds the embedded binding (a variable name two queries share is text in both)."""
+    queries = {"ab": "PATTERN SEQ(A a, B b) WHERE [k] WITHIN 4 seconds",
+               "twice": "PATTERN SEQ(ab x, ab y) PARTITION BY k WITHIN 6 seconds",
+               "other": "PATTERN SEQ(C c, A x) WITHIN 3 seconds"}
+    rows = random_rows(8, n=60, keys=2)
+    for i in (3, 10, 11, 20):
+        rows[i]["k"] = None
+    df = spark.createDataFrame([(f"e{i}", r["ts"], r["type"], r["k"], r["x"])
+                                for i, r in enumerate(rows)],
+                               "name string, ts long, type string, k string, x long")
+    out = in_output_order(match(df, queries, time_col="ts", type_col="type", id_col="name",
+                                output="columns"))
+    batch = EventBatch.from_records([{"id": f"e{i}", **r} for i, r in enumerate(rows)])
+    want = kleene.compile_many(queries).run(batch)
+    got = [(r["query"], {v: r[v] for v in ("a", "b", "c", "x", "y") if r[v] is not None})
+           for r in out.collect()]
+    assert got == [(m.query, dict(m.bindings)) for m in want]
+    assert {q for q, _ in got} == set(queries)
+
+
 def test_semantics_example_by_hand_on_spark(spark: Any) -> None:
     """docs/semantics.md §17's example: ab's matches are derived events ab#1..ab#3, each right
     after its completing event; twice's matches come after the ab matches of that event."""

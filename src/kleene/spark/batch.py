@@ -765,31 +765,33 @@ def match_set(df: Any, queries: Any, *, time_col: str,
         parts.append(match_group(df, qs, g, time_col=time_col, row_index_col=row_index_col,
                                  output=output, order_columns=order_columns, **options))
     if groups and output in ("map", "columns"):
-        parts = _ids_as_text(parts)
+        id_cols = {"match", *(v for c in qs.queries for v in c.analyzed.variables)}
+        parts = _ids_as_text(parts, id_cols)
     return reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), parts)
 
 
-def _ids_as_text(parts: list[Any]) -> list[Any]:
+def _ids_as_text(parts: list[Any], id_cols: set[str]) -> list[Any]:
     """A set with nested queries writes ids as text (a derived event's id is its label):
-    the id columns of the other queries' parts are cast to match (the group's parts have
-    them as text already)."""
+    the id columns (``id_cols``: ``match`` or the variables) of the other queries' parts are
+    cast to match (the group's parts have them as text already)."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
     text: dict[str, Any] = {}
     for part in parts:
         for f in part.schema.fields:
+            if f.name not in id_cols:
+                continue
             dt = f.dataType
-            if isinstance(dt, T.MapType) and isinstance(dt.valueType, T.ArrayType) and \
-                    isinstance(dt.valueType.elementType, T.StringType):
+            inner = dt.valueType if isinstance(dt, T.MapType) else dt
+            inner = inner.elementType if isinstance(inner, T.ArrayType) else inner
+            if isinstance(inner, T.StringType):  # text ids: map, list or one id
                 text[f.name] = dt
-            elif isinstance(dt, T.StringType | T.ArrayType):
-                text.setdefault(f.name, dt)
     out = []
     for part in parts:
         for f in part.schema.fields:
             want = text.get(f.name)
-            if want is not None and f.dataType != want and f.name != "query":
+            if want is not None and f.dataType != want:
                 part = part.withColumn(f.name, F.col(f"`{f.name}`").cast(want))
         out.append(part)
     return out
