@@ -838,7 +838,21 @@ def match_group(df: Any, qs: Any, places: tuple[int, ...], *, time_col: str,
     order_of = ID if same_order else ORD
     keep = [ID, TS, TYPE, *([] if same_order else [ORD]), *attrs]
     lean = prep.df.select(*[f"`{c}`" for c in keep])
-    one = lean.repartition(1).sortWithinPartitions(TS, order_of)
+    keys = group_key(analyzed)
+    if keys:
+        # per key (each key's state fresh), with the producers' global match numbers
+        check_keys(keys, prep.df.columns, shown=df.columns)
+        ranks = _rank_rows(df, qs, places, lean, keys, time_col=time_col,
+                           row_index_col=row_index_col, type_col=type_col,
+                           event_type=event_type, id_col=id_col, order_col=order_col,
+                           time_unit=time_unit, partitions=partitions, caps=caps)
+        rows = lean.unionByName(ranks, allowMissingColumns=True)
+        cols = [f"`{k}`" for k in keys]
+        rows = rows.repartition(*cols) if partitions is None else \
+            rows.repartition(partitions, *cols)
+        one = rows.sortWithinPartitions(*cols, TS, order_of)
+    else:
+        one = lean.repartition(1).sortWithinPartitions(TS, order_of)
     out_time, out_type = prep.time, prep.time_out
     if epoch_times and prep.time.kind == "numeric":
         out_time, out_type = TimeInfo("datetime", prep.time.unit, "UTC"), "timestamp"
@@ -853,10 +867,57 @@ def match_group(df: Any, qs: Any, places: tuple[int, ...], *, time_col: str,
     big = 1 << 62  # None: no cap (the set runtime takes numbers)
     options = {k: (big if v is None else v) for k, v in caps.options().items()}
     spec = group_spec(qs, places, specs, attr_cols=attrs, time=out_time, order_col=order_of,
-                      options=options)
+                      options=options, keys=keys)
     for q in analyzed:
         ship_udfs(df.sparkSession, q.udfs)
     return one.mapInArrow(GroupRunner(spec), from_arrow_schema(spec.schema))
+
+
+def group_key(analyzed: Sequence[AnalyzedQuery]) -> tuple[str, ...]:
+    """The key attributes every query of a nested group is keyed by on Spark (each one's
+    :func:`plan_query` is keyed, and these are among the keys of each), in the first query's
+    order; ``()``: none (the group then runs in one task)."""
+    plans = [plan_query(q) for q in analyzed]
+    if any(p.mode != "keyed" for p in plans):
+        return ()
+    return tuple(k for k in plans[0].keys if all(k in p.keys for p in plans[1:]))
+
+
+def _rank_rows(df: Any, qs: Any, places: tuple[int, ...], lean: Any, keys: tuple[str, ...],
+               *, time_col: str, row_index_col: str, type_col: str | None,
+               event_type: str | None, id_col: str | None, order_col: str | None,
+               time_unit: str, partitions: int | None, caps: Caps) -> Any:
+    """Per producer match of a keyed nested group: its key, its global number ``k`` among the
+    producer's matches in the producer's order (sorted by the order columns of the producer
+    run alone, which are its matches in the set) and the producer's index in the group."""
+    from functools import reduce
+
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    from ..queryset import nested_reads
+    from .nested import RANK, RANK_OF
+
+    group = [qs.queries[p] for p in places]
+    read = {p for r in nested_reads(list(qs.queries)).values() for p in r}
+    ids = lean.select(F.col(ID).alias("__rid"), *[F.col(f"`{k}`") for k in keys])
+    parts = []
+    for i, c in enumerate(group):
+        if c.name not in read:
+            continue
+        alone = match(df, c.analyzed, time_col=time_col, row_index_col=row_index_col,
+                      type_col=type_col, event_type=event_type, id_col=id_col,
+                      order_col=order_col, time_unit=time_unit, output="map",
+                      partitions=partitions, check=False,
+                      max_runs_per_partition=caps.max_runs_per_partition,
+                      max_matches_per_event=caps.max_matches_per_event,
+                      max_matches_per_call=caps.max_matches_per_call, on_cap=caps.on_cap)
+        order = Window.partitionBy(F.lit(i)).orderBy(END_US, LAST_POS, SEQ)
+        ranked = alone.select(F.map_values("match")[0][0].alias("__rid"),
+                              F.row_number().over(order).cast("long").alias(RANK))
+        parts.append(ranked.join(ids, "__rid").select(
+            *[F.col(f"`{k}`") for k in keys], RANK, F.lit(i).cast("long").alias(RANK_OF)))
+    return reduce(lambda a, b: a.unionByName(b), parts)
 
 
 __all__ = ["SET_POS", "CapReport", "Prepared", "analyzed_of", "arrow_types", "check_keys",

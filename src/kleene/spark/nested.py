@@ -32,11 +32,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import InputError, QueryValidationError
+from ..errors import EngineError, InputError, QueryValidationError
 from ..events import EventBatch, Match, TimeInfo
 from ..events.model import ID, TS, TYPE
-from .tasks import END_US, SEQ, TaskSpec, _Out, check_events, output_schema
+from .tasks import END_US, SEQ, TaskSpec, _Out, check_events, key_groups, output_schema
 
+RANK = "__rank"
+"""A rank row's global match number ``k`` of a producer match of the row's key (keyed groups);
+NULL on an event row."""
+RANK_OF = "__rank_of"
+"""A rank row's producer: its index in the group."""
 SET_POS = "__set_pos"
 """The query's place in its set (a query set's output: docs/semantics.md §17); for a consumer
 match completed by a derived event, the set's size plus the producer's place."""
@@ -107,6 +112,10 @@ class GroupSpec:
     """The set runtime's options (caps)."""
     text_ids: bool
     """Ids are written as text (a derived event's id is its label ``P#k``)."""
+    keys: tuple[str, ...] = ()
+    """A key every query of the group is partitioned by: the task runs the group per key
+    (fresh state each), relabelling derived events with the producer's global match numbers
+    carried by the rank rows (:data:`RANK`); ``()``: the whole input is one group."""
 
 
 def as_text(m: Match) -> Match:
@@ -137,15 +146,29 @@ class GroupRunner:
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         spec = self.spec
-        parts = [rb for rb in batches if rb.num_rows]
-        if not parts:
-            return
-        table = pa.Table.from_batches(parts).combine_chunks()
-        ordv = check_events(table, (), spec.order_col)
+        for key, table in key_groups(batches, spec.keys):
+            ranks: dict[int, list[int]] | None = None
+            if spec.keys:
+                is_rank = pc.is_valid(table.column(RANK))
+                rk = table.filter(is_rank)
+                table = table.filter(pc.invert(is_rank))
+                ranks = {}
+                for of, k in zip(rk.column(RANK_OF).to_pylist(), rk.column(RANK).to_pylist(),
+                                 strict=True):
+                    ranks.setdefault(int(of), []).append(int(k))
+                for v in ranks.values():
+                    v.sort()
+            if table.num_rows:
+                yield from self._run(key, table, ranks)
+
+    def _run(self, key: tuple[Any, ...], table: pa.Table,
+             ranks: dict[int, list[int]] | None) -> Iterator[pa.RecordBatch]:
+        spec = self.spec
+        ordv = check_events(table, key, spec.order_col)
         ids = table.column(ID)
         if pc.count_distinct(ids).as_py() != len(ids):
-            raise InputError("the id column has duplicate ids; ids must be unique (omit "
-                             "id_col to use row numbers)")
+            raise InputError(f"the id column has duplicate ids in key {key!r}; ids must be "
+                             "unique (omit id_col to use row numbers)")
         events = EventBatch(table.select([ID, TS, TYPE, *spec.attr_cols]), spec.time)
         rt = spec.queries.start(**spec.options)
         rt.placed = []
@@ -153,7 +176,8 @@ class GroupRunner:
             warnings.simplefilter("ignore", RuntimeWarning)
             rt.push(events)
             rt.close()
-        outs, set_pos, seqs = placed_rows(spec, rt.placed, lambda g: int(ordv[g]))
+        placed = rt.placed if ranks is None else relabel(spec, key, rt.placed, ranks)
+        outs, set_pos, seqs = placed_rows(spec, placed, lambda g: int(ordv[g]))
         for i, out in enumerate(outs):
             if not out.n:
                 continue
@@ -166,6 +190,47 @@ class GroupRunner:
             yield pa.RecordBatch.from_arrays(
                 [cols[f.name] if f.name in cols else pa.nulls(n, f.type)
                  for f in spec.schema], schema=spec.schema)
+
+
+def relabel(spec: GroupSpec, key: tuple[Any, ...], placed: list[Any],
+            ranks: dict[int, list[int]]) -> list[Any]:
+    """A keyed group's output entries with every derived event's label ``P#j`` (its number
+    among P's matches of this key) replaced by ``P#k`` (among all of P's matches):
+    ``ranks[p]`` holds the global numbers of producer ``p``'s matches of this key, ascending,
+    which is P's order restricted to the key (:func:`kleene.spark.batch.match_group`)."""
+    names = [q.name for q in spec.queries.queries]
+    local = {n: i for i, n in enumerate(names)}
+    made: dict[int, int] = {}
+    for _ts, _g, _d, place, _m in placed:
+        made[place] = made.get(place, 0) + 1
+    producers = {local[v.type] for q in spec.queries.queries
+                 for v in q.analyzed.variables.values() if v.type in local}
+    for p in producers:
+        if made.get(p, 0) != len(ranks.get(p, ())):
+            raise EngineError(f"nested group, key {key!r}: {names[p]!r} made {made.get(p, 0)} "
+                              f"matches here but {len(ranks.get(p, ()))} alone (internal)")
+    out = []
+    for ts, g, derived, place, m in placed:
+        q = spec.queries.queries[place].analyzed
+        reads = {v: q.variables[v].type for v in m.bindings
+                 if v in q.variables and q.variables[v].type in local}
+        if reads:
+            bindings = dict(m.bindings)
+            for v, p in reads.items():
+                assert p is not None
+                ks = ranks.get(local[p], [])
+
+                def glob(label: Any, p: str = p, ks: list[int] = ks) -> Any:
+                    if isinstance(label, str) and label.startswith(p + "#") and \
+                            label[len(p) + 1:].isdigit():
+                        return f"{p}#{ks[int(label[len(p) + 1:]) - 1]}"
+                    return label  # an input event of type P
+
+                b = bindings[v]
+                bindings[v] = tuple(glob(x) for x in b) if isinstance(b, tuple) else glob(b)
+            m = replace(m, bindings=bindings)
+        out.append((ts, g, derived, place, m))
+    return out
 
 
 class Positions:
@@ -247,7 +312,7 @@ def placed_rows(spec: GroupSpec, placed: list[Any], ord_of: Any
 
 def group_spec(qs: Any, places: tuple[int, ...], specs: list[TaskSpec], *,
                attr_cols: tuple[str, ...], time: TimeInfo, order_col: str,
-               options: dict[str, Any]) -> GroupSpec:
+               options: dict[str, Any], keys: tuple[str, ...] = ()) -> GroupSpec:
     """The task spec of the group at ``places`` of ``qs``; its set is checked here, on the
     driver (a producer the shared network does not evaluate is a one-line error now)."""
     from ..queryset import QuerySet
@@ -264,8 +329,8 @@ def group_spec(qs: Any, places: tuple[int, ...], specs: list[TaskSpec], *,
     if internal and END_US in schema.names:
         schema = schema.append(pa.field(SET_POS, pa.int64()))
     return GroupSpec(group, places, len(qs.queries), tuple(specs), schema, attr_cols, time,
-                     order_col, options, text_ids)
+                     order_col, options, text_ids, keys)
 
 
-__all__ = ["SET_POS", "GroupRunner", "GroupSpec", "Positions", "as_text", "group_spec",
-           "group_window", "nested_groups", "placed_rows", "union_schema"]
+__all__ = ["RANK", "RANK_OF", "SET_POS", "GroupRunner", "GroupSpec", "Positions", "as_text", "group_spec",
+           "group_window", "nested_groups", "placed_rows", "relabel", "union_schema"]
