@@ -20,7 +20,7 @@ from kleene.errors import QueryValidationError
 from kleene.events import EventBatch
 from kleene.events.writers import match_line
 from kleene.spark import in_output_order, match, match_stream
-from kleene.spark.batch import order_columns_of
+from kleene.spark.batch import group_key, order_columns_of
 
 pytestmark = pytest.mark.spark
 
@@ -41,12 +41,12 @@ def _json(spark: Any, queries: Any, rows: list[dict[str, Any]]) -> list[str]:
     return [r["record"] for r in in_output_order(out).collect()]
 
 
-def _producer(rng: random.Random, name: str) -> str:
+def _producer(rng: random.Random, shared: bool) -> str:
     kind = rng.choice(["SEQ", "AND", "OR"])
     types = rng.sample("ABC", rng.randint(1, 2))
     body = ", ".join(f"{t} {t.lower()}" for t in types)
     cond = rng.choice(["", f"{types[0].lower()}.x > 2"])
-    key = rng.choice(["[k]", "PARTITION BY k", ""])
+    key = rng.choice(["[k]", "PARTITION BY k"] + ([] if shared else [""]))
     if key == "[k]":
         where = f"WHERE {cond + ' AND ' if cond else ''}[k]"
     else:
@@ -55,7 +55,7 @@ def _producer(rng: random.Random, name: str) -> str:
     return f"PATTERN {kind}({body}) {where} WITHIN {rng.randint(1, 4)} seconds{emit}"
 
 
-def _consumer(rng: random.Random, producers: list[str]) -> str:
+def _consumer(rng: random.Random, producers: list[str], shared: bool) -> str:
     first = rng.choice(producers)
     second = rng.choice([*producers, "D", "A"])
     if second == first:
@@ -65,17 +65,18 @@ def _consumer(rng: random.Random, producers: list[str]) -> str:
     pattern = rng.choice(["SEQ", "AND"]) if "[]" not in items else "SEQ"
     if "[]" in items:
         items += ", D d"
-    key = rng.choice(["PARTITION BY k", ""])  # the producers' key, or none
+    key = rng.choice(["PARTITION BY k"] + ([] if shared else [""]))  # the producers' or none
     ret = " RETURN x.k AS xk" if "[]" not in items and rng.random() < 0.5 else ""
     return f"PATTERN {pattern}({items}) {key} WITHIN {rng.randint(2, 6)} seconds{ret}"
 
 
-def _random_set(seed: int) -> dict[str, str]:
+def _random_set(seed: int, shared: bool) -> dict[str, str]:
     """Two producers, two consumers and one query outside the nesting, in a random order (a
-    consumer may come before its producer and around the other query)."""
+    consumer may come before its producer and around the other query); ``shared``: every
+    query of the nested group is keyed by k (the group runs per key on Spark)."""
     rng = random.Random(seed)
-    texts = {"p0": _producer(rng, "p0"), "p1": _producer(rng, "p1"),
-             "c0": _consumer(rng, ["p0", "p1"]), "c1": _consumer(rng, ["p0"]),
+    texts = {"p0": _producer(rng, shared), "p1": _producer(rng, shared),
+             "c0": _consumer(rng, ["p0", "p1"], shared), "c1": _consumer(rng, ["p0"], shared),
              "o": "PATTERN SEQ(C c, A a) WHERE a.x < 3 PARTITION BY k WITHIN 3 seconds"}
     names = list(texts)
     rng.shuffle(names)
@@ -87,14 +88,18 @@ def test_random_nested_sets_equal_the_embedded_set(spark: Any) -> None:
     by the same k or not at all; a RETURN column on a derived event's key): the JSON lines in
     kleene's order equal the embedded set's, byte for byte."""
     consumer_matches = []
-    for seed in range(4):
-        queries = _random_set(100 + seed)
+    keyed = []
+    for seed in range(6):
+        queries = _random_set(100 + seed, shared=seed % 2 == 0)
         rows = random_rows(200 + seed, n=70, keys=2, types="ABCD")
         want, time = _embedded(queries, rows)
         got = _json(spark, queries, rows)
         assert got == [match_line(m, time) for m in want], queries
         consumer_matches.append(sum(m.query.startswith("c") for m in want))
+        qs = kleene.compile_many(queries)
+        keyed.append(bool(group_key([q.analyzed for q in qs.queries if q.name != "o"])))
     assert sum(n > 0 for n in consumer_matches) >= 2, consumer_matches
+    assert True in keyed and False in keyed  # the draws run groups per key and in one task
 
 
 def test_map_output_has_the_embedded_bindings_as_text(spark: Any) -> None:
@@ -106,7 +111,10 @@ def test_map_output_has_the_embedded_bindings_as_text(spark: Any) -> None:
                "ab": "PATTERN SEQ(A a, B b) WHERE [k] WITHIN 4 seconds"}
     rows = random_rows(31, n=60, keys=2)
     want, _time = _embedded(queries, rows)
-    out = in_output_order(match(_df(spark, rows), queries, time_col="ts", type_col="type"))
+    qs = kleene.compile_many(queries)
+    assert group_key([qs.queries[1].analyzed, qs.queries[2].analyzed]) == ("k",)  # per key
+    out = in_output_order(match(_df(spark, rows), queries, time_col="ts", type_col="type",
+                                partitions=3))
     got = [(r["query"], {v: list(ids) for v, ids in r["match"].items()}, r["start"], r["end"],
             r["xk"]) for r in out.collect()]
     assert got == [(m.query, {v: [str(i) for i in (b if isinstance(b, tuple) else (b,))]
