@@ -1,17 +1,18 @@
 """Nested query sets on Spark (docs/semantics.md §17, docs/spark.md "Query sets").
 
 A *nested group* is a connected part of a set's read graph: producers and the consumers that
-read their matches as derived events. Its queries run together, in one Spark task, through
-the embedded set engine (:class:`kleene.QuerySetRuntime`); the set's other queries keep their
+read their matches as derived events. Its queries run together (per key, or in one Spark
+task), through the embedded set engine (:class:`kleene.QuerySetRuntime`); the set's other queries keep their
 own plans (:func:`kleene.spark.batch.match_set`).
 
-Why one task for the whole group: a derived event is labelled ``P#k``, ``k`` being the match's
-index among *all* of the producer's matches in the producer's order, and a consumer's match
-completed by a derived event sorts after the completing input event's own matches, by the
-producer's place and ``k``. Both are global over the input, not per key: a keyed split would
-give per-key ``k`` and need a second, global renumbering pass over the producer's matches and
-a rewrite of every consumer record. One task is exact by construction (the same engine as
-``kleene.compile_many(...).run``), at the cost of parallelism for that group only.
+A group whose queries all share a key on Spark (:func:`kleene.spark.batch.group_key`) runs
+per key, each key with a fresh set runtime: a consumer's stream, positions and windows are per
+key then. A derived event's label ``P#k`` is global, though (``k`` numbers *all* of the
+producer's matches in the producer's order), so the driver also runs each producer alone,
+numbers its matches, and ships each number to its key as a *rank row* (:data:`RANK`); the task
+maps the key's j-th match of P to the j-th of those numbers (:func:`relabel`). A group without
+a shared key runs in one task (the whole input): exact by construction, the same engine as
+``kleene.compile_many(...).run``, at the cost of parallelism for that group only.
 
 The task's output rows carry the set's order columns: ``__end_us`` and ``__last_pos`` of the
 completing *input* event, ``__set_pos`` the query's place, or ``N + the producer's place`` (N:
