@@ -727,8 +727,8 @@ def match_set(df: Any, queries: Any, *, time_col: str,
     embedded set); the ``query`` column names it. With ``order_columns`` the result also has
     ``__set_pos`` (the query's place): :func:`in_output_order` then gives the set's documented
     order. Nested queries (docs/semantics.md §17): each nested group (producers and the
-    consumers reading their matches) runs in one task through the embedded set engine
-    (:func:`match_group`); with ``output="map"`` or ``"columns"`` the ids are then text (a
+    consumers reading their matches) runs through the embedded set engine, per key when its
+    queries share one, else in one task (:func:`match_group`); with ``output="map"`` or ``"columns"`` the ids are then text (a
     derived event's id is its label ``P#k``). Not supported: ``on_cap="truncate"`` and CSV
     records.
     """
@@ -754,7 +754,7 @@ def match_set(df: Any, queries: Any, *, time_col: str,
     grouped = {p for g in groups for p in g}
     parts = []
     for place, c in enumerate(qs.queries):
-        if place in grouped:  # a nested group: below, in one task
+        if place in grouped:  # a nested group: below, its queries together
             continue
         part = match(df, c.analyzed, time_col=time_col, row_index_col=row_index_col,
                      output=output, order_columns=order_columns, on_cap=on_cap, **options)
@@ -809,9 +809,9 @@ def match_group(df: Any, qs: Any, places: tuple[int, ...], *, time_col: str,
                 max_matches_per_call: int | None = MAX_MATCHES_PER_CALL,
                 on_cap: str = "error") -> Any:
     """A nested group of the set ``qs`` (the queries at ``places``: producers and the
-    consumers reading their matches) in one task through the embedded set engine
-    (:mod:`kleene.spark.nested`: why one task). ``partitions`` and ``ranges`` do not apply:
-    the group's input is one partition."""
+    consumers reading their matches) through the embedded set engine
+    (:mod:`kleene.spark.nested`): per key when its queries share one (:func:`group_key`;
+    ``partitions`` as for a keyed query), else in one task. ``ranges`` does not apply."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
     from .nested import GroupRunner, group_spec
