@@ -289,6 +289,10 @@ class QuerySetRuntime:
         self.type_users: dict[str, int] = {}
         """Per event type, how many running queries read it (so :meth:`add` sees at once
         whether a new query nests, without checking the whole set)."""
+        self.placed: Produced | None = None
+        """Set to a list to also collect every output entry (completing ts, position, derived
+        label, place, match) in the set's order (the Spark task of a nested group reads the
+        positions and places from it: kleene.spark.nested)."""
         reads = nested_reads(list(qs.queries))
         for c in qs.queries:
             self._add_compiled(c, consumer=bool(reads[c.name]))
@@ -447,7 +451,7 @@ class QuerySetRuntime:
         self.next_gpos += t.num_rows
         produced: Produced = []
         runtimes = [m for m in self.members.values() if m.runtime is not None]
-        if len(self.networks) == 1 and not runtimes:  # already in the set's order
+        if len(self.networks) == 1 and not runtimes and self.placed is None:  # in order
             (net,) = self.networks.values()
             return self._count([x for _g, _o, x in net.process(t, gpos0)])
         net_out: list[tuple[int, int, Match]] = []
@@ -534,6 +538,8 @@ class QuerySetRuntime:
 
     def _finish(self, produced: Produced) -> list[Match]:
         produced.sort(key=_key4)
+        if self.placed is not None:
+            self.placed.extend(produced)
         return self._count([e[4] for e in produced])
 
     # ------------------------------------------------------------------ nested queries

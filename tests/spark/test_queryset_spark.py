@@ -12,7 +12,7 @@ from kleene_spark_helpers import QUERY_SET, random_rows
 
 import kleene
 from kleene.cli.main import cli
-from kleene.errors import InputError, QueryValidationError
+from kleene.errors import InputError
 from kleene.events import EventBatch
 from kleene.spark import in_output_order, match
 
@@ -41,12 +41,9 @@ def test_match_with_a_query_set_equals_the_embedded_set(spark: Any) -> None:
     assert {q for q, *_ in want} == set(SET)
 
 
-def test_nested_sets_and_truncation_are_refused_on_spark(spark: Any) -> None:
+def test_truncation_is_refused_for_a_set_on_spark(spark: Any) -> None:
+    """(Nested sets run: tests/spark/test_queryset_nested_spark.py.)"""
     df = _df(spark, random_rows(3, n=10))
-    with pytest.raises(QueryValidationError, match="nested queries run on the embedded"):
-        match(df, ["NAME ab PATTERN SEQ(A a, B b) WITHIN 3 seconds",
-                   "NAME n PATTERN SEQ(ab x, C c) WITHIN 3 seconds"], time_col="ts",
-              type_col="type")
     with pytest.raises(InputError, match="on_cap='truncate' for a query set"):
         match(df, list(SET.values()), time_col="ts", type_col="type", on_cap="truncate")
 

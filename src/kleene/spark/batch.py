@@ -28,6 +28,7 @@ from ..errors import InputError, QueryValidationError
 from ..events import TimeInfo
 from ..events.model import ID, RESERVED, TS, TYPE
 from ..semantic.analyzed import AnalyzedQuery, VarKind
+from .nested import SET_POS
 from .plan import SparkPlan, plan_query
 from .session import require_pyspark
 from .tasks import (
@@ -627,12 +628,14 @@ def match(df: Any, query: Any, *, time_col: str, type_col: str | None = None,
 
 
 def check_schema(q: AnalyzedQuery, df: Any, *, time_col: str, event_type: str | None = None,
-                 hidden: Sequence[str | None] = ()) -> None:
+                 hidden: Sequence[str | None] = (), query_types: Sequence[str] = ()) -> None:
     """Check the query against the DataFrame's columns, as the embedded engine checks it
     against its input: an unknown attribute or PARTITION BY column, a string column compared
     with a number, or (with ``event_type``, every row's type) an other event type raises
     :class:`~kleene.errors.QueryValidationError` with a did-you-mean. Without ``event_type``
     the types are in the data, which is not read here: they are not checked.
+    ``query_types``: the set's query names, event types too (nested queries,
+    docs/semantics.md §17).
 
     Example:
         >>> check_schema(analyzed_of("PATTERN SEQ(T a) WHERE a.avgspeed > 1"), df,
@@ -646,8 +649,8 @@ def check_schema(q: AnalyzedQuery, df: Any, *, time_col: str, event_type: str | 
     columns: dict[str, Any] = {c: types.get(c) for c in df.columns if c not in skip}
     if time_col in columns and types.get(time_col) == pa.string():
         columns[time_col] = "timestamp"  # ISO-8601 text: parsed into the time
-    schema = InputSchema(columns, None if event_type is None else frozenset({event_type}),
-                         source="the DataFrame")
+    schema = InputSchema(columns, None if event_type is None else
+                         frozenset({event_type, *query_types}), source="the DataFrame")
     check_against(q, schema)
 
 
@@ -679,8 +682,6 @@ def _check_output_names(spec: TaskSpec) -> None:
                                    "output='map'")
 
 
-SET_POS = "__set_pos"
-"""The query's place in its set (a query set's output: docs/semantics.md §17)."""
 
 
 def order_columns_of(matches: Any) -> list[str]:
@@ -696,18 +697,19 @@ def in_output_order(matches: Any) -> Any:
 
 
 def spark_query_set(queries: Any, *, udfs: Mapping[str, Callable[..., Any]] | None = None,
-                    dialect: str | None = None) -> Any:
-    """``queries`` as a :class:`kleene.QuerySet` (compiled unless it is one), refusing nested
-    queries (a query reading another's matches), which run on the embedded engine only."""
+                    dialect: str | None = None, nested: str | None = None) -> Any:
+    """``queries`` as a :class:`kleene.QuerySet` (compiled unless it is one). ``nested``: a
+    set with nested queries (a query reading another's matches) is refused, the message
+    saying why (``None``: accepted)."""
     from ..queryset import QuerySet, compile_many, nested_reads
 
     qs = queries if isinstance(queries, QuerySet) else compile_many(
         queries, udfs=udfs, dialect=dialect)
     reads = {n: r for n, r in nested_reads(list(qs.queries)).items() if r}
-    if reads:
+    if reads and nested is not None:
         n, r = next(iter(reads.items()))
         raise QueryValidationError(f"query set on Spark: {n!r} reads the matches of {r[0]!r}; "
-                                   "nested queries run on the embedded engine only")
+                                   f"{nested}")
     return qs
 
 
@@ -724,12 +726,18 @@ def match_set(df: Any, queries: Any, *, time_col: str,
     :func:`kleene.compile_many`). Each query's matches are those of the query alone (and of the
     embedded set); the ``query`` column names it. With ``order_columns`` the result also has
     ``__set_pos`` (the query's place): :func:`in_output_order` then gives the set's documented
-    order. Not supported yet: nested queries, ``on_cap="truncate"`` and CSV records.
+    order. Nested queries (docs/semantics.md §17): each nested group (producers and the
+    consumers reading their matches) runs through the embedded set engine, per key when its
+    queries share one, else in one task (:func:`match_group`); with ``output="map"`` or ``"columns"`` the ids are then text (a
+    derived event's id is its label ``P#k``). Not supported: ``on_cap="truncate"`` and CSV
+    records.
     """
     require_pyspark()
     from functools import reduce
 
     from pyspark.sql import functions as F
+
+    from .nested import nested_groups
 
     qs = spark_query_set(queries, udfs=udfs, dialect=dialect)
     if on_cap == "truncate" or options.pop("cap_report", None) is not None:
@@ -742,17 +750,178 @@ def match_set(df: Any, queries: Any, *, time_col: str,
     if row_index_col is None:  # one row index for every query: the same ids and tie-breaks
         row_index_col = "__set_row"
         df = with_row_index(df, row_index_col)
+    groups = nested_groups(qs)
+    grouped = {p for g in groups for p in g}
     parts = []
     for place, c in enumerate(qs.queries):
+        if place in grouped:  # a nested group: below, its queries together
+            continue
         part = match(df, c.analyzed, time_col=time_col, row_index_col=row_index_col,
                      output=output, order_columns=order_columns, on_cap=on_cap, **options)
         if order_columns or output == "json":
-            part = part.withColumn(SET_POS, F.lit(place))
+            part = part.withColumn(SET_POS, F.lit(place).cast("long"))
         parts.append(part)
+    for g in groups:
+        parts.append(match_group(df, qs, g, time_col=time_col, row_index_col=row_index_col,
+                                 output=output, order_columns=order_columns, **options))
+    if groups and output in ("map", "columns"):
+        id_cols = {"match", *(v for c in qs.queries for v in c.analyzed.variables)}
+        parts = _ids_as_text(parts, id_cols)
     return reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), parts)
 
 
+def _ids_as_text(parts: list[Any], id_cols: set[str]) -> list[Any]:
+    """A set with nested queries writes ids as text (a derived event's id is its label):
+    the id columns (``id_cols``: ``match`` or the variables) of the other queries' parts are
+    cast to match (the group's parts have them as text already)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    text: dict[str, Any] = {}
+    for part in parts:
+        for f in part.schema.fields:
+            if f.name not in id_cols:
+                continue
+            dt = f.dataType
+            inner = dt.valueType if isinstance(dt, T.MapType) else dt
+            inner = inner.elementType if isinstance(inner, T.ArrayType) else inner
+            if isinstance(inner, T.StringType):  # text ids: map, list or one id
+                text[f.name] = dt
+    out = []
+    for part in parts:
+        for f in part.schema.fields:
+            want = text.get(f.name)
+            if want is not None and f.dataType != want:
+                part = part.withColumn(f.name, F.col(f"`{f.name}`").cast(want))
+        out.append(part)
+    return out
+
+
+def match_group(df: Any, qs: Any, places: tuple[int, ...], *, time_col: str,
+                row_index_col: str, type_col: str | None = None,
+                event_type: str | None = None, id_col: str | None = None,
+                order_col: str | None = None, time_unit: str = "s",
+                engine: str = "automaton", output: OutputMode = "map",
+                partitions: int | None = None, ranges: int | None = None,
+                order_columns: bool = True, epoch_times: bool = False, check: bool = True,
+                max_runs_per_partition: int | None = MAX_RUNS_PER_PARTITION,
+                max_matches_per_event: int | None = MAX_MATCHES_PER_EVENT,
+                max_matches_per_call: int | None = MAX_MATCHES_PER_CALL,
+                on_cap: str = "error") -> Any:
+    """A nested group of the set ``qs`` (the queries at ``places``: producers and the
+    consumers reading their matches) through the embedded set engine
+    (:mod:`kleene.spark.nested`): per key when its queries share one (:func:`group_key`;
+    ``partitions`` as for a keyed query), else in one task. ``ranges`` does not apply."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from .nested import GroupRunner, group_spec
+    from .ship import ship_udfs
+
+    names = [qs.queries[p].name for p in places]
+    if engine != "automaton":
+        raise QueryValidationError(f"query set on Spark: the nested queries {', '.join(names)} "
+                                   f"run on the automaton engine, not {engine!r}")
+    caps = Caps(max_runs_per_partition, max_matches_per_event, max_matches_per_call, on_cap)
+    check_caps(engine, caps, None)
+    analyzed = [qs.queries[p].analyzed for p in places]
+    if check:
+        for q in analyzed:
+            check_schema(q, df, time_col=time_col, event_type=event_type,
+                         hidden=(row_index_col, order_col if order_col != time_col else None),
+                         query_types=qs.names)
+    prep = prepare(df, time_col=time_col, type_col=type_col, event_type=event_type,
+                   id_col=id_col, order_col=order_col, time_unit=time_unit,
+                   row_index_col=row_index_col)
+    used = {a for q in analyzed for a in referenced_attributes(q)}
+    attrs = tuple(c for c in prep.attr_cols if c in used)
+    same_order = id_col is None and (order_col is None or order_col == row_index_col)
+    order_of = ID if same_order else ORD
+    keep = [ID, TS, TYPE, *([] if same_order else [ORD]), *attrs]
+    lean = prep.df.select(*[f"`{c}`" for c in keep])
+    keys = group_key(analyzed)
+    if keys:
+        # per key (each key's state fresh), with the producers' global match numbers
+        check_keys(keys, prep.df.columns, shown=df.columns)
+        ranks = _rank_rows(df, qs, places, lean, keys, time_col=time_col,
+                           row_index_col=row_index_col, type_col=type_col,
+                           event_type=event_type, id_col=id_col, order_col=order_col,
+                           time_unit=time_unit, partitions=partitions, caps=caps)
+        rows = lean.unionByName(ranks, allowMissingColumns=True)
+        cols = [f"`{k}`" for k in keys]
+        rows = rows.repartition(*cols) if partitions is None else \
+            rows.repartition(partitions, *cols)
+        one = rows.sortWithinPartitions(*cols, TS, order_of)
+    else:
+        one = lean.repartition(1).sortWithinPartitions(TS, order_of)
+    out_time, out_type = prep.time, prep.time_out
+    if epoch_times and prep.time.kind == "numeric":
+        out_time, out_type = TimeInfo("datetime", prep.time.unit, "UTC"), "timestamp"
+    attr_types = arrow_types(df.schema)
+    specs = [TaskSpec(analyzed=q, engine=engine, time=out_time, group_cols=(), attr_cols=attrs,
+                      id_type=prep.id_type, output=output, order_col=order_of,
+                      time_out=out_type, returns=return_fields(q, attr_types, prep.id_type),
+                      include_internal=order_columns or output in ("json", "csv"), caps=caps)
+             for q in analyzed]
+    for s in specs:
+        _check_output_names(s)
+    big = 1 << 62  # None: no cap (the set runtime takes numbers)
+    options = {k: (big if v is None else v) for k, v in caps.options().items()}
+    spec = group_spec(qs, places, specs, attr_cols=attrs, time=out_time, order_col=order_of,
+                      options=options, keys=keys)
+    for q in analyzed:
+        ship_udfs(df.sparkSession, q.udfs)
+    return one.mapInArrow(GroupRunner(spec), from_arrow_schema(spec.schema))
+
+
+def group_key(analyzed: Sequence[AnalyzedQuery]) -> tuple[str, ...]:
+    """The key attributes every query of a nested group is keyed by on Spark (each one's
+    :func:`plan_query` is keyed, and these are among the keys of each), in the first query's
+    order; ``()``: none (the group then runs in one task)."""
+    plans = [plan_query(q) for q in analyzed]
+    if any(p.mode != "keyed" for p in plans):
+        return ()
+    return tuple(k for k in plans[0].keys if all(k in p.keys for p in plans[1:]))
+
+
+def _rank_rows(df: Any, qs: Any, places: tuple[int, ...], lean: Any, keys: tuple[str, ...],
+               *, time_col: str, row_index_col: str, type_col: str | None,
+               event_type: str | None, id_col: str | None, order_col: str | None,
+               time_unit: str, partitions: int | None, caps: Caps) -> Any:
+    """Per producer match of a keyed nested group: its key, its global number ``k`` among the
+    producer's matches in the producer's order (sorted by the order columns of the producer
+    run alone, which are its matches in the set) and the producer's index in the group."""
+    from functools import reduce
+
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    from ..queryset import nested_reads
+    from .nested import RANK, RANK_OF
+
+    group = [qs.queries[p] for p in places]
+    read = {p for r in nested_reads(list(qs.queries)).values() for p in r}
+    ids = lean.select(F.col(ID).alias("__rid"), *[F.col(f"`{k}`") for k in keys])
+    parts = []
+    for i, c in enumerate(group):
+        if c.name not in read:
+            continue
+        alone = match(df, c.analyzed, time_col=time_col, row_index_col=row_index_col,
+                      type_col=type_col, event_type=event_type, id_col=id_col,
+                      order_col=order_col, time_unit=time_unit, output="map",
+                      partitions=partitions, check=False,
+                      max_runs_per_partition=caps.max_runs_per_partition,
+                      max_matches_per_event=caps.max_matches_per_event,
+                      max_matches_per_call=caps.max_matches_per_call, on_cap=caps.on_cap)
+        order = Window.partitionBy(F.lit(i)).orderBy(END_US, LAST_POS, SEQ)
+        ranked = alone.select(F.map_values("match")[0][0].alias("__rid"),
+                              F.row_number().over(order).cast("long").alias(RANK))
+        parts.append(ranked.join(ids, "__rid").select(
+            *[F.col(f"`{k}`") for k in keys], RANK, F.lit(i).cast("long").alias(RANK_OF)))
+    return reduce(lambda a, b: a.unionByName(b), parts)
+
+
 __all__ = ["SET_POS", "CapReport", "Prepared", "analyzed_of", "arrow_types", "check_keys",
-           "check_schema", "distribute", "in_output_order", "inside_bounds", "match", "match_set",
+           "check_schema", "distribute", "in_output_order", "inside_bounds", "match",
+           "match_group", "match_set",
            "order_columns_of", "prepare", "referenced_attributes", "return_fields",
            "spark_query_set", "with_row_index"]

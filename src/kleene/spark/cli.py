@@ -267,15 +267,10 @@ def run_query(query: str | Sequence[tuple[str, str | None]], input_path: str, *,
                                       name=default_name)
         analyzed = [compiled.analyzed]
     else:  # a query set: (text, default name) per query, one job (kleene.spark.match_set)
-        from ..queryset import compile_many, nested_reads
+        from ..queryset import compile_many
 
         qset = compile_many([t for t, _n in query], names=[n for _t, n in query],
                             dialect=dialect, udfs=dict(udfs or {}))
-        reads = {n: r for n, r in nested_reads(list(qset.queries)).items() if r}
-        if reads:
-            who, r = next(iter(reads.items()))
-            raise QueryError(f"query set on Spark: {who!r} reads the matches of {r[0]!r}; "
-                             "nested queries run on the embedded engine only")
         if cap_report is not None:
             raise InputError("--on-cap truncate for a query set on Spark is not supported; "
                              "use --on-cap error (and raise the caps if needed)")
@@ -302,9 +297,16 @@ def run_query(query: str | Sequence[tuple[str, str | None]], input_path: str, *,
                                  format=in_fmt, on_bad_row="skip", null_values=nulls)
         for aq in analyzed:
             check_first_rows(aq, files, first_rows, warn=warn,
-                             strict=in_fmt == "csv" and reader != "spark")
+                             strict=in_fmt == "csv" and reader != "spark",
+                             query_types=qset.names if qset is not None else ())
     session = spark if spark is not None else _cli_session(master, verbose=verbose)
-    modes = [plan_query(a).mode for a in analyzed]
+    modes: list[str] = [plan_query(a).mode for a in analyzed]
+    if qset is not None:  # a nested group runs in one task (kleene.spark.nested)
+        from .nested import nested_groups
+
+        for group in nested_groups(qset):
+            for place in group:
+                modes[place] = "nested"
     mode = modes[0] if qset is None else f"query set of {len(modes)} ({', '.join(modes)})"
     use_arrow = _use_arrow_reader(reader, in_fmt, files, session)
     if time_format is not None and not use_arrow:
@@ -410,7 +412,8 @@ def _check_options(reader: str, fmt: str, files: list[str], on_bad_row: str,
 
 
 def check_first_rows(analyzed: Any, files: list[str], options: Any, *,
-                     warn: Callable[[str], None] | None = None, strict: bool = True) -> None:
+                     warn: Callable[[str], None] | None = None, strict: bool = True,
+                     query_types: Sequence[str] = ()) -> None:
     """Check ``analyzed`` against the first rows of a local input, read on the driver with the
     embedded reader (its first 256 KB): an unknown attribute, PARTITION BY column or (with
     ``event_type``) event type raises :class:`~kleene.errors.QueryValidationError` with a
@@ -437,6 +440,9 @@ def check_first_rows(analyzed: Any, files: list[str], options: Any, *,
         return
     schema = InputSchema.of(first, types_complete=options.event_type is not None,
                             source=files[0] if len(files) == 1 else f"{files[0]} (first file)")
+    if query_types and schema.types is not None:  # nested queries: names are types too
+        schema = InputSchema(schema.columns, schema.types | set(query_types),
+                             schema.types_complete, schema.source)
     for message in check_against(analyzed, schema):
         (warn or _stderr_warning)(message)
 

@@ -51,7 +51,8 @@ import pyarrow.compute as pc
 from ..errors import EngineError, InputError
 from ..events import EventBatch, Match
 from ..events.model import ID, TS, TYPE
-from .tasks import END_US, ORD, OutputMode, TaskSpec, _Out, output_schema
+from .nested import SET_POS, as_text
+from .tasks import END_US, ORD, SEQ, OutputMode, TaskSpec, _Out, output_schema
 
 WM = "__wm"
 KIND = "kind"
@@ -84,6 +85,12 @@ class StreamSpec:
     """A bounded input's end: rows at or after it only move the watermark (they are not
     events), and once kleene's watermark reaches it the group's engine is closed, releasing
     every match it holds (PICK without a time window holds its groups until the end)."""
+    group: Any = None
+    """A nested group (:class:`kleene.spark.nested.GroupSpec`): this state group runs the
+    group's queries through the embedded set engine; ``task`` is its first query's, with the
+    attributes of them all."""
+    text_ids: bool = False
+    """Ids are written as text (a set with nested queries, ``map`` / ``columns`` output)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +122,8 @@ class ProcessorSpec:
     (and fails beyond int64's float range), and gives NULL and NaN in a float column the same
     NaN. Such a column reaches the processor with its NULLs as 0 plus a boolean mask column
     (appended after the input columns) and is rebuilt exact: NaN stays NaN, NULL stays NULL."""
+    text_ids: bool = False
+    """Late ids are written as text (a set with nested queries, ``map`` / ``columns``)."""
 
 
 def _ipc(table: pa.Table) -> bytes:
@@ -153,8 +162,14 @@ def _runtime(spec: StreamSpec) -> tuple[Any, bytes]:
     if hit is not None:
         _RUNTIMES.move_to_end(spec.token)
         return hit
-    rt = start(spec.task.analyzed)
-    entry = (rt, rt.snapshot())
+    if spec.group is not None:
+        from .nested import Positions, group_window
+
+        rt = spec.group.queries.start(**spec.group.options)
+        entry = (rt, Positions(group_window(spec.group)).dump(rt.snapshot()))
+    else:
+        rt = start(spec.task.analyzed)
+        entry = (rt, rt.snapshot())
     if spec.token:
         while len(_RUNTIMES) >= _MAX_RUNTIMES:
             _RUNTIMES.popitem(last=False)
@@ -287,10 +302,18 @@ class KleeneProcessor:
         if expired is not None and timer == expired:
             timer = None  # Spark deletes the timer that fired after this call
         rt = None
+        pos: Any = None
         if snap is not None or wm_ms is not None:
             # before the first watermark a fresh group only buffers: no engine needed
             rt, fresh = _runtime(q)
-            rt.restore(fresh if snap is None else snap)
+            if q.group is None:
+                rt.restore(fresh if snap is None else snap)
+            else:  # a nested group: the set runtime and its input positions
+                from .nested import Positions, group_window
+
+                pos = Positions(group_window(q.group))
+                rt.restore(pos.load(fresh if snap is None else snap))
+                rt.placed = []
         closed = rt is not None and rt.closed
         parts = []
         if old is not None and old.num_rows:
@@ -340,13 +363,23 @@ class KleeneProcessor:
                     # the engine's positions are the stream's: a timed-out partial match
                     # released later is ordered by its last event's (rt.out_keys)
                     cols = cols.append_column(GPOS_COL, ready.column(ORD))
-                matches += rt.push(EventBatch(cols, task.time))
+                if pos is not None:
+                    gpos0, late0 = rt.next_gpos, rt.late_count
+                    rt.push(EventBatch(cols, task.time))
+                    if rt.late_count != late0:
+                        raise EngineError(f"nested group {key!r}: the set runtime found late "
+                                          "events in order (internal)")
+                    pos.add(gpos0, ready.column(ORD).to_numpy(), ready.column(TS).to_numpy())
+                else:
+                    matches += rt.push(EventBatch(cols, task.time))
         if rt is not None and wm_us is not None and not closed:
             matches += rt.advance(wm_us)
             applied_us = wm_us if applied_us is None else max(applied_us, wm_us)
             if q.end_us is not None and wm_us >= q.end_us:
                 matches += rt.close()  # every row before the end is in: release all
         keys = rt.out_keys if rt is not None else None
+        if pos is not None:
+            matches = []  # the group's matches are in rt.placed (below)
         for i, m in enumerate(matches):
             last = -1
             if keys is not None and len(keys) == len(matches):
@@ -355,7 +388,7 @@ class KleeneProcessor:
                 for b in m.bindings.values():
                     for ev in (b if isinstance(b, tuple) else (b,)):
                         last = max(last, ords.get(ev, -1))
-            out.add(m, last)
+            out.add(as_text(m) if q.text_ids else m, last)
         want: int | None = None
         if rt is not None and rt.closed:
             want = None
@@ -373,21 +406,53 @@ class KleeneProcessor:
             if want is not None:
                 self.handle.registerTimer(want)
         rest = _ipc(pending) if pending is not None and pending.num_rows else None
-        self.state.update((None if rt is None else rt.snapshot(), rest, applied_us, q.buckets,
-                           want))
-        if out.n or late_rows:
+        blob = None if rt is None else rt.snapshot()
+        if pos is not None and blob is not None:
+            if wm_us is not None:
+                pos.prune(wm_us)
+            blob = pos.dump(blob)
+        self.state.update((blob, rest, applied_us, q.buckets, want))
+        if q.group is not None:
+            yield from self._group_frames(q, rt, pos, late_rows)
+        elif out.n or late_rows:
             yield self._frame(ix, out, late_rows)
 
-    def _frame(self, ix: int, out: _Out, late_rows: list[tuple[Any, int]]) -> Any:
+    def _group_frames(self, q: StreamSpec, rt: Any, pos: Any,
+                      late_rows: list[tuple[Any, int]]) -> Iterator[Any]:
+        """A nested group's rows: per query, its matches (from the set runtime's output
+        entries, with the set's order columns) and the late rows (once per query)."""
+        from .nested import placed_rows
+
+        g = q.group
+        placed = rt.placed if rt is not None else []
+        outs, set_pos, seqs = placed_rows(g, placed, pos.ord_of if pos is not None
+                                          else (lambda _g: -1))
+        for i, out in enumerate(outs):
+            if out.n or late_rows:
+                yield self._frame(g.places[i], out, late_rows, task=g.specs[i],
+                                  cols={SEQ: seqs[i], SET_POS: set_pos[i]})
+
+    def _frame(self, ix: int, out: _Out, late_rows: list[tuple[Any, int]],
+               task: TaskSpec | None = None, cols: dict[str, list[int]] | None = None) -> Any:
         import pandas as pd
 
-        task = self.spec.queries[ix].task
+        q = self.spec.queries.get(ix)
+        if task is None:
+            assert q is not None
+            task = q.task
         n = out.n
         batch = out.flush()
         pdf = batch.to_pandas(timestamp_as_object=False) if n else pd.DataFrame(
             {f.name: pd.Series([], dtype=object) for f in batch.schema})
         if "match" in pdf.columns and n:
             pdf["match"] = [dict(x) for x in pdf["match"]]
+        if n:
+            for c, vals in (cols or {}).items():
+                pdf[c] = vals
+            if SET_POS in self.spec.out_names and SET_POS not in pdf.columns:
+                pdf[SET_POS] = ix
+        if self.spec.text_ids:
+            late_rows = [(str(i), t) for i, t in late_rows]
         pdf.insert(0, KIND, "match")
         pdf[LATE_ID] = None
         if late_rows:
@@ -514,10 +579,12 @@ def prepare_stream(df: Any, query: Any, *, time_col: str, type_col: str | None =
                    time_unit: str = "s", output: OutputMode = "map",
                    buckets: int = DEFAULT_BUCKETS,
                    udfs: Mapping[str, Callable[..., Any]] | None = None,
-                   name: str | None = None, check: bool = True) -> Prepared:
+                   name: str | None = None, check: bool = True,
+                   query_types: tuple[str, ...] = ()) -> Prepared:
     """Check the options and lay out one query's input rows (``match_stream``'s first half;
     ``df`` is only read for its schema). ``check``: the query is checked against the stream's
-    schema (:func:`kleene.spark.batch.check_schema`, as :func:`kleene.spark.match` does)."""
+    schema (:func:`kleene.spark.batch.check_schema`, as :func:`kleene.spark.match` does);
+    ``query_types``: a set's query names, event types too (nested queries)."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
@@ -544,7 +611,8 @@ def prepare_stream(df: Any, query: Any, *, time_col: str, type_col: str | None =
         raise InputError("pass type_col (a column) or event_type (one type for every row)")
     if check:  # from the schema: a stream's event types are not known before it starts
         check_schema(q, df, time_col=time_col, event_type=event_type,
-                     hidden=(order_col if order_col != time_col else None,))
+                     hidden=(order_col if order_col != time_col else None,),
+                     query_types=query_types)
     idt = df.schema[id_col].dataType
     if isinstance(idt, T.IntegralType):
         idc, id_type = F.col(f"`{id_col}`").cast("long"), pa.int64()
@@ -591,7 +659,8 @@ def prepare_stream(df: Any, query: Any, *, time_col: str, type_col: str | None =
 def stateful_operator(df: Any, queries: Mapping[int, tuple[TaskSpec, tuple[str, ...], int,
                                                       int | None]],
                       *, delay_ms: int, margin_ms: int, by_query: bool = False,
-                      query_set: bool = False) -> Any:
+                      query_set: bool = False, groups: Mapping[int, Any] | None = None,
+                      text_ids: bool = False) -> Any:
     """The stateful operator over prepared rows (``match_stream``'s second half).
 
     ``df`` holds :meth:`Prepared.select` rows (with ``__query``, the query's number, when
@@ -599,7 +668,9 @@ def stateful_operator(df: Any, queries: Mapping[int, tuple[TaskSpec, tuple[str, 
     columns it reads (see :attr:`StreamSpec.columns`), its number of buckets and its end
     (:attr:`StreamSpec.end_us`). ``by_query`` is the replay of many unrelated pairs (errors
     as rows, text late ids, one output schema); ``query_set`` a user's query set (errors fail
-    the query; the output has the union of the queries' columns).
+    the query; the output has the union of the queries' columns). ``groups``: per query
+    number, a nested group (:class:`kleene.spark.nested.GroupSpec`) that state group runs;
+    ``text_ids``: ids are written as text (a set with nested queries).
     """
     from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_type
 
@@ -635,7 +706,9 @@ def stateful_operator(df: Any, queries: Mapping[int, tuple[TaskSpec, tuple[str, 
                        *[F.col(f"`{names[i]}`").isNull().alias(f"__knull{k}")
                          for k, i in enumerate(nullable)])
         in_fields += [pa.field(f"__knull{k}", pa.bool_()) for k in range(len(nullable))]
-    specs = {ix: StreamSpec(task, cols, buckets, uuid.uuid4().hex, end)
+    groups = dict(groups or {})
+    specs = {ix: StreamSpec(task, cols, buckets, uuid.uuid4().hex, end, groups.get(ix),
+                            text_ids)
              for ix, (task, cols, buckets, end) in queries.items()}
     out = stream_output_schema(next(iter(specs.values())).task)
     out_names: tuple[str, ...] = ()
@@ -649,11 +722,12 @@ def stateful_operator(df: Any, queries: Mapping[int, tuple[TaskSpec, tuple[str, 
                              "(use output='json')")
         out = pa.schema([*shared, pa.field(QUERY_IX, pa.int64())])
     elif query_set:
-        out = pa.schema([*_union_fields(specs), pa.field(QUERY_IX, pa.int64())])
+        out = pa.schema([*_union_fields(specs), pa.field(QUERY_IX, pa.int64()),
+                         *([pa.field(SET_POS, pa.int64())] if groups else [])])
         out_names = tuple(out.names)
     pspec = ProcessorSpec(specs, pa.schema(in_fields), pa.schema(fields), margin_ms,
                           by_query or query_set, replay=by_query, out_names=out_names,
-                          null_masks=null_masks)
+                          null_masks=null_masks, text_ids=text_ids)
     grouped = df.groupBy(QUERY_IX, BUCKET) if by_query or query_set else df.groupBy(BUCKET)
     return grouped.transformWithStateInPandas(
         statefulProcessor=_make_processor(pspec), outputStructType=from_arrow_schema(out),
@@ -664,15 +738,17 @@ def _union_fields(specs: Mapping[int, StreamSpec]) -> list[pa.Field]:
     """The output columns of a query set: every query's, in first-seen order; a column two
     queries give different types is an error naming both."""
     seen: dict[str, tuple[pa.Field, str]] = {}
-    for s in specs.values():
-        for f in stream_output_schema(s.task):
+    tasks = [t for s in specs.values()
+             for t in (s.group.specs if s.group is not None else (s.task,))]
+    for task in tasks:
+        for f in stream_output_schema(task):
             got = seen.get(f.name)
             if got is None:
-                seen[f.name] = (f, s.task.analyzed.name)
+                seen[f.name] = (f, task.analyzed.name)
             elif got[0].type != f.type:
                 raise InputError(f"query set on a stream: column {f.name!r} is {got[0].type} in "
                                  f"query {got[1]!r} but {f.type} in query "
-                                 f"{s.task.analyzed.name!r}; rename one (AS), or use "
+                                 f"{task.analyzed.name!r}; rename one (AS), or use "
                                  "output='json'")
     return [f for f, _ in seen.values()]
 
@@ -741,8 +817,11 @@ def match_stream_set(df: Any, queries: Any, *, watermark: str, time_col: str,
     :func:`match_stream` with that query alone (``query`` names it; a row behind the
     watermark is reported once per query that reads its type). The output has the union of
     the queries' columns (NULL where a query has none; a column two queries type differently
-    is an error: rename it, or use ``output='json'``). Not supported: nested queries (a query
-    reading another's matches) and CSV records.
+    is an error: rename it, or use ``output='json'``). Nested queries: each nested group
+    (producers and the consumers reading their matches) is ONE state group running the
+    embedded set engine (:mod:`kleene.spark.nested`), its rows with the set's order columns
+    (``__set_pos``); with ``output='map'`` or ``'columns'`` the ids are then text. Not
+    supported: CSV records.
 
     ``queries``: a :class:`kleene.QuerySet`, a list of queries or a mapping name -> query (as
     :func:`kleene.compile_many`).
@@ -757,23 +836,50 @@ def match_stream_set(df: Any, queries: Any, *, watermark: str, time_col: str,
     if output == "csv":
         raise InputError("CSV records of a query set on a stream: each query has its own "
                          "header; use output='json', 'map' or 'columns'")
+    from dataclasses import replace
+
+    from .nested import group_spec, nested_groups
+
+    groups = nested_groups(qs)
+    lead = {g[0]: g for g in groups}
+    grouped = {p for g in groups for p in g}
+    text_ids = bool(groups) and output in ("map", "columns")
     delay_ms = interval_ms(watermark)
     margin_ms = interval_ms(late_margin, "late_margin") if late_margin is not None else delay_ms
     frames = []
     specs: dict[int, tuple[TaskSpec, tuple[str, ...], int, int | None]] = {}
-    for place, c in enumerate(qs.queries):
-        p = prepare_stream(df, c.analyzed, time_col=time_col, type_col=type_col,
-                           event_type=event_type, id_col=id_col, order_col=order_col,
-                           time_unit=time_unit, output=output, buckets=buckets,
-                           udfs=udfs, name=c.name,
-                           check=check)
+    group_specs: dict[int, Any] = {}
+    for place in range(len(qs.queries)):
+        if place in grouped and place not in lead:
+            continue
+        members = lead.get(place, (place,))
+        preps = [prepare_stream(df, qs.queries[m].analyzed, time_col=time_col,
+                                type_col=type_col, event_type=event_type, id_col=id_col,
+                                order_col=order_col, time_unit=time_unit, output=output,
+                                buckets=buckets, udfs=udfs, name=qs.queries[m].name,
+                                check=check, query_types=tuple(qs.names))
+                 for m in members]
+        tasks = [replace(p.task, id_type=pa.string()) if text_ids else p.task for p in preps]
+        p = preps[0]
+        if place in lead:
+            # a nested group: one state group (no key: labels P#k number the producer's
+            # matches over the whole stream), every attribute its queries read
+            attrs = tuple(dict.fromkeys(a for t in tasks for a in t.attr_cols))
+            task = replace(tasks[0], attr_cols=attrs)
+            p = Prepared(tuple((n, F.lit(0) if n == BUCKET else e) for n, e in p.exprs),
+                         p.inputs, task, 1)
+            group_specs[place] = group_spec(qs, members, tasks, attr_cols=attrs,
+                                            time=task.time, order_col=ORD, options={})
+        else:
+            task = tasks[0]
+            p = replace(p, task=task)
         frames.append(p.select(df).withColumn(QUERY_IX, F.lit(place).cast("long")))
-        specs[place] = (p.task, (ID, TS, TYPE, ORD, *p.task.attr_cols), p.buckets, None)
+        specs[place] = (task, (ID, TS, TYPE, ORD, *task.attr_cols), p.buckets, None)
     while len(frames) > 1:  # balanced: a chain of unions is re-analysed per step
         frames = [frames[k].unionByName(frames[k + 1], allowMissingColumns=True)
                   if k + 1 < len(frames) else frames[k] for k in range(0, len(frames), 2)]
     return stateful_operator(frames[0], specs, delay_ms=delay_ms, margin_ms=margin_ms,
-                             query_set=True)
+                             query_set=True, groups=group_specs, text_ids=text_ids)
 
 
 __all__ = ["KleeneProcessor", "Prepared", "ProcessorSpec", "StreamSpec", "interval_ms",

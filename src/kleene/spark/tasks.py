@@ -311,6 +311,54 @@ class _Out:
         return batch
 
 
+def key_groups(batches: Iterator[pa.RecordBatch], gcols: Sequence[str]
+               ) -> Iterator[tuple[tuple[Any, ...], pa.Table]]:
+    """Cut a task's batches, sorted by ``gcols``, into (key, rows) groups (one group ``()``
+    without ``gcols``); a key seen in two separate runs is an error (the sort was not kept)."""
+    pending: list[pa.RecordBatch] = []
+    pending_key: tuple[Any, ...] | None = None
+    seen: set[tuple[Any, ...]] = set()
+
+    def finish() -> Iterator[tuple[tuple[Any, ...], pa.Table]]:
+        nonlocal pending
+        if not pending:
+            return
+        table = pa.Table.from_batches(pending).combine_chunks()
+        pending = []
+        key = pending_key if pending_key is not None else ()
+        if key in seen:
+            raise EngineError(f"Spark delivered the rows of key {key!r} in two separate "
+                              "runs inside one task; the (key, ts) sort was not kept")
+        seen.add(key)
+        yield key, table
+
+    for rb in batches:
+        if rb.num_rows == 0:
+            continue
+        if not gcols:
+            pending.append(rb)
+            continue
+        change = np.zeros(rb.num_rows, dtype=bool)
+        for c in gcols:
+            col = rb.column(c)
+            if rb.num_rows > 1:
+                change[1:] |= _neq(col.slice(1), col.slice(0, rb.num_rows - 1)) \
+                    .to_numpy(zero_copy_only=False)
+        first_key = tuple(rb.column(c)[0].as_py() for c in gcols)
+        change[0] = pending_key is None or first_key != pending_key
+        starts = np.flatnonzero(change).tolist()
+        bounds = [*starts, rb.num_rows]
+        if not starts or starts[0] != 0:
+            # the batch continues the pending group up to the first change
+            end0 = starts[0] if starts else rb.num_rows
+            pending.append(rb.slice(0, end0))
+        for s, e in zip(starts, bounds[1:], strict=True):
+            yield from finish()
+            pending_key = tuple(rb.column(c)[s].as_py() for c in gcols)
+            pending.append(rb.slice(s, e - s))
+    yield from finish()
+
+
 def _load_runner(blob: bytes, modules: tuple[str, ...]) -> TaskRunner:
     from .ship import load_spec
 
@@ -337,51 +385,10 @@ class TaskRunner:
         spec = self.spec
         backend = _Evaluator(spec)
         out = _Out(spec)
-        pending: list[pa.RecordBatch] = []
-        pending_key: tuple[Any, ...] | None = None
-        seen: set[tuple[Any, ...]] = set()
-        gcols = spec.group_cols
-
-        def finish() -> Iterator[pa.RecordBatch]:
-            nonlocal pending
-            if not pending:
-                return
-            table = pa.Table.from_batches(pending).combine_chunks()
-            pending = []
-            key = pending_key if pending_key is not None else ()
-            if key in seen:
-                raise EngineError(f"Spark delivered the rows of key {key!r} in two separate "
-                                  "runs inside one task; the (key, ts) sort was not kept")
-            seen.add(key)
+        for key, table in key_groups(batches, spec.group_cols):
             self._run_group(table, key, backend, out)
             if out.n >= self.FLUSH_ROWS:
                 yield out.flush()
-
-        for rb in batches:
-            if rb.num_rows == 0:
-                continue
-            if not gcols:
-                pending.append(rb)
-                continue
-            change = np.zeros(rb.num_rows, dtype=bool)
-            for c in gcols:
-                col = rb.column(c)
-                if rb.num_rows > 1:
-                    change[1:] |= _neq(col.slice(1), col.slice(0, rb.num_rows - 1)) \
-                        .to_numpy(zero_copy_only=False)
-            first_key = tuple(rb.column(c)[0].as_py() for c in gcols)
-            change[0] = pending_key is None or first_key != pending_key
-            starts = np.flatnonzero(change).tolist()
-            bounds = [*starts, rb.num_rows]
-            if not starts or starts[0] != 0:
-                # the batch continues the pending group up to the first change
-                end0 = starts[0] if starts else rb.num_rows
-                pending.append(rb.slice(0, end0))
-            for s, e in zip(starts, bounds[1:], strict=True):
-                yield from finish()
-                pending_key = tuple(rb.column(c)[s].as_py() for c in gcols)
-                pending.append(rb.slice(s, e - s))
-        yield from finish()
         if out.n:
             yield out.flush()
 
@@ -391,24 +398,7 @@ class TaskRunner:
         if spec.event_type is not None:
             table = table.append_column(TYPE, pa.repeat(pa.scalar(spec.event_type, pa.string()),
                                                          table.num_rows))
-        for col, what in ((TS, "time"), (TYPE, "event type"), (ID, "id")):
-            nulls = table.column(col).null_count
-            if nulls:
-                where = pc.index(pc.is_null(table.column(col)), True).as_py()
-                raise InputError(f"{nulls} event(s) of key {key!r} have no {what} (the first "
-                                 f"has id {table.column(ID)[where].as_py()!r}); every event "
-                                 "needs a time, a type and an id")
-        ts = table.column(TS).to_numpy()
-        ordv = table.column(spec.order_col).to_numpy()
-        if len(ts) > 1:
-            dts = np.diff(ts)
-            bad = np.flatnonzero((dts < 0) | ((dts == 0) & (np.diff(ordv) <= 0)))
-            if len(bad):
-                i = int(bad[0])
-                raise EngineError(
-                    f"events of key {key!r} reached the engine out of (ts, position) order "
-                    f"at rows {i} and {i + 1} (ts {int(ts[i])} -> {int(ts[i + 1])}, position "
-                    f"{int(ordv[i])} -> {int(ordv[i + 1])}); refusing to return wrong matches")
+        ordv = check_events(table, key, spec.order_col)
         events = EventBatch(table.select([ID, TS, TYPE, *spec.attr_cols]), spec.time)
         matches: Sequence[Match] = backend(events)
         dropped = backend.dropped
@@ -450,6 +440,30 @@ class TaskRunner:
             last = int(rows[at:at + k].max()) if k else -1
             at += k
             out.add(m, int(ordv[last]) if last >= 0 else -1)
+
+
+def check_events(table: pa.Table, key: tuple[Any, ...], order_col: str) -> Any:
+    """Fail on an event without time, type or id, or on rows out of (ts, position) order
+    (what the engine relies on); returns the position column as numpy."""
+    for col, what in ((TS, "time"), (TYPE, "event type"), (ID, "id")):
+        nulls = table.column(col).null_count
+        if nulls:
+            where = pc.index(pc.is_null(table.column(col)), True).as_py()
+            raise InputError(f"{nulls} event(s) of key {key!r} have no {what} (the first "
+                             f"has id {table.column(ID)[where].as_py()!r}); every event "
+                             "needs a time, a type and an id")
+    ts = table.column(TS).to_numpy()
+    ordv = table.column(order_col).to_numpy()
+    if len(ts) > 1:
+        dts = np.diff(ts)
+        bad = np.flatnonzero((dts < 0) | ((dts == 0) & (np.diff(ordv) <= 0)))
+        if len(bad):
+            i = int(bad[0])
+            raise EngineError(
+                f"events of key {key!r} reached the engine out of (ts, position) order "
+                f"at rows {i} and {i + 1} (ts {int(ts[i])} -> {int(ts[i + 1])}, position "
+                f"{int(ordv[i])} -> {int(ordv[i + 1])}); refusing to return wrong matches")
+    return ordv
 
 
 class _Evaluator:
@@ -511,6 +525,6 @@ def range_of(ts_us: int, bounds: Sequence[int]) -> int:
 __all__ = [
     "END_US", "EXPIRED", "LAST_POS", "MAX_MATCHES_PER_CALL", "MAX_MATCHES_PER_EVENT",
     "MAX_RUNS_PER_PARTITION", "ORD", "RANGE", "SEQ", "TIMEOUT_POS", "ByKey", "CapCounts", "Caps",
-    "CsvRows", "OutputMode", "ReturnField", "TaskRunner",
+    "CsvRows", "OutputMode", "check_events", "key_groups", "ReturnField", "TaskRunner",
     "TaskSpec", "TimeOut", "match_json", "output_schema", "range_of", "resolve_backend",
 ]
