@@ -112,14 +112,16 @@ def test_every_plan_equals_oracle(name: str, feature: str) -> None:
                     + "; ".join(sorted(pb.unsupported)))
 
 
-def _draw(feature: str, n: int) -> list[tuple[str, EventBatch]]:
-    """``n`` (query, stream) pairs of one feature group, the same on every run."""
+def _draw(n: int, features: list[str], *, wild: bool = False,
+          derandomize: bool = True) -> list[tuple[str, EventBatch]]:
+    """``n`` (query, stream) pairs of the feature groups (with ``wild``, the wild values of
+    :func:`streams`); derandomized: the same on every run."""
     pairs: list[tuple[str, EventBatch]] = []
+    drawn = [queries(feature=f, wild=wild) for f in features]
 
-    @settings(max_examples=n, derandomize=True, deadline=None, database=None,
-              phases=[Phase.generate],
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-    @given(query=queries(feature=feature), stream=streams())
+    @settings(max_examples=n, derandomize=derandomize, deadline=None, database=None,
+              phases=[Phase.generate], suppress_health_check=list(HealthCheck))
+    @given(query=drawn[0] if len(drawn) == 1 else st.one_of(*drawn), stream=streams(wild=wild))
     def collect(query: str, stream: EventBatch) -> None:
         pairs.append((query, stream))
 
@@ -138,7 +140,7 @@ def test_batched_backend_equals_oracle(name: str) -> None:
 
         local_session()
     features, per = BATCH_DRAWS.get(name, DEFAULT_DRAWS)
-    drawn = [(f, q, s) for f in features for q, s in _draw(f, per)]
+    drawn = [(f, q, s) for f in features for q, s in _draw(per, [f])]
     assert len(drawn) >= max(1, per * len(features) // 2), "the strategies drew too few pairs"
     analyzed = [analyze(q) for _, q, _ in drawn]
     got = batch([(aq, s) for aq, (_, _, s) in zip(analyzed, drawn, strict=True)])
@@ -195,21 +197,6 @@ BATCH_CHUNK = int(os.environ.get("KLEENE_DIFF_BATCH_CHUNK", "3000"))
 """Long run: pairs per batch call (one Spark job or streaming query each)."""
 
 
-def _wild_pairs(n: int, *, derandomize: bool, features: list[str]) -> list[tuple[str, EventBatch]]:
-    """``n`` (query, stream) pairs with the wild values of :func:`streams`."""
-    pairs: list[tuple[str, EventBatch]] = []
-
-    @settings(max_examples=n, derandomize=derandomize, deadline=None, database=None,
-              phases=[Phase.generate], suppress_health_check=list(HealthCheck))
-    @given(query=st.one_of(*(queries(feature=f, wild=True) for f in features)),
-           stream=streams(wild=True))
-    def collect(query: str, stream: EventBatch) -> None:
-        pairs.append((query, stream))
-
-    collect()
-    return pairs[:n]
-
-
 @pytest.mark.parametrize("name", BATCHED or [pytest.param("none", marks=pytest.mark.skip(
     reason="no batched backend is importable"))])
 def test_wild_values_batched_backend_equals_oracle(name: str) -> None:
@@ -235,7 +222,7 @@ def test_wild_values_batched_backend_equals_oracle(name: str) -> None:
     features = WILD_FEATURES if long_run else ["mixed"]
     while True:
         n = min(BATCH_CHUNK, BATCH_CASES - cases) if long_run else BATCH_WILD
-        drawn = _wild_pairs(n, derandomize=not long_run, features=features)
+        drawn = _draw(n, features, wild=True, derandomize=not long_run)
         analyzed = [analyze(q) for q, _ in drawn]
         got = batch([(aq, s) for aq, (_, s) in zip(analyzed, drawn, strict=True)])
         assert len(got) == len(drawn)
