@@ -214,6 +214,11 @@ def check_unique(names: list[str]) -> None:
         seen.add(n)
 
 
+def _types(c: CompiledQuery) -> frozenset[str]:
+    """The event types a query's variables read."""
+    return frozenset(v.type for v in c.analyzed.variables.values() if v.type is not None)
+
+
 class _Member:
     __slots__ = ("compiled", "order", "qid", "network", "runtime", "reads", "consumer",
                  "key_attrs", "types")
@@ -228,10 +233,9 @@ class _Member:
         """The producers whose matches this query reads (nested queries)."""
         self.consumer: _Consumer | None = None
         self.key_attrs: tuple[str, ...] = ()
-        self.types: frozenset[str] = frozenset(
-            v.type for v in compiled.analyzed.variables.values() if v.type is not None)
-        """The event types the query reads (a query name among them: a nested query)."""
         """A producer's key attributes: its derived events carry them."""
+        self.types = _types(compiled)
+        """The event types the query reads (a query name among them: a nested query)."""
 
 
 class _Consumer:
@@ -366,7 +370,7 @@ class QuerySetRuntime:
                           **{k: v for k, v in self.qs.options.items() if k != "clean_period"})
         refuse_timeouts(c)
         producers: list[str] = []
-        types = {v.type for v in c.analyzed.variables.values() if v.type is not None}
+        types = _types(c)
         if (c.name in types or c.name in self.type_users
                 or any(t in self.members for t in types)):
             # the new query nests (reads a running query, or is read by one): check the

@@ -13,7 +13,7 @@ import pytest
 
 import kleene
 from kleene.events import EventBatch, Match
-from kleene.runtime import shared, shared_vec
+from kleene.runtime import shared_vec
 from kleene.runtime.shared import SharedNetwork
 from kleene.testing.oracle import evaluate_set
 
@@ -138,7 +138,7 @@ def test_add_and_remove_switch_between_the_paths(seed: int) -> None:
 def test_too_many_cells_fall_back_to_the_per_event_path(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Past the key x class budget the network runs per event, with the same matches."""
-    monkeypatch.setattr(shared, "_VEC_CELLS", 30)
+    monkeypatch.setattr(shared_vec, "_MAX_CELLS", 30)
     rng = random.Random(5)
     texts = [_query(rng, f"q{i}") for i in range(5)]
     recs = _stream(rng, 200, sources=40)

@@ -319,8 +319,6 @@ Entry = tuple[int, int, Match]
 """(global position of the completing event, query order, match)."""
 
 _first = itemgetter(0)
-_VEC_CELLS = 1 << 24
-"""Most key x class cells the vectorized path keeps (128 MB); beyond, the per-event path."""
 
 
 class SharedNetwork:
@@ -450,8 +448,8 @@ class SharedNetwork:
         if self.vectorized:
             if vec.tables_dirty:
                 self.vec_ok = vec.refresh()
-                vec.tables_dirty = False
-            if self.vec_ok and (len(self.keys) + 1) * vec.ncols <= _VEC_CELLS:
+                vec.tables_dirty = False  # also when refused: retried after the next add/remove
+            if self.vec_ok and vec.fits():
                 if not vec.valid:
                     vec.rebuild()
                 vec.process([combos[c][0] for c in cl], keys, tl, il, offs, gpos0, n, out)

@@ -101,7 +101,7 @@ class VecState:
         for ecq in net.ecqs.values():
             if ecq not in self.col:
                 self._add_col(ecq)
-        if len(net.ecqs) > _MAX_CLASSES or (len(net.keys) + 1) * self.ncols > _MAX_CELLS:
+        if len(net.ecqs) > _MAX_CLASSES or not self.fits():
             return False
         seq = [q for q in net.queries.values() if q.spec.kind == SEQ and q.n >= 2]
         self.queries = seq
@@ -168,6 +168,11 @@ class VecState:
         self.wmax = max((e.window for e in net.ecqs.values()), default=0.0)
         self.tables_dirty = False
         return True
+
+    def fits(self) -> bool:
+        """The ``last`` table (keys x classes) stays within :data:`_MAX_CELLS` (the keys grow
+        with every batch, so the network asks before each one)."""
+        return (len(self.net.keys) + 1) * self.ncols <= _MAX_CELLS
 
     def _add_col(self, ecq: _ECQ) -> None:
         self.col[ecq] = self.ncols
