@@ -42,9 +42,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import ast
+from ..codegen import Source, build
 from ..events import Match
 from ..plan.automaton import CompKind, Plan, Predicate, Unsupported, compile_plan
-from ..plan.expr import GPOS, TS, WPOS
+from ..plan.expr import GPOS, ID, TS, WPOS
 from ..runtime.caps import event_caps, too_many_runs
 from ..runtime.linear import Candidate, LinearMatcher, PartState, cand_state
 from ..runtime.matcher import MatcherOptions
@@ -291,6 +292,8 @@ class ChainMatcher(LinearMatcher):
         self.inexact = False
         """A cap stopped a join: ``truncated_matches`` is a lower bound."""
         self.counted = 0
+        self.fast_join: Any = None
+        """The generated join of :func:`fast_joiner` (direct mode, a SEQ of singles)."""
         self.pair: list[tuple[Predicate, ...]] = [() for _ in range(n)]
         if options.count_only and not plan.negations and not coverage and plain:
             self.count_mode = self._countable()
@@ -463,6 +466,21 @@ class ChainMatcher(LinearMatcher):
                     self.truncated_matches += 1
                     self.inexact = True
                     continue
+                fj = self.fast_join
+                if fj is not None and k == n - 1:
+                    lo_c = [self._lo(p, bound_t, bound_w) for p in parts]
+                    snap_c = parts[k].snaps[-1]
+                    # a bound on the node's matches: the join writes all of them at once only
+                    # when no cap can stop it (else the lazy join below, one at a time)
+                    bound = 1
+                    for j in range(k):
+                        bound *= max(0, parts[j].size - lo_c[j])
+                    if (max_matches is None or nm + bound <= max_matches) and (
+                            budget is None or len(out) + bound <= budget):
+                        before = len(out)
+                        fj(parts, lo_c, e, snap_c[0], out)
+                        nm += len(out) - before
+                        continue
                 for c in self.combine(st, k, parts[k].size - 1, e, bound_t, bound_w):
                     nm += 1
                     if self.coverage:
@@ -585,8 +603,8 @@ class ChainMatcher(LinearMatcher):
                 return None
             first = path_r[-1]
             if direct is not None:
-                # the output-buffer entry itself: (sort key, Match, None)
-                return ((last[GPOS], positions),  # type: ignore[return-value]
+                # the output-buffer entry itself: (flat output key, Match, None)
+                return ((last[GPOS], positions[0], *positions[-2:0:-1]),  # type: ignore[return-value]
                         Match(direct[0], direct[1](B), first[TS], last[TS], {}), None)
             return Candidate(B, first[TS], first[WPOS], last[GPOS], last[TS], last[WPOS],
                              positions)
@@ -634,6 +652,7 @@ class ChainMatcher(LinearMatcher):
                 recs_j = pj.recs
                 suffix = tuple(reversed(path_r))
                 pos_suffix = tuple([r[GPOS] for r in suffix])
+                rev_mid = pos_suffix[-2::-1]  # the flat output key's middle positions
                 for rec in recs_j[gn - pj.base: hi - pj.base]:
                     if end_fns:
                         E[s0] = rec
@@ -644,7 +663,7 @@ class ChainMatcher(LinearMatcher):
                     if filters and not all(pr.check_all(B, sl) for pr, sl in filters):
                         continue
                     if direct is not None:
-                        yield ((last[GPOS], (rec[GPOS], *pos_suffix)),  # type: ignore[misc]
+                        yield ((last[GPOS], rec[GPOS], *rev_mid),  # type: ignore[misc]
                                Match(direct[0], direct[1](B), rec[TS], last[TS], {}), None)
                     else:
                         yield Candidate(B, rec[TS], rec[WPOS], last[GPOS], last[TS],
@@ -1131,6 +1150,85 @@ def chain_text(plan: Plan) -> list[str]:
     return out + linear_text(plan)
 
 
+def fast_joiner(plan: Plan, m: ChainMatcher) -> Any:
+    """A generated CombineMatch for a SEQ of single variables (each state's source is the
+    state before it) whose conditions are all decided by the storage (masks, routing), in
+    direct mode: ``join(parts, lo, c, hi, out)`` appends to ``out`` every match ending with
+    ``c`` (the newest node of the last partition, whose snapshot of the state before it is
+    ``hi``; ``lo``: each partition's first node the window admits), as direct entries
+    ``(flat output key, Match, None)``, already in the output order (docs/semantics.md 10):
+    the first variable outermost, then the second-to-last down to the second. None when the
+    plan has another shape.
+
+    For a first node ``i0`` the nodes of partition ``k`` that reach it are those from
+    ``m_k`` on (the first whose snapshot exceeds ``m_{k-1}``; snapshots never decrease, so
+    the pointers only move forward as ``i0`` grows); a node of partition ``k`` at index ``i``
+    takes the nodes of ``k - 1`` in ``[m_{k-1}, snap_i)``. Every visited node leads to a
+    match (no dead ends), so the work is the output. The Match is built through the slots'
+    descriptors inline (no call per match). Only constants and integers reach the source."""
+    n = m.n
+    if (m.direct is None or n < 2 or m.filters or m.end_filters or m.coverage
+            or plan.negations or plan.match_preds or plan.return_fns
+            or any(m.kleene) or any(m.is_list)
+            or m.srcs != [()] + [(k - 1,) for k in range(1, n)]
+            or m.starts_at != [True] + [False] * (n - 1)
+            or [bool(a) for a in m.accept_after] != [False] * (n - 1) + [True]
+            or [m.cslot[k] for k in range(n)] != list(range(n))):
+        return None
+    comp_of = {c.vars[0]: k for k, c in enumerate(plan.components)}
+    if sorted(comp_of) != sorted(plan.order):
+        return None
+    d = Match.__dict__
+    env: dict[str, Any] = {"NAME": m.direct[0], "new": object.__new__, "Match": Match}
+    for f in ("query", "bindings", "start", "end", "values", "expired"):
+        env[f"S_{f}"] = d[f].__set__
+    for i, v in enumerate(plan.order):
+        env[f"K{i}"] = v
+    last = n - 1
+    src = Source()
+    with src.block("def join(P, lo, c, hi, out):"):
+        src.line(f"cg = c[{GPOS}]", f"cid = c[{ID}]", f"cts = c[{TS}]", "ap = out.append")
+        for k in range(last):
+            src.line(f"r{k} = P[{k}].recs", f"b{k} = P[{k}].base")
+            if k:
+                src.line(f"s{k} = P[{k}].snaps")
+        # the reachable range of each partition, from the last one down: hi{k} (exclusive)
+        src.line(f"hi{last - 1} = hi")
+        for k in range(last - 1, 0, -1):
+            src.line(f"if hi{k} <= lo[{k}]:", "    return",
+                     f"hi{k - 1} = s{k}[hi{k} - 1 - b{k}][0]")
+        src.line("if hi0 <= lo[0]:", "    return")
+        for k in range(1, last):
+            src.line(f"m{k} = lo[{k}]")
+        with src.block("for i0 in range(lo[0], hi0):"):
+            src.line(f"e0 = r0[i0 - b0]", f"g0 = e0[{GPOS}]", f"id0 = e0[{ID}]",
+                     f"t0 = e0[{TS}]")
+            for k in range(1, last):
+                prev = "i0" if k == 1 else f"m{k - 1}"
+                src.line(f"while s{k}[m{k} - b{k}][0] <= {prev}:", f"    m{k} += 1")
+            # loops: the second-to-last outermost, the second innermost
+            depth = src.depth
+            for k in range(last - 1, 0, -1):
+                top = "hi" if k == last - 1 else f"e{k}s"
+                sl = f"[m{k} - b{k}:{top} - b{k}]"
+                if k > 1:
+                    src.at(depth, f"for e{k}, q{k} in zip(r{k}{sl}, s{k}{sl}):",
+                           f"    e{k - 1}s = q{k}[0]")
+                else:
+                    src.at(depth, f"for e{k} in r{k}{sl}:")
+                depth += 1
+            ids = {0: "id0", last: "cid"}
+            binds = ", ".join(f"K{i}: {ids[comp_of[v]]}" if comp_of[v] in ids
+                              else f"K{i}: e{comp_of[v]}[{ID}]"
+                              for i, v in enumerate(plan.order))
+            key = ", ".join(["cg", "g0"] + [f"e{k}[{GPOS}]" for k in range(last - 1, 0, -1)])
+            src.at(depth, "x = new(Match)", "S_query(x, NAME)",
+                   "S_bindings(x, {" + binds + "})", "S_start(x, t0)", "S_end(x, cts)",
+                   "S_values(x, {})", "S_expired(x, None)", f"ap((({key},), x, None))")
+    return build("\n".join(src.lines) + "\n", env, label=f"chain join {plan.name}",
+                 entry="join")
+
+
 def _matcher(cp: CompiledPlan, options: MatcherOptions) -> Any:
     plan = cp.plan
     m = ChainMatcher(plan, options, coverage=cp.spec.emit is Emit.COVERAGE,
@@ -1141,6 +1239,8 @@ def _matcher(cp: CompiledPlan, options: MatcherOptions) -> Any:
         if built is not None:
             # no NOT, policies or RETURN: the join writes finished (key, Match) entries
             m.direct = (plan.name, built[0])
+            m.output_keys = True  # the join's entries carry the flat output-order key
+            m.fast_join = fast_joiner(plan, m)
     return m
 
 
