@@ -260,6 +260,8 @@ class ChainMatcher(LinearMatcher):
         self.srcs = [tuple(j for j in range(k) if k in self.targets[j + 1]) for k in range(n)]
         self.pos_bits = (1 << len(plan.order)) - 1
         self.hit_cache: dict[int, list[int]] = {}
+        self.seq_hits: dict[int, list[int]] = {}
+        """:meth:`_process_seq`: the states an event's bits take, the last first."""
         self.swag_cache: dict[int, tuple[Any, ...]] = {}
         self.scan_below = 12
         """The ranked counter scans its live starts (no Fenwick tree) in a chunk that begins
@@ -380,6 +382,9 @@ class ChainMatcher(LinearMatcher):
                 self._count_window(st, recs, bits)
             else:
                 self._count(st, recs, bits)
+            return
+        if self.fast_join is not None:
+            self._process_seq(st, recs, bits, out, max_matches, budget)
             return
         negs = self.plan.negations
         pos_bits = self.pos_bits
@@ -503,6 +508,144 @@ class ChainMatcher(LinearMatcher):
                 drop = event_caps(self, e, nm, out, max_matches, budget, nlive)
                 if drop:
                     self._drop_oldest(st, drop)
+
+    def _process_seq(self, st: ChainState, recs: list[Rec], bits: list[int],
+                     out: list[Candidate], max_matches: int | None,
+                     budget: int | None) -> None:
+        """:meth:`process` for the shape of :func:`fast_joiner` (a SEQ of single variables, no
+        NOT, no coverage): the same nodes, counters and caps, with the source of state ``k``
+        being ``k - 1``. The states an event takes are visited from the last down, so each
+        reads its source's length before the event itself is appended there; the last state's
+        node is joined after all appends (the join reads only up to its snapshot). A
+        partition's lists keep their identity (expiry cuts them in place), so they are looked
+        up once per call."""
+        pos_bits = self.pos_bits
+        parts = st.parts
+        last = self.n - 1
+        win_us, win_ev = self.win_us, self.win_ev
+        windowed = win_us is not None or win_ev is not None
+        cbit = self.cbit
+        seq_hits = self.seq_hits
+        max_runs = self.max_runs
+        fj = self.fast_join
+        lo_of = self._lo
+        R = [p.recs for p in parts]
+        S = [p.snaps for p in parts]
+        LT = [p.lft for p in parts]
+        LW = [p.lfw for p in parts]
+        CH = [p.chain for p in parts]
+        plast = parts[last]
+        tick = 0
+        created = copied = nodes = 0
+        live = sum(map(len, R)) if max_runs is not None else 0
+        prev_bits = st.prev_bits
+        bound_t: int | None = None
+        bound_w: int | None = None
+        e: Rec = ()
+        try:
+            for e, b in zip(recs, bits, strict=True):
+                b &= pos_bits
+                if not b:
+                    continue
+                if windowed:
+                    if win_us is not None:
+                        bound_t = e[TS] - win_us
+                    if win_ev is not None:
+                        bound_w = e[WPOS] - win_ev + 1
+                    tick += 1
+                    if tick >= 16:  # expiry is amortised: joins bisect the window anyway
+                        tick = 0
+                        self._expire(st, bound_t, bound_w)
+                        if max_runs is not None:
+                            live = sum(map(len, R))
+                adjacent = prev_bits
+                prev_bits = b
+                hits = seq_hits.get(b)
+                if hits is None:
+                    hits = seq_hits[b] = [k for k in range(last, -1, -1) if b & cbit[k]]
+                accepted = False
+                for k in hits:
+                    if k:
+                        rj = R[k - 1]
+                        if not rj:
+                            continue
+                        lt = LT[k - 1][-1]
+                        lw = LW[k - 1][-1]
+                        if (bound_t is not None and lt < bound_t) or (
+                                bound_w is not None and lw < bound_w):
+                            continue  # no partial match it could extend (inside the window)
+                        pj = parts[k - 1]
+                        snap: tuple[int, ...] = (pj.base + len(rj),)
+                        made = pj.tails
+                        copied += made
+                        if k == last:
+                            accepted = True
+                    else:
+                        lt, lw, snap, made = e[TS], e[WPOS], (), 1
+                    created += made
+                    sk = S[k]
+                    if sk and adjacent & cbit[k] and sk[-1] == snap:
+                        CH[k].append(False)
+                    else:
+                        parts[k].tails += made
+                        CH[k].append(True)
+                    R[k].append(e)
+                    sk.append(snap)
+                    LT[k].append(lt)
+                    LW[k].append(lw)
+                    nodes += 1
+                    live += 1
+                nm = 0
+                if accepted:
+                    if budget is not None and len(out) >= budget and self.on_cap != "error":
+                        # the call's budget is spent: the node leads to at least one match
+                        # (no dead ends), counted as a lower bound without joining
+                        self.truncated_matches += 1
+                        self.inexact = True
+                    else:
+                        # the first state's first node the window admits; the join's
+                        # pointers skip the expired nodes of the others by their snapshots
+                        lo_c = [p.base for p in parts]
+                        if windowed:
+                            lo_c[0] = lo_of(parts[0], bound_t, bound_w)
+                        hi = S[last][-1][0]
+                        # a bound on the node's matches: the generated join writes all of
+                        # them at once only when no cap can stop it (else the lazy join)
+                        fits = True
+                        if max_matches is not None or budget is not None:
+                            bound = 1
+                            for j in range(last):
+                                bound *= max(0, parts[j].base + len(R[j]) - lo_c[j])
+                            fits = (max_matches is None or bound <= max_matches) and (
+                                budget is None or len(out) + bound <= budget)
+                        if fits:
+                            before = len(out)
+                            fj(parts, lo_c, e, hi, out)
+                            nm = len(out) - before
+                        else:
+                            for c in self.combine(st, last, plast.size - 1, e, bound_t,
+                                                  bound_w):
+                                nm += 1
+                                out.append(c)
+                                if (max_matches is not None and nm > max_matches) or (
+                                        budget is not None and len(out) > budget):
+                                    self.inexact = True  # what the join did not write
+                                    break
+                if ((max_matches is not None and nm > max_matches)
+                        or (budget is not None and len(out) > budget)
+                        or (max_runs is not None and live > max_runs)):
+                    drop = event_caps(self, e, nm, out, max_matches, budget, live)
+                    if drop:
+                        self._drop_oldest(st, drop)
+                        live = self.live(st)
+        finally:
+            st.prev_bits = prev_bits
+            self.created += created
+            self.copied += copied
+            self.nodes_made += nodes
+            if e:  # the last event looked at (every one, as the general loop)
+                st.last_wpos = e[WPOS]
+                st.last_ts = e[TS]
 
     def _drop_oldest(self, st: ChainState, drop: int) -> None:
         """``on_cap='truncate'``: forget the ``drop`` oldest nodes (by their latest first
@@ -1155,7 +1298,8 @@ def fast_joiner(plan: Plan, m: ChainMatcher) -> Any:
     state before it) whose conditions are all decided by the storage (masks, routing), in
     direct mode: ``join(parts, lo, c, hi, out)`` appends to ``out`` every match ending with
     ``c`` (the newest node of the last partition, whose snapshot of the state before it is
-    ``hi``; ``lo``: each partition's first node the window admits), as direct entries
+    ``hi``; ``lo[0]``: the first state's first node the window admits, ``lo[k]`` for the
+    others a node at or before their first admitted one), as direct entries
     ``(flat output key, Match, None)``, already in the output order (docs/semantics.md 10):
     the first variable outermost, then the second-to-last down to the second. None when the
     plan has another shape.
@@ -1163,7 +1307,9 @@ def fast_joiner(plan: Plan, m: ChainMatcher) -> Any:
     For a first node ``i0`` the nodes of partition ``k`` that reach it are those from
     ``m_k`` on (the first whose snapshot exceeds ``m_{k-1}``; snapshots never decrease, so
     the pointers only move forward as ``i0`` grows); a node of partition ``k`` at index ``i``
-    takes the nodes of ``k - 1`` in ``[m_{k-1}, snap_i)``. Every visited node leads to a
+    takes the nodes of ``k - 1`` in ``[m_{k-1}, snap_i)``. A node the window no longer
+    admits refers only to first nodes before ``lo[0]``, so the pointers pass it. Every
+    visited node leads to a
     match (no dead ends), so the work is the output. The Match is built through the slots'
     descriptors inline (no call per match). Only constants and integers reach the source."""
     n = m.n
