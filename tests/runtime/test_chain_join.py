@@ -11,6 +11,7 @@ import pytest
 from kleene.api import analyze
 from kleene.errors import CapacityError
 from kleene.events import EventBatch
+from kleene.plans.chain import seq_shape
 from kleene.plans.registry import start
 from kleene.testing.oracle import evaluate as oracle
 
@@ -53,6 +54,7 @@ def test_generated_join_equals_the_oracle_in_order() -> None:
         want = oracle(aq, events)
         rt = start(aq, plan="chain")
         joined += rt.matcher.fast_join is not None  # type: ignore[attr-defined]
+        assert seq_shape(rt.matcher.plan)  # type: ignore[attr-defined]  # the chooser's view
         got = rt.push(events) + rt.close()
         assert [(m.bindings, m.start, m.end) for m in got] == \
             [(m.bindings, m.start, m.end) for m in want], f"{q} over {recs}"
@@ -83,7 +85,9 @@ def test_shapes_outside_the_generated_join() -> None:
     """Kleene, a condition between events, NOT: the lazy join (no generated one)."""
     for q in ("PATTERN SEQ(A a, B+ b[], C c)", "PATTERN SEQ(A a, B b, C c) WHERE c.x > a.x",
               "PATTERN SEQ(A a, NOT B n, C c)"):
-        assert start(analyze(q), plan="chain").matcher.fast_join is None  # type: ignore[attr-defined]
+        m = start(analyze(q), plan="chain").matcher
+        assert m.fast_join is None  # type: ignore[attr-defined]
+        assert not seq_shape(m.plan)  # type: ignore[attr-defined]
 
 
 def test_a_cap_falls_back_to_the_lazy_join() -> None:

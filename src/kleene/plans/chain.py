@@ -73,6 +73,16 @@ condition ``a.x OP c.y``: O(log starts), ~1 s per 470k-340k events from 5 s to 6
 same unit. Measured on the LinkedCEP explosion benchmark (docs/benchmarks.md), not refitted by
 ``benchmarks/chooser.py`` (1.7 in the unit before the FAEM refit, 1.27 µs; the same µs in
 today's unit, 0.99 µs)."""
+CHAIN_SEQ_EVENT = 1.1
+"""Work per input event for a SEQ of single variables whose conditions the storage decides
+(:func:`seq_shape`: the generated join and :meth:`ChainMatcher._process_seq`), same unit.
+Measured on LinkedCEP's Experiment 2 (docs/benchmarks.md, 2026-11-24: on Aarhus, few
+matches, the chain's CPU per event is 1.0-1.1x the NFA's), not refitted by
+``benchmarks/chooser.py``."""
+CHAIN_SEQ_MATCH = 0.73
+"""Work to join and write one match for that shape, same unit: ``NFA_MATCH`` (0.825) / 1.13,
+the chain's advantage on the ABC stream at the 50 s window, where the NFA offers each event
+to the fewest runs (same measurement)."""
 CHAIN_COUNT_START = 0.098
 """Work per live start event and state when counting with a condition between the first
 variable and a later one (one count vector per live start), same unit."""
@@ -1255,7 +1265,9 @@ def chain_cost(plan: Plan, stats: Stats) -> float:
     An event adds at most one node per state and copies nothing (:data:`CHAIN_EVENT`); the
     join writes each match (:data:`CHAIN_MATCH`). Counting (``count_only``) builds no node in
     the counting fragment: :data:`CHAIN_COUNT_EVENT` plus :data:`CHAIN_COUNT_START` per live
-    start and state (the ranked counter's shape: :data:`CHAIN_RANKED_EVENT`). Where the NFA's live runs exceed its default ``max_runs_per_partition``
+    start and state (the ranked counter's shape: :data:`CHAIN_RANKED_EVENT`). A SEQ of single
+    variables whose conditions the storage decides (:func:`seq_shape`) runs the generated
+    join: :data:`CHAIN_SEQ_EVENT` and :data:`CHAIN_SEQ_MATCH`. Where the NFA's live runs exceed its default ``max_runs_per_partition``
     (100,000) the NFA stops with CapacityError while the chain stores none of them: the
     estimate is then capped below the NFA's (only with measured statistics, and for PARTITION
     BY / equivalence only when they count the keys: the cap is per key)."""
@@ -1269,6 +1281,8 @@ def chain_cost(plan: Plan, stats: Stats) -> float:
         cost = CHAIN_RANKED_EVENT * t["events"]
     elif pair is not None:
         cost = CHAIN_COUNT_EVENT * t["events"] + CHAIN_COUNT_START * t["count_work"]
+    elif seq_shape(plan):
+        cost = CHAIN_SEQ_EVENT * t["events"] + CHAIN_SEQ_MATCH * t["matches"]
     else:
         cost = CHAIN_EVENT * t["events"] + CHAIN_MATCH * t["matches"]
     if stats.source == "defaults":
@@ -1291,6 +1305,16 @@ def chain_text(plan: Plan) -> list[str]:
         out.append(f"  {len(filters)} conjunct(s) checked on each joined match (not "
                    "decided by the storage)")
     return out + linear_text(plan)
+
+
+def seq_shape(plan: Plan) -> bool:
+    """A SEQ of single variables without NOT, RETURN or conditions the storage does not
+    decide (every condition is a one-variable mask or the routing): the shape of
+    :func:`fast_joiner` (which also needs direct output: no policies)."""
+    return (len(plan.components) >= 2 and not plan.negations and not plan.match_preds
+            and not plan.return_fns
+            and all(c.kind is CompKind.SINGLE for c in plan.components)
+            and not any(vp.take or vp.close or vp.is_list for vp in plan.vars.values()))
 
 
 def fast_joiner(plan: Plan, m: ChainMatcher) -> Any:
@@ -1347,7 +1371,7 @@ def fast_joiner(plan: Plan, m: ChainMatcher) -> Any:
         for k in range(1, last):
             src.line(f"m{k} = lo[{k}]")
         with src.block("for i0 in range(lo[0], hi0):"):
-            src.line(f"e0 = r0[i0 - b0]", f"g0 = e0[{GPOS}]", f"id0 = e0[{ID}]",
+            src.line("e0 = r0[i0 - b0]", f"g0 = e0[{GPOS}]", f"id0 = e0[{ID}]",
                      f"t0 = e0[{TS}]")
             for k in range(1, last):
                 prev = "i0" if k == 1 else f"m{k - 1}"
