@@ -105,3 +105,66 @@ def test_a_cap_falls_back_to_the_lazy_join() -> None:
     out = rt.push(events) + rt.close()
     assert [m.bindings for m in out] == [m.bindings for m in oracle(aq, events)]
     assert len(out) == 25
+
+
+def _kleene_case(rng: random.Random) -> tuple[str, list[dict[str, object]]]:
+    ta, tb, tc = rng.choice(("ABC", "AAA", "ABA", "BBC"))
+    q = f"PATTERN SEQ({ta} a, {tb}+ b[], {tc} c)"
+    conds = []
+    if rng.random() < 0.5:
+        conds.append(f"c.x {rng.choice(('>', '>=', '<', '!='))} a.x")
+    if rng.random() < 0.3:
+        conds.append("b.x > 0")  # a one-variable mask on every element
+    if rng.random() < 0.2:
+        conds.append("[k]")
+    if conds:
+        q += " WHERE " + " AND ".join(conds)
+    if rng.random() < 0.3:
+        q += " PARTITION BY k"
+    w = rng.random()
+    if w < 0.4:
+        q += f" WITHIN {rng.randint(2, 6)} seconds"
+    elif w < 0.6:
+        q += f" WITHIN {rng.randint(3, 8)} EVENTS"
+    recs: list[dict[str, object]] = []
+    ts = 0
+    for i in range(rng.randint(6, 16)):
+        ts += rng.choice((0, 1, 1, 2))
+        recs.append({"id": f"e{i}", "type": rng.choice("ABBC"), "ts": ts, "x": rng.randint(0, 3),
+                     "k": rng.choice("uv")})
+    return q, recs
+
+
+def test_kleene_join_equals_the_oracle_in_order() -> None:
+    rng = random.Random(4242)
+    matches = 0
+    for _ in range(250):
+        q, recs = _kleene_case(rng)
+        events = EventBatch.from_records(recs)
+        aq = analyze(q)
+        want = oracle(aq, events)
+        rt = start(aq, plan="chain")
+        assert rt.matcher.kleene_join  # type: ignore[attr-defined]
+        got = rt.push(events) + rt.close()
+        assert [(m.bindings, m.start, m.end) for m in got] == \
+            [(m.bindings, m.start, m.end) for m in want], f"{q} over {recs}"
+        matches += len(want)
+    assert matches > 1500
+
+
+def test_kleene_join_more_than_eight_elements_equals_the_nfa() -> None:
+    """12 b candidates between a first and a last event (the mask's high bits), a condition
+    between them, a window that expires firsts: the same matches, in the same order, as the
+    NFA."""
+    rng = random.Random(5)
+    recs = [{"id": f"e{i}", "type": "S", "ts": i, "x": rng.randint(0, 9)} for i in range(40)]
+    q = "PATTERN SEQ(S a, S+ b[], S c) WHERE c.x > a.x WITHIN 13 seconds"
+    aq = analyze(q)
+    events = EventBatch.from_records(recs)
+    rt = start(aq, plan="chain", max_matches_per_call=None)
+    assert rt.matcher.kleene_join  # type: ignore[attr-defined]
+    got = rt.push(events) + rt.close()
+    nfa = start(aq, plan="nfa", max_matches_per_call=None)
+    want = nfa.push(events) + nfa.close()
+    assert len(want) > 20_000
+    assert [m.bindings for m in got] == [m.bindings for m in want]

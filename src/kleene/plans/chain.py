@@ -304,6 +304,10 @@ class ChainMatcher(LinearMatcher):
         self.inexact = False
         """A cap stopped a join: ``truncated_matches`` is a lower bound."""
         self.counted = 0
+        self.kleene_join = False
+        """Direct mode and :func:`kleene_shape`: :meth:`_join_kleene` joins."""
+        self.kleene_end: list[Any] = []
+        self.kleene_names = plan.name
         self.fast_join: Any = None
         """The generated join of :func:`fast_joiner` (direct mode, a SEQ of singles)."""
         self.pair: list[tuple[Predicate, ...]] = [() for _ in range(n)]
@@ -481,20 +485,16 @@ class ChainMatcher(LinearMatcher):
                     self.truncated_matches += 1
                     self.inexact = True
                     continue
-                fj = self.fast_join
-                if fj is not None and k == n - 1:
-                    lo_c = [self._lo(p, bound_t, bound_w) for p in parts]
-                    snap_c = parts[k].snaps[-1]
-                    # a bound on the node's matches: the join writes all of them at once only
-                    # when no cap can stop it (else the lazy join below, one at a time)
-                    bound = 1
-                    for j in range(k):
-                        bound *= max(0, parts[j].size - lo_c[j])
-                    if (max_matches is None or nm + bound <= max_matches) and (
-                            budget is None or len(out) + bound <= budget):
-                        before = len(out)
-                        fj(parts, lo_c, e, snap_c[0], out)
-                        nm += len(out) - before
+                if self.kleene_join and k == n - 1:
+                    # SEQ(a, b+, c): every match at once, in the output order, unless a cap
+                    # could stop the join (then the lazy join below, one at a time)
+                    room = None if max_matches is None else max_matches - nm
+                    if budget is not None:
+                        room = budget - len(out) if room is None else min(room,
+                                                                          budget - len(out))
+                    wrote = self._join_kleene(st, e, bound_t, bound_w, out, room)
+                    if wrote is not None:
+                        nm += wrote
                         continue
                 for c in self.combine(st, k, parts[k].size - 1, e, bound_t, bound_w):
                     nm += 1
@@ -656,6 +656,94 @@ class ChainMatcher(LinearMatcher):
             if e:  # the last event looked at (every one, as the general loop)
                 st.last_wpos = e[WPOS]
                 st.last_ts = e[TS]
+
+    def _join_kleene(self, st: ChainState, c: Rec, bound_t: int | None, bound_w: int | None,
+                     out: list[Any], room: int | None) -> int | None:
+        """CombineMatch for ``SEQ(a, b+ b[], c)`` (:func:`kleene_shape`) in direct mode: every
+        match ending with ``c`` (the newest node of the last partition) appended to ``out``,
+        in the output order; None (nothing written) when there are more than ``room``.
+
+        For a first node ``a`` (ascending), the b nodes after it are the suffix of the b
+        partition from the first whose snapshot exceeds ``a`` to ``c``'s snapshot, and its
+        matches are their non-empty subsets. In the output order (docs/semantics.md 10: the
+        b positions compared from the last down) the subsets come in the order of their bit
+        masks (bit i: the i-th b node), so the join counts masks: the low 8 bits index a
+        table of the id tuples and reversed position tuples of those nodes' subsets (built
+        in mask order, ``T + [t + (x,) for t in T]``), the high bits are built per block of
+        256. Memory: one table (at most 256 entries) per first node at a time. The
+        condition between ``a`` and ``c`` (if any) is checked once per first node."""
+        pa, pb, pc = st.parts
+        hb = pc.snaps[-1][0]
+        lo_b = pb.base
+        if hb <= lo_b:
+            return 0
+        lo_a = self._lo(pa, bound_t, bound_w)
+        ha = pb.snaps[hb - 1 - lo_b][0]
+        if ha <= lo_a:
+            return 0
+        sb = pb.snaps
+        rb = pb.recs
+        ra = pa.recs
+        ba = pa.base
+        # first pass: which first nodes pass the condition, and how many matches they make
+        firsts: list[tuple[Rec, int]] = []
+        total = 0
+        end_fns = self.kleene_end
+        E = list(self.empty_B)
+        s0, s_last = self.end_slots
+        E[s_last] = c
+        m1 = lo_b
+        for ia in range(lo_a, ha):
+            while sb[m1 - lo_b][0] <= ia:
+                m1 += 1
+            a = ra[ia - ba]
+            if end_fns:
+                E[s0] = a
+                Et = tuple(E)
+                if not all(fn(Et, 0) is True for fn in end_fns):
+                    continue
+            firsts.append((a, m1))
+            total += (1 << (hb - m1)) - 1
+            if room is not None and total > room:
+                return None
+        if not firsts:
+            return 0
+        name = self.kleene_names
+        ka, kb, kc = self.plan.order
+        new = object.__new__
+        sq, sbd, ss, se, sv, sx = _MATCH_SETTERS
+        cg, cid, cts = c[GPOS], c[ID], c[TS]
+        ap = out.append
+        for a, m1 in firsts:
+            nodes = rb[m1 - lo_b:hb - lo_b]
+            low, high = nodes[:8], nodes[8:]
+            ids: list[tuple[Any, ...]] = [()]
+            rpos: list[tuple[int, ...]] = [()]
+            for x in low:
+                xi, xg = (x[ID],), (x[GPOS],)
+                ids += [t + xi for t in ids]
+                rpos += [xg + t for t in rpos]
+            aid, ats, pre = a[ID], a[TS], (cg, a[GPOS])
+            hid = [x[ID] for x in high]
+            hg = [x[GPOS] for x in high]
+            for h in range(1 << len(high)):
+                if h:
+                    hi_ids = tuple([v for j, v in enumerate(hid) if h >> j & 1])
+                    key0 = pre + tuple([v for j, v in enumerate(hg) if h >> j & 1][::-1])
+                    pairs = zip(ids, rpos, strict=True)
+                else:
+                    hi_ids, key0 = (), pre
+                    pairs = zip(ids[1:], rpos[1:], strict=True)  # the empty subset: no match
+                for li, lg in pairs:
+                    x = new(Match)
+                    sq(x, name)
+                    sbd(x, {ka: aid, kb: li + hi_ids, kc: cid})
+                    ss(x, ats)
+                    se(x, cts)
+                    sv(x, {})
+                    sx(x, None)
+                    ap((key0 + lg, x, None))
+        return total
 
     def _drop_oldest(self, st: ChainState, drop: int) -> None:
         """``on_cap='truncate'``: forget the ``drop`` oldest nodes (by their latest first
@@ -1317,6 +1405,25 @@ def seq_shape(plan: Plan) -> bool:
             and not any(vp.take or vp.close or vp.is_list for vp in plan.vars.values()))
 
 
+def kleene_shape(plan: Plan, m: ChainMatcher) -> bool:
+    """``SEQ(a, b+ b[], c)`` whose only condition the storage does not decide relates ``a``
+    and ``c`` (checked once per first node): the shape of :meth:`ChainMatcher._join_kleene`."""
+    comps = plan.components
+    return (len(comps) == 3 and not m.filters and not m.coverage and not plan.negations
+            and not plan.match_preds and not plan.return_fns
+            and [c.kind for c in comps] == [CompKind.SINGLE, CompKind.KLEENE, CompKind.SINGLE]
+            and comps[1].min == 1 and comps[1].max is None
+            and m.is_list == [False, True, False]
+            and plan.order == tuple(c.vars[0] for c in comps)
+            and m.srcs == [(), (0,), (1,)] and m.starts_at == [True, False, False]
+            and [bool(a) for a in m.accept_after] == [False, False, True])
+
+
+_MATCH_SETTERS = tuple(Match.__dict__[f].__set__ for f in ("query", "bindings", "start",
+                                                             "end", "values", "expired"))
+"""``Match``'s slot setters: a match built without a call to ``__init__``."""
+
+
 def fast_joiner(plan: Plan, m: ChainMatcher) -> Any:
     """A generated CombineMatch for a SEQ of single variables (each state's source is the
     state before it) whose conditions are all decided by the storage (masks, routing), in
@@ -1411,6 +1518,9 @@ def _matcher(cp: CompiledPlan, options: MatcherOptions) -> Any:
             m.direct = (plan.name, built[0])
             m.output_keys = True  # the join's entries carry the flat output-order key
             m.fast_join = fast_joiner(plan, m)
+            if kleene_shape(plan, m):
+                m.kleene_join = True
+                m.kleene_end = [pr.compiled.fn for pr, _sl in m.end_filters]
     return m
 
 
