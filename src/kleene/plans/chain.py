@@ -382,7 +382,7 @@ class ChainMatcher(LinearMatcher):
 
     def live(self, st: ChainState) -> int:
         """Stored nodes of one key."""
-        return sum(len(p.recs) for p in st.parts) + len(st.starts)
+        return sum([len(p.recs) for p in st.parts]) + len(st.starts)
 
     # ---------------------------------------------------------------------------------------
     def process(self, st: ChainState, recs: list[Rec], bits: list[int],  # type: ignore[override]
