@@ -397,7 +397,7 @@ class ChainMatcher(LinearMatcher):
             else:
                 self._count(st, recs, bits)
             return
-        if self.fast_join is not None:
+        if self.fast_join is not None or self.kleene_join:
             self._process_seq(st, recs, bits, out, max_matches, budget)
             return
         negs = self.plan.negations
@@ -485,17 +485,6 @@ class ChainMatcher(LinearMatcher):
                     self.truncated_matches += 1
                     self.inexact = True
                     continue
-                if self.kleene_join and k == n - 1:
-                    # SEQ(a, b+, c): every match at once, in the output order, unless a cap
-                    # could stop the join (then the lazy join below, one at a time)
-                    room = None if max_matches is None else max_matches - nm
-                    if budget is not None:
-                        room = budget - len(out) if room is None else min(room,
-                                                                          budget - len(out))
-                    wrote = self._join_kleene(st, e, bound_t, bound_w, out, room)
-                    if wrote is not None:
-                        nm += wrote
-                        continue
                 for c in self.combine(st, k, parts[k].size - 1, e, bound_t, bound_w):
                     nm += 1
                     if self.coverage:
@@ -522,9 +511,10 @@ class ChainMatcher(LinearMatcher):
     def _process_seq(self, st: ChainState, recs: list[Rec], bits: list[int],
                      out: list[Candidate], max_matches: int | None,
                      budget: int | None) -> None:
-        """:meth:`process` for the shape of :func:`fast_joiner` (a SEQ of single variables, no
-        NOT, no coverage): the same nodes, counters and caps, with the source of state ``k``
-        being ``k - 1``. The states an event takes are visited from the last down, so each
+        """:meth:`process` for the shapes of :func:`fast_joiner` (a SEQ of single variables)
+        and :func:`kleene_shape` (``SEQ(a, b+, c)``), no NOT, no coverage: the same nodes,
+        counters and caps, with the source of state ``k`` being ``k - 1`` (and a Kleene
+        state's own nodes). The states an event takes are visited from the last down, so each
         reads its source's length before the event itself is appended there; the last state's
         node is joined after all appends (the join reads only up to its snapshot). A
         partition's lists keep their identity (expiry cuts them in place), so they are looked
@@ -544,7 +534,8 @@ class ChainMatcher(LinearMatcher):
         LT = [p.lft for p in parts]
         LW = [p.lfw for p in parts]
         CH = [p.chain for p in parts]
-        plast = parts[last]
+        KL = self.kleene
+        kleene_join = self.kleene_join
         tick = 0
         created = copied = nodes = 0
         live = sum(map(len, R)) if max_runs is not None else 0
@@ -577,16 +568,26 @@ class ChainMatcher(LinearMatcher):
                 for k in hits:
                     if k:
                         rj = R[k - 1]
-                        if not rj:
+                        pj = parts[k - 1]
+                        if rj:
+                            lt = LT[k - 1][-1]
+                            lw = LW[k - 1][-1]
+                            made = pj.tails
+                        elif not KL[k]:
                             continue
-                        lt = LT[k - 1][-1]
-                        lw = LW[k - 1][-1]
-                        if (bound_t is not None and lt < bound_t) or (
+                        else:
+                            lt = lw = _NONE
+                            made = 0
+                        if KL[k] and R[k]:  # a Kleene state extends its own nodes too
+                            if LT[k][-1] > lt:
+                                lt = LT[k][-1]
+                            if LW[k][-1] > lw:
+                                lw = LW[k][-1]
+                            made += parts[k].tails
+                        if lt == _NONE or (bound_t is not None and lt < bound_t) or (
                                 bound_w is not None and lw < bound_w):
                             continue  # no partial match it could extend (inside the window)
-                        pj = parts[k - 1]
                         snap: tuple[int, ...] = (pj.base + len(rj),)
-                        made = pj.tails
                         copied += made
                         if k == last:
                             accepted = True
@@ -612,6 +613,17 @@ class ChainMatcher(LinearMatcher):
                         # (no dead ends), counted as a lower bound without joining
                         self.truncated_matches += 1
                         self.inexact = True
+                    elif kleene_join:
+                        room = max_matches
+                        if budget is not None:
+                            room = budget - len(out) if room is None else min(
+                                room, budget - len(out))
+                        wrote = self._join_kleene(st, e, bound_t, bound_w, out, room)
+                        if wrote is not None:
+                            nm = wrote
+                        else:
+                            nm = self._join_lazy(st, e, bound_t, bound_w, out, max_matches,
+                                                 budget)
                     else:
                         # the first state's first node the window admits; the join's
                         # pointers skip the expired nodes of the others by their snapshots
@@ -633,14 +645,8 @@ class ChainMatcher(LinearMatcher):
                             fj(parts, lo_c, e, hi, out)
                             nm = len(out) - before
                         else:
-                            for c in self.combine(st, last, plast.size - 1, e, bound_t,
-                                                  bound_w):
-                                nm += 1
-                                out.append(c)
-                                if (max_matches is not None and nm > max_matches) or (
-                                        budget is not None and len(out) > budget):
-                                    self.inexact = True  # what the join did not write
-                                    break
+                            nm = self._join_lazy(st, e, bound_t, bound_w, out, max_matches,
+                                                 budget)
                 if ((max_matches is not None and nm > max_matches)
                         or (budget is not None and len(out) > budget)
                         or (max_runs is not None and live > max_runs)):
@@ -656,6 +662,21 @@ class ChainMatcher(LinearMatcher):
             if e:  # the last event looked at (every one, as the general loop)
                 st.last_wpos = e[WPOS]
                 st.last_ts = e[TS]
+
+    def _join_lazy(self, st: ChainState, e: Rec, bound_t: int | None, bound_w: int | None,
+                   out: list[Any], max_matches: int | None, budget: int | None) -> int:
+        """The lazy join (:meth:`combine`) of the last state's newest node into ``out``, one
+        match at a time, stopping one past a cap (the caller applies it)."""
+        last = self.n - 1
+        nm = 0
+        for c in self.combine(st, last, st.parts[last].size - 1, e, bound_t, bound_w):
+            nm += 1
+            out.append(c)
+            if (max_matches is not None and nm > max_matches) or (
+                    budget is not None and len(out) > budget):
+                self.inexact = True  # what the join did not write
+                break
+        return nm
 
     def _join_kleene(self, st: ChainState, c: Rec, bound_t: int | None, bound_w: int | None,
                      out: list[Any], room: int | None) -> int | None:
