@@ -73,12 +73,12 @@ condition ``a.x OP c.y``: O(log starts), ~1 s per 470k-340k events from 5 s to 6
 same unit. Measured on the LinkedCEP explosion benchmark (docs/benchmarks.md), not refitted by
 ``benchmarks/chooser.py`` (1.7 in the unit before the FAEM refit, 1.27 µs; the same µs in
 today's unit, 0.99 µs)."""
-CHAIN_SEQ_EVENT = 1.1
+CHAIN_SEQ_EVENT = 1.4
 """Work per input event for a SEQ of single variables whose conditions the storage decides
 (:func:`seq_shape`: the generated join and :meth:`ChainMatcher._process_seq`), same unit.
-Measured on LinkedCEP's Experiment 2 (docs/benchmarks.md, 2026-11-24: on Aarhus, few
-matches, the chain's CPU per event is 1.0-1.1x the NFA's), not refitted by
-``benchmarks/chooser.py``."""
+Measured on LinkedCEP's Experiment 2 (docs/benchmarks.md, 2026-11-24: on Aarhus at the
+50-minute window, few matches and runs, the chain's CPU is 1.3-1.5x the NFA's, per-key state
+included), not refitted by ``benchmarks/chooser.py``."""
 CHAIN_SEQ_MATCH = 0.73
 """Work to join and write one match for that shape, same unit: ``NFA_MATCH`` (0.825) / 1.13,
 the chain's advantage on the ABC stream at the 50 s window, where the NFA offers each event
