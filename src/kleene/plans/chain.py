@@ -756,14 +756,14 @@ class ChainMatcher(LinearMatcher):
                     hi_ids, key0 = (), pre
                     pairs = zip(ids[1:], rpos[1:], strict=True)  # the empty subset: no match
                 for li, lg in pairs:
-                    x = new(Match)
-                    sq(x, name)
-                    sbd(x, {ka: aid, kb: li + hi_ids, kc: cid})
-                    ss(x, ats)
-                    se(x, cts)
-                    sv(x, {})
-                    sx(x, None)
-                    ap((key0 + lg, x, None))
+                    mt = new(Match)
+                    sq(mt, name)
+                    sbd(mt, {ka: aid, kb: li + hi_ids, kc: cid})
+                    ss(mt, ats)
+                    se(mt, cts)
+                    sv(mt, {})
+                    sx(mt, None)
+                    ap((key0 + lg, mt, None))
         return total
 
     def _drop_oldest(self, st: ChainState, drop: int) -> None:
