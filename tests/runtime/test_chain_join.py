@@ -168,3 +168,25 @@ def test_kleene_join_more_than_eight_elements_equals_the_nfa() -> None:
     want = nfa.push(events) + nfa.close()
     assert len(want) > 20_000
     assert [m.bindings for m in got] == [m.bindings for m in want]
+
+
+@pytest.mark.parametrize("q", [
+    "PATTERN SEQ(S a, S b, S c) WHERE b.x > 2 PARTITION BY k WITHIN 6 seconds",
+    "PATTERN SEQ(S a, S+ b[], S c) WHERE c.x > a.x PARTITION BY k WITHIN 5 seconds",
+])
+def test_snapshot_restore_between_pushes(q: str) -> None:
+    """Both joins after a restore: the same matches as one uninterrupted run (and the NFA)."""
+    rng = random.Random(9)
+    recs = [{"id": f"e{i}", "type": "S", "ts": i // 2, "x": rng.randint(0, 9),
+             "k": rng.choice("uv")} for i in range(60)]
+    aq = analyze(q)
+    events = EventBatch.from_records(recs)
+    nfa = start(aq, plan="nfa")
+    want = [m.bindings for m in nfa.push(events) + nfa.close()]
+    rt = start(aq, plan="chain")
+    got = rt.push(EventBatch.from_records(recs[:25]))
+    blob = rt.snapshot()
+    rt2 = start(aq, plan="chain")
+    rt2.restore(blob)
+    got += rt2.push(EventBatch.from_records(recs[25:])) + rt2.close()
+    assert [m.bindings for m in got] == want and len(want) > 50
