@@ -11,7 +11,7 @@ import pytest
 from kleene.api import analyze
 from kleene.errors import CapacityError
 from kleene.events import EventBatch
-from kleene.plans.chain import seq_shape
+from kleene.plans.chain import kleene_plan_shape, seq_shape
 from kleene.plans.registry import start
 from kleene.testing.oracle import evaluate as oracle
 
@@ -88,6 +88,9 @@ def test_shapes_outside_the_generated_join() -> None:
         m = start(analyze(q), plan="chain").matcher
         assert m.fast_join is None  # type: ignore[attr-defined]
         assert not seq_shape(m.plan)  # type: ignore[attr-defined]
+    for q in ("PATTERN SEQ(A a, B+ b[], C c) WHERE b.x > a.x",
+              "PATTERN SEQ(A a, B* b[], C c)", "PATTERN SEQ(A a, B b, C c)"):
+        assert not kleene_plan_shape(start(analyze(q), plan="chain").matcher.plan)  # type: ignore[attr-defined]
 
 
 def test_a_cap_falls_back_to_the_lazy_join() -> None:
@@ -145,6 +148,8 @@ def test_kleene_join_equals_the_oracle_in_order() -> None:
         want = oracle(aq, events)
         rt = start(aq, plan="chain")
         assert rt.matcher.kleene_join  # type: ignore[attr-defined]
+        assert kleene_plan_shape(rt.matcher.plan)  # type: ignore[attr-defined]  # the chooser
+        assert not seq_shape(rt.matcher.plan)  # type: ignore[attr-defined]
         got = rt.push(events) + rt.close()
         assert [(m.bindings, m.start, m.end) for m in got] == \
             [(m.bindings, m.start, m.end) for m in want], f"{q} over {recs}"

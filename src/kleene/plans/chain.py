@@ -73,16 +73,25 @@ condition ``a.x OP c.y``: O(log starts), ~1 s per 470k-340k events from 5 s to 6
 same unit. Measured on the LinkedCEP explosion benchmark (docs/benchmarks.md), not refitted by
 ``benchmarks/chooser.py`` (1.7 in the unit before the FAEM refit, 1.27 µs; the same µs in
 today's unit, 0.99 µs)."""
-CHAIN_SEQ_EVENT = 1.4
+CHAIN_SEQ_EVENT = 2.0
 """Work per input event for a SEQ of single variables whose conditions the storage decides
 (:func:`seq_shape`: the generated join and :meth:`ChainMatcher._process_seq`), same unit.
-Measured on LinkedCEP's Experiment 2 (docs/benchmarks.md, 2026-11-24: on Aarhus at the
-50-minute window, few matches and runs, the chain's CPU is 1.3-1.5x the NFA's, per-key state
-included), not refitted by ``benchmarks/chooser.py``."""
+From LinkedCEP's Experiments 1-3 (docs/benchmarks.md, 2026-11-24): on Aarhus at the 50-minute
+window, few matches and runs, the chain's CPU is 1.3-1.5x the NFA's (per-key state included),
+and the NFA's estimate there counts more offered runs than it visits, so the constant is the
+value that makes the picks right at the 50 window on both streams (1.4 still picked the chain
+for 20 of 50 Aarhus queries); not refitted by ``benchmarks/chooser.py``."""
 CHAIN_SEQ_MATCH = 0.73
 """Work to join and write one match for that shape, same unit: ``NFA_MATCH`` (0.825) / 1.13,
 the chain's advantage on the ABC stream at the 50 s window, where the NFA offers each event
 to the fewest runs (same measurement)."""
+CHAIN_KLEENE_MATCH = 0.9
+"""Work to join and write one match of ``SEQ(a, b+ b[], c)`` with at most conditions between
+``a`` and ``c`` (:func:`kleene_plan_shape`: :meth:`ChainMatcher._join_kleene`), same unit;
+the events cost :data:`CHAIN_EVENT`. Chosen on the LinkedCEP explosion (docs/benchmarks.md,
+2026-11-24: enumeration at 5-60 s windows, 3 alternating rounds) as the value inside the
+range that makes every window's pick right (0.61-1.11 with the current estimates); not
+refitted by ``benchmarks/chooser.py``."""
 CHAIN_COUNT_START = 0.098
 """Work per live start event and state when counting with a condition between the first
 variable and a later one (one count vector per live start), same unit."""
@@ -1376,7 +1385,10 @@ def chain_cost(plan: Plan, stats: Stats) -> float:
     the counting fragment: :data:`CHAIN_COUNT_EVENT` plus :data:`CHAIN_COUNT_START` per live
     start and state (the ranked counter's shape: :data:`CHAIN_RANKED_EVENT`). A SEQ of single
     variables whose conditions the storage decides (:func:`seq_shape`) runs the generated
-    join: :data:`CHAIN_SEQ_EVENT` and :data:`CHAIN_SEQ_MATCH`. Where the NFA's live runs exceed its default ``max_runs_per_partition``
+    join: :data:`CHAIN_SEQ_EVENT` and :data:`CHAIN_SEQ_MATCH`; ``SEQ(a, b+, c)`` with
+    conditions between ``a`` and ``c`` only (:func:`kleene_plan_shape`) its mask join:
+    :data:`CHAIN_KLEENE_MATCH` per match -- both with measured statistics only (with the
+    defaults every query keeps the plan it had before those joins). Where the NFA's live runs exceed its default ``max_runs_per_partition``
     (100,000) the NFA stops with CapacityError while the chain stores none of them: the
     estimate is then capped below the NFA's (only with measured statistics, and for PARTITION
     BY / equivalence only when they count the keys: the cap is per key)."""
@@ -1390,8 +1402,14 @@ def chain_cost(plan: Plan, stats: Stats) -> float:
         cost = CHAIN_RANKED_EVENT * t["events"]
     elif pair is not None:
         cost = CHAIN_COUNT_EVENT * t["events"] + CHAIN_COUNT_START * t["count_work"]
-    elif seq_shape(plan):
-        cost = CHAIN_SEQ_EVENT * t["events"] + CHAIN_SEQ_MATCH * t["matches"]
+    elif stats.source != "defaults" and (seq_shape(plan) or kleene_plan_shape(plan)):
+        # only with measured statistics: with the defaults (an assumed 1,000 events per
+        # window) the default plan of these queries stays the NFA, as before these joins
+        per_match = CHAIN_SEQ_MATCH if seq_shape(plan) else CHAIN_KLEENE_MATCH
+        cost = (CHAIN_SEQ_EVENT if seq_shape(plan) else CHAIN_EVENT) * t["events"] \
+            + per_match * t["matches"]
+        if t["matches"] >= 1e18:
+            cost = 1e18  # a saturated estimate stays saturated (a constant below 1 would not)
     else:
         cost = CHAIN_EVENT * t["events"] + CHAIN_MATCH * t["matches"]
     if stats.source == "defaults":
@@ -1424,6 +1442,23 @@ def seq_shape(plan: Plan) -> bool:
             and not plan.return_fns
             and all(c.kind is CompKind.SINGLE for c in plan.components)
             and not any(vp.take or vp.close or vp.is_list for vp in plan.vars.values()))
+
+
+def kleene_plan_shape(plan: Plan) -> bool:
+    """The plan of :func:`kleene_shape` as the chooser sees it (no matcher): ``SEQ(a, b+ b[],
+    c)`` without NOT or RETURN whose conditions between events all relate only ``a`` and
+    ``c``."""
+    comps = plan.components
+    if (len(comps) != 3 or plan.negations or plan.match_preds or plan.return_fns
+            or [c.kind for c in comps] != [CompKind.SINGLE, CompKind.KLEENE, CompKind.SINGLE]
+            or comps[1].min != 1 or comps[1].max is not None):
+        return False
+    va, vb, vc = (c.vars[0] for c in comps)
+    pv = plan.vars
+    return (not pv[va].take and not pv[va].close and not pv[vb].take and not pv[vb].close
+            and not pv[vc].close and all(pr.vars <= {va, vc} and pr.iter_var is None
+                                         and pr.general is None and not pr.opt_slots
+                                         for pr in pv[vc].take))
 
 
 def kleene_shape(plan: Plan, m: ChainMatcher) -> bool:
