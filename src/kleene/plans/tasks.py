@@ -34,10 +34,16 @@ count and block size (``tests/runtime/test_tasks.py``).
 
 from __future__ import annotations
 
+import os
+import threading
+from bisect import bisect_left, bisect_right
+from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from heapq import heappop, heappush
+from itertools import count
 from typing import Any
 
 from ..plan.automaton import CompKind, Plan, Unsupported, compile_plan
@@ -64,6 +70,9 @@ class TaskSettings:
     """Raw events between two synchronization points."""
     queue: str = "priority"
     """``fifo`` or ``priority`` (longer partial match first, then earlier event)."""
+    structure: str = "hash"
+    """The central partial-match structure: ``hash`` (the thesis's tree with a hash map from
+    an event's position to the nodes ending in it) or ``tree`` (without the hash map)."""
 
     @property
     def mode(self) -> str:
@@ -72,7 +81,35 @@ class TaskSettings:
             f"{self.workers} threads (processes: not implemented)"
 
 
-SETTINGS = TaskSettings()
+def _from_env(text: str | None) -> TaskSettings:
+    """``KLEENE_TASKS="workers=2,block_size=3,queue=fifo,structure=tree"``: the defaults (the
+    conformance suite runs the task engine at 2 and 4 workers with it)."""
+    s = TaskSettings()
+    if not text:
+        return s
+    changes: dict[str, Any] = {}
+    for item in text.split(","):
+        name, _, value = item.partition("=")
+        name, value = name.strip(), value.strip()
+        if name in ("workers", "block_size") and value.isdigit():
+            changes[name] = int(value)
+        elif name in ("queue", "structure", "operators") and value:
+            changes[name] = value
+        else:
+            raise ValueError(f"KLEENE_TASKS: bad setting {item!r} (workers=N, block_size=N, "
+                             "queue=fifo|priority, structure=hash|tree, "
+                             "operators=auto|threads|processes)")
+    return _checked(replace(s, **changes))
+
+
+def _checked(s: TaskSettings) -> TaskSettings:
+    if s.workers < 1 or s.block_size < 1 or s.queue not in ("fifo", "priority") \
+            or s.structure not in ("hash", "tree"):
+        raise ValueError(f"bad task settings {s}")
+    return s
+
+
+SETTINGS = _from_env(os.environ.get("KLEENE_TASKS"))
 
 
 @contextmanager
@@ -81,9 +118,7 @@ def configure(**changes: Any) -> Iterator[TaskSettings]:
     built inside take them)."""
     global SETTINGS
     old = SETTINGS
-    new = replace(old, **changes)
-    if new.workers < 1 or new.block_size < 1 or new.queue not in ("fifo", "priority"):
-        raise ValueError(f"bad task settings {new}")
+    new = _checked(replace(old, **changes))
     SETTINGS = new
     try:
         yield new
@@ -132,11 +167,36 @@ class _PM:
 
 
 class TaskState:
-    """Per key: the live partial matches and the hash map event position -> nodes."""
+    """Per key: the central partial-match structure. ``levels[k]`` holds the live partial
+    matches with ``k`` components bound (the tree's depth ``k``); with the ``hash`` structure a
+    hash map from an event's position to the nodes that end in it."""
 
-    def __init__(self) -> None:
-        self.pms: list[_PM] = []
-        self.by_event: dict[int, list[_PM]] = {}
+    def __init__(self, ncomp: int, hashed: bool) -> None:
+        self.levels: list[list[_PM]] = [[] for _ in range(ncomp)]
+        self.by_event: dict[int, list[_PM]] | None = {} if hashed else None
+
+    @property
+    def pms(self) -> list[_PM]:
+        return [pm for lv in self.levels for pm in lv]
+
+    def add(self, pm: _PM) -> None:
+        self.levels[pm.k].append(pm)
+        if self.by_event is not None:
+            self.by_event.setdefault(pm.positions[-1], []).append(pm)
+
+
+class _Block:
+    """One raw-event block as the task creation sees it: per transition ``k`` the block indices
+    of the events whose type (and vectorized single-event conjuncts) fit ``k``, and their
+    window positions and timestamps (meta-data, never content) for the counter/time window."""
+
+    __slots__ = ("evk", "recs", "ts", "wp")
+
+    def __init__(self, recs: list[Any], bits: list[int], ncomp: int) -> None:
+        self.recs = recs
+        self.evk = [[j for j, b in enumerate(bits) if b >> k & 1] for k in range(ncomp)]
+        self.wp = [[recs[j][WPOS] for j in e] for e in self.evk]
+        self.ts = [[recs[j][TS] for j in e] for e in self.evk]
 
 
 class TaskMatcher:
@@ -154,13 +214,14 @@ class TaskMatcher:
         self.ncomp = len(plan.components)
         self.nslots = len(plan.layout.var_slots)
         self.comp_var = [plan.vars[c.vars[0]] for c in plan.components]
-        self.slot = dict(plan.layout.var_slots)
-        # windows as (first, last, amount, count) applying when component k is taken
-        self.guards = [[w for w in plan.windows if w.first < k <= w.last]
-                       for k in range(self.ncomp)]
+        self.fns = [tuple(p.compiled.fn for p in v.take + v.close) for v in self.comp_var]
+        self.slots = [v.slot for v in self.comp_var]
+        # windows (first component's slot, amount, count) applying when component k is taken
+        self.guards = [[(self.slots[w.first], w.amount, w.count) for w in plan.windows
+                        if w.first < k <= w.last] for k in range(self.ncomp)]
         self.expire = plan.window_us
         self.expire_events = plan.window_events
-        self.pool = (ThreadPoolExecutor(settings.workers, thread_name_prefix="kleene-task")
+        self.pool = (ThreadPoolExecutor(settings.workers - 1, thread_name_prefix="kleene-task")
                      if settings.workers > 1 else None)
         self.tasks_created = 0
         self.tasks_true = 0
@@ -171,56 +232,7 @@ class TaskMatcher:
         return [(v.type, v.mask) for v in self.comp_var]
 
     def new_state(self) -> TaskState:
-        return TaskState()
-
-    def _eval(self, task: tuple[_PM | None, Any, int]) -> _PM | None:
-        """An operator instance: the transition's condition on (partial match, event)."""
-        pm, (rec, bits), k = task
-        if not bits >> k & 1:
-            return None
-        var = self.comp_var[k]
-        if pm is None:
-            B: list[Any] = [None] * self.nslots
-            B[var.slot] = rec
-            Bt = tuple(B)
-            first = rec
-            positions: tuple[int, ...] = (rec[GPOS],)
-        else:
-            for w in self.guards[k]:
-                f = pm.B[self.comp_var[w.first].slot]
-                if w.count:
-                    if rec[WPOS] - f[WPOS] >= w.amount:
-                        return None
-                elif rec[TS] - f[TS] > w.amount:
-                    return None
-            Bl = list(pm.B)
-            Bl[var.slot] = rec
-            Bt = tuple(Bl)
-            first = pm.first
-            positions = (*pm.positions, rec[GPOS])
-        for p in var.take + var.close:
-            if p.compiled.fn(Bt, 0) is not True:
-                return None
-        return _PM(Bt, k + 1, first, rec, positions)
-
-    def _run(self, tasks: list[tuple[_PM | None, Any, int]]) -> list[_PM | None]:
-        if self.settings.queue == "priority":
-            # longer partial match first, then the earlier event (Section 5.4.1)
-            order = sorted(range(len(tasks)), key=lambda i: (
-                -(0 if tasks[i][0] is None else tasks[i][0].k),  # type: ignore[union-attr]
-                tasks[i][1][0][GPOS]))
-        else:
-            order = list(range(len(tasks)))
-        queued = [tasks[i] for i in order]
-        if self.pool is None or len(queued) < 2:
-            results = [self._eval(t) for t in queued]
-        else:
-            chunk = max(1, len(queued) // (4 * self.settings.workers))
-            results = list(self.pool.map(self._eval, queued, chunksize=chunk))
-        out: list[_PM | None] = [None] * len(tasks)
-        for i, r in zip(order, results, strict=True):
-            out[i] = r
-        return out
+        return TaskState(self.ncomp, self.settings.structure == "hash")
 
     def process(self, st: TaskState, recs: list[Any], bits: list[int], out: list[Any],
                 max_matches: int | None, budget: int | None = None) -> None:
@@ -228,66 +240,210 @@ class TaskMatcher:
         del max_matches, budget
         size = self.settings.block_size
         for b0 in range(0, len(recs), size):
-            self._block(st, list(zip(recs[b0:b0 + size], bits[b0:b0 + size], strict=True)),
-                        out)
+            blk = _Block(recs[b0:b0 + size], bits[b0:b0 + size], self.ncomp)
+            finals = self._waves(st, blk) if self.pool is None else self._queued(st, blk)
+            # synchronization point: hand the final matches to the merger, clean up
+            for B, first, rec, positions in finals:
+                out.append(Candidate(B, first[TS], first[WPOS], rec[GPOS], rec[TS], rec[WPOS],
+                                     positions))
+            if blk.recs:
+                self._clean(st, blk.recs[-1])
 
-    def _block(self, st: TaskState, block: list[tuple[Any, int]], out: list[Any]) -> None:
+    # task creation (content-free: type bits and window positions only) -----------------------
+    def _range(self, blk: _Block, k: int, B: tuple[Any, ...], after: int) -> tuple[int, int]:
+        """The tasks of partial match ``B`` for transition ``k``: ``evk[k][lo:hi]``, the
+        events after block index ``after`` that its windows still admit."""
+        e = blk.evk[k]
+        lo = 0 if after < 0 else bisect_right(e, after)
+        hi = len(e)
+        for slot, amount, count in self.guards[k]:
+            f = B[slot]
+            if count:
+                hi = min(hi, bisect_left(blk.wp[k], f[WPOS] + amount))
+            else:
+                hi = min(hi, bisect_right(blk.ts[k], f[TS] + amount))
+        return lo, hi
+
+    # operator instances ------------------------------------------------------------------------
+    def _waves(self, st: TaskState, blk: _Block) -> list[tuple[Any, ...]]:
+        """One operator instance, inline: the block's tasks in one batch per transition (the
+        tasks of transition ``k`` need only the partial matches of transition ``k - 1``), no
+        queue, no task objects."""
+        recs = blk.recs
         last = self.ncomp - 1
-        # wave 0: every live partial match (and the start state) x every event of the block
-        tasks: list[tuple[_PM | None, Any, int]] = []
-        for j, ev in enumerate(block):
-            tasks.append((None, ev, 0))
-            for pm in st.pms:
-                tasks.append((pm, ev, pm.k))
-            del j
-        finals: list[_PM] = []
-        while tasks:
-            self.tasks_created += len(tasks)
-            results = self._run(tasks)
-            new: list[tuple[_PM, int]] = []  # (partial match, index of its event in block)
-            index = {id(ev[0]): j for j, ev in enumerate(block)}
-            for r in results:
-                if r is None:
-                    continue
-                self.tasks_true += 1
-                if r.k - 1 == last:
-                    finals.append(r)
+        finals: list[tuple[Any, ...]] = []
+        fresh: list[tuple[_PM, int]] = []  # partial matches made by the previous wave
+        created = true = 0
+        for k in range(self.ncomp):
+            e = blk.evk[k]
+            fns = self.fns[k]
+            slot = self.slots[k]
+            made: list[tuple[_PM, int]] = []
+            if k == 0:
+                created += len(e)
+                empty: list[Any] = [None] * self.nslots
+                for j in e:
+                    rec = recs[j]
+                    empty[slot] = rec
+                    Bt = tuple(empty)
+                    for fn in fns:
+                        if fn(Bt, 0) is not True:
+                            break
+                    else:
+                        if last == 0:
+                            finals.append((Bt, rec, rec, (rec[GPOS],)))
+                        else:
+                            made.append((_PM(Bt, 1, rec, rec, (rec[GPOS],)), j))
+            else:
+                pre_end, post_start = slot, slot + 1
+                sources = [(pm, -1) for pm in st.levels[k]] + fresh
+                for pm, after in sources:
+                    lo, hi = self._range(blk, k, pm.B, after)
+                    if lo >= hi:
+                        continue
+                    created += hi - lo
+                    B = pm.B
+                    pre, post = B[:pre_end], B[post_start:]
+                    for j in e[lo:hi]:
+                        rec = recs[j]
+                        Bt = (*pre, rec, *post)
+                        for fn in fns:
+                            if fn(Bt, 0) is not True:
+                                break
+                        else:
+                            if k == last:
+                                finals.append((Bt, pm.first, rec, (*pm.positions, rec[GPOS])))
+                            else:
+                                made.append((_PM(Bt, k + 1, pm.first, rec,
+                                                 (*pm.positions, rec[GPOS])), j))
+            for pm, _j in fresh:
+                st.add(pm)
+            fresh = made
+            true += len(made)
+        self.tasks_created += created
+        self.tasks_true += true + len(finals)
+        return finals
+
+    def _queued(self, st: TaskState, blk: _Block) -> list[tuple[Any, ...]]:
+        """``workers`` operator instances (this thread and the pool's) pulling tasks from the
+        task queue (FIFO or priority: longer partial match first, then earlier event; Section
+        5.4.1). A true task's new partial match gets its tasks at once (Algorithm 4.4); the
+        block ends when the queue is empty and no task is in flight. The predicates run outside
+        the lock: UDFs that release the GIL (OpenCV, numpy, I/O) run in parallel."""
+        recs = blk.recs
+        last = self.ncomp - 1
+        prio = self.settings.queue == "priority"
+        heap: list[tuple[int, int, int, _PM | None, int]] = []
+        fifo: deque[tuple[int, int, int, _PM | None, int]] = deque()
+        seq = count()
+        cond = threading.Condition()
+        finals: list[tuple[Any, ...]] = []
+        made: list[_PM] = []
+        state = {"inflight": 0, "created": 0, "true": 0}
+        error: list[BaseException] = []
+
+        def put(pm: _PM | None, k: int, after: int) -> None:  # under the lock
+            e = blk.evk[k]
+            if pm is None:
+                lo, hi = 0, len(e)
+            else:
+                lo, hi = self._range(blk, k, pm.B, after)
+            state["created"] += max(hi - lo, 0)
+            for j in e[lo:hi]:
+                t = (-k, j, next(seq), pm, k)
+                if prio:
+                    heappush(heap, t)
                 else:
-                    new.append((r, index[id(r.last)]))
-            # Algorithm 4.4: a new partial match gets a task for every later event of the block
-            tasks = []
-            for pm, j in new:
-                st.pms.append(pm)
-                for p in pm.positions:
-                    st.by_event.setdefault(p, []).append(pm)
-                for ev in block[j + 1:]:
-                    tasks.append((pm, ev, pm.k))
-        # synchronization point: hand the final matches to the merger, clean up
-        for f in finals:
-            out.append(Candidate(f.B, f.first[TS], f.first[WPOS], f.last[GPOS], f.last[TS],
-                                 f.last[WPOS], f.positions))
-        if block:
-            self._clean(st, block[-1][0])
+                    fifo.append(t)
+
+        put(None, 0, -1)
+        for k in range(1, self.ncomp):
+            for pm in st.levels[k]:
+                put(pm, k, -1)
+
+        def evaluate(pm: _PM | None, k: int, j: int) -> tuple[Any, ...] | None:
+            rec = recs[j]
+            slot = self.slots[k]
+            if pm is None:
+                b: list[Any] = [None] * self.nslots
+                b[slot] = rec
+                Bt = tuple(b)
+            else:
+                Bt = (*pm.B[:slot], rec, *pm.B[slot + 1:])
+            for fn in self.fns[k]:
+                if fn(Bt, 0) is not True:
+                    return None
+            return Bt
+
+        def work() -> None:
+            while True:
+                with cond:
+                    while not (heap or fifo) and state["inflight"] and not error:
+                        cond.wait()
+                    if error or not (heap or fifo):
+                        cond.notify_all()
+                        return
+                    _p, j, _s, pm, k = heappop(heap) if prio else fifo.popleft()
+                    state["inflight"] += 1
+                try:
+                    Bt = evaluate(pm, k, j)  # the operator instance, outside the lock
+                except BaseException as exc:
+                    with cond:
+                        error.append(exc)
+                        state["inflight"] -= 1
+                        cond.notify_all()
+                    return
+                with cond:
+                    state["inflight"] -= 1
+                    if Bt is not None:
+                        state["true"] += 1
+                        rec = recs[j]
+                        first = rec if pm is None else pm.first
+                        positions = (rec[GPOS],) if pm is None else (*pm.positions, rec[GPOS])
+                        if k == last:
+                            finals.append((Bt, first, rec, positions))
+                        else:
+                            npm = _PM(Bt, k + 1, first, rec, positions)
+                            made.append(npm)
+                            put(npm, k + 1, j)
+                    if heap or fifo or not state["inflight"]:
+                        cond.notify_all()
+
+        assert self.pool is not None
+        others = [self.pool.submit(work) for _ in range(self.settings.workers - 1)]
+        work()
+        for f in others:
+            f.result()
+        if error:
+            raise error[0]
+        # the structure's order does not depend on the threads' timing
+        made.sort(key=lambda pm: pm.positions)
+        for pm in made:
+            st.add(pm)
+        self.tasks_created += state["created"]
+        self.tasks_true += state["true"]
+        return finals
 
     def _clean(self, st: TaskState, now: Any) -> None:
         """Drop the partial matches no later event can complete (whole-pattern window)."""
         if self.expire is None and self.expire_events is None:
             return
-        keep = []
-        for pm in st.pms:
-            f = pm.first
-            if (self.expire is not None and now[TS] - f[TS] > self.expire) or (
-                    self.expire_events is not None
-                    and now[WPOS] - f[WPOS] >= self.expire_events - 1):
-                for p in pm.positions:
-                    lst = st.by_event.get(p)
-                    if lst is not None:
+        ts, wpos = now[TS], now[WPOS]
+        for k, lv in enumerate(st.levels):
+            keep = []
+            for pm in lv:
+                f = pm.first
+                if (self.expire is not None and ts - f[TS] > self.expire) or (
+                        self.expire_events is not None
+                        and wpos - f[WPOS] >= self.expire_events - 1):
+                    if st.by_event is not None:
+                        lst = st.by_event[pm.positions[-1]]
                         lst.remove(pm)
                         if not lst:
-                            del st.by_event[p]
-                continue
-            keep.append(pm)
-        st.pms = keep
+                            del st.by_event[pm.positions[-1]]
+                    continue
+                keep.append(pm)
+            st.levels[k] = keep
 
     def sort_key(self, c: Candidate) -> tuple[Any, ...]:
         return (c.last_gpos, c.positions)
@@ -311,7 +467,7 @@ class TaskMatcher:
         pass
 
     def oldest(self, st: TaskState) -> int | None:
-        return min((pm.first[GPOS] for pm in st.pms), default=None)
+        return min((pm.first[GPOS] for lv in st.levels for pm in lv), default=None)
 
     def prune(self, st: Any) -> None:
         pass
@@ -320,12 +476,9 @@ class TaskMatcher:
         return [(pm.B, pm.k, pm.first, pm.last, pm.positions) for pm in st.pms]
 
     def load_state(self, data: Any) -> TaskState:
-        st = TaskState()
+        st = self.new_state()
         for B, k, first, last, positions in data:
-            pm = _PM(tuple(B), k, tuple(first), tuple(last), tuple(positions))
-            st.pms.append(pm)
-            for p in pm.positions:
-                st.by_event.setdefault(p, []).append(pm)
+            st.add(_PM(tuple(B), k, tuple(first), tuple(last), tuple(positions)))
         return st
 
 
