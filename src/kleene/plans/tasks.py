@@ -256,9 +256,9 @@ class TaskMatcher:
         e = blk.evk[k]
         lo = 0 if after < 0 else bisect_right(e, after)
         hi = len(e)
-        for slot, amount, count in self.guards[k]:
+        for slot, amount, counter in self.guards[k]:
             f = B[slot]
-            if count:
+            if counter:
                 hi = min(hi, bisect_left(blk.wp[k], f[WPOS] + amount))
             else:
                 hi = min(hi, bisect_right(blk.ts[k], f[TS] + amount))
