@@ -80,3 +80,65 @@ def test_tasks_refuses_what_it_does_not_cover() -> None:
                    ("PATTERN SEQ(A a, NOT(C n), B b)", "no NOT")]:
         with pytest.raises(KleeneError, match=why):
             choose(analyze(q), plan="tasks")
+
+
+def test_consumed_events_discard_tasks_when_pushed_block_by_block() -> None:
+    """Invalid-task discard: pushed one block at a time, the consumed events' partial matches
+    leave the structure (fewer UDF calls) and the matches stay those of nfa, in order."""
+    events = EventBatch.from_records([{"type": "ABC"[(i * 7) % 3], "ts": i, "x": (i * 13) % 4}
+                                      for i in range(300)])
+    calls = {"n": 0}
+
+    def same(x: int, y: int) -> bool:
+        calls["n"] += 1
+        return x == y
+
+    q = HEAVY.replace(" PICK FIRST a", "")  # PICK holds matches until the window has passed
+    want = kleene.compile(q, udfs={"same": same}, plan="nfa").run(events)
+    assert len(want) > 10
+    for workers, block, queue, structure in [(1, 4, "priority", "hash"),
+                                             (2, 4, "fifo", "tree"),
+                                             (4, 8, "priority", "hash")]:
+        with T.configure(workers=workers, block_size=block, queue=queue, structure=structure):
+            rt = kleene.compile(q, udfs={"same": same}, plan="tasks").start()
+            calls["n"] = 0
+            got = [m for off in range(0, len(events), block)
+                   for m in rt.push(events.slice(off, block))] + rt.close()
+            streamed_calls = calls["n"]
+            assert rt.matcher.discarded > 0  # type: ignore[attr-defined]
+            calls["n"] = 0
+            kleene.compile(q, udfs={"same": same}, plan="tasks").run(events)
+            whole_calls = calls["n"]
+        assert _key(got) == _key(want)
+        assert streamed_calls < whole_calls
+
+
+def test_two_operator_instances_evaluate_at_the_same_time() -> None:
+    """With 2 workers two tasks are inside the predicate at once (a barrier of 2 parties would
+    time out if the operator instances ran one after the other)."""
+    import threading
+
+    barrier = threading.Barrier(2, timeout=10)
+    met = {"n": 0}
+
+    def meet(x: int, y: int) -> bool:
+        if met["n"] == 0:
+            barrier.wait()
+            met["n"] = 1
+        return x == y
+
+    events = EventBatch.from_records([{"type": t, "ts": i, "x": 1}
+                                      for i, t in enumerate("AABBC")])
+    q = "PATTERN SEQ(A a, B b, C c) WHERE meet(a.x, b.x) WITHIN 25 EVENTS"
+    with T.configure(workers=2, block_size=16):
+        got = kleene.compile(q, udfs={"meet": meet}, plan="tasks").run(events)
+    assert [m.bindings["b"] for m in got] == [
+        m.bindings["b"] for m in kleene.compile(q, udfs={"meet": meet}, plan="nfa").run(events)]
+    assert len(got) == 4
+
+
+def test_task_settings_from_the_environment() -> None:
+    s = T._from_env("workers=3, block_size=7,queue=fifo,structure=tree")
+    assert (s.workers, s.block_size, s.queue, s.structure) == (3, 7, "fifo", "tree")
+    with pytest.raises(ValueError, match="KLEENE_TASKS: bad setting 'workers=x'"):
+        T._from_env("workers=x")

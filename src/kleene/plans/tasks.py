@@ -36,9 +36,10 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from bisect import bisect_left, bisect_right
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -182,7 +183,37 @@ class TaskState:
     def add(self, pm: _PM) -> None:
         self.levels[pm.k].append(pm)
         if self.by_event is not None:
-            self.by_event.setdefault(pm.positions[-1], []).append(pm)
+            for p in pm.positions:
+                self.by_event.setdefault(p, []).append(pm)
+
+    def drop(self, dead: list[_PM]) -> None:
+        """Remove nodes from the structure (levels and hash map)."""
+        gone = {id(pm) for pm in dead}
+        for k, lv in enumerate(self.levels):
+            self.levels[k] = [pm for pm in lv if id(pm) not in gone]
+        if self.by_event is not None:
+            for pm in dead:
+                for p in pm.positions:
+                    lst = self.by_event.get(p)
+                    if lst is not None:
+                        lst[:] = [x for x in lst if x is not pm]
+                        if not lst:
+                            del self.by_event[p]
+
+    def discard_consumed(self, consumed: set[int]) -> int:
+        """Invalid-task discard (Section 5.3.6): partial matches holding a consumed event can
+        only make matches the merger drops; they leave the structure, so their tasks are never
+        created. With the hash map the consumed events' nodes are looked up directly; the
+        plain tree is scanned. Returns the number dropped."""
+        if self.by_event is not None:
+            hit = [p for p in self.by_event if p in consumed]
+            dead = list({id(pm): pm for p in hit for pm in self.by_event[p]}.values())
+        else:
+            dead = [pm for lv in self.levels for pm in lv
+                    if any(p in consumed for p in pm.positions)]
+        if dead:
+            self.drop(dead)
+        return len(dead)
 
 
 class _Block:
@@ -225,11 +256,23 @@ class TaskMatcher:
                      if settings.workers > 1 else None)
         self.tasks_created = 0
         self.tasks_true = 0
+        self.discarded = 0
+        """Partial matches dropped because an event of theirs was consumed."""
+        self._consumed: Callable[[], set[int]] | None = None
+        self.busy_cpu = 0.0
+        """CPU seconds the operator instances spent in the blocks (all threads)."""
+        self.critical_cpu = 0.0
+        """Per block the busiest operator instance's CPU seconds, summed: the blocks' wall time
+        on idle cores (what a loaded machine's wall clock cannot show)."""
 
     # the seam ------------------------------------------------------------------------------
     def mask_specs(self) -> list[tuple[str | None, Any]]:
         """One candidate bit per component (its variable's type and vectorized mask)."""
         return [(v.type, v.mask) for v in self.comp_var]
+
+    def bind_consumed(self, consumed: Callable[[], set[int]]) -> None:
+        """The runtime's consumed positions (CONSUME), read at every synchronization point."""
+        self._consumed = consumed
 
     def new_state(self) -> TaskState:
         return TaskState(self.ncomp, self.settings.structure == "hash")
@@ -240,8 +283,19 @@ class TaskMatcher:
         del max_matches, budget
         size = self.settings.block_size
         for b0 in range(0, len(recs), size):
+            if self._consumed is not None:
+                consumed = self._consumed()
+                if consumed:
+                    self.discarded += st.discard_consumed(consumed)
             blk = _Block(recs[b0:b0 + size], bits[b0:b0 + size], self.ncomp)
-            finals = self._waves(st, blk) if self.pool is None else self._queued(st, blk)
+            if self.pool is None:
+                c0 = time.thread_time()
+                finals = self._waves(st, blk)
+                c = time.thread_time() - c0
+                self.busy_cpu += c
+                self.critical_cpu += c
+            else:
+                finals = self._queued(st, blk)
             # synchronization point: hand the final matches to the merger, clean up
             for B, first, rec, positions in finals:
                 out.append(Candidate(B, first[TS], first[WPOS], rec[GPOS], rec[TS], rec[WPOS],
@@ -375,7 +429,17 @@ class TaskMatcher:
                     return None
             return Bt
 
+        cpu: list[float] = []
+
         def work() -> None:
+            c0 = time.thread_time()
+            try:
+                pull()
+            finally:
+                with cond:
+                    cpu.append(time.thread_time() - c0)
+
+        def pull() -> None:
             while True:
                 with cond:
                     while not (heap or fifo) and state["inflight"] and not error:
@@ -416,6 +480,8 @@ class TaskMatcher:
             f.result()
         if error:
             raise error[0]
+        self.busy_cpu += sum(cpu)
+        self.critical_cpu += max(cpu)
         # the structure's order does not depend on the threads' timing
         made.sort(key=lambda pm: pm.positions)
         for pm in made:
@@ -437,10 +503,11 @@ class TaskMatcher:
                         self.expire_events is not None
                         and wpos - f[WPOS] >= self.expire_events - 1):
                     if st.by_event is not None:
-                        lst = st.by_event[pm.positions[-1]]
-                        lst.remove(pm)
-                        if not lst:
-                            del st.by_event[pm.positions[-1]]
+                        for p in pm.positions:
+                            lst = st.by_event[p]
+                            lst.remove(pm)
+                            if not lst:
+                                del st.by_event[p]
                     continue
                 keep.append(pm)
             st.levels[k] = keep

@@ -292,6 +292,9 @@ class Runtime:
         and only add to ``counters.matches``, an exact integer)."""
         self.counters = Counters()
         self.policies = Policies(self.plan, self.spec)
+        bind = getattr(self.matcher, "bind_consumed", None)
+        if bind is not None:  # the task engine discards the tasks of consumed events
+            bind(lambda: self.policies.consumed)
         self.direct = getattr(self.matcher, "direct", None) is not None
         self.keyed_direct = self.direct and bool(getattr(self.matcher, "output_keys", False))
         self.plain: bool | None = None
