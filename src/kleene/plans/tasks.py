@@ -44,7 +44,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from heapq import heappop, heappush
-from itertools import count
+from itertools import chain, count, repeat
 from typing import Any
 
 from ..plan.automaton import CompKind, Plan, Unsupported, compile_plan
@@ -152,19 +152,16 @@ def tasks_cost(plan: Plan, stats: Stats) -> float:
     return TASK_OVERHEAD * (1.0 + runs_estimate(steps, n, plan.strategy))
 
 
-class _PM:
-    """A partial match: a node of the central structure (the parent's bindings plus one
-    event; ``k`` components bound)."""
+_PM = tuple[Any, ...]
+"""A partial match, a node of the central structure: ``(B, k, first, last, positions)`` --
+the parent's bindings plus one event, ``k`` components bound. A plain tuple (no per-node
+object: cheaper to make, and the cyclic garbage collector stops tracking it)."""
+B_, K_, FIRST_, LAST_, POS_ = range(5)
 
-    __slots__ = ("B", "first", "k", "last", "positions")
 
-    def __init__(self, B: tuple[Any, ...], k: int, first: Any, last: Any,
-                 positions: tuple[int, ...]) -> None:
-        self.B = B
-        self.k = k
-        self.first = first
-        self.last = last
-        self.positions = positions
+def _final_key(f: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A final match ``(B, first, last, positions)``'s :meth:`TaskMatcher.sort_key`."""
+    return (f[2][GPOS], f[3])
 
 
 class TaskState:
@@ -181,9 +178,9 @@ class TaskState:
         return [pm for lv in self.levels for pm in lv]
 
     def add(self, pm: _PM) -> None:
-        self.levels[pm.k].append(pm)
+        self.levels[pm[K_]].append(pm)
         if self.by_event is not None:
-            for p in pm.positions:
+            for p in pm[POS_]:
                 self.by_event.setdefault(p, []).append(pm)
 
     def drop(self, dead: list[_PM]) -> None:
@@ -193,7 +190,7 @@ class TaskState:
             self.levels[k] = [pm for pm in lv if id(pm) not in gone]
         if self.by_event is not None:
             for pm in dead:
-                for p in pm.positions:
+                for p in pm[POS_]:
                     lst = self.by_event.get(p)
                     if lst is not None:
                         lst[:] = [x for x in lst if x is not pm]
@@ -210,7 +207,7 @@ class TaskState:
             dead = list({id(pm): pm for p in hit for pm in self.by_event[p]}.values())
         else:
             dead = [pm for lv in self.levels for pm in lv
-                    if any(p in consumed for p in pm.positions)]
+                    if any(p in consumed for p in pm[POS_])]
         if dead:
             self.drop(dead)
         return len(dead)
@@ -296,7 +293,9 @@ class TaskMatcher:
                 self.critical_cpu += c
             else:
                 finals = self._queued(st, blk)
-            # synchronization point: hand the final matches to the merger, clean up
+            # synchronization point: hand the final matches to the merger (in output order:
+            # the runtime's merge of the blocks then sorts runs already in order), clean up
+            finals.sort(key=_final_key)
             for B, first, rec, positions in finals:
                 out.append(Candidate(B, first[TS], first[WPOS], rec[GPOS], rec[TS], rec[WPOS],
                                      positions))
@@ -347,29 +346,49 @@ class TaskMatcher:
                         if last == 0:
                             finals.append((Bt, rec, rec, (rec[GPOS],)))
                         else:
-                            made.append((_PM(Bt, 1, rec, rec, (rec[GPOS],)), j))
+                            made.append(((Bt, 1, rec, rec, (rec[GPOS],)), j))
             else:
-                pre_end, post_start = slot, slot + 1
-                sources = [(pm, -1) for pm in st.levels[k]] + fresh
-                for pm, after in sources:
-                    lo, hi = self._range(blk, k, pm.B, after)
+                guards = self.guards[k]
+                wpk, tsk = blk.wp[k], blk.ts[k]
+                ne = len(e)
+                one = fns[0] if len(fns) == 1 else None
+                final = k == last
+                nxt = k + 1
+                for pm, lo in chain(zip(st.levels[k], repeat(0)),
+                                    ((pm, bisect_right(e, j)) for pm, j in fresh)):
+                    B = pm[B_]
+                    hi = ne
+                    for gslot, amount, counter in guards:
+                        f = B[gslot]
+                        if counter:
+                            h = bisect_left(wpk, f[WPOS] + amount)
+                        else:
+                            h = bisect_right(tsk, f[TS] + amount)
+                        if h < hi:
+                            hi = h
                     if lo >= hi:
                         continue
                     created += hi - lo
-                    B = pm.B
-                    pre, post = B[:pre_end], B[post_start:]
+                    pre, post = B[:slot], B[slot + 1:]
+                    first, pos = pm[FIRST_], pm[POS_]
                     for j in e[lo:hi]:
                         rec = recs[j]
                         Bt = (*pre, rec, *post)
-                        for fn in fns:
-                            if fn(Bt, 0) is not True:
-                                break
+                        if one is not None:
+                            if one(Bt, 0) is not True:
+                                continue
                         else:
-                            if k == last:
-                                finals.append((Bt, pm.first, rec, (*pm.positions, rec[GPOS])))
-                            else:
-                                made.append((_PM(Bt, k + 1, pm.first, rec,
-                                                 (*pm.positions, rec[GPOS])), j))
+                            ok = True
+                            for fn in fns:
+                                if fn(Bt, 0) is not True:
+                                    ok = False
+                                    break
+                            if not ok:
+                                continue
+                        if final:
+                            finals.append((Bt, first, rec, (*pos, rec[GPOS])))
+                        else:
+                            made.append(((Bt, nxt, first, rec, (*pos, rec[GPOS])), j))
             for pm, _j in fresh:
                 st.add(pm)
             fresh = made
@@ -401,7 +420,7 @@ class TaskMatcher:
             if pm is None:
                 lo, hi = 0, len(e)
             else:
-                lo, hi = self._range(blk, k, pm.B, after)
+                lo, hi = self._range(blk, k, pm[B_], after)
             state["created"] += max(hi - lo, 0)
             for j in e[lo:hi]:
                 t = (-k, j, next(seq), pm, k)
@@ -423,7 +442,7 @@ class TaskMatcher:
                 b[slot] = rec
                 Bt = tuple(b)
             else:
-                Bt = (*pm.B[:slot], rec, *pm.B[slot + 1:])
+                Bt = (*pm[B_][:slot], rec, *pm[B_][slot + 1:])
             for fn in self.fns[k]:
                 if fn(Bt, 0) is not True:
                     return None
@@ -462,12 +481,12 @@ class TaskMatcher:
                     if Bt is not None:
                         state["true"] += 1
                         rec = recs[j]
-                        first = rec if pm is None else pm.first
-                        positions = (rec[GPOS],) if pm is None else (*pm.positions, rec[GPOS])
+                        first = rec if pm is None else pm[FIRST_]
+                        positions = (rec[GPOS],) if pm is None else (*pm[POS_], rec[GPOS])
                         if k == last:
                             finals.append((Bt, first, rec, positions))
                         else:
-                            npm = _PM(Bt, k + 1, first, rec, positions)
+                            npm = (Bt, k + 1, first, rec, positions)
                             made.append(npm)
                             put(npm, k + 1, j)
                     if heap or fifo or not state["inflight"]:
@@ -483,7 +502,7 @@ class TaskMatcher:
         self.busy_cpu += sum(cpu)
         self.critical_cpu += max(cpu)
         # the structure's order does not depend on the threads' timing
-        made.sort(key=lambda pm: pm.positions)
+        made.sort(key=lambda pm: pm[POS_])
         for pm in made:
             st.add(pm)
         self.tasks_created += state["created"]
@@ -498,12 +517,12 @@ class TaskMatcher:
         for k, lv in enumerate(st.levels):
             keep = []
             for pm in lv:
-                f = pm.first
+                f = pm[FIRST_]
                 if (self.expire is not None and ts - f[TS] > self.expire) or (
                         self.expire_events is not None
                         and wpos - f[WPOS] >= self.expire_events - 1):
                     if st.by_event is not None:
-                        for p in pm.positions:
+                        for p in pm[POS_]:
                             lst = st.by_event[p]
                             lst.remove(pm)
                             if not lst:
@@ -534,18 +553,18 @@ class TaskMatcher:
         pass
 
     def oldest(self, st: TaskState) -> int | None:
-        return min((pm.first[GPOS] for lv in st.levels for pm in lv), default=None)
+        return min((pm[FIRST_][GPOS] for lv in st.levels for pm in lv), default=None)
 
     def prune(self, st: Any) -> None:
         pass
 
     def dump_state(self, st: TaskState) -> Any:
-        return [(pm.B, pm.k, pm.first, pm.last, pm.positions) for pm in st.pms]
+        return [list(pm) for pm in st.pms]
 
     def load_state(self, data: Any) -> TaskState:
         st = self.new_state()
         for B, k, first, last, positions in data:
-            st.add(_PM(tuple(B), k, tuple(first), tuple(last), tuple(positions)))
+            st.add((tuple(B), k, tuple(first), tuple(last), tuple(positions)))
         return st
 
 
