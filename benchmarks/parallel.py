@@ -266,8 +266,47 @@ def targets(heavy_events: int, cheap_events: int, repeats: int) -> dict[str, Any
                                      / heavy["workers_2"]["critical_cpu"])
     heavy["target_wall_speedup_1_8"] = heavy["wall_speedup"] >= 1.8
     res["heavy"] = heavy
+    res["gil"] = gil_bench(heavy_events, repeats)
     res["load_after"] = _load()
     return res
+
+
+SPIN_QUERY = TASKS_QUERY.replace("face(", "spin(")
+
+
+def spin(img: int, other: int) -> bool:
+    """A UDF that holds the GIL (pure Python, ~2 ms): the case for operator processes."""
+    acc = 0
+    for i in range(40_000):
+        acc += (i * img + other) & 7
+    return (img + other + acc) % 2 == 1
+
+
+def gil_bench(n: int, repeats: int) -> dict[str, Any]:
+    """A GIL-holding UDF: 1 worker, 2 threads, 2 forked processes, alternately: wall seconds
+    (the comparison; a process pool's fork is in the run) and, for processes, the critical-path
+    CPU (per block the parent's serial part plus the busiest process). A thread's CPU does not
+    count its waits for the GIL, so the threads' critical-path CPU is meaningless here."""
+    events = _abc_events(n)
+    rows: dict[str, list[dict[str, Any]]] = {"1": [], "2 threads": [], "2 processes": []}
+    for _ in range(repeats):
+        for name in rows:
+            from kleene.plans import tasks as T
+
+            w = 1 if name == "1" else 2
+            with T.configure(operators="processes" if "processes" in name else "threads"):
+                r = _run_tasks(SPIN_QUERY, events, {"spin": spin}, "tasks", w, 256, "priority")
+            rows[name].append(r)
+            print(json.dumps({"part": "gil", "operators": name, "wall": r["wall"],
+                              "critical_cpu": r["critical_cpu"]}), flush=True)
+    out: dict[str, Any] = {"events": n, "identical": all(
+        r["matches"] == rows["1"][0]["matches"] for rs in rows.values() for r in rs)}
+    for name, rs in rows.items():
+        out[name] = {k: statistics.median(r[k] for r in rs) for k in ("wall", "critical_cpu")}
+    for name in ("2 threads", "2 processes"):
+        out[f"wall_speedup {name}"] = out["1"]["wall"] / out[name]["wall"]
+        out[f"critical_cpu_speedup {name}"] = out["1"]["critical_cpu"] / out[name]["critical_cpu"]
+    return out
 
 
 def _load() -> list[str]:

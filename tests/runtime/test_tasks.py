@@ -64,6 +64,14 @@ def test_tasks_with_a_udf_and_policies_on_a_longer_stream_equal_nfa() -> None:
         with T.configure(workers=workers, block_size=block, queue=queue):
             got = kleene.compile(HEAVY, udfs=udfs, plan="tasks").run(events)
         assert _key(got) == _key(want)
+    for workers, block in [(2, 7), (3, 64)]:  # forked operator processes
+        with T.configure(workers=workers, block_size=block, operators="processes"):
+            cq = kleene.compile(HEAVY, udfs=udfs, plan="tasks")
+            rt = cq.start()
+            got = rt.push(events) + rt.close()
+            assert "forked processes" in T.SETTINGS.mode
+        assert rt.matcher.tasks_created > len(events)  # type: ignore[attr-defined]
+        assert _key(got) == _key(want)
 
 
 def test_chooser_does_not_pick_tasks_and_explain_reports_the_mode() -> None:
@@ -71,7 +79,10 @@ def test_chooser_does_not_pick_tasks_and_explain_reports_the_mode() -> None:
     assert cq.plan != "tasks"
     with T.configure(workers=2):
         lines = T.PLAN.explain(choose(cq.analyzed, plan="tasks").plan)
-    assert any("2 threads" in ln and "processes: not implemented" in ln for ln in lines)
+    assert any("2 threads" in ln and "release the GIL" in ln for ln in lines)
+    with T.configure(workers=3, operators="processes"):
+        lines = T.PLAN.explain(choose(cq.analyzed, plan="tasks").plan)
+    assert any("3 forked processes" in ln for ln in lines)
 
 
 def test_tasks_refuses_what_it_does_not_cover() -> None:

@@ -34,13 +34,15 @@ count and block size (``tests/runtime/test_tasks.py``).
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import threading
 import time
+import weakref
 from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from heapq import heappop, heappush
@@ -75,11 +77,18 @@ class TaskSettings:
     """The central partial-match structure: ``hash`` (the thesis's tree with a hash map from
     an event's position to the nodes ending in it) or ``tree`` (without the hash map)."""
 
+    operators: str = "threads"
+    """``threads`` (the predicates release the GIL: OpenCV, numpy, I/O) or ``processes`` (they
+    hold it: pure-Python UDFs; forked worker processes evaluate each transition's batch)."""
+
     @property
     def mode(self) -> str:
         """What evaluates the tasks (reported by ``kleene explain``)."""
-        return "inline (1 operator instance)" if self.workers <= 1 else \
-            f"{self.workers} threads (processes: not implemented)"
+        if self.workers <= 1:
+            return "inline (1 operator instance)"
+        if self.operators == "processes":
+            return f"{self.workers} forked processes (batch per transition and block)"
+        return f"{self.workers} threads (task queue; for predicates that release the GIL)"
 
 
 def _from_env(text: str | None) -> TaskSettings:
@@ -99,13 +108,14 @@ def _from_env(text: str | None) -> TaskSettings:
         else:
             raise ValueError(f"KLEENE_TASKS: bad setting {item!r} (workers=N, block_size=N, "
                              "queue=fifo|priority, structure=hash|tree, "
-                             "operators=auto|threads|processes)")
+                             "operators=threads|processes)")
     return _checked(replace(s, **changes))
 
 
 def _checked(s: TaskSettings) -> TaskSettings:
     if s.workers < 1 or s.block_size < 1 or s.queue not in ("fifo", "priority") \
-            or s.structure not in ("hash", "tree"):
+            or s.structure not in ("hash", "tree") \
+            or s.operators not in ("threads", "processes"):
         raise ValueError(f"bad task settings {s}")
     return s
 
@@ -162,6 +172,21 @@ B_, K_, FIRST_, LAST_, POS_ = range(5)
 def _final_key(f: tuple[Any, ...]) -> tuple[Any, ...]:
     """A final match ``(B, first, last, positions)``'s :meth:`TaskMatcher.sort_key`."""
     return (f[2][GPOS], f[3])
+
+
+_FORKED: TaskMatcher | None = None
+"""The matcher a forked operator process evaluates with (set before the fork)."""
+
+
+def _proc_eval(k: int, Bts: list[tuple[Any, ...]]) -> tuple[list[bool], float]:
+    """In a forked process: transition ``k``'s condition on each task's bindings, and the CPU
+    seconds it took."""
+    m = _FORKED
+    assert m is not None
+    c0 = time.process_time()
+    fns = m.fns[k]
+    out = [all(fn(Bt, 0) is True for fn in fns) for Bt in Bts]
+    return out, time.process_time() - c0
 
 
 class TaskState:
@@ -249,8 +274,10 @@ class TaskMatcher:
                         if w.first < k <= w.last] for k in range(self.ncomp)]
         self.expire = plan.window_us
         self.expire_events = plan.window_events
-        self.pool = (ThreadPoolExecutor(settings.workers - 1, thread_name_prefix="kleene-task")
-                     if settings.workers > 1 else None)
+        self.procs = settings.workers > 1 and settings.operators == "processes"
+        self.pool: Executor | None = None
+        if settings.workers > 1 and not self.procs:
+            self.pool = ThreadPoolExecutor(settings.workers - 1, thread_name_prefix="kleene-task")
         self.tasks_created = 0
         self.tasks_true = 0
         self.discarded = 0
@@ -285,7 +312,9 @@ class TaskMatcher:
                 if consumed:
                     self.discarded += st.discard_consumed(consumed)
             blk = _Block(recs[b0:b0 + size], bits[b0:b0 + size], self.ncomp)
-            if self.pool is None:
+            if self.procs:
+                finals = self._waves_procs(st, blk)
+            elif self.pool is None:
                 c0 = time.thread_time()
                 finals = self._waves(st, blk)
                 c = time.thread_time() - c0
@@ -395,6 +424,72 @@ class TaskMatcher:
             true += len(made)
         self.tasks_created += created
         self.tasks_true += true + len(finals)
+        return finals
+
+    def _waves_procs(self, st: TaskState, blk: _Block) -> list[tuple[Any, ...]]:
+        """``workers`` forked processes: per transition, the block's tasks (created here,
+        content-free) go out in ``workers`` chunks of bindings; each process evaluates the
+        transition's condition (its copy of the compiled plan, inherited by the fork) and
+        sends back one boolean per task. For predicates that hold the GIL."""
+        global _FORKED
+        c0 = time.thread_time()
+        if self.pool is None:
+            _FORKED = self  # what the forked processes evaluate with
+            self.pool = ProcessPoolExecutor(self.settings.workers,
+                                            mp_context=multiprocessing.get_context("fork"))
+            weakref.finalize(self, self.pool.shutdown, wait=False, cancel_futures=True)
+        recs = blk.recs
+        last = self.ncomp - 1
+        finals: list[tuple[Any, ...]] = []
+        fresh: list[tuple[_PM, int]] = []
+        child = 0.0
+        for k in range(self.ncomp):
+            e = blk.evk[k]
+            slot = self.slots[k]
+            tasks: list[tuple[_PM | None, int, tuple[Any, ...]]] = []
+            if k == 0:
+                for j in e:
+                    b: list[Any] = [None] * self.nslots
+                    b[slot] = recs[j]
+                    tasks.append((None, j, tuple(b)))
+            else:
+                for pm, after in chain(zip(st.levels[k], repeat(-1)), fresh):
+                    lo, hi = self._range(blk, k, pm[B_], after)
+                    B = pm[B_]
+                    tasks.extend((pm, j, (*B[:slot], recs[j], *B[slot + 1:]))
+                                 for j in e[lo:hi])
+            self.tasks_created += len(tasks)
+            if self.fns[k] and tasks:
+                n = self.settings.workers
+                size = -(-len(tasks) // n)
+                chunks = [[t[2] for t in tasks[i:i + size]] for i in range(0, len(tasks), size)]
+                oks: list[bool] = []
+                spent = [0.0]
+                for got, cpu in self.pool.map(_proc_eval, repeat(k), chunks):
+                    oks.extend(got)
+                    spent.append(cpu)
+                child += max(spent)
+            else:
+                oks = [True] * len(tasks)
+            made: list[tuple[_PM, int]] = []
+            for (src, j, Bt), ok in zip(tasks, oks, strict=True):
+                if not ok:
+                    continue
+                rec = recs[j]
+                first = rec if src is None else src[FIRST_]
+                pos = (rec[GPOS],) if src is None else (*src[POS_], rec[GPOS])
+                if k == last:
+                    finals.append((Bt, first, rec, pos))
+                else:
+                    made.append(((Bt, k + 1, first, rec, pos), j))
+            for pm, _j in fresh:
+                st.add(pm)
+            fresh = made
+            self.tasks_true += len(made)
+        self.tasks_true += len(finals)
+        serial = time.thread_time() - c0
+        self.busy_cpu += serial
+        self.critical_cpu += serial + child
         return finals
 
     def _queued(self, st: TaskState, blk: _Block) -> list[tuple[Any, ...]]:
