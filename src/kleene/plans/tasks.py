@@ -8,28 +8,45 @@ parallel; true results become new partial matches in a *central partial-match st
 
 This implementation, inside kleene's shared runtime (the matcher seam):
 
-* the central structure: live partial matches as nodes (the parent's bindings plus one event,
-  the thesis's tree) with a hash map from an event's position to the nodes that hold it (used
-  by the clean-up when a window expires them);
-* raw-event *blocks* of ``block_size`` events ending in a *synchronization point*: every task
-  of the block is created (in waves: a new partial match gets tasks for the later events of the
-  block, Algorithm 4.4) and evaluated before the block's final matches are handed on and expired
-  partial matches are cleaned up (Section 5.4.2);
-* a task queue, FIFO or the thesis's priority queue (longer partial match first, then earlier
-  event; Section 5.4.1); the queue decides the order tasks are evaluated in, never the result;
-* operator instances: a thread pool of ``workers`` threads (1: evaluated inline). Threads run in
-  parallel when the predicates release the GIL (numpy, OpenCV, I/O); processes are not
-  implemented (``TaskSettings.mode`` reports what was used);
+* task creation reads meta-data only (the thesis's "key-based" information, Section 3.4): the
+  event's type (its candidate bit, which also carries the vectorized one-event conjuncts, the
+  runtime's vectorize step) and its window position / timestamp: a partial match gets tasks
+  only for the later events its counter or time window still admits (two binary searches
+  per partial match and transition, not one test per event);
+* the central structure: live partial matches per depth (the tree's levels; a node is a plain
+  tuple holding the parent's bindings plus one event) and, with ``structure="hash"`` (the
+  default), a hash map from an event's position to the nodes holding it; ``"tree"`` has no map;
+* raw-event *blocks* of ``block_size`` events ending in a *synchronization point* (Section
+  5.4.2): every task of the block is evaluated before the block's final matches go to the
+  runtime, window-expired partial matches are cleaned up, and partial matches holding an event
+  the runtime has consumed leave the structure (*invalid-task discard*, found through the hash
+  map; the runtime's CONSUME decides what is consumed, so this saves work between pushes and
+  never changes a match);
+* operator instances, ``workers`` of them:
+  - 1: inline, the block's tasks evaluated as one batch per transition (the tasks of transition
+    ``k`` need only the partial matches made by transition ``k - 1``), no queue, no task
+    objects: the cheap-predicate case costs about what the sequential plan does;
+  - ``operators="threads"``: this thread and ``workers - 1`` pool threads pull tasks from the
+    task queue, FIFO or the thesis's priority queue (longer partial match first, then the
+    earlier event; Section 5.4.1); a true task's new partial match gets its tasks at once
+    (Algorithm 4.4). The predicates run outside the queue's lock, so UDFs that release the GIL
+    (OpenCV, numpy, I/O) run in parallel. UDFs are then called from several threads and must
+    be thread-safe;
+  - ``operators="processes"``: forked worker processes (they inherit the compiled plan)
+    evaluate each transition's batch of tasks in ``workers`` chunks, for predicates that hold
+    the GIL (pure-Python UDFs); the bindings are pickled, so this pays only for costly
+    predicates. ``kleene explain --plan tasks`` reports the mode;
 * the merger: final matches go to the runtime, which sorts them in output order (Definition
-  4.4.12, docs/semantics.md 10) and applies PICK / EMIT RECENT / CONSUME there. Invalid-task
-  discard on consumption is therefore not done inside the engine (consumption happens after
-  matching, in the runtime's policies): the matches are the same, the work is not reduced.
+  4.4.12, docs/semantics.md 10) and applies PICK / EMIT RECENT / CONSUME. The queue decides the
+  order tasks are evaluated in, never the result.
 
 Supported: a SEQ of single events (no Kleene, no OR choice, no NOT) under skip-till-any-match,
 without PARTITION BY (a keyed query is parallel by key: ``workers=``). The cost estimate makes
-the chooser prefer ``nfa`` (one task per partial match and event is more work than NFA^b's
-shared runs); force it with ``--plan tasks``. Matches and order equal one core for any worker
-count and block size (``tests/runtime/test_tasks.py``).
+the chooser prefer ``nfa``; force it with ``--plan tasks``. Settings: :func:`configure` or the
+``KLEENE_TASKS`` environment variable (``workers=2,block_size=64,queue=fifo,structure=tree,
+operators=processes``). Matches and order equal one core for any worker count, block size,
+queue, structure and operator kind (``tests/runtime/test_tasks.py``; the conformance suite with
+``KLEENE_TASKS``).
 """
 
 from __future__ import annotations
@@ -49,6 +66,7 @@ from heapq import heappop, heappush
 from itertools import chain, count, repeat
 from typing import Any
 
+from ..codegen import build
 from ..plan.automaton import CompKind, Plan, Unsupported, compile_plan
 from ..plan.explain import linear_text
 from ..plan.expr import GPOS, TS, WPOS
@@ -59,8 +77,9 @@ from ..vocab import Strategy
 from .registry import CompiledPlan, PlanKind, Stats, runs_estimate
 
 TASK_OVERHEAD = 4.0
-"""Work per task relative to NFA^b offering an event to a run: a task is an object, a queue
-entry and a result; the chooser takes ``tasks`` only when forced."""
+"""Work per task relative to NFA^b offering an event to a run. Measured with one worker the
+task engine costs 1.2-1.5x the ``nfa`` plan's CPU; the estimate stays high on purpose: the
+chooser does not weigh parallelism or predicate cost, so it takes ``tasks`` only when forced."""
 
 
 @dataclass(frozen=True)
@@ -274,6 +293,7 @@ class TaskMatcher:
                         if w.first < k <= w.last] for k in range(self.ncomp)]
         self.expire = plan.window_us
         self.expire_events = plan.window_events
+        self.batches = [self._make_batch(k) for k in range(self.ncomp)]
         self.procs = settings.workers > 1 and settings.operators == "processes"
         self.pool: Executor | None = None
         if settings.workers > 1 and not self.procs:
@@ -288,6 +308,38 @@ class TaskMatcher:
         self.critical_cpu = 0.0
         """Per block the busiest operator instance's CPU seconds, summed: the blocks' wall time
         on idle cores (what a loaded machine's wall clock cannot show)."""
+
+    def _make_batch(self, k: int) -> Callable[..., None] | None:
+        """Transition ``k``'s tasks for one partial match as a generated loop: the condition is
+        inlined from the plan's sources (as the NFA kernel does: ``e`` the event, ``B`` the
+        partial match) and tested before the bindings are built. None when a conjunct has no
+        inline form (the compiled functions are used)."""
+        if k == 0:
+            return None
+        conds: list[str] = []
+        env: dict[str, Any] = {}
+        for p in self.comp_var[k].take + self.comp_var[k].close:
+            src = p.inline[0] if p.inline is not None else None
+            if src is None:
+                return None
+            env.update(p.inline_env)
+            conds.append(src)
+        slot = self.slots[k]
+        src = "\n".join([
+            "def batch(B, first, pos, es, recs, finals, made, final, nxt):",
+            f"    pre = B[:{slot}]",
+            f"    post = B[{slot + 1}:]",
+            "    for j in es:",
+            "        e = recs[j]",
+            f"        if {' and '.join(conds) or 'True'}:",
+            "            Bt = (*pre, e, *post)",
+            "            if final:",
+            f"                finals.append((Bt, first, e, (*pos, e[{GPOS}])))",
+            "            else:",
+            f"                made.append(((Bt, nxt, first, e, (*pos, e[{GPOS}])), j))",
+            ""])
+        fn: Callable[..., None] = build(src, env, label="tasks", entry="batch")
+        return fn
 
     # the seam ------------------------------------------------------------------------------
     def mask_specs(self) -> list[tuple[str | None, Any]]:
@@ -383,6 +435,7 @@ class TaskMatcher:
                 one = fns[0] if len(fns) == 1 else None
                 final = k == last
                 nxt = k + 1
+                batch = self.batches[k]
                 for pm, lo in chain(zip(st.levels[k], repeat(0)),
                                     ((pm, bisect_right(e, j)) for pm, j in fresh)):
                     B = pm[B_]
@@ -398,8 +451,15 @@ class TaskMatcher:
                     if lo >= hi:
                         continue
                     created += hi - lo
-                    pre, post = B[:slot], B[slot + 1:]
                     first, pos = pm[FIRST_], pm[POS_]
+                    if batch is not None:
+                        nf, nm = len(finals), len(made)
+                        try:
+                            batch(B, first, pos, e[lo:hi], recs, finals, made, final, nxt)
+                            continue
+                        except TypeError:  # mixed types: the null-aware compiled functions
+                            del finals[nf:], made[nm:]
+                    pre, post = B[:slot], B[slot + 1:]
                     for j in e[lo:hi]:
                         rec = recs[j]
                         Bt = (*pre, rec, *post)
