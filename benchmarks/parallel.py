@@ -12,7 +12,7 @@ that the outputs are identical.
 The machine is shared (load average often 8-10 on 2 cores), so the wall times measure the
 scheduler as much as kleene: the CPU columns are the comparison that holds.
 
-    python -m benchmarks.parallel targets [--events 120] [--repeats 3]   # ~1-2 min idle
+    python -m benchmarks.parallel targets [--events 240] [--repeats 3]   # ~2 min idle
     python -m benchmarks.parallel tasks [--quick] [--events 200] [--sizes-events 60]
 
 ``targets``: the task engine's two targets (heavy UDF 1 vs 2 workers; cheap predicate against
@@ -248,13 +248,13 @@ def targets(heavy_events: int, cheap_events: int, repeats: int) -> dict[str, Any
     for _ in range(repeats):
         for w in (1, 2):
             face.reset()
-            r = _run_tasks(TASKS_QUERY, events, udfs, "tasks", w, 256, "priority")
+            r = _run_tasks(TASKS_QUERY, events, udfs, "tasks", w, 64, "priority")
             r["udf_calls"] = face.calls
             rows[w].append(r)
             print(json.dumps({"part": "heavy", "workers": w, "wall": r["wall"],
                               "critical_cpu": r["critical_cpu"], "udf_calls": face.calls}),
                   flush=True)
-    heavy: dict[str, Any] = {"events": heavy_events, "size": "160x120", "block": 256,
+    heavy: dict[str, Any] = {"events": heavy_events, "size": "160x120", "block": 64,
                              "matches": len(rows[1][0]["matches"]),
                              "identical": all(r["matches"] == rows[1][0]["matches"]
                                               for w in (1, 2) for r in rows[w])}
@@ -266,7 +266,7 @@ def targets(heavy_events: int, cheap_events: int, repeats: int) -> dict[str, Any
                                      / heavy["workers_2"]["critical_cpu"])
     heavy["target_wall_speedup_1_8"] = heavy["wall_speedup"] >= 1.8
     res["heavy"] = heavy
-    res["gil"] = gil_bench(heavy_events, repeats)
+    res["gil"] = gil_bench(heavy_events // 2, repeats)
     res["load_after"] = _load()
     return res
 
@@ -479,7 +479,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--no-cli", action="store_true", help="engine only")
     a = ap.parse_args(argv)
     if a.what == "targets":
-        n = a.events if a.events != 1_000_000 else 120
+        n = a.events if a.events != 1_000_000 else 240
         print(json.dumps(targets(n, 20_000, a.repeats), indent=1))
         return
     if a.what == "tasks":
