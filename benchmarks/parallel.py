@@ -17,6 +17,7 @@ scheduler as much as kleene: the CPU columns are the comparison that holds.
 
 ``targets``: the task engine's two targets (heavy UDF 1 vs 2 workers; cheap predicate against
 ``nfa``), alternately. ``tasks``: the thesis's experiment sweep, plots in docs/img/.
+``spark-job``: the wall time of a tiny Spark job (the cost of a block-synchronous Spark step).
 """
 
 from __future__ import annotations
@@ -149,18 +150,24 @@ class FaceUdf:
         self._cv2 = cv2
         self._local = threading.local()  # a classifier per thread: OpenCV's is not thread-safe
         self.calls = 0
+        self.cpu = 0.0
+        """CPU seconds spent detecting (the UDF work U of the cost model)."""
         self._lock = threading.Lock()  # operator instances call it from several threads
 
     def reset(self) -> None:
         self.calls = 0
+        self.cpu = 0.0
 
     def __call__(self, img: int, other: int) -> bool:
-        with self._lock:
-            self.calls += 1
         clf = getattr(self._local, "clf", None)
         if clf is None:
             clf = self._local.clf = self._cv2.CascadeClassifier(self.cascade)
+        c0 = time.thread_time()
         found = clf.detectMultiScale(self.images[img % len(self.images)])
+        spent = time.thread_time() - c0
+        with self._lock:
+            self.calls += 1
+            self.cpu += spent
         return len(found) > 0 or (img + other) % 2 == 1
 
 
@@ -271,6 +278,29 @@ def targets(heavy_events: int, cheap_events: int, repeats: int) -> dict[str, Any
     return res
 
 
+def spark_job_overhead(jobs: int = 10) -> dict[str, Any]:
+    """What one block-synchronous Spark step would cost beyond its work: the wall time of a
+    tiny job (2 partitions, each evaluating a chunk of trivial tasks) on the test suites'
+    ``local[2]`` session; the median after 2 warm-up jobs."""
+    from kleene.spark.backend import local_session
+
+    sc = local_session().sparkContext
+    walls = []
+    for _ in range(jobs):
+        t0 = time.perf_counter()
+        out = sc.parallelize([list(range(128)), list(range(128, 256))], 2).map(
+            _spark_chunk).collect()
+        walls.append(time.perf_counter() - t0)
+        if len(out) != 2 or out[0][0] is not True:
+            raise AssertionError("the Spark job returned a wrong result")
+    return {"master": sc.master, "job_wall_s": walls,
+            "median_after_warmup": statistics.median(walls[2:])}
+
+
+def _spark_chunk(chunk: list[int]) -> list[bool]:
+    return [x % 3 == 0 for x in chunk]
+
+
 SPIN_QUERY = TASKS_QUERY.replace("face(", "spin(")
 
 
@@ -375,7 +405,7 @@ def tasks_bench(n: int, n_sizes: int, quick: bool) -> dict[str, Any]:
             r = _run_tasks(TASKS_QUERY, sevents, udfs, plan, workers, 256, "priority")
             want = r["matches"] if want is None else want
             row(r, part="size", size=size, events=n_sizes, plan=plan, workers=workers,
-                udf_calls=face.calls, same_matches=r["matches"] == want)
+                udf_calls=face.calls, udf_cpu=face.cpu, same_matches=r["matches"] == want)
     cheap = _abc_events(20_000)
     for _ in range(2):
         for plan in ("nfa", "tasks"):
@@ -393,20 +423,20 @@ def _median(rows: list[dict[str, Any]], key: str, **match: Any) -> float:
 
 
 def project(res: dict[str, Any]) -> dict[str, Any]:
-    """The cost model T(p) = S + U / p per event, from the 1-worker runs of part 2:
-    U = UDF calls x the measured CPU cost of one call (divisible over p operator instances:
-    OpenCV releases the GIL), S = the run's CPU minus U (task creation, the structure, the
-    Python side of every task, the merger: serial, as the GIL serializes it). The measured
-    2-worker critical-path CPU checks the model; 4, 8 and 16 cores are projected. Not modelled:
-    a block with fewer ready tasks than cores (the model is an upper bound there)."""
+    """The cost model T(p) = S + U / p, from the 1-worker runs of part 2: U = the CPU seconds
+    the UDF itself spent (timed inside each call; divisible over p operator instances: OpenCV
+    releases the GIL), S = the operator instances' CPU minus U (task creation, the structure,
+    the Python side of every task, the merger: serial, as the GIL serializes it). The
+    measured 2-worker critical-path CPU checks the model; 4, 8 and 16 cores are projected. Not
+    modelled: a block with fewer ready tasks than cores, memory bandwidth, the scheduler (the
+    model is an upper bound)."""
     rows = res["rows"]
     proj: dict[str, Any] = {}
     for size in SIZES:
         n = res["events_sizes"]
         cpu1 = _median(rows, "critical_cpu", part="size", size=size, plan="tasks", workers=1)
         crit2 = _median(rows, "critical_cpu", part="size", size=size, plan="tasks", workers=2)
-        calls = _median(rows, "udf_calls", part="size", size=size, plan="tasks", workers=1)
-        u = calls * res["per_call_ms"][size] / 1000
+        u = _median(rows, "udf_cpu", part="size", size=size, plan="tasks", workers=1)
         s = max(cpu1 - u, 0.0)
         proj[size] = {"serial_s": s, "udf_s": u, "measured_1": n / cpu1,
                       "measured_2": n / crit2, "speedup_2_measured": cpu1 / crit2,
@@ -470,7 +500,7 @@ def plots(res: dict[str, Any], proj: dict[str, Any], out_dir: Path) -> list[Path
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.parallel", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=["keyed", "tasks", "targets"])
+    ap.add_argument("what", choices=["keyed", "tasks", "targets", "spark-job"])
     ap.add_argument("--quick", action="store_true", help="tasks: fewer block sizes")
     ap.add_argument("--sizes-events", type=int, default=60,
                     help="tasks: events per run of the image-size part")
@@ -478,6 +508,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--no-cli", action="store_true", help="engine only")
     a = ap.parse_args(argv)
+    if a.what == "spark-job":
+        print(json.dumps(spark_job_overhead()))
+        return
     if a.what == "targets":
         n = a.events if a.events != 1_000_000 else 240
         print(json.dumps(targets(n, 20_000, a.repeats), indent=1))
