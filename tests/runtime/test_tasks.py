@@ -153,3 +153,17 @@ def test_task_settings_from_the_environment() -> None:
     assert (s.workers, s.block_size, s.queue, s.structure) == (3, 7, "fifo", "tree")
     with pytest.raises(ValueError, match="KLEENE_TASKS: bad setting 'workers=x'"):
         T._from_env("workers=x")
+
+
+def test_nulls_fall_back_to_the_compiled_conditions() -> None:
+    """The generated wave inlines ``b.x > a.x``; a NULL against a number raises TypeError
+    there, and the block's wave is evaluated again by the null-aware compiled functions."""
+    events = EventBatch.from_records([{"type": t, "ts": i, "x": x} for i, (t, x) in enumerate(
+        [("A", 1), ("B", 2), ("A", None), ("B", 3), ("B", None), ("A", 0), ("B", 5)])])
+    q = "PATTERN SEQ(A a, B b) WHERE b.x > a.x WITHIN 10 EVENTS"
+    aq = analyze(q)
+    want = _key(oracle(aq, events))
+    assert len(want) >= 4
+    for workers, block in [(1, 1), (1, 16), (2, 3)]:
+        with T.configure(workers=workers, block_size=block):
+            assert _key(evaluate(choose(aq, plan="tasks"), events)) == want

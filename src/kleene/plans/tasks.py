@@ -293,7 +293,7 @@ class TaskMatcher:
                         if w.first < k <= w.last] for k in range(self.ncomp)]
         self.expire = plan.window_us
         self.expire_events = plan.window_events
-        self.batches = [self._make_batch(k) for k in range(self.ncomp)]
+        self.waves = [self._make_wave(k) for k in range(self.ncomp)]
         self.procs = settings.workers > 1 and settings.operators == "processes"
         self.pool: Executor | None = None
         if settings.workers > 1 and not self.procs:
@@ -309,15 +309,17 @@ class TaskMatcher:
         """Per block the busiest operator instance's CPU seconds, summed: the blocks' wall time
         on idle cores (what a loaded machine's wall clock cannot show)."""
 
-    def _make_batch(self, k: int) -> Callable[..., None] | None:
-        """Transition ``k``'s tasks for one partial match as a generated loop: the condition is
-        inlined from the plan's sources (as the NFA kernel does: ``e`` the event, ``B`` the
-        partial match) and tested before the bindings are built. None when a conjunct has no
-        inline form (the compiled functions are used)."""
+    def _make_wave(self, k: int) -> Callable[..., int] | None:
+        """Transition ``k``'s batch for one block as a generated loop (the tasks of every live
+        partial match, the windows' bounds and the condition inlined from the plan's sources
+        as the NFA kernel does: ``e`` the event, ``B`` the partial match, tested before the
+        bindings are built); returns the number of tasks. None when a conjunct has no inline
+        form (the compiled functions are used)."""
         if k == 0:
             return None
         conds: list[str] = []
-        env: dict[str, Any] = {}
+        env: dict[str, Any] = {"chain": chain, "repeat": repeat, "bisect_left": bisect_left,
+                               "bisect_right": bisect_right}
         for p in self.comp_var[k].take + self.comp_var[k].close:
             src = p.inline[0] if p.inline is not None else None
             if src is None:
@@ -325,20 +327,38 @@ class TaskMatcher:
             env.update(p.inline_env)
             conds.append(src)
         slot = self.slots[k]
-        src = "\n".join([
-            "def batch(B, first, pos, es, recs, finals, made, final, nxt):",
-            f"    pre = B[:{slot}]",
-            f"    post = B[{slot + 1}:]",
-            "    for j in es:",
-            "        e = recs[j]",
-            f"        if {' and '.join(conds) or 'True'}:",
-            "            Bt = (*pre, e, *post)",
-            "            if final:",
-            f"                finals.append((Bt, first, e, (*pos, e[{GPOS}])))",
-            "            else:",
-            f"                made.append(((Bt, nxt, first, e, (*pos, e[{GPOS}])), j))",
-            ""])
-        fn: Callable[..., None] = build(src, env, label="tasks", entry="batch")
+        last = k == self.ncomp - 1
+        lines = [
+            "def wave(old, fresh, es, wpk, tsk, recs, finals, made):",
+            "    ne = len(es)",
+            "    created = 0",
+            "    for pm, lo in chain(zip(old, repeat(0)),",
+            "                        ((pm, bisect_right(es, j)) for pm, j in fresh)):",
+            f"        B = pm[{B_}]",
+            "        hi = ne"]
+        for gslot, amount, counter in self.guards[k]:
+            lines.append(f"        h = bisect_left(wpk, B[{int(gslot)}][{WPOS}] + {int(amount)})"
+                         if counter else
+                         f"        h = bisect_right(tsk, B[{int(gslot)}][{TS}] + {int(amount)})")
+            lines.append("        if h < hi:")
+            lines.append("            hi = h")
+        lines += [
+            "        if lo >= hi:",
+            "            continue",
+            "        created += hi - lo",
+            f"        first = pm[{FIRST_}]",
+            f"        pos = pm[{POS_}]",
+            f"        pre = B[:{slot}]",
+            f"        post = B[{slot + 1}:]",
+            "        for j in es[lo:hi]:",
+            "            e = recs[j]",
+            f"            if {' and '.join(conds) or 'True'}:",
+            "                Bt = (*pre, e, *post)",
+            (f"                finals.append((Bt, first, e, (*pos, e[{GPOS}])))" if last else
+             f"                made.append(((Bt, {k + 1}, first, e, (*pos, e[{GPOS}])), j))"),
+            "    return created",
+            ""]
+        fn: Callable[..., int] = build("\n".join(lines), env, label="tasks", entry="wave")
         return fn
 
     # the seam ------------------------------------------------------------------------------
@@ -435,7 +455,19 @@ class TaskMatcher:
                 one = fns[0] if len(fns) == 1 else None
                 final = k == last
                 nxt = k + 1
-                batch = self.batches[k]
+                wave = self.waves[k]
+                if wave is not None:
+                    nf, nm = len(finals), len(made)
+                    try:
+                        created += wave(st.levels[k], fresh, e, wpk, tsk, recs, finals, made)
+                    except TypeError:  # mixed types: the null-aware compiled functions below
+                        del finals[nf:], made[nm:]
+                    else:
+                        for pm, _j in fresh:
+                            st.add(pm)
+                        fresh = made
+                        true += len(made)
+                        continue
                 for pm, lo in chain(zip(st.levels[k], repeat(0)),
                                     ((pm, bisect_right(e, j)) for pm, j in fresh)):
                     B = pm[B_]
@@ -452,13 +484,6 @@ class TaskMatcher:
                         continue
                     created += hi - lo
                     first, pos = pm[FIRST_], pm[POS_]
-                    if batch is not None:
-                        nf, nm = len(finals), len(made)
-                        try:
-                            batch(B, first, pos, e[lo:hi], recs, finals, made, final, nxt)
-                            continue
-                        except TypeError:  # mixed types: the null-aware compiled functions
-                            del finals[nf:], made[nm:]
                     pre, post = B[:slot], B[slot + 1:]
                     for j in e[lo:hi]:
                         rec = recs[j]
