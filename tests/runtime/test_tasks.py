@@ -167,3 +167,17 @@ def test_nulls_fall_back_to_the_compiled_conditions() -> None:
     for workers, block in [(1, 1), (1, 16), (2, 3)]:
         with T.configure(workers=workers, block_size=block):
             assert _key(evaluate(choose(aq, plan="tasks"), events)) == want
+
+
+@pytest.mark.parametrize("operators", ["threads", "processes"])
+def test_a_failing_udf_in_an_operator_instance_is_one_engine_error(operators: str) -> None:
+    events = EventBatch.from_records([{"type": t, "ts": i, "x": i}
+                                      for i, t in enumerate("AABBC")])
+
+    def bad(x: int, y: int) -> bool:
+        raise ValueError("boom")
+
+    with T.configure(workers=2, operators=operators), \
+            pytest.raises(KleeneError, match="user function 'bad' raised ValueError: boom"):
+        kleene.compile("PATTERN SEQ(A a, B b) WHERE bad(a.x, b.x)", udfs={"bad": bad},
+                       plan="tasks").run(events)
