@@ -888,9 +888,14 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
         matches = _engine_call("automaton", _run_query_set, compiled, events,
                                {**caps, "count_only": count}) if len(events) else []
     elif compiled.backend.streaming:
-        # --count: the engine only counts (no bindings, no Match objects where it can)
+        # --count: the engine only counts (no bindings, no Match objects where it can);
+        # JSON Lines: keyed parallel workers format their own matches (_Lines)
+        texts = (_jsonl_texts(_output_time(events.time, explicit_unit))
+                 if out_fmt == "jsonl" and not count and not touts.on and plot_path is None
+                 else None)
         matches = _engine_call(compiled.engine, _automaton, compiled, events,
-                               {**caps, "count_only": count}, workers) if len(events) else []
+                               {**caps, "count_only": count}, workers,
+                               texts) if len(events) else []
     else:
         matches = _engine_call(compiled.engine, compiled.run, events) if len(events) else []
     progress.clear()
@@ -907,7 +912,10 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
         from ..events.writers import open_writer
 
         with output_target(output) as target, open_writer(target, out_fmt, out_time) as w:
-            touts.writer(w).write(matches)
+            if isinstance(matches, _Lines):
+                w.write_texts(matches.texts)  # type: ignore[attr-defined]
+            else:
+                touts.writer(w).write(matches)
     finished = time.perf_counter()
     if not quiet:
         _summary(report, n_found, _engine_label(compiled) + _WORKERS.pop("label", ""),
@@ -1076,11 +1084,34 @@ def _check_schema(compiled: Any, events: Any, source: str, *, types: bool,
             click.echo(f"kleene: warning: {message}", err=True)
 
 
+def _jsonl_texts(out_time: Any) -> Any:
+    """The JSON Lines formatter of keyed parallel workers: matches -> their output lines."""
+    import io
+
+    from ..events.writers import JsonLinesWriter
+
+    return JsonLinesWriter(io.StringIO(), out_time).texts
+
+
+class _Lines:
+    """The matches of a keyed parallel run as their formatted JSON Lines output lines (Arrow
+    string arrays, in output order): the workers formatted them."""
+
+    def __init__(self, texts: list[Any]) -> None:
+        self.texts = texts
+        self.n = sum(len(t) for t in texts)
+
+    def __len__(self) -> int:
+        return self.n
+
+
 def _automaton(compiled: Any, events: Any, options: dict[str, Any],
-               workers: int | None = None) -> list[Any]:
+               workers: int | None = None, texts: Any = None) -> list[Any]:
     """The automaton engine over the whole (ordered) input as one ``push``, with the
     command's cap options; matches or runs dropped by ``--on-cap truncate`` are reported.
-    A PARTITION BY query may spread over ``workers`` processes (default: the cores)."""
+    A PARTITION BY query may spread over ``workers`` processes (default: the cores); with
+    ``texts`` (a JSON Lines formatter) the workers format their matches, returned as
+    :class:`_Lines`."""
     if getattr(compiled, "compiled_plan", None) is not None:  # not a query set
         from ..runtime.parallel import default_workers, run_parallel
 
@@ -1092,12 +1123,14 @@ def _automaton(compiled: Any, events: Any, options: dict[str, Any],
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)
                 par = run_parallel(compiled.compiled_plan, events, n, options,
-                                   udfs=compiled.analyzed.udfs)
+                                   udfs=compiled.analyzed.udfs, texts=texts)
             _WORKERS["label"] = (f", {par.workers} workers" if par.workers > 1
                                  else f", 1 worker: {par.reason}")
             _report_truncation(par.counters)
             if options.get("count_only"):
                 return _Count(par.counters.matches)  # type: ignore[return-value]
+            if par.texts is not None:
+                return _Lines(par.texts)  # type: ignore[return-value]
             return par.matches
     runtime = compiled.start(**options)
     if options.get("count_only"):

@@ -383,11 +383,38 @@ class JsonLinesWriter(_TextWriter):
         except (Unformattable, pa.ArrowCapacityError):
             self.out.write("".join(self._lines_by_shape(ms)))
             return
+        self._write_bytes(data)
+
+    def _write_bytes(self, data: memoryview) -> None:
         if self._raw is not None:
             self.out.flush()
             self._raw.write(data)
         else:
-            self.out.write(bytes(data).decode("ascii"))
+            self.out.write(bytes(data).decode("utf-8"))
+
+    def texts(self, matches: list[Match]) -> list[pa.Array]:
+        """The lines :meth:`write` would write for ``matches`` (newline included), as Arrow
+        string arrays in order, without writing them: keyed parallel workers format their own
+        matches, and the caller writes the merged lines with :meth:`write_texts`."""
+        from .textcols import Unformattable, jsonl_lines
+
+        out = []
+        for i in range(0, len(matches), self._CHUNK):
+            ms = matches[i:i + self._CHUNK]
+            try:
+                out.append(jsonl_lines(ms, self.time))
+            except (Unformattable, pa.ArrowCapacityError):
+                out.append(pa.array(self._lines_by_shape(ms), pa.string()))
+        return out
+
+    def write_texts(self, texts: Iterable[pa.Array]) -> None:
+        """Write lines made by :meth:`texts` (each array's strings, in order); each line is
+        one match."""
+        from .textcols import utf8_bytes
+
+        for t in texts:
+            self._write_bytes(utf8_bytes(t))
+            self.count += len(t)
 
     def _lines_by_shape(self, ms: list[Match]) -> list[str]:
         """The lines (newline included) of matches of several shapes: column-wise per shape

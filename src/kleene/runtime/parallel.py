@@ -13,8 +13,11 @@ partitions, since a match's events all share its key). So the stream is split by
    matches carry the same output-order keys as in one process. Workers are forked processes
    (they inherit the compiled plan and the events: nothing is pickled on the way in); worker 0
    runs in the calling process;
-3. *merge*: the workers' matches, each list already in output order, are merged by their keys
-   (``heapq.merge``): the result is the single-process output, match for match and in order.
+3. *merge*: the workers' matches, each list already in output order, are merged by the
+   positions of their last events (a stable sort): the result is the single-process output,
+   match for match and in order. With ``texts`` (the CLI's JSON Lines output), each worker
+   also formats its own matches into output lines (Arrow string arrays) and the merge
+   reorders lines, not Match objects: formatting is parallel too, and no Match is pickled.
 
 Used by ``CompiledQuery.run`` / ``kleene.plans.evaluate`` with ``workers=N`` and by
 ``kleene run --workers N``. Streaming (``start``) runs in one process.
@@ -29,7 +32,7 @@ import pickle
 import time
 import traceback
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,6 +64,15 @@ class ParallelRun:
     cpu: dict[str, float] = field(default_factory=dict)
     """Seconds of the calling process: CPU of its own share and of the merge, wall time
     waiting for the other workers."""
+    texts: list[pa.Array] | None = None
+    """With ``texts=`` and more than one worker: the output lines of the matches in output
+    order (string arrays; ``matches`` is then empty). See :meth:`n_matches`."""
+
+    def n_matches(self) -> int:
+        """How many matches the run found (listed, as lines, or counted)."""
+        if self.texts is not None:
+            return sum(len(t) for t in self.texts)
+        return len(self.matches)
 
 
 def default_workers() -> int:
@@ -116,9 +128,10 @@ def key_workers(table: pa.Table, attrs: Sequence[str], workers: int) -> np.ndarr
 _JOB: dict[str, Any] = {}
 
 
-def _work(w: int, *, rows: bool = True) -> tuple[list[Any], list[Any], list[int]]:
+def _work(w: int, *, rows: bool = True) -> tuple[Any, list[Any], list[int]]:
     """Worker ``w``: match its share of the stream; (positions of the matches' last events,
-    the matches (as plain tuples with ``rows``, for the pipe), counters)."""
+    the matches (as plain tuples with ``rows``, for the pipe; their output lines, string
+    arrays, when the job has a ``texts`` formatter), counters)."""
     job = _JOB
     table: pa.Table = job["table"]
     idx = np.flatnonzero(job["dest"] == w)
@@ -144,6 +157,8 @@ def _work(w: int, *, rows: bool = True) -> tuple[list[Any], list[Any], list[int]
     # Workers never share a last event (it belongs to one partition), and each worker's list
     # is in output order: the position of the last event alone merges them.
     lasts = rt.out_keys
+    if job["texts"] is not None:
+        return np.asarray(lasts, dtype=np.int64), job["texts"](out), counters
     if not rows:
         return lasts, out, counters
     return lasts, [(m.query, m.bindings, m.start, m.end, m.values) for m in out], counters
@@ -186,10 +201,16 @@ def _child(w: int, conn: Any) -> None:
 
 def run_parallel(compiled: Any, events: EventBatch, workers: int,
                  options: dict[str, Any] | None = None, *,
-                 udfs: Mapping[str, Any] | None = None) -> ParallelRun:
+                 udfs: Mapping[str, Any] | None = None,
+                 texts: Callable[[list[Match]], list[pa.Array]] | None = None) -> ParallelRun:
     """Evaluate ``compiled`` (a compiled plan) over a bounded, ordered batch with up to
     ``workers`` processes; the matches are exactly those of one process, in the same order.
-    The counters of memoizing UDFs (``udfs``, kleene.udf) add up the workers' calls and hits."""
+    The counters of memoizing UDFs (``udfs``, kleene.udf) add up the workers' calls and hits.
+
+    ``texts`` (a formatter: matches -> their output lines, one string per match, e.g.
+    :meth:`kleene.events.writers.JsonLinesWriter.texts`): when the run forks, every worker
+    formats its own matches and the result holds the merged lines (``ParallelRun.texts``)
+    instead of Match objects; in one process the matches come back as usual."""
     options = dict(options or {})
     plan = compiled.plan
     n = len(events)
@@ -216,7 +237,7 @@ def run_parallel(compiled: Any, events: EventBatch, workers: int,
     was = gc.isenabled()
     gc.disable()  # many small tuples are unpickled and merged: no cyclic collection meanwhile
     try:
-        return _fork_and_merge(compiled, events, workers, dest, options, udfs)
+        return _fork_and_merge(compiled, events, workers, dest, options, udfs, texts)
     finally:
         if was:
             gc.enable()
@@ -224,13 +245,15 @@ def run_parallel(compiled: Any, events: EventBatch, workers: int,
 
 def _fork_and_merge(compiled: Any, events: EventBatch, workers: int,
                     dest: np.ndarray[Any, Any], options: dict[str, Any],
-                    udfs: Mapping[str, Any] | None) -> ParallelRun:
+                    udfs: Mapping[str, Any] | None,
+                    texts: Callable[[list[Match]], list[pa.Array]] | None) -> ParallelRun:
     ctx = multiprocessing.get_context("fork")
+    count_only = bool(options.get("count_only"))
     _JOB.update(compiled=compiled, table=events.table, dest=dest, options=options,
-                time=events.time, udfs=_counted(udfs))
+                time=events.time, udfs=_counted(udfs),
+                texts=None if count_only else texts)
     procs = []
     cpu: dict[str, float] = {}
-    count_only = bool(options.get("count_only"))
     try:
         for w in range(1, workers):
             recv, send = ctx.Pipe(duplex=False)
@@ -253,7 +276,8 @@ def _fork_and_merge(compiled: Any, events: EventBatch, workers: int,
             if res[0] != "ok":
                 raise EngineError(f"keyed parallel run: a worker failed: {res[1]}")
             lasts, rows, cnt = res[1]
-            results.append((lasts, rows if count_only else [Match(*r) for r in rows], cnt))
+            results.append((lasts, rows if count_only or texts is not None
+                             else [Match(*r) for r in rows], cnt))
         cpu["wait"] = time.perf_counter() - w0
         # the parent's counters already hold its own share; add the children's
         for (_l, _r, cnt) in results[1:]:
@@ -282,10 +306,28 @@ def _fork_and_merge(compiled: Any, events: EventBatch, workers: int,
     # each worker's list is in output order and no two share a last event: a stable sort of
     # the concatenated last positions is the merge
     lasts = np.concatenate([np.asarray(k, dtype=np.int64) for k, _r, _c in results])
+    if texts is not None:
+        order = np.argsort(lasts, kind="stable")
+        lines = list(_merged_texts([t for _k, r, _c in results for t in r], order))
+        cpu["merge"] = time.process_time() - c0
+        return ParallelRun([], counters, workers, cpu=cpu, texts=lines)
     every = [m for _k, r, _c in results for m in r]
     matches = [every[i] for i in np.argsort(lasts, kind="stable").tolist()]
     cpu["merge"] = time.process_time() - c0
     return ParallelRun(matches, counters, workers, cpu=cpu)
+
+
+_MERGE_CHUNK = 65_536
+"""Output lines per merged string array."""
+
+
+def _merged_texts(parts: list[pa.Array], order: np.ndarray[Any, Any]) -> Iterator[pa.Array]:
+    """The lines of ``parts`` (concatenated) in ``order``, a string array per chunk."""
+    if not parts:
+        return
+    every = pa.concat_arrays([p.cast(pa.large_string()) for p in parts])  # no 2 GiB limit
+    for i in range(0, len(order), _MERGE_CHUNK):
+        yield every.take(pa.array(order[i:i + _MERGE_CHUNK]))
 
 
 __all__ = ["MIN_EVENTS_PER_WORKER", "ParallelRun", "default_workers", "key_workers",

@@ -1,0 +1,193 @@
+"""Issue 15, keyed parallelism: the whole ``kleene run`` CLI with 1 and 2 workers, alternating,
+and PyFlink MATCH_RECOGNIZE at parallelism 1 and 2, in one command::
+
+    python -m benchmarks.parallel_keyed [--events 1000000] [--pairs 5] [--flink-repeats 2]
+                                        [--flink-modes streaming,batch] [--no-flink]
+
+The stock workload (``queries.STOCK`` on the 1M-event stock CSV, output written to a JSON Lines
+file). Per kleene run: the process's wall time, the CPU seconds of the calling process and of
+its forked worker (getrusage, written by an ``atexit`` hook), and the phases of kleene's own
+summary (compile, read, match, write), from which the serial fraction (Amdahl) is derived:
+what ``--workers 2`` leaves in one process (start-up and imports, compile, read, the split,
+write) against the match phase that the workers share. The two outputs must be byte-identical.
+
+PyFlink (``benchmarks/.venv-flink``, created by ``--setup-flink``, ~450 MB) runs the equivalent
+MATCH_RECOGNIZE query (:mod:`benchmarks.flink_baseline`) at parallelism 1 and 2, between the
+kleene pairs, once per mode; its time is the median job time after a warm-up job in one JVM
+(JVM start and warm-up excluded, which favours Flink). The ratio against kleene is the whole
+kleene CLI (process wall) against that job time.
+
+About 3 minutes on an idle 2-core machine with the defaults, most of it Flink. Prints one JSON
+object; ``--out`` also writes it to a file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from . import datasets, flink_venv, queries
+from .measure import loadavg
+
+REPO = Path(__file__).resolve().parent.parent
+
+_WRAP = """\
+import atexit, json, os, resource, sys
+def _report():
+    s = resource.getrusage(resource.RUSAGE_SELF)
+    c = resource.getrusage(resource.RUSAGE_CHILDREN)
+    with open(os.environ["KLEENE_BENCH_RUSAGE"], "w") as f:
+        json.dump({"self": s.ru_utime + s.ru_stime, "workers": c.ru_utime + c.ru_stime}, f)
+atexit.register(_report)
+from kleene.cli.main import main
+sys.argv[0] = "kleene"
+main()
+"""
+"""``python -c`` body: ``kleene run`` with the CPU seconds of the process and of its forked
+workers written at exit (the workers leave with ``os._exit``: no hook runs there)."""
+
+_PHASES = re.compile(r"time\s+([\d.]+) s\s+\(compile ([\d.]+) s, read ([\d.]+) s, "
+                     r"match ([\d.]+) s, write ([\d.]+) s\)")
+
+
+def kleene_run(csv: Path, workers: int, out: Path, work: Path) -> dict[str, Any]:
+    """One whole ``kleene run --workers N`` process."""
+    rus = work / f"rusage.w{workers}.json"
+    cmd = [sys.executable, "-c", _WRAP, "run", queries.STOCK, "-i", str(csv),
+           "--time-col", "ts", "--event-type", "Stock", "--workers", str(workers),
+           "-o", str(out)]
+    env = {**os.environ, "KLEENE_BENCH_RUSAGE": str(rus)}
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - t0
+    if p.returncode != 0:
+        raise SystemExit(f"kleene run --workers {workers} failed: {p.stderr.strip()[-500:]}")
+    cpu = json.loads(rus.read_text())
+    row: dict[str, Any] = {"wall": wall, "cpu_self": cpu["self"], "cpu_workers": cpu["workers"]}
+    m = _PHASES.search(p.stderr)
+    if m:
+        total, comp, read, match, write = (float(x) for x in m.groups())
+        row.update(startup=wall - total, compile=comp, read=read, match=match, write=write)
+    row["workers_used"] = 2 if "2 workers" in p.stderr else 1
+    return row
+
+
+def flink_run(csv_noheader: Path, mode: str, parallelism: int, repeats: int) -> dict[str, Any]:
+    """One PyFlink process: warm-up job, then ``repeats`` timed jobs (flink_baseline bench)."""
+    cmd = [str(flink_venv.PY), str(REPO / "benchmarks" / "flink_baseline.py"), "bench",
+           "--csv", str(csv_noheader), "--mode", mode, "--parallelism", str(parallelism),
+           "--repeats", str(repeats)]
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - t0
+    line = next((ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")), None)
+    if p.returncode != 0 or line is None:
+        return {"error": (p.stderr.strip() or p.stdout.strip())[-500:], "process_s": wall}
+    res = json.loads(line[len("RESULT "):])
+    return {"job_s": statistics.median(res["runs_s"]), "runs_s": res["runs_s"],
+            "warmup_s": res["warmup_s"], "process_s": wall}
+
+
+def _median_rows(rows: list[dict[str, Any]]) -> dict[str, float]:
+    keys = [k for k in rows[0] if isinstance(rows[0][k], float)]
+    return {k: round(statistics.median(r[k] for r in rows), 3) for k in keys}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.parallel_keyed",
+                                 description=__doc__.split("\n\n")[0])
+    ap.add_argument("--events", type=int, default=1_000_000)
+    ap.add_argument("--pairs", type=int, default=5, help="kleene 1-worker/2-worker pairs")
+    ap.add_argument("--flink-repeats", type=int, default=2,
+                    help="timed Flink jobs after the warm-up, per parallelism and mode")
+    ap.add_argument("--flink-modes", default="streaming,batch")
+    ap.add_argument("--no-flink", action="store_true")
+    ap.add_argument("--setup-flink", action="store_true",
+                    help="create benchmarks/.venv-flink if missing (pip, ~450 MB)")
+    ap.add_argument("--out", type=Path, default=None)
+    a = ap.parse_args(argv)
+    csv = datasets.stock_csv(a.events)
+    flink_jobs: list[tuple[str, int]] = []
+    flink_reason = "--no-flink"
+    if not a.no_flink:
+        flink_reason = flink_venv.ensure(create=a.setup_flink) or ""
+        if not flink_reason:
+            modes = [m for m in a.flink_modes.split(",") if m]
+            flink_jobs = [(m, p) for m in modes for p in (1, 2)]
+    csv_nh = datasets.stock_csv(a.events, header=False) if flink_jobs else csv
+    load0 = loadavg()
+    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    kl: dict[int, list[dict[str, Any]]] = {1: [], 2: []}
+    fl: dict[str, dict[str, Any]] = {}
+    digests: dict[int, set[str]] = {1: set(), 2: set()}
+    with tempfile.TemporaryDirectory(prefix="kleene_parkeyed_") as tmp:
+        work = Path(tmp)
+        # kleene pairs with the Flink processes spread between them (alternating in time)
+        slots = max(a.pairs, len(flink_jobs))
+        for i in range(slots):
+            if i < a.pairs:
+                for w in ((1, 2) if i % 2 == 0 else (2, 1)):
+                    out = work / f"out.w{w}.jsonl"
+                    kl[w].append(kleene_run(csv, w, out, work))
+                    digests[w].add(hashlib.sha256(out.read_bytes()).hexdigest())
+                    n_matches = sum(1 for _ in out.open("rb"))
+                    print(f"kleene --workers {w}: {kl[w][-1]['wall']:.2f} s", file=sys.stderr)
+            if i < len(flink_jobs):
+                mode, par = flink_jobs[i]
+                fl[f"{mode} p={par}"] = r = flink_run(csv_nh, mode, par, a.flink_repeats)
+                print(f"flink {mode} p={par}: {r.get('job_s', r.get('error'))}",
+                      file=sys.stderr)
+    one, two = _median_rows(kl[1]), _median_rows(kl[2])
+    res: dict[str, Any] = {
+        "started": started, "events": a.events, "matches": n_matches,
+        "load_before": load0, "load_after": loadavg(), "cores": os.cpu_count(),
+        "byte_identical": len(digests[1] | digests[2]) == 1,
+        "kleene_workers_1": one, "kleene_workers_2": two,
+        "wall_1": [round(r["wall"], 3) for r in kl[1]],
+        "wall_2": [round(r["wall"], 3) for r in kl[2]],
+        "wall_speedup": round(one["wall"] / two["wall"], 3),
+        "pair_speedups": sorted(round(x["wall"] / y["wall"], 3)
+                                for x, y in zip(kl[1], kl[2], strict=True)),
+        # idle-core estimate: the calling process's CPU is its critical path when its own
+        # share is the larger one (it also reads, splits, merges and writes)
+        "cpu_critical_speedup": round(one["cpu_self"] / max(two["cpu_self"],
+                                                              two["cpu_workers"]), 3),
+    }
+    if "match" in one:
+        # the workers share the match and (formatting) the write; start-up, compile and read
+        # stay in the calling process
+        par = one["match"] + one["write"]
+        serial = one["wall"] - par
+        res["amdahl"] = {
+            "serial_s (start-up, imports, compile, read)": round(serial, 3),
+            "parallel_s (match, write) at 1 worker": round(par, 3),
+            "serial_fraction": round(serial / one["wall"], 3),
+            "best_possible_2_workers": round(one["wall"] / (serial + par / 2), 3),
+        }
+    if flink_jobs:
+        res["flink"] = fl
+        p2 = [r["job_s"] for k, r in fl.items() if k.endswith("p=2") and "job_s" in r]
+        if p2:
+            res["flink_p2_best_job_s"] = min(p2)
+            res["kleene_2_workers_vs_flink_p2"] = round(min(p2) / two["wall"], 2)
+    else:
+        res["flink"] = f"not run: {flink_reason}"
+    text = json.dumps(res, indent=1)
+    print(text)
+    if a.out is not None:
+        a.out.write_text(text + "\n")
+    return 0 if res["byte_identical"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
