@@ -47,3 +47,17 @@ def test_run_workers_on_an_unpartitioned_query_says_why_it_used_one(tmp_path: Pa
                                  "--workers", "2"])
     assert r.exit_code == 0, r.output
     assert "1 worker: no PARTITION BY" in r.stderr
+
+
+def test_run_workers_two_to_stdout_and_csv_write_the_output_of_one(tmp_path: Path) -> None:
+    """The workers format JSON Lines themselves (also to stdout); CSV output still goes
+    through the matches: both as one process writes them."""
+    csv = _csv(tmp_path / "stock.csv", 2 * MIN_EVENTS_PER_WORKER + 2000)
+    for extra in ([], ["--format", "csv"]):
+        outs = {}
+        for w in ("1", "2"):
+            r = CliRunner().invoke(cli, ["run", QUERY, "-i", str(csv), "--event-type", "Stock",
+                                         "--workers", w, "-q", *extra])
+            assert r.exit_code == 0, r.output
+            outs[w] = r.stdout
+        assert outs["1"] == outs["2"] and outs["1"].count("\n") > 100

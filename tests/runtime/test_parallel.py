@@ -4,6 +4,7 @@ matches, match for match and in order (issue 15)."""
 from __future__ import annotations
 
 import dataclasses
+import io
 from typing import Any
 
 import numpy as np
@@ -14,6 +15,8 @@ import kleene
 from kleene.api import analyze
 from kleene.errors import KleeneError
 from kleene.events import EventBatch, Match
+from kleene.events.textcols import utf8_bytes
+from kleene.events.writers import JsonLinesWriter
 from kleene.plans import choose
 from kleene.runtime import parallel
 from kleene.runtime.engine import Runtime, run_batch
@@ -47,12 +50,33 @@ def test_workers_equal_one_process_on_random_partitioned_queries(no_minimum: Non
             return
         note(f"query:  {query} (PARTITION BY k)")
         note(f"stream: {describe(stream)}")
-        want = _key(run_batch(Runtime(compiled), stream))
+        one = run_batch(Runtime(compiled), stream)
+        want = _key(one)
         for workers in (2, 3):
             got = parallel.run_parallel(compiled, stream, workers)
             assert _key(got.matches) == want, f"{workers} workers differ from one process"
+        lines = parallel.run_parallel(compiled, stream, 2,
+                                      texts=JsonLinesWriter(io.StringIO(), stream.time).texts)
+        assert _written(lines, stream) == _jsonl(one, stream), "worker-formatted lines differ"
 
     check()
+
+
+def _jsonl(matches: list[Match], stream: EventBatch) -> str:
+    """What the JSON Lines writer writes for ``matches`` in one process."""
+    out = io.StringIO()
+    JsonLinesWriter(out, stream.time).write(matches)
+    return out.getvalue()
+
+
+def _written(run: parallel.ParallelRun, stream: EventBatch) -> str:
+    """The output of a run with ``texts=``: the workers' merged lines, or (one process) the
+    matches written as usual."""
+    if run.texts is None:
+        assert run.workers == 1
+        return _jsonl(run.matches, stream)
+    assert run.workers > 1 and run.matches == []
+    return "".join(bytes(utf8_bytes(t)).decode() for t in run.texts)
 
 
 def _stock(n: int, symbols: int, seed: int = 7) -> EventBatch:
@@ -80,6 +104,20 @@ def test_api_workers_gives_the_same_matches_in_the_same_order() -> None:
     run = parallel.run_parallel(compiled, events, 2)
     assert run.workers == 2 and run.reason is None
     assert run.counters.events_in == len(events)
+
+
+def test_workers_format_their_own_lines_as_one_writer_would(no_minimum: None) -> None:
+    """``texts=``: each worker formats its matches, the merge orders the lines; the text is
+    the single-process writer's, byte for byte, and the count is the matches'."""
+    events = _stock(3000, symbols=10)
+    compiled = kleene.compile(STOCK).compiled_plan
+    one = run_batch(Runtime(compiled), events)
+    assert len(one) > 50
+    for workers in (2, 3):
+        run = parallel.run_parallel(compiled, events, workers,
+                                    texts=JsonLinesWriter(io.StringIO(), events.time).texts)
+        assert run.workers == workers and run.n_matches() == len(one)
+        assert _written(run, events) == _jsonl(one, events)
 
 
 def test_unpartitioned_query_runs_in_one_process_and_says_why(no_minimum: None) -> None:
