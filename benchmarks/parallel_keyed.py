@@ -1,7 +1,7 @@
 """Issue 15, keyed parallelism: the whole ``kleene run`` CLI with 1 and 2 workers, alternating,
 and PyFlink MATCH_RECOGNIZE at parallelism 1 and 2, in one command::
 
-    python -m benchmarks.parallel_keyed [--events 1000000] [--pairs 5] [--flink-repeats 2]
+    python -m benchmarks.parallel_keyed [--events 1000000] [--pairs 5] [--flink-repeats 1]
                                         [--flink-modes streaming,batch] [--no-flink]
 
 The stock workload (``queries.STOCK`` on the 1M-event stock CSV, output written to a JSON Lines
@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
                                  description=__doc__.split("\n\n")[0])
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--pairs", type=int, default=5, help="kleene 1-worker/2-worker pairs")
-    ap.add_argument("--flink-repeats", type=int, default=2,
+    ap.add_argument("--flink-repeats", type=int, default=1,
                     help="timed Flink jobs after the warm-up, per parallelism and mode")
     ap.add_argument("--flink-modes", default="streaming,batch")
     ap.add_argument("--no-flink", action="store_true")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import zlib
 from typing import Any
 
 import numpy as np
@@ -147,3 +148,21 @@ def test_keys_go_to_workers_by_a_stable_hash() -> None:
     where = {s: int(w) for s, w in zip(sym, a.tolist(), strict=True)}
     assert all(where[s] == int(w) for s, w in zip(sym[100:], b.tolist(), strict=True))
     assert len(set(where.values())) > 1
+
+
+def test_the_counting_router_sends_keys_where_the_sorting_one_does() -> None:
+    """``key_workers`` counts the key codes (no sort) when the code space is small: the same
+    worker per row as hashing the keys of ``key_codes`` (nulls and two key columns too)."""
+    from kleene.runtime.engine import key_codes
+
+    rng = np.random.default_rng(5)
+    n = 400
+    sym = [None if x == 0 else f"S{x}" for x in rng.integers(0, 9, n).tolist()]
+    t = EventBatch.from_records([{"id": i, "type": "T", "ts": i, "s": s, "k": int(k)}
+                                 for i, (s, k) in enumerate(zip(
+                                     sym, rng.integers(0, 4, n).tolist(), strict=True))]).table
+    for attrs in (["s"], ["s", "k"], ["k", "s"]):
+        inv, keys = key_codes(t, attrs)
+        for workers in (2, 3):
+            want = [zlib.crc32(repr(keys[c]).encode()) % workers for c in inv.tolist()]
+            assert parallel.key_workers(t, attrs, workers).tolist() == want

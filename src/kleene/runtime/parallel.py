@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..errors import EngineError
 from ..events import EventBatch, Match
@@ -117,11 +118,62 @@ def sequential_reason(compiled: Any, n_events: int, workers: int) -> str | None:
 
 
 def key_workers(table: pa.Table, attrs: Sequence[str], workers: int) -> np.ndarray[Any, Any]:
-    """Per row, the worker of its partition key: ``crc32(repr(key)) % workers``."""
+    """Per row, the worker of its partition key: ``crc32(repr(key)) % workers`` (``key`` the
+    tuple of :func:`~kleene.runtime.engine.key_codes`)."""
+    dense = _dense_codes(table, attrs)
+    if dense is not None:  # no sort: the keys present are found by counting their codes
+        codes, dicts = dense
+        present = np.flatnonzero(np.bincount(codes))
+        per_code = np.zeros(int(present[-1]) + 1, dtype=np.int64)
+        per_code[present] = [zlib.crc32(repr(k).encode()) % workers
+                             for k in _decode(present.tolist(), dicts)]
+        dense_out: np.ndarray[Any, Any] = per_code[codes]
+        return dense_out
     inv, keys = key_codes(table, attrs)
     dest = np.array([zlib.crc32(repr(k).encode()) % workers for k in keys], dtype=np.int64)
     out: np.ndarray[Any, Any] = dest[inv.reshape(-1)]
     return out
+
+
+_DENSE_MAX = 1 << 22
+"""Largest product of the key columns' distinct counts that :func:`key_workers` counts in an
+array (beyond it, the codes are sorted: :func:`~kleene.runtime.engine.key_codes`)."""
+
+
+def _dense_codes(table: pa.Table, attrs: Sequence[str]
+                 ) -> tuple[np.ndarray[Any, Any], list[list[Any]]] | None:
+    """Per row, the mixed-radix code of its key over the key columns' dictionaries (as in
+    :func:`~kleene.runtime.engine.key_codes`, before its sort), and the dictionaries; None when
+    a column is missing, the table empty or the code space larger than ``_DENSE_MAX``."""
+    if not attrs or table.num_rows == 0 or any(a not in table.column_names for a in attrs):
+        return None
+    codes = np.zeros(table.num_rows, dtype=np.int64)
+    dicts: list[list[Any]] = []
+    space = 1
+    for a in attrs:
+        col = table.column(a)
+        if pa.types.is_dictionary(col.type):
+            col = col.cast(col.type.value_type)
+        enc = pc.dictionary_encode(col, null_encoding="encode").combine_chunks()
+        vals = enc.dictionary.to_pylist()
+        space *= max(len(vals), 1)
+        if space > _DENSE_MAX:
+            return None
+        codes = codes * len(vals) + enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        dicts.append(vals)
+    return codes, dicts
+
+
+def _decode(codes: list[int], dicts: list[list[Any]]) -> list[tuple[Any, ...]]:
+    """The key tuples of mixed-radix ``codes`` (the inverse of :func:`_dense_codes`)."""
+    keys = []
+    for u in codes:
+        parts = []
+        for vals in reversed(dicts):
+            u, r = divmod(u, len(vals))
+            parts.append(vals[r])
+        keys.append(tuple(reversed(parts)))
+    return keys
 
 
 # the job a forked worker inherits (set just before forking, cleared after)
