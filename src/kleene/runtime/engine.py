@@ -1044,6 +1044,17 @@ class Runtime:
             bound = min(bound, c.positions[0])
         self.policies.consumed = {p for p in self.policies.consumed if p >= bound}
 
+    def release_bound(self) -> int | None:
+        """The smallest global position (of a last event) at which this runtime may still
+        release a match: its earliest held match or run waiting on a trailing NOT; None when
+        everything it found is out. A keyed parallel stream releases its workers' merged
+        output below the smallest bound (kleene.runtime.parallel.ParallelStream), as one
+        runtime would."""
+        bounds = [k[0] for k, _c, _x in self.held]
+        if self.matcher.has_trailing:
+            bounds += [c.last_gpos for st in self.states.values() for c in st.pending]
+        return min(bounds) if bounds else None
+
     def temporary_matches(self) -> dict[str, int] | None:
         """Temporary matches (LinkedCEP's measure) the matcher created and copied so far, and
         the partial matches it stores now (runs, or the chain plan's nodes); None when the
@@ -1137,6 +1148,11 @@ class _PlainUnpickler(pickle.Unpickler):
         raise EngineError(f"snapshot contains a non-data object {module}.{name}")
 
 
+def safe_loads(blob: bytes) -> Any:
+    """Unpickle plain data only (a snapshot): anything naming a class is refused."""
+    return _safe_loads(blob)
+
+
 def _safe_loads(blob: bytes) -> Any:
     try:
         return _PlainUnpickler(io.BytesIO(blob)).load()
@@ -1171,4 +1187,5 @@ def run_batch(rt: Runtime, events: EventBatch) -> list[Match]:
     return out
 
 
-__all__ = ["GPOS_COL", "Counters", "Runtime", "key_codes", "late_mask", "run_batch"]
+__all__ = ["GPOS_COL", "Counters", "Runtime", "key_codes", "late_mask", "run_batch",
+           "safe_loads"]

@@ -20,7 +20,18 @@ partitions, since a match's events all share its key). So the stream is split by
    reorders lines, not Match objects: formatting is parallel too, and no Match is pickled.
 
 Used by ``CompiledQuery.run`` / ``kleene.plans.evaluate`` with ``workers=N`` and by
-``kleene run --workers N``. Streaming (``start``) runs in one process.
+``kleene run --workers N``.
+
+Streaming (:class:`ParallelStream`, ``compile(q, workers=N).start()``): the calling process is
+the coordinator. It decides lateness, buffers out-of-order events and numbers the events in the
+whole stream exactly as one :class:`Runtime` does, and forwards each released slice of events
+(sorted, with their positions) to persistent forked workers by key hash, telling them the
+stream's frontier. Each worker runs an ordinary Runtime (no lateness of its own) and reports,
+with its matches, the earliest position at which it may still release one
+(:meth:`Runtime.release_bound`); the coordinator merges the workers' matches and holds back
+those at or after the smallest bound, which one runtime would still hold. Every call returns
+what one runtime returns for it, in the same order; ``snapshot`` / ``restore`` save the
+coordinator's state and each worker's runtime snapshot.
 """
 
 from __future__ import annotations
@@ -34,6 +45,7 @@ import traceback
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -42,9 +54,10 @@ import pyarrow.compute as pc
 
 from ..errors import EngineError
 from ..events import EventBatch, Match
+from ..events.model import TS, TimeInfo
 from ..plan.linear import CompKind
 from ..vocab import PickMode
-from .engine import GPOS_COL, Counters, Runtime, key_codes
+from .engine import _FAR_PAST, GPOS_COL, Counters, Runtime, key_codes, late_mask, safe_loads
 
 MIN_EVENTS_PER_WORKER = 10_000
 """Below this many events per worker, forking costs more than it saves: one process."""
@@ -382,5 +395,318 @@ def _merged_texts(parts: list[pa.Array], order: np.ndarray[Any, Any]) -> Iterato
         yield every.take(pa.array(order[i:i + _MERGE_CHUNK]))
 
 
-__all__ = ["MIN_EVENTS_PER_WORKER", "ParallelRun", "default_workers", "key_workers",
-           "run_parallel", "sequential_reason"]
+# ---------------------------------------------------------------------------------------------
+# streaming over workers
+# ---------------------------------------------------------------------------------------------
+
+def _match_row(m: Match) -> tuple[Any, ...]:
+    return (m.query, m.bindings, m.start, m.end, m.values)
+
+
+def _stream_child(conn: Any, compiled: Any, options: dict[str, Any]) -> None:
+    """A stream worker: one Runtime (no lateness: the coordinator decides it), driven by
+    ``(op, ...)`` messages; each reply is ``("ok", matches, last positions, bound, counters,
+    extra)`` or ``("error", one line)``."""
+    gc.freeze()  # the objects inherited from the parent are never scanned (nor copied)
+    rt = Runtime(compiled, **{**options, "allowed_lateness_us": 0})
+    rt.out_keys = []
+    while True:
+        try:
+            ops = pickle.loads(conn.recv_bytes())  # noqa: S301 - our own parent's bytes
+        except EOFError:
+            os._exit(0)
+        try:
+            out: list[Match] = []
+            extra: Any = None
+            for op in ops:
+                if op[0] == "stop":
+                    conn.close()
+                    os._exit(0)
+                if op[0] == "push":
+                    _o, table, frontier, tinfo = op
+                    if table.num_rows:
+                        out += rt.push(EventBatch(table, tinfo))
+                    out += rt.advance(frontier)
+                elif op[0] == "advance":
+                    out += rt.advance(op[1])
+                elif op[0] == "close":
+                    out += rt.close()
+                elif op[0] == "snapshot":
+                    extra = rt.snapshot()
+                elif op[0] == "restore":
+                    rt.restore(op[1])
+                    rt.out_keys = []
+            assert rt.out_keys is not None
+            keys, rt.out_keys = rt.out_keys, []
+            c = rt.counters
+            res: Any = ("ok", [_match_row(m) for m in out], keys, rt.release_bound(),
+                        [c.events_processed, c.candidate_events, c.matches, c.truncated_runs,
+                         c.truncated_matches, c.events_skipped, int(c.truncated_exact)], extra)
+        except BaseException as e:  # noqa: BLE001 - reported to the coordinator, one line
+            res = ("error", f"{type(e).__name__}: {e}")
+        conn.send_bytes(pickle.dumps(res, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+class ParallelStream:
+    """A streaming runtime whose partitions are spread over ``workers`` processes: ``push``,
+    ``advance``, ``close``, ``snapshot``, ``restore``, ``late`` and ``counters`` as
+    :class:`~kleene.runtime.engine.Runtime`, with the same output call for call.
+
+    It runs one Runtime in this process (``workers == 1``, and ``reason`` says why) when the
+    query cannot be split by key (:func:`sequential_reason`), counts only (``count_only``) or
+    emits timeouts. Caps (``max_matches_per_call``, ...) apply per worker. ``shutdown()`` (or
+    ``close()``) ends the worker processes."""
+
+    def __init__(self, compiled: Any, workers: int, **options: Any) -> None:
+        if workers < 1:
+            raise EngineError(f"workers must be a positive integer, not {workers!r}")
+        reason = sequential_reason(compiled, 1 << 62, workers)
+        if reason is None and options.get("count_only"):
+            reason = "count_only: the counters of one runtime"
+        if reason is None and compiled.spec.timeouts:
+            reason = "EMIT TIMEOUTS runs in one process"
+        self.compiled = compiled
+        self.reason = reason
+        self.workers = 1 if reason is not None else workers
+        self.options = dict(options)
+        self.lateness = int(options.get("allowed_lateness_us", 0))
+        self._one: Runtime | None = Runtime(compiled, **options) if reason is not None else None
+        self._procs: list[tuple[Any, Any]] = []
+        self.counters = Counters()
+        self._wcounters: list[list[int]] = [[0] * 6 + [1] for _ in range(self.workers)]
+        self.max_seen = _FAR_PAST
+        self.frontier = _FAR_PAST
+        self.next_gpos = 0
+        self.buffer: list[pa.Table] = []
+        self.late_events: list[pa.Table] = []
+        self.time: TimeInfo | None = None
+        self.closed = False
+        self.waiting: list[tuple[int, Match]] = []
+        """Matches the workers released that one runtime would still hold (position of the
+        last event, match), in output order."""
+
+    # -- public API -------------------------------------------------------------------------
+    def push(self, batch: EventBatch) -> list[Match]:
+        """Add events (in order, or out of order within the allowed lateness)."""
+        if self._one is not None:
+            return self._one.push(batch)
+        self._check_open()
+        if self.time is None:
+            self.time = batch.time
+        t = batch.table
+        if t.num_rows == 0:
+            return []
+        self.counters.events_in += t.num_rows
+        ts = t.column(TS).to_numpy()
+        late = late_mask(ts, self.max_seen, self.frontier, self.lateness)
+        if late.any():
+            self.counters.late_events += int(late.sum())
+            self.late_events.append(t.filter(pa.array(late)))
+            t = t.filter(pa.array(~late))
+            ts = ts[~late]
+            if t.num_rows == 0:
+                return []
+        self.max_seen = max(self.max_seen, int(ts.max()))
+        if self.lateness <= 0 and not self.buffer and bool(np.all(ts[1:] >= ts[:-1])):
+            self.frontier = max(self.frontier, int(ts[-1]))
+            return self._call(self._route(t), [])
+        self.buffer.append(t)
+        return self._call(self._flush(self.max_seen - max(self.lateness, 0)), [])
+
+    def advance(self, watermark_us: int) -> list[Match]:
+        """Promise that no event with a timestamp below ``watermark_us`` will come."""
+        if self._one is not None:
+            return self._one.advance(watermark_us)
+        self._check_open()
+        shares = self._flush(int(watermark_us) - 1)
+        self.frontier = max(self.frontier, int(watermark_us))
+        return self._call(shares, [("advance", int(watermark_us))])
+
+    def close(self) -> list[Match]:
+        """End of stream: every buffered event and pending match; the workers then stop."""
+        if self._one is not None:
+            return self._one.close()
+        self._check_open()
+        out = self._call(self._flush(None), [("close",)])
+        self.closed = True
+        self.shutdown()
+        return out
+
+    @property
+    def late(self) -> EventBatch | None:
+        """Events that arrived behind the frontier (never silently lost)."""
+        if self._one is not None:
+            return self._one.late
+        if not self.late_events:
+            return None
+        return EventBatch(pa.concat_tables(self.late_events, promote_options="default"),
+                          self.time or TimeInfo())
+
+    def snapshot(self) -> bytes:
+        """The whole state (the coordinator's and every worker's) as plain-data bytes."""
+        if self._one is not None:
+            return self._one.snapshot()
+        self._check_open()
+        blobs = self._send([[("snapshot",)]] * self.workers)
+        buf = None
+        if self.buffer:
+            buf = _ipc(pa.concat_tables(self.buffer, promote_options="default"))
+        c = self.counters
+        data = {
+            "version": 1, "parallel": self.workers, "query": self.compiled.plan.name,
+            "max_seen": self.max_seen, "frontier": self.frontier, "next_gpos": self.next_gpos,
+            "buffer": buf, "waiting": [(k, _match_row(m)) for k, m in self.waiting],
+            "counters": [c.events_in, c.late_events], "wcounters": self._wcounters,
+            "time": None if self.time is None else (self.time.kind, self.time.unit,
+                                                    self.time.tz),
+            "workers": [b[5] for b in blobs],
+        }
+        return pickle.dumps(data, protocol=5)
+
+    def restore(self, blob: bytes) -> None:
+        """Replace the state with a snapshot of the same query taken with as many workers
+        (late events collected so far are dropped, as :meth:`Runtime.restore` does)."""
+        if self._one is not None:
+            self._one.restore(blob)
+            return
+        data = safe_loads(blob)
+        if (not isinstance(data, dict) or data.get("version") != 1
+                or data.get("query") != self.compiled.plan.name):
+            raise EngineError(f"snapshot is not of query {self.compiled.plan.name!r}")
+        if data.get("parallel") != self.workers:
+            raise EngineError(f"snapshot was taken with {data.get('parallel') or 1} worker(s), "
+                              f"not {self.workers}: restore it with as many")
+        self._check_open()
+        self._send([[("restore", b)] for b in data["workers"]])
+        self.max_seen, self.frontier = data["max_seen"], data["frontier"]
+        self.next_gpos = data["next_gpos"]
+        self.buffer = []
+        if data["buffer"] is not None:
+            with pa.ipc.open_stream(data["buffer"]) as r:
+                self.buffer = [r.read_all()]
+        self.waiting = [(k, Match(*r)) for k, r in data["waiting"]]
+        self.counters.events_in, self.counters.late_events = data["counters"]
+        self._wcounters = data["wcounters"]
+        self._sum_counters()
+        self.time = TimeInfo(*data["time"]) if data["time"] is not None else None
+        self.late_events = []
+
+    def shutdown(self) -> None:
+        """End the worker processes (the stream cannot be used afterwards)."""
+        procs, self._procs = self._procs, []
+        for p, conn in procs:
+            try:
+                conn.send_bytes(pickle.dumps([("stop",)]))
+            except OSError:
+                pass
+            conn.close()
+            p.join(timeout=5)
+
+    def __del__(self) -> None:
+        try:
+            self.shutdown()
+        except Exception:  # noqa: BLE001, S110 - interpreter shutdown
+            pass
+
+    # -- internals --------------------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self.closed:
+            raise EngineError(f"query {self.compiled.plan.name!r}: the runtime is closed")
+
+    def _flush(self, upto: int | None) -> list[pa.Table] | None:
+        """Release the buffered events up to ``upto`` (all: None), as one Runtime does."""
+        if not self.buffer:
+            return None
+        t = pa.concat_tables(self.buffer, promote_options="default").combine_chunks()
+        ts = t.column(TS).to_numpy()
+        order = np.argsort(ts, kind="stable")
+        t = t.take(pa.array(order))
+        ts = ts[order]
+        n = len(ts) if upto is None else int(np.searchsorted(ts, upto, side="right"))
+        ready, rest = t.slice(0, n), t.slice(n)
+        self.buffer = [rest] if rest.num_rows else []
+        if not ready.num_rows:
+            return None
+        self.frontier = max(self.frontier, int(ts[n - 1]))
+        return self._route(ready)
+
+    def _route(self, t: pa.Table) -> list[pa.Table]:
+        """Number the (sorted) events in the whole stream; each worker's share."""
+        n = t.num_rows
+        gpos = pa.array(np.arange(self.next_gpos, self.next_gpos + n, dtype=np.int64))
+        self.next_gpos += n
+        t = t.append_column(GPOS_COL, gpos)
+        dest = key_workers(t, self.compiled.plan.partition_by, self.workers)
+        return [t.filter(pa.array(dest == w)) for w in range(self.workers)]
+
+    def _call(self, shares: list[pa.Table] | None, ops: list[tuple[Any, ...]]) -> list[Match]:
+        """Send every worker its share (with the frontier) and ``ops``; the merged matches one
+        runtime would return."""
+        per = [([("push", shares[w], self.frontier, self.time)] if shares is not None else [])
+               + ops for w in range(self.workers)]
+        if not any(per):
+            return []
+        replies = self._send(per)
+        items = list(self.waiting)
+        bounds = []
+        for w, (_s, rows, keys, bound, cnt, _x) in enumerate(replies):
+            items += zip(keys, (Match(*r) for r in rows), strict=True)
+            if bound is not None:
+                bounds.append(bound)
+            self._wcounters[w] = cnt
+        self._sum_counters()
+        items.sort(key=itemgetter(0))  # stable: a worker's matches keep their order
+        if bounds:
+            limit = min(bounds)
+            k = 0
+            while k < len(items) and items[k][0] < limit:
+                k += 1
+            items, self.waiting = items[:k], items[k:]
+        else:
+            self.waiting = []
+        return [m for _k, m in items]
+
+    def _sum_counters(self) -> None:
+        c = self.counters
+        cols = list(zip(*self._wcounters, strict=True))
+        (c.events_processed, c.candidate_events, c.matches, c.truncated_runs,
+         c.truncated_matches, c.events_skipped) = (sum(x) for x in cols[:6])
+        c.truncated_exact = all(cols[6])
+
+    def _send(self, per: list[list[tuple[Any, ...]]]) -> list[Any]:
+        if not self._procs:
+            self._start()
+        for (_p, conn), ops in zip(self._procs, per, strict=True):
+            conn.send_bytes(pickle.dumps(ops, protocol=pickle.HIGHEST_PROTOCOL))
+        replies = []
+        for p, conn in self._procs:
+            try:
+                res = pickle.loads(conn.recv_bytes())  # noqa: S301 - our own child's bytes
+            except EOFError:
+                raise EngineError(f"keyed parallel stream: worker process {p.pid} died "
+                                  f"(exit code {p.exitcode})") from None
+            if res[0] != "ok":
+                raise EngineError(f"keyed parallel stream: a worker failed: {res[1]}")
+            replies.append(res)
+        return replies
+
+    def _start(self) -> None:
+        ctx = multiprocessing.get_context("fork")
+        for _w in range(self.workers):
+            mine, theirs = ctx.Pipe(duplex=True)
+            p = ctx.Process(target=_stream_child, args=(theirs, self.compiled, self.options),
+                            daemon=True)
+            p.start()
+            theirs.close()
+            self._procs.append((p, mine))
+
+
+def _ipc(t: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, t.schema) as w:
+        w.write_table(t)
+    return bytes(sink.getvalue().to_pybytes())
+
+
+__all__ = ["MIN_EVENTS_PER_WORKER", "ParallelRun", "ParallelStream", "default_workers",
+           "key_workers", "run_parallel", "sequential_reason"]
