@@ -198,3 +198,15 @@ def test_a_match_waits_for_an_earlier_one_pending_in_another_worker() -> None:
         assert par.workers == 3 and per_call == [0, 0, 0, 0, 0, 2]  # both at ts 7, u first
     finally:
         par.shutdown()
+
+
+def test_compile_with_workers_starts_a_stream_over_workers() -> None:
+    events = _stock(60, symbols=4)
+    par = kleene.compile(PAIRS, workers=2).start()
+    one = kleene.compile(PAIRS).start()
+    try:
+        assert isinstance(par, ParallelStream) and par.workers == 2
+        got = par.push(events) + par.close()
+        assert _keys(got) == _keys(one.push(events) + one.close()) and len(got) > 3
+    finally:
+        par.shutdown()

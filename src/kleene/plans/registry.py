@@ -496,11 +496,12 @@ def start(query: AnalyzedQuery | CompiledPlan, *, plan: str | None = None,
     100000; ``None`` for no cap), ``max_matches_per_event`` (default 1000000),
     ``max_matches_per_call`` (default 2000000: complete matches buffered by one
     ``push`` / ``advance`` / ``close``), ``on_cap`` (``"error"`` or ``"truncate"``),
-    ``count_only``, ``use_kernel``.
+    ``count_only``, ``use_kernel``; ``workers=N``: a PARTITION BY query streams over N
+    processes (kleene.runtime.parallel.ParallelStream, the output of one runtime).
     """
     from ..runtime.engine import Runtime
 
-    options.pop("workers", None)  # keyed parallelism is for evaluate (run); a stream is one process
+    workers = options.pop("workers", None)
     unknown = set(options) - _RUNTIME_OPTIONS
     if unknown:
         raise EngineError(f"unknown runtime option(s) {sorted(unknown)}; known: "
@@ -509,6 +510,10 @@ def start(query: AnalyzedQuery | CompiledPlan, *, plan: str | None = None,
         stats = replace(stats or Stats(), count_only=True)  # the chooser sees the mode
     compiled = query if isinstance(query, CompiledPlan) else choose(query, plan=plan,
                                                                      stats=stats)
+    if workers is not None and workers != 1:
+        from ..runtime.parallel import ParallelStream
+
+        return ParallelStream(compiled, int(workers), **options)
     return Runtime(compiled, **options)
 
 

@@ -466,6 +466,7 @@ class ParallelStream:
         if reason is None and compiled.spec.timeouts:
             reason = "EMIT TIMEOUTS runs in one process"
         self.compiled = compiled
+        self.plan = compiled.plan
         self.reason = reason
         self.workers = 1 if reason is not None else workers
         self.options = dict(options)
