@@ -61,3 +61,20 @@ def test_run_workers_two_to_stdout_and_csv_write_the_output_of_one(tmp_path: Pat
             assert r.exit_code == 0, r.output
             outs[w] = r.stdout
         assert outs["1"] == outs["2"] and outs["1"].count("\n") > 100
+
+
+def test_run_stream_workers_two_writes_the_output_of_one(tmp_path: Path) -> None:
+    """``--stream --workers 2``: chunks go to two worker processes as they are read; the
+    output is the one-process stream's, byte for byte."""
+    csv = _csv(tmp_path / "stock.csv", 6000)
+    outs = {}
+    for w in ("1", "2"):
+        out = tmp_path / f"out{w}.jsonl"
+        r = CliRunner().invoke(cli, ["run", QUERY, "-i", str(csv), "--event-type", "Stock",
+                                     "--stream", "--batch-size", "700", "--workers", w,
+                                     "-o", str(out)])
+        assert r.exit_code == 0, r.output
+        outs[w] = out.read_bytes()
+        if w == "2":
+            assert "2 workers" in r.stderr
+    assert outs["1"] == outs["2"] and outs["1"].count(b"\n") > 30

@@ -717,7 +717,8 @@ def explain(query: tuple[str, ...], dialect: str | None, dot: bool, spark: bool,
 @click.option("--workers", default=None, type=click.IntRange(min=1), metavar="N",
               help="Processes for a PARTITION BY query: partitions spread over N workers by "
                    "key hash, merged back in output order (default: the number of cores; "
-                   "the summary says when a run stays in one process and why).")
+                   "with --stream, one process unless given; the summary says when a run "
+                   "stays in one process and why).")
 @_tree
 @_guard
 @_without_cyclic_gc
@@ -864,7 +865,7 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
                        lateness_s=allowed_lateness, quiet=quiet, progress=progress,
                        late_output=late_output,
                        clock=(started, compiled_at), caps=caps, explicit_unit=explicit_unit,
-                       unread=unread, touts=touts)
+                       unread=unread, touts=touts, workers=workers)
         return
     batches: list[Any] = []
     for b in stream:
@@ -1256,9 +1257,11 @@ def _run_streaming(compiled: Any, stream: Any, *, output: str | None, fmt: str, 
                    late_output: str | None = None,
                    clock: tuple[float, float], caps: dict[str, Any],
                    explicit_unit: bool = False, unread: UnreadColumns | None = None,
-                   touts: Timeouts | None = None) -> None:
+                   touts: Timeouts | None = None, workers: int | None = None) -> None:
     """``run --stream``: push each chunk through the engine's runtime as it is read and write
-    matches as they come (memory bounded by the chunk size and the engine's live state)."""
+    matches as they come (memory bounded by the chunk size and the engine's live state).
+    ``--workers N`` (given explicitly; the default streams in one process) spreads a
+    PARTITION BY query's partitions over N processes (kleene.runtime.parallel.ParallelStream)."""
     from ..events.writers import MatchWriter, open_writer
 
     is_set = hasattr(compiled, "queries")
@@ -1266,9 +1269,20 @@ def _run_streaming(compiled: Any, stream: Any, *, output: str | None, fmt: str, 
     if not is_set and not compiled.backend.streaming:
         raise QueryError(f"--stream needs an engine with a streaming runtime, not "
                          f"{compiled.engine!r}")
+    spread: dict[str, Any] = {}
+    label = ""
+    if (workers is not None and workers > 1 and not is_set and not count
+            and getattr(compiled, "compiled_plan", None) is not None
+            and not (touts is not None and touts.on) and caps.get("use_kernel") is not False):
+        spread = {"workers": workers}
     runtime = _engine_call(engine, compiled.start,
                            allowed_lateness_us=round(lateness_s * 1_000_000),
-                           count_only=count, **caps)
+                           count_only=count, **caps, **spread)
+    if spread:
+        label = (f", {runtime.workers} workers" if runtime.workers > 1
+                 else f", 1 worker: {runtime.reason}")
+    elif workers is not None and workers > 1:
+        label = ", 1 worker: --stream spreads only a plain PARTITION BY query's matches"
     if count:
         runtime.count_placeholders = False  # exact counts may be huge: read the counter
     writer: MatchWriter | None = None
@@ -1329,7 +1343,7 @@ def _run_streaming(compiled: Any, stream: Any, *, output: str | None, fmt: str, 
     finished = time.perf_counter()
     if not quiet:
         started, compiled_at = clock
-        _summary(report, n_matches, _engine_label(compiled),
+        _summary(report, n_matches, _engine_label(compiled) + label,
                  (started, compiled_at, finished, finished, finished),
                  late=int(runtime.late_count if is_set else runtime.counters.late_events),
                  lateness_s=lateness_s, per_query=dict(runtime.counts) if is_set else None,
