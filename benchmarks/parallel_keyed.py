@@ -17,7 +17,7 @@ kleene pairs, once per mode; its time is the median job time after a warm-up job
 (JVM start and warm-up excluded, which favours Flink). The ratio against kleene is the whole
 kleene CLI (process wall) against that job time.
 
-About 3 minutes on an idle 2-core machine with the defaults, most of it Flink. Prints one JSON
+About 4-5 minutes on an idle 2-core machine with the defaults, most of it Flink. Prints one JSON
 object; ``--out`` also writes it to a file.
 """
 
