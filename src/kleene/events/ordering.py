@@ -29,6 +29,11 @@ class Disorder:
         """Count the chunk's late rows; with ``sort``, sort the chunk stably by time."""
         # a row is out of order when an earlier row (in input order) has a later timestamp
         ts = table.column(TS).to_numpy()
+        if not len(ts):
+            return table
+        if (self._max_ts is None or ts[0] >= self._max_ts) and not (ts[1:] < ts[:-1]).any():
+            self._max_ts = int(ts[-1])  # in order (the usual case: no running maximum)
+            return table
         running = np.maximum.accumulate(ts)
         before = np.empty_like(ts)
         before[0] = self._max_ts if self._max_ts is not None else np.iinfo(np.int64).min

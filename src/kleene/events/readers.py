@@ -65,7 +65,15 @@ from .decisions import UNIT_US, Decisions, decide, normalise_type, time_micros
 from .model import ID, TS, TYPE, EventBatch, TimeInfo
 from .options import ReadOptions, TimeUnit
 from .ordering import Disorder, check_unique_ids, concat, sort_by_time
-from .sources import FILE_SOURCES, STDIN, Source, detect_format, list_files, open_source
+from .sources import (
+    FILE_SOURCES,
+    STDIN,
+    Source,
+    TypedSource,
+    detect_format,
+    list_files,
+    open_source,
+)
 from .sources.base import Raw
 from .sources.csvfile import count_csv_rows
 
@@ -136,6 +144,7 @@ class EventStream(Iterator[EventBatch]):
         self._disorder = Disorder()
         self._done = False
         self._bad = BadRows(self.policy)
+        self._use_types()
 
     # -- public ----------------------------------------------------------------------------
     def __enter__(self) -> EventStream:
@@ -226,7 +235,40 @@ class EventStream(Iterator[EventBatch]):
                 raw.sample if self._nulls is None else self._null_values(raw.sample, count=False))
             self._decisions = decide(sample, raw.text_cols, self.options, self.overrides,
                                      source)
+            self._use_types()
+        widths = dict(self._decisions.types)
+        result, errors = self._build(raw, source)
+        if (errors or raw.bad) and raw.text is not None:
+            # parsed straight to types: find and report the bad rows from the text, as ever
+            raw.table, raw.text = raw.text(), None
+            result, errors = self._build(raw, source)
+        if self._decisions.types != widths:
+            self._use_types()  # a column widened (ints, then fractions): parse it as floats
+        if errors or raw.bad:
+            result = self._bad.apply(raw, errors, source, result)
+        if result is None or result.num_rows == 0:
+            return None
+        result = self._disorder.order(result, sort=self.sort_chunks)
+        self._events += result.num_rows
+        return EventBatch(result, self.time)
+
+    def _use_types(self) -> None:
+        """Tell a source that can parse text straight to types (CSV) the decided ones."""
         d = self._decisions
+        if (d is None or self._nulls is not None
+                or not isinstance(self.source, TypedSource)):
+            return  # (--null-values works on text: it must see every value as text)
+        types = {c: t for c, t in d.types.items() if c != d.time_col}
+        if d.time_mode in ("iso-naive", "iso-zoned"):
+            types[d.time_col] = pa.timestamp("us", d.time.tz)
+        elif d.time_mode == "numeric":
+            types[d.time_col] = d.types[d.time_col]
+        self.source.use_types(types)
+
+    def _build(self, raw: Raw, source: str) -> tuple[pa.Table | None, list[CellError]]:
+        """The events of ``raw`` (its bad rows included) and the cells that are not values."""
+        d = self._decisions
+        assert d is not None
         table = raw.table
         n = table.num_rows
         errors: list[CellError] = []
@@ -261,35 +303,26 @@ class EventStream(Iterator[EventBatch]):
         errors = terrs + [e for e in errors if e.column != d.time_col]
         unparsable = {e.position for e in terrs}
         errors.extend(CellError(int(i), d.time_col, "missing timestamp")
-                      for i in np.flatnonzero(pc.is_null(ts).to_numpy(zero_copy_only=False))
-                      if int(i) not in unparsable)
+                      for i in _nulls(ts) if int(i) not in unparsable)
         opts = self.options
         if opts.event_type is not None:
             types = pa.repeat(pa.scalar(opts.event_type, pa.string()), n)
         else:
             tcol = opts.type_col or "type"
             types = table.column(tcol).combine_chunks().cast(pa.string())
-            empty = pc.or_kleene(pc.is_null(types), pc.equal(types, ""))
-            errors.extend(CellError(int(i), tcol, "missing event type")
-                          for i in np.flatnonzero(empty.to_numpy(zero_copy_only=False)))
+            empty = pc.fill_null(pc.equal(types, ""), True)
+            if pc.any(empty).as_py():
+                errors.extend(CellError(int(i), tcol, "missing event type")
+                              for i in np.flatnonzero(empty.to_numpy(zero_copy_only=False)))
         if opts.id_col is not None:
             ids = out[opts.id_col]
             if not (pa.types.is_integer(ids.type) or pa.types.is_string(ids.type)):
                 ids = ids.cast(pa.string())
-            errors.extend(CellError(int(i), opts.id_col, "missing id")
-                          for i in np.flatnonzero(pc.is_null(ids).to_numpy(zero_copy_only=False)))
+            errors.extend(CellError(int(i), opts.id_col, "missing id") for i in _nulls(ids))
         else:
             ids = pa.array(raw.ids, pa.int64())
         cols = {ID: ids, TS: ts, TYPE: types, **out}
-        result: pa.Table | None = pa.table(cols)
-        if errors or raw.bad:
-            result = self._bad.apply(raw, errors, source, result)
-        if result is None or result.num_rows == 0:
-            return None
-        result = self._disorder.order(result, sort=self.sort_chunks)
-        self._events += result.num_rows
-        return EventBatch(result, d.time)
-
+        return pa.table(cols), errors
 
     def _null_values(self, table: pa.Table, *, count: bool = True) -> pa.Table:
         """``table`` with the text values listed in ``null_values`` made NULL (before types
@@ -307,6 +340,13 @@ class EventStream(Iterator[EventBatch]):
                 table = table.set_column(i, field, pc.if_else(hit, pa.scalar(None, field.type),
                                                               col))
         return table
+
+
+def _nulls(arr: pa.Array) -> Any:
+    """The positions of the NULLs of ``arr`` (none without a look when it counts none)."""
+    if not arr.null_count:
+        return ()
+    return np.flatnonzero(pc.is_null(arr).to_numpy(zero_copy_only=False))
 
 
 def _options(options: ReadOptions | None, overrides: Mapping[str, Any]) -> ReadOptions:

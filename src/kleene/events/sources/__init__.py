@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import glob
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
+import pyarrow as pa
+
 from ...errors import InputError
 from ..options import ReadOptions
-from .base import COMPRESSIONS, STDIN, FileSource, Raw, Source, renamed, split
+from .base import COMPRESSIONS, STDIN, FileSource, Raw, Source, TypedSource, renamed, split
 from .csvfile import CsvSource
 from .jsonl import JsonlSource
 from .memory import memory_source
@@ -84,16 +86,26 @@ class FilesSource:
         self.cls = cls
         self.options = options
         self.tracker = tracker
+        self.types: dict[str, pa.DataType] = {}
+
+    def use_types(self, types: Mapping[str, pa.DataType]) -> None:
+        """The decided column types, for every file of the input (see :class:`TypedSource`)."""
+        self.types.update(types)
+
+    def _open(self, path: str) -> FileSource:
+        source = self.cls(path, self.options, self.tracker)
+        source.types = self.types  # shared: filled in after the first chunk
+        return source
 
     def chunks(self) -> Iterator[Raw]:
         opts = self.options
         if len(self.files) == 1:
-            chunks = split(self.cls(self.files[0], opts, self.tracker).chunks(), opts.batch_size)
+            chunks = split(self._open(self.files[0]).chunks(), opts.batch_size)
             yield from (renamed(chunks, self.name) if self.files == [STDIN] else chunks)
             return
         offset = 0
         for f in self.files:
-            for raw in split(self.cls(f, opts, self.tracker).chunks(), opts.batch_size):
+            for raw in split(self._open(f).chunks(), opts.batch_size):
                 raw.ids = raw.ids + offset
                 raw.offset, raw.source = offset, f
                 yield raw
@@ -136,4 +148,5 @@ def open_source(obj: Any, options: ReadOptions, tracker: list[IO[bytes]]) -> Sou
 
 
 __all__ = ["ALIASES", "FILE_SOURCES", "FileSource", "FilesSource", "Raw", "STDIN", "Source",
+           "TypedSource",
            "detect_format", "file_source", "list_files", "open_source"]

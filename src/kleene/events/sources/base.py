@@ -46,6 +46,10 @@ class Raw:
     sample: pa.Table | None = None
     """The whole block this chunk was cut from (on the first piece only): the rows that decide
     column types, so that the decisions do not depend on ``batch_size``."""
+    text: Callable[[], pa.Table] | None = None
+    """For a chunk whose columns the source parsed straight to their decided types (see
+    :class:`TypedSource`): the same rows as text. The reader converts those instead when any
+    row of the chunk is bad, so bad rows are found and reported exactly as from text."""
 
 
 @runtime_checkable
@@ -65,6 +69,19 @@ class Source(Protocol):
     def format(self) -> str: ...
 
     def chunks(self) -> Iterator[Raw]: ...
+
+
+@runtime_checkable
+class TypedSource(Protocol):
+    """A source of text columns that can parse them straight to their types once the first
+    chunk has decided them (CSV: Arrow's own number and ISO-8601 parsers, in bulk).
+
+    The reader calls :meth:`use_types` with the decided types of the columns a typed parse
+    may produce (int64, float64, ``timestamp[us]`` and ``timestamp[us, UTC]``; the rest stay
+    text). A chunk parsed so must hold exactly the values the text conversion gives, and set
+    :attr:`Raw.text`; a part that does not parse so is delivered as text, as before."""
+
+    def use_types(self, types: Mapping[str, pa.DataType]) -> None: ...
 
 
 class FileSource(ABC):
@@ -87,6 +104,9 @@ class FileSource(ABC):
         self.options = options
         self.tracker: list[IO[bytes]] = [] if tracker is None else tracker
         """Raw files opened, so progress can be read from the last one's position."""
+        self.types: dict[str, pa.DataType] = {}
+        """Decided column types a source may parse straight to (see :class:`TypedSource`);
+        shared by the files of one input, filled in by the reader after the first chunk."""
 
     @property
     def name(self) -> str:
@@ -229,13 +249,30 @@ def split(chunks: Iterator[Raw], batch_size: int) -> Iterator[Raw]:
         if n <= batch_size:
             yield raw
             continue
+        text = None if raw.text is None else _Once(raw.text)
         for k, off in enumerate(range(0, n, batch_size)):
             m = min(batch_size, n - off)
             bad = raw.bad if k == 0 else []
             extra = raw.rows - n if k == 0 else 0
             yield Raw(raw.table.slice(off, m), raw.ids[off:off + m], raw.text_cols, bad,
                       m + extra, blank=raw.blank if k == 0 else 0,
-                      sample=raw.table if k == 0 else None)
+                      sample=raw.table if k == 0 else None,
+                      text=None if text is None else text.part(off, m))
+
+
+class _Once:
+    """A block's text, parsed at most once for all the pieces it is cut into."""
+
+    def __init__(self, parse: Callable[[], pa.Table]) -> None:
+        self.parse = parse
+        self.table: pa.Table | None = None
+
+    def part(self, offset: int, length: int) -> Callable[[], pa.Table]:
+        def text() -> pa.Table:
+            if self.table is None:
+                self.table = self.parse()
+            return self.table.slice(offset, length)
+        return text
 
 
 def renamed(chunks: Iterator[Raw], name: str) -> Iterator[Raw]:
@@ -246,5 +283,5 @@ def renamed(chunks: Iterator[Raw], name: str) -> Iterator[Raw]:
         raise InputError(e.reason, path=name, row=e.row, column=e.column) from None
 
 
-__all__ = ["COMPRESSIONS", "FileSource", "Raw", "Replay", "STDIN", "Source", "columns",
-           "open_stdin", "open_stream", "read_block", "renamed", "sniff_codec", "split"]
+__all__ = ["COMPRESSIONS", "FileSource", "Raw", "Replay", "STDIN", "Source", "TypedSource",
+           "columns", "open_stdin", "open_stream", "read_block", "renamed", "sniff_codec", "split"]

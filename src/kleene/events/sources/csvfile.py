@@ -6,6 +6,13 @@ that is not UTF-8, an unterminated quote that would run into the next lines, a l
 than a block) is read again line by line: each line is a row, a bad line is a bad row at its
 line, and reading resumes at the next line. So every non-empty line after the header is
 accounted for, as an event or a bad row; only the block with the bad line takes the slow path.
+
+Once the first block has decided the column types, later blocks are parsed by Arrow straight
+to them (int64, float64 and ISO-8601 timestamps by Arrow's own parsers, no text columns in
+between); such a block also keeps its text, which the reader converts instead when any of its
+rows is bad. A value Arrow's typed parse takes gets the value the text conversion gives it
+(``tests/events/test_read_typed.py`` holds the proof); one it refuses sends its block down the
+text path, so the typed parse changes speed only, never values, bad rows or messages.
 A quoted value therefore cannot hold a line break. An empty line is no row, but it takes an id
 (and is counted as a blank line), so an event's id is the index of its line after the header.
 """
@@ -29,6 +36,7 @@ _BOM = b"\xef\xbb\xbf"
 _TEXT_LIMIT = 10_000
 """Characters of a bad line kept for its dead letter."""
 _EMPTY = "the file is empty (expected a header line and rows)"
+_TIMES = (pa.timestamp("us"), pa.timestamp("us", "UTC"))
 
 
 def delimiter_of(path: str, options: ReadOptions) -> str:
@@ -86,8 +94,8 @@ def _line_breaks(chunk: bytes) -> int:
 
 
 class _Blocks:
-    """The lines after the header in blocks of whole lines, with the line number of each
-    block's first line (1-based, the header is line 1) and the block's line breaks."""
+    """The lines after the header in blocks of whole lines. (Every line after the header takes
+    an id, so a block's first line is line ``2 + `` the ids taken before it.)"""
 
     def __init__(self, stream: Any, path: str, options: ReadOptions) -> None:
         self.stream = stream
@@ -106,8 +114,7 @@ class _Blocks:
         self.leftover = rest
         self.first_read = max(1, self.size - len(line) - 1 - len(rest))
 
-    def __iter__(self) -> Iterator[tuple[bytes, int, int]]:
-        line = 2
+    def __iter__(self) -> Iterator[bytes]:
         # the next block is read (and decompressed) in a thread while this one is parsed;
         # the first block ends where a whole-file block would
         with ThreadPoolExecutor(1) as ahead:
@@ -120,9 +127,7 @@ class _Blocks:
                 if chunk is None:
                     continue
                 if chunk:
-                    breaks = _line_breaks(chunk)
-                    yield chunk, line, breaks
-                    line += breaks
+                    yield chunk
                 if not data:
                     return
 
@@ -150,9 +155,24 @@ def _rows_in(chunk: bytes, expected: int) -> int:
     return fast if fast == expected else sum(1 for line in chunk.splitlines() if line)
 
 
+def _empty_rows(table: pa.Table) -> bool:
+    """Whether a row has no value at all: an empty line (or one of empty values) read with
+    ``ignore_empty_lines=False``; the text path tells which."""
+    if not table.num_columns or any(c.null_count == 0 for c in table.columns):
+        return bool(table.num_columns == 0)
+    import pyarrow.compute as pc
+
+    empty = pc.is_null(table.column(0))
+    for col in table.columns[1:]:
+        empty = pc.and_(empty, pc.is_null(col))
+    return bool(pc.any(empty).as_py())
+
+
 def _has_line_break(table: pa.Table) -> bool:
     """Whether a value holds a line break: an open quote ran over into the next lines."""
     for col in table.columns:
+        if not pa.types.is_string(col.type):
+            continue
         for chunk in col.chunks:
             data = chunk.buffers()[2]
             if data is not None and len(data):
@@ -173,24 +193,87 @@ class _Parser:
         self.delimiter = delimiter
         self.sep = delimiter.encode()
         self.parse_opts = pcsv.ParseOptions(delimiter=delimiter)
+        self.plain_opts = pcsv.ParseOptions(delimiter=delimiter, quote_char=False,
+                                            ignore_empty_lines=False)
         self.convert_opts = pcsv.ConvertOptions(column_types={n: pa.string() for n in names},
                                                 strings_can_be_null=True)
         self.text_cols = frozenset(names)
+        self.types: dict[str, pa.DataType] = {}
+        """The decided types (shared with the source; empty until the first chunk is typed)."""
+        self._typed: tuple[tuple[Any, ...], Any, frozenset[str]] | None = None
+        self._misses = 0
 
-    def arrow(self, data: bytes) -> pa.Table:
-        """``data`` (whole lines) parsed by Arrow; raises ``pa.ArrowException``."""
+    def arrow(self, data: bytes, convert_opts: Any = None, parse_opts: Any = None) -> pa.Table:
+        """``data`` (whole lines) parsed by Arrow (as text unless ``convert_opts`` say
+        otherwise); raises ``pa.ArrowException``."""
         pcsv = self.pcsv
         threaded = len(data) > 1 << 20
         opts = pcsv.ReadOptions(column_names=self.names, use_threads=threaded,
                                 block_size=max(1 << 20, len(data) // 2 + 1) if threaded
                                 else len(data) + 1)
         return pcsv.read_csv(pa.BufferReader(data), read_options=opts,
-                             parse_options=self.parse_opts, convert_options=self.convert_opts)
+                             parse_options=parse_opts or self.parse_opts,
+                             convert_options=convert_opts or self.convert_opts)
+
+    def _typed_options(self) -> tuple[Any, frozenset[str]] | None:
+        """Arrow's convert options for the decided types, and the columns left as text
+        (``None`` before the types are decided, or when no column has a typed parse)."""
+        types = self.types
+        if not types:
+            return None
+        key = tuple(types.items())
+        if self._typed is None or self._typed[0] != key:
+            typed = {n: t for n in self.names if (t := types.get(n)) is not None
+                     and (t in (pa.int64(), pa.float64()) or t in _TIMES)}
+            column_types = {n: typed.get(n, pa.string()) for n in self.names}
+            opts = ((self.pcsv.ConvertOptions(column_types=column_types,
+                                              strings_can_be_null=True),
+                     self.pcsv.ConvertOptions(column_types=column_types,
+                                              strings_can_be_null=True, check_utf8=False))
+                    if typed else None)
+            self._typed = (key, opts, frozenset(n for n in self.names if n not in typed))
+        return None if self._typed[1] is None else (self._typed[1], self._typed[2])
+
+    def typed(self, chunk: bytes, start: int) -> Raw | None:
+        """The fastest path: the whole block by Arrow straight to the decided types (its own
+        number and ISO-8601 parsers, which accept a value only if the text conversion gives
+        it the same value), when that parses as one row per line; ``None`` otherwise (and
+        after two blocks in a row that did not, for the rest of the input)."""
+        if self._misses >= 2:
+            return None
+        found = self._typed_options()
+        if found is None:
+            return None
+        convert, text_cols = found
+        quoted = b'"' in chunk
+        # no quote and no empty line skipped: a row is a line (checked below otherwise)
+        parse = self.parse_opts if quoted else self.plain_opts
+        if chunk.isascii():  # (no byte to check; a text column of a block that is not is)
+            convert = convert[1]
+        else:
+            convert = convert[0]
+        try:
+            table = self.arrow(chunk, convert, parse)
+        except pa.ArrowException:
+            table = None
+        if table is not None:
+            n = table.num_rows
+            if (not _empty_rows(table) if parse is self.plain_opts else
+                    _line_breaks(chunk) + (not chunk.endswith((b"\n", b"\r"))) == n
+                    and not _has_line_break(table)):
+                self._misses = 0
+                return Raw(table, np.arange(start, start + n, dtype=np.int64), text_cols, [],
+                           n, text=lambda: self.arrow(chunk))
+        self._misses += 1
+        return None
 
     def parse(self, chunk: bytes, first_line: int, start: int,
               breaks: int | None = None) -> Raw:
         """The fast path: the whole block by Arrow, if it parses as one row per line; else
         each half of the block alike, down to 64 KiB parts read line by line."""
+        fast = self.typed(chunk, start)
+        if fast is not None:
+            return fast
         try:
             table = self.arrow(chunk)
         except pa.ArrowException:
@@ -320,14 +403,15 @@ class CsvSource(FileSource):
 
     def chunks(self) -> Iterator[Raw]:
         stream = open_stream(self.path, self.tracker)
-        blocks: Iterator[tuple[bytes, int, int]] | None = None
+        blocks: Iterator[bytes] | None = None
         try:
             lines = _Blocks(stream, self.path, self.options)
             parser = _Parser(lines.names, lines.delimiter)
+            parser.types = self.types
             start = 0
             blocks = iter(lines)
-            for chunk, line, breaks in blocks:
-                raw = parser.parse(chunk, line, start, breaks)
+            for chunk in blocks:
+                raw = parser.parse(chunk, start + 2, start)
                 start += raw.rows + raw.blank
                 if raw.rows or raw.blank:
                     yield raw
@@ -344,7 +428,7 @@ def count_csv_rows(path: str, options: ReadOptions) -> tuple[int, int]:
     stream = open_stream(path)
     ids = blank = 0
     try:
-        for chunk, _, _ in _Blocks(stream, path, options):
+        for chunk in _Blocks(stream, path, options):
             lines = chunk.splitlines()
             ids += len(lines)
             blank += lines.count(b"")
