@@ -200,3 +200,25 @@ def test_a_bad_row_in_a_typed_block_is_reported_from_its_text(tmp_path: Path) ->
     batch, report = read_events(str(path), block_bytes=1024, on_bad_row=f"dead-letter={dead}")
     assert report.dead_lettered == 1 and report.events == 399
     assert '"record": {"ts": "2024-01-02 09:35:00", "type": null, "n": "7"}' in dead.read_text()
+
+
+@pytest.mark.parametrize("bad", [b"0,A", b"0,A,0\xe9", b"0,A,0,extra", b'0,"A,0'])
+@pytest.mark.parametrize("at", [30_000, 35_000, 39_990])
+def test_a_block_split_in_halves_reads_like_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 bad: bytes, at: int) -> None:
+    # a block over 64 KiB that Arrow refuses is parsed again in halves; with the bad line in
+    # the second half (at 35_000 and 39_990), the typed parse took the clean first half and the text
+    # path the other, and the two tables did not concatenate (found by the fuzz test)
+    lines = [b"%d,A,%d" % (i, i % 7) for i in range(40_000)]
+    lines[at] = bad
+    path = tmp_path / "e.csv"
+    path.write_bytes(b"ts,type,x\n" + b"\n".join(lines) + b"\n")
+    kw: dict[str, Any] = {"block_bytes": 1 << 17, "batch_size": 5, "on_bad_row": "skip"}
+    kind, got = _read(path, monkeypatch, typed=True, **kw)
+    assert kind == "ok", got
+    table, _, report = got
+    assert report.events == 39_999 and report.skipped == 1
+    assert table.column("__id").to_pylist() == [i for i in range(40_000) if i != at]
+    assert table.column("x").type == pa.int64()
+    kind, untyped = _read(path, monkeypatch, typed=False, **kw)
+    assert kind == "ok" and untyped[0].equals(table) and untyped[2] == report

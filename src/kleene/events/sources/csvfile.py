@@ -267,13 +267,17 @@ class _Parser:
         self._misses += 1
         return None
 
-    def parse(self, chunk: bytes, first_line: int, start: int,
-              breaks: int | None = None) -> Raw:
-        """The fast path: the whole block by Arrow, if it parses as one row per line; else
-        each half of the block alike, down to 64 KiB parts read line by line."""
+    def parse(self, chunk: bytes, first_line: int, start: int) -> Raw:
+        """One block: by Arrow straight to the decided types, else as text (:meth:`text`).
+        A block is parsed one way as a whole, so its table has one schema (a typed half and
+        a text half would not concatenate)."""
         fast = self.typed(chunk, start)
-        if fast is not None:
-            return fast
+        return fast if fast is not None else self.text(chunk, first_line, start)
+
+    def text(self, chunk: bytes, first_line: int, start: int,
+             breaks: int | None = None) -> Raw:
+        """The text path: the whole block by Arrow, if it parses as one row per line; else
+        each half of the block alike (as text), down to 64 KiB parts read line by line."""
         try:
             table = self.arrow(chunk)
         except pa.ArrowException:
@@ -297,8 +301,8 @@ class _Parser:
         if len(chunk) <= 1 << 16 or mid < 0 or mid == len(chunk) - 1:
             return self.by_line(chunk, first_line, start)
         left, right = chunk[: mid + 1], chunk[mid + 1:]
-        a = self.parse(left, first_line, start)
-        b = self.parse(right, first_line + _line_breaks(left), start + a.rows + a.blank)
+        a = self.text(left, first_line, start)
+        b = self.text(right, first_line + _line_breaks(left), start + a.rows + a.blank)
         return Raw(pa.concat_tables([a.table, b.table]), np.concatenate([a.ids, b.ids]),
                    self.text_cols, a.bad + b.bad, a.rows + b.rows, blank=a.blank + b.blank)
 
