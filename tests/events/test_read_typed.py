@@ -6,6 +6,7 @@ it gives the same events, report, bad rows and messages as one read without it."
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,8 @@ from kleene.events.convert import convert_column
 from kleene.events.readers import read_events
 from kleene.events.sources import csvfile
 
+LONG = int(os.environ.get("KLEENE_FUZZ_EXAMPLES", "0"))
+"""A long run sets KLEENE_FUZZ_EXAMPLES (as for tests/events/test_fuzz_reader.py)."""
 NAIVE, ZONED = pa.timestamp("us"), pa.timestamp("us", "UTC")
 TRICKY: dict[pa.DataType, list[str]] = {
     pa.int64(): ["5", "+5", " 5", "5 ", "\t5", "-0", "0x10", "1.0", "1e3", "007",
@@ -75,7 +78,7 @@ def test_typed_parse_takes_only_what_the_text_conversion_reads_alike(
     assert plain in took
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=LONG or 150, deadline=None, suppress_health_check=list(HealthCheck))
 @given(text=st.text(st.sampled_from("0123456789+-.eEnaifINTZT:x ,\t\u00a0\u0663"), max_size=26),
        target=st.sampled_from(list(TRICKY)))
 def test_typed_parse_is_exact_on_random_text(text: str, target: pa.DataType) -> None:
@@ -133,7 +136,7 @@ def _read(path: Path, monkeypatch: pytest.MonkeyPatch, *, typed: bool,
     return "ok", (batch.table, batch.time, report)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=LONG or 60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(case=csv_files(), block=st.integers(256, 2048), batch=st.integers(7, 100))
 def test_a_file_reads_the_same_with_and_without_the_typed_parse(
         tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch,
