@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import csv
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -109,14 +108,30 @@ class _Blocks:
             nl = buf.find(b"\n")
             if nl >= 0 or not data:
                 break
+        self.short = len(data) < self.size
+        """Whether the header's read ended short of a block: the input is (almost) read."""
         line, rest = (buf, b"") if nl < 0 else (buf[:nl], buf[nl + 1:])
         self.names = csv_header(line, rest, path, self.delimiter)
         self.leftover = rest
         self.first_read = max(1, self.size - len(line) - 1 - len(rest))
 
     def __iter__(self) -> Iterator[bytes]:
-        # the next block is read (and decompressed) in a thread while this one is parsed;
-        # the first block ends where a whole-file block would
+        # the first block ends where a whole-file block would; a small file (the header's
+        # read ended short of a block) is read on with no thread
+        if self.short:
+            data = read_block(self.stream, self.first_read, self.path)
+            while data:
+                chunk = self._whole_lines(data)
+                if chunk:
+                    yield chunk
+                data = read_block(self.stream, self.size, self.path)
+            chunk = self._whole_lines(data)
+            if chunk:
+                yield chunk
+            return
+        from concurrent.futures import ThreadPoolExecutor
+
+        # the next block is read (and decompressed) in a thread while this one is parsed
         with ThreadPoolExecutor(1) as ahead:
             pending = ahead.submit(read_block, self.stream, self.first_read, self.path)
             while True:
