@@ -59,10 +59,8 @@ def sort_by_time(table: pa.Table) -> pa.Table:
 def check_unique_ids(table: pa.Table, id_col: str, source: str) -> None:
     """Ids name events in matches, so an id column must not repeat a value."""
     ids = table.column(ID)
-    if pa.types.is_integer(ids.type) and ids.null_count == 0 and len(ids) > 1:
-        arr = ids.to_numpy()
-        if bool(np.all(arr[1:] > arr[:-1])):  # strictly increasing (the usual row ids)
-            return
+    if pa.types.is_integer(ids.type) and ids.null_count == 0 and _increasing(ids):
+        return  # strictly increasing (the usual row ids)
     if pc.count_distinct(ids).as_py() == len(ids):
         return
     ordered = ids.take(pc.sort_indices(ids))
@@ -70,6 +68,20 @@ def check_unique_ids(table: pa.Table, id_col: str, source: str) -> None:
     k = int(np.flatnonzero(same.to_numpy(zero_copy_only=False))[0])
     raise InputError(f"the id column repeats the value {ordered[k].as_py()!r}; ids must be "
                      "unique (omit --id-col to use row numbers)", path=source, column=id_col)
+
+
+def _increasing(col: pa.ChunkedArray) -> bool:
+    """Whether an integer column without NULLs increases strictly, chunk by chunk (no copy
+    of the column)."""
+    last: int | None = None
+    for chunk in col.chunks:
+        if not len(chunk):
+            continue
+        arr = chunk.to_numpy()
+        if (last is not None and arr[0] <= last) or bool(np.any(arr[1:] <= arr[:-1])):
+            return False
+        last = int(arr[-1])
+    return True
 
 
 def concat(tables: list[pa.Table]) -> pa.Table:

@@ -144,6 +144,7 @@ class EventStream(Iterator[EventBatch]):
         self._disorder = Disorder()
         self._done = False
         self._bad = BadRows(self.policy)
+        self._one_type: pa.Array | None = None
         self._use_types()
 
     # -- public ----------------------------------------------------------------------------
@@ -306,7 +307,9 @@ class EventStream(Iterator[EventBatch]):
                       for i in _nulls(ts) if int(i) not in unparsable)
         opts = self.options
         if opts.event_type is not None:
-            types = pa.repeat(pa.scalar(opts.event_type, pa.string()), n)
+            if self._one_type is None or len(self._one_type) < n:
+                self._one_type = pa.repeat(pa.scalar(opts.event_type, pa.string()), n)
+            types = self._one_type.slice(0, n)  # (one array for every chunk: no new memory)
         else:
             tcol = opts.type_col or "type"
             types = table.column(tcol).combine_chunks().cast(pa.string())
@@ -394,7 +397,9 @@ def collect(stream: EventStream, batches: list[EventBatch]) -> tuple[EventBatch,
     table = batches[0].table if len(batches) == 1 else concat([b.table for b in batches])
     if stream.options.id_col is not None:
         check_unique_ids(table, stream.options.id_col, report.source)
-    return EventBatch(sort_by_time(table), stream.time), report
+    # no row behind an earlier timestamp: the chunks, in input order, are in time order
+    ordered = table if report.out_of_order == 0 else sort_by_time(table)
+    return EventBatch(ordered, stream.time), report
 
 
 def describe_source(source: Any) -> str:

@@ -188,6 +188,30 @@ def read_block(stream: Any, size: int, path: str) -> bytes:
     return data
 
 
+def read_after(stream: Any, head: bytes, size: int, path: str) -> bytearray:
+    """``head`` followed by up to ``size`` bytes of ``stream``, read straight into one buffer
+    (no copy to join them); as :func:`read_block`, a failure is an input error."""
+    k = len(head)
+    buf = bytearray(k + size)
+    buf[:k] = head
+    view = memoryview(buf)
+    n = k
+    try:
+        while n < len(buf):
+            got = stream.readinto(view[n:])
+            if not got:
+                break
+            n += got
+    except (pa.ArrowException, OSError, EOFError, ValueError) as e:
+        reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise InputError(f"cannot read: {reason}", path=path) from None
+    finally:
+        view.release()
+    if n < len(buf):
+        del buf[n:]
+    return buf
+
+
 class Replay(io.RawIOBase):
     """Standard input with its first bytes kept: they are peeked, then read again."""
 
@@ -284,4 +308,4 @@ def renamed(chunks: Iterator[Raw], name: str) -> Iterator[Raw]:
 
 
 __all__ = ["COMPRESSIONS", "FileSource", "Raw", "Replay", "STDIN", "Source", "TypedSource",
-           "columns", "open_stdin", "open_stream", "read_block", "renamed", "sniff_codec", "split"]
+           "columns", "open_stdin", "open_stream", "read_after", "read_block", "renamed", "sniff_codec", "split"]

@@ -29,12 +29,14 @@ import pyarrow as pa
 from ...errors import InputError
 from ..badrows import BadRow
 from ..options import ReadOptions
-from .base import FileSource, Raw, open_stream, read_block
+from .base import FileSource, Raw, open_stream, read_after, read_block
 
 _BOM = b"\xef\xbb\xbf"
 _TEXT_LIMIT = 10_000
 """Characters of a bad line kept for its dead letter."""
 _EMPTY = "the file is empty (expected a header line and rows)"
+Text = bytes | bytearray
+"""Lines of the input (a block is read into a ``bytearray``)."""
 _TIMES = (pa.timestamp("us"), pa.timestamp("us", "UTC"))
 
 
@@ -84,7 +86,7 @@ def csv_header(line: bytes, rest: bytes, path: str, delimiter: str) -> list[str]
     return names
 
 
-def _line_breaks(chunk: bytes) -> int:
+def _line_breaks(chunk: Text) -> int:
     """Line breaks (LF, CRLF or a bare CR) in ``chunk``, with C-speed counts."""
     n = chunk.count(b"\n")
     if b"\r" not in chunk:  # (a memchr: much faster than counting)
@@ -115,55 +117,58 @@ class _Blocks:
         self.leftover = rest
         self.first_read = max(1, self.size - len(line) - 1 - len(rest))
 
-    def __iter__(self) -> Iterator[bytes]:
-        # the first block ends where a whole-file block would; a small file (the header's
-        # read ended short of a block) is read on with no thread
-        if self.short:
-            data = read_block(self.stream, self.first_read, self.path)
-            while data:
-                chunk = self._whole_lines(data)
+    def __iter__(self) -> Iterator[bytearray]:
+        # each block is read into one buffer after the previous block's last partial line
+        # (no copy to join them); the first block ends where a whole-file block would
+        if self.short:  # a small file (the header's read ended short of a block): no thread
+            data = read_after(self.stream, self.leftover, self.first_read, self.path)
+            while True:
+                ended = len(data) == len(self.leftover)
+                chunk = self._whole_lines(data, ended)
                 if chunk:
                     yield chunk
-                data = read_block(self.stream, self.size, self.path)
-            chunk = self._whole_lines(data)
-            if chunk:
-                yield chunk
-            return
+                if ended:
+                    return
+                data = read_after(self.stream, self.leftover, self._next_size(), self.path)
         from concurrent.futures import ThreadPoolExecutor
 
         # the next block is read (and decompressed) in a thread while this one is parsed
         with ThreadPoolExecutor(1) as ahead:
-            pending = ahead.submit(read_block, self.stream, self.first_read, self.path)
+            data = read_after(self.stream, self.leftover, self.first_read, self.path)
             while True:
-                data = pending.result()
-                if data:
-                    pending = ahead.submit(read_block, self.stream, self.size, self.path)
-                chunk = self._whole_lines(data)
-                if chunk is None:
-                    continue
+                ended = len(data) == len(self.leftover)
+                chunk = self._whole_lines(data, ended)
+                if not ended:
+                    pending = ahead.submit(read_after, self.stream, self.leftover,
+                                           self._next_size(), self.path)
                 if chunk:
                     yield chunk
-                if not data:
+                if ended:
                     return
+                data = pending.result()
 
-    def _whole_lines(self, data: bytes) -> bytes | None:
-        """The whole lines read so far (all of them at the end, ``data`` empty), or ``None``
-        when no line ends in ``data``."""
-        if not data:
-            chunk, self.leftover = self.leftover, b""
-            return chunk
+    def _next_size(self) -> int:
+        """A block, or more after a line longer than a block (so such a line is read in
+        reads that double, not in copies that grow by a block)."""
+        return max(self.size, len(self.leftover))
+
+    def _whole_lines(self, data: bytearray, ended: bool) -> bytearray | None:
+        """The whole lines of ``data`` (the last partial line kept in ``leftover`` to start
+        the next read), all of them when the input ``ended``, or ``None`` when no line ends
+        in ``data``."""
+        if ended:
+            self.leftover = b""
+            return data
         cut = data.rfind(b"\n")
         if cut < 0:  # a line longer than a block: read on
-            self.leftover += data
+            self.leftover = bytes(data)
             return None
-        # one copy: the previous block's last partial line + this block's whole lines
-        chunk = (b"".join((self.leftover, memoryview(data)[: cut + 1])) if self.leftover
-                 else data[: cut + 1])
-        self.leftover = data[cut + 1:]
-        return chunk
+        self.leftover = bytes(data[cut + 1:])
+        del data[cut + 1:]
+        return data
 
 
-def _rows_in(chunk: bytes, expected: int) -> int:
+def _rows_in(chunk: Text, expected: int) -> int:
     """The non-empty lines of ``chunk`` (counted exactly only when the fast count, which
     takes every line break for a row, is not ``expected``)."""
     fast = _line_breaks(chunk) + (not chunk.endswith((b"\n", b"\r")))
@@ -218,7 +223,7 @@ class _Parser:
         self._typed: tuple[tuple[Any, ...], Any, frozenset[str]] | None = None
         self._misses = 0
 
-    def arrow(self, data: bytes, convert_opts: Any = None, parse_opts: Any = None) -> pa.Table:
+    def arrow(self, data: Text, convert_opts: Any = None, parse_opts: Any = None) -> pa.Table:
         """``data`` (whole lines) parsed by Arrow (as text unless ``convert_opts`` say
         otherwise); raises ``pa.ArrowException``."""
         pcsv = self.pcsv
@@ -249,7 +254,7 @@ class _Parser:
             self._typed = (key, opts, frozenset(n for n in self.names if n not in typed))
         return None if self._typed[1] is None else (self._typed[1], self._typed[2])
 
-    def typed(self, chunk: bytes, start: int) -> Raw | None:
+    def typed(self, chunk: Text, start: int) -> Raw | None:
         """The fastest path: the whole block by Arrow straight to the decided types (its own
         number and ISO-8601 parsers, which accept a value only if the text conversion gives
         it the same value), when that parses as one row per line; ``None`` otherwise (and
@@ -282,14 +287,14 @@ class _Parser:
         self._misses += 1
         return None
 
-    def parse(self, chunk: bytes, first_line: int, start: int) -> Raw:
+    def parse(self, chunk: Text, first_line: int, start: int) -> Raw:
         """One block: by Arrow straight to the decided types, else as text (:meth:`text`).
         A block is parsed one way as a whole, so its table has one schema (a typed half and
         a text half would not concatenate)."""
         fast = self.typed(chunk, start)
         return fast if fast is not None else self.text(chunk, first_line, start)
 
-    def text(self, chunk: bytes, first_line: int, start: int,
+    def text(self, chunk: Text, first_line: int, start: int,
              breaks: int | None = None) -> Raw:
         """The text path: the whole block by Arrow, if it parses as one row per line; else
         each half of the block alike (as text), down to 64 KiB parts read line by line."""
@@ -321,7 +326,7 @@ class _Parser:
         return Raw(pa.concat_tables([a.table, b.table]), np.concatenate([a.ids, b.ids]),
                    self.text_cols, a.bad + b.bad, a.rows + b.rows, blank=a.blank + b.blank)
 
-    def problem(self, line: bytes) -> str | None:
+    def problem(self, line: Text) -> str | None:
         """Why ``line`` (no line break, not empty) is not a row, or ``None``."""
         try:
             text = line.decode("utf-8")
@@ -338,14 +343,14 @@ class _Parser:
             return f"has {fields} fields but the header has {len(self.names)}"
         return None
 
-    def by_line(self, chunk: bytes, first_line: int, start: int) -> Raw:
+    def by_line(self, chunk: Text, first_line: int, start: int) -> Raw:
         """The slow path: each non-empty line is a row or a bad row at its line (an empty
         line is no row, but takes an id)."""
-        good: list[tuple[int, int, bytes]] = []  # (row, line number, line)
+        good: list[tuple[int, int, Text]] = []  # (row, line number, line)
         bad: list[BadRow] = []
         row = start
         blank = 0
-        for k, line in enumerate(chunk.splitlines()):
+        for k, line in enumerate(bytes(chunk).splitlines()):
             if not line:
                 blank += 1
                 row += 1
@@ -361,7 +366,7 @@ class _Parser:
         return Raw(table, np.array(kept, dtype=np.int64), self.text_cols, bad,
                    row - start - blank, blank=blank)
 
-    def _table(self, good: list[tuple[int, int, bytes]],
+    def _table(self, good: list[tuple[int, int, Text]],
                bad: list[BadRow]) -> tuple[pa.Table, list[int]]:
         """The good lines as one table (by Arrow) and their rows. Should Arrow still refuse a
         line the check passed, the lines are parsed one by one and the refused ones are bad."""
@@ -408,7 +413,7 @@ def _count_fields(text: str, delimiter: str) -> int | None:
     return fields
 
 
-def _bad(row: int, reason: str, line: int | None, text: bytes) -> BadRow:
+def _bad(row: int, reason: str, line: int | None, text: Text) -> BadRow:
     return BadRow(row, reason, line=line,
                   text=text[:_TEXT_LIMIT * 4].decode("utf-8", errors="replace")[:_TEXT_LIMIT])
 
@@ -422,7 +427,7 @@ class CsvSource(FileSource):
 
     def chunks(self) -> Iterator[Raw]:
         stream = open_stream(self.path, self.tracker)
-        blocks: Iterator[bytes] | None = None
+        blocks: Iterator[bytearray] | None = None
         try:
             lines = _Blocks(stream, self.path, self.options)
             parser = _Parser(lines.names, lines.delimiter)
@@ -450,7 +455,7 @@ def count_csv_rows(path: str, options: ReadOptions) -> tuple[int, int]:
         for chunk in _Blocks(stream, path, options):
             lines = chunk.splitlines()
             ids += len(lines)
-            blank += lines.count(b"")
+            blank += sum(1 for line in lines if not line)
         return ids, blank
     finally:
         stream.close()
