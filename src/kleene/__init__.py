@@ -11,6 +11,8 @@ Example:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from .api import CompiledQuery, analyze, compile, match, parse, to_text
 from .errors import (
     CapacityError,
@@ -27,10 +29,21 @@ from .events import EventBatch, Match, TimeInfo
 from .events.readers import ReadReport, iter_events, read_events
 from .events.results import Matches
 from .events.writers import write_matches
-from .queryset import QuerySet, compile_many
 from .udf import udf
 
+if TYPE_CHECKING:
+    from .queryset import QuerySet, compile_many
+
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    """Query sets on first use (``kleene run`` of one query does not import them)."""
+    if name in ("QuerySet", "compile_many"):
+        from . import queryset
+
+        return getattr(queryset, name)
+    raise AttributeError(f"module 'kleene' has no attribute {name!r}")
 
 __all__ = [
     "CapacityError",
