@@ -52,6 +52,7 @@ REGISTRY: tuple[str, ...] = (
     "kleene.plans.chain:PLAN",
     "kleene.plans.tasks:PLAN",
     "kleene.plans.tree:PLAN",
+    "kleene.plans.runs:PLAN",
 )
 """Every plan kind, as ``"module:attribute"`` (imported on first use). Order breaks cost ties."""
 

@@ -48,6 +48,7 @@ import pyarrow.compute as pc
 
 from ..errors import CapacityError, EngineError, InputError
 from ..events import EventBatch, Match
+from ..events.matchtable import MatchTable
 from ..events.model import ID, TS, TYPE, TimeInfo
 from ..plan.layout import GPOS
 from ..vocab import Strategy
@@ -323,6 +324,10 @@ class Runtime:
         candidate at all), which kills them if it comes before their window expired."""
         self._kill_src: tuple[Any, Any, list[Any]] | None = None
         self._kill_maps: dict[Any, dict[int, int]] | None = None
+        self.columnar = False
+        """Return a :class:`~kleene.events.matchtable.MatchTable` (the matches as columns,
+        ``Match`` objects built only when read) where the matcher hands its matches over
+        as columns (the ``runs`` plan); the CLI sets it, its writers format the columns."""
         self.out_keys: list[int] | None = None
         """When a list: the global position of every released match's last event is appended
         to it, in the order of the matches returned (the keyed parallel runtime merges its
@@ -521,6 +526,9 @@ class Runtime:
             gpos = np.arange(self.next_gpos, self.next_gpos + n, dtype=np.int64)
             self.next_gpos += n
         masks, left_rows = self._vectorize(t)
+        if getattr(self.matcher, "process_table", None) is not None:
+            self._process_columnar(t, masks, left_rows, gpos)
+            return
         routed = self._route(t, masks, gpos)
         if self._kill:
             self._kill_maps = self._contiguity_times(t)
@@ -535,6 +543,19 @@ class Runtime:
             self._settle_killers()
         self._bump_last_wpos(rcodes, rkeys, wpos, t)
         self._admit_all()
+
+    def _process_columnar(self, t: pa.Table, masks: list[np.ndarray[Any, Any]],
+                          left_rows: list[tuple[int, Any, tuple[int, ...]]],
+                          gpos: np.ndarray[Any, Any]) -> None:
+        """Steps 3-5 for a matcher that takes the whole chunk as arrays (the ``runs`` plan,
+        kleene.runtime.runs): keys and positions here, the rest in its ``process_table``."""
+        rcodes, rkeys = self._key_codes(t, self.plan.key_attrs)
+        order = np.argsort(rcodes, kind="stable") if len(rkeys) > 1 else None
+        cpos = (self._positions(rcodes, rkeys, self.pos_base, order) if self.plan.partition_by
+                else gpos)
+        self.matcher.process_table(self, t, masks, left_rows, gpos,  # type: ignore[attr-defined]
+                                   cpos, rcodes, rkeys, order)
+        self._cap_counters()
 
     # 2. vectorize -----------------------------------------------------------------------------
     def _vectorize(self, t: pa.Table) -> tuple[list[np.ndarray[Any, Any]],
@@ -766,6 +787,11 @@ class Runtime:
                     self.held.extend(zip(map(sort_key, cands), cands, repeat(None)))
                 else:
                     out.extend((st, c) for c in cands)
+        self._cap_counters()
+
+    def _cap_counters(self) -> None:
+        """The matcher's truncation counts into the counters (and one warning)."""
+        matcher = self.matcher
         c = self.counters
         runs = matcher.truncated_runs + self._extra_runs
         dropped = matcher.truncated_matches + self._extra_matches
@@ -774,7 +800,7 @@ class Runtime:
             self._warned = True
             warnings.warn(f"query {self.spec.name!r}: a cap was reached and on_cap='truncate' "
                           "dropped runs or matches; see the runtime's counters "
-                          "(truncated_runs, truncated_matches)", RuntimeWarning, stacklevel=5)
+                          "(truncated_runs, truncated_matches)", RuntimeWarning, stacklevel=6)
         c.truncated_runs, c.truncated_matches = runs, dropped
         if getattr(matcher, "inexact", False):
             c.truncated_exact = False
@@ -976,6 +1002,14 @@ class Runtime:
             # exact counts can be astronomically large: callers that read
             # ``counters.matches`` switch the placeholder list off
             return count_placeholders(counted) if self.count_placeholders else []
+        take = getattr(m, "take_columns", None)
+        if take is not None:  # a matcher that hands its matches over as columns (runs)
+            table = MatchTable(take())
+            self.counters.matches += len(table)
+            if self.out_keys is not None:
+                for p in table.parts:
+                    self.out_keys.extend(p.last_gpos.tolist())  # type: ignore[union-attr]
+            return table if self.columnar else table.to_list()  # type: ignore[return-value]
         if not self.held:
             return []
         limit: int | None = None
