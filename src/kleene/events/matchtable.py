@@ -42,6 +42,12 @@ class MatchColumns:
     def __len__(self) -> int:
         return len(self.start)
 
+    def slice(self, i: int, j: int) -> MatchColumns:
+        """Matches ``i..j-1`` (sharing the ids)."""
+        return MatchColumns(self.query, self.names, self.ids, tuple(x[i:j] for x in self.lo),
+                            tuple(None if x is None else x[i:j] for x in self.hi),
+                            self.start[i:j], self.end[i:j], self.last_gpos[i:j])
+
     def id_list(self) -> list[Any]:
         ids = self.ids
         return ids.tolist() if isinstance(ids, np.ndarray) else ids

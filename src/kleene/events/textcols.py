@@ -36,6 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .match import Match
+from .matchtable import MatchColumns
 from .model import TimeInfo
 
 _MIN_US = -62_135_596_800_000_000
@@ -261,6 +262,68 @@ def jsonl_lines(matches: Sequence[Match], time: TimeInfo) -> pa.Array:
     pieces += ['}, "start": ', *starts, ', "end": ', *ends, ', "values": ']
     pieces += values_pieces(vals, fields or ())
     pieces.append("}\n")
+    return join(pieces, n)
+
+
+def _column_texts(mc: MatchColumns) -> list[Piece]:
+    """The text between the braces of ``"match"`` of column part ``mc``, as pieces; raises
+    :class:`Unformattable` when its ids are not int64 (or not all ``str``)."""
+    ids = mc.ids
+    text: Any = None
+    if isinstance(ids, np.ndarray) and ids.dtype == np.int64:
+        pass  # each variable's ids taken first, then cast (only the rows a match binds)
+    else:
+        vals = list(ids)
+        if not vals:
+            raise Unformattable("no ids")
+        kinds = set(map(type, vals))
+        if kinds == {int}:
+            arr = _ints(vals)
+            if arr is None:
+                raise Unformattable("an id beyond int64")
+            text = arr
+        elif kinds == {str}:
+            text = pa.array(list(map(encode_basestring_ascii, vals)), pa.string())
+        else:
+            raise Unformattable("ids of another type")
+    pieces: list[Piece] = []
+    for j, (name, lo, hi) in enumerate(zip(mc.names, mc.lo, mc.hi, strict=True)):
+        pieces.append(("" if j == 0 else ", ") + _key_text(name) + ": ")
+        if hi is None:
+            pieces.append(_take_text(ids, text, lo))
+            continue
+        counts = hi - lo
+        offsets = np.zeros(len(lo) + 1, np.int64)
+        np.cumsum(counts, out=offsets[1:])
+        total = int(offsets[-1])
+        # the rows of every list, flattened: lo[k], lo[k]+1, ..., hi[k]-1 for each k
+        flat = np.repeat(lo - offsets[:-1], counts) + np.arange(total, dtype=np.int64)
+        inner = _take_text(ids, text, flat)
+        pieces += ["[", pc.binary_join(pa.LargeListArray.from_arrays(pa.array(offsets), inner),
+                                       ", "), "]"]
+    return pieces
+
+
+def _take_text(ids: Any, text: pa.Array | None, rows: np.ndarray[Any, Any]) -> pa.Array:
+    """The JSON texts of ``ids[rows]`` (int64 ids: cast after the take)."""
+    if text is None:
+        return pa.array(ids[rows]).cast(pa.string())
+    return text.take(pa.array(rows))
+
+
+def jsonl_column_lines(mc: MatchColumns, time: TimeInfo) -> pa.Array:
+    """:func:`jsonl_lines` of a column part (:class:`~kleene.events.matchtable.MatchColumns`,
+    no RETURN values): the same text, without a ``Match`` object per match."""
+    n = len(mc)
+    if n == 0:
+        return pa.array([], pa.string())
+    times = time_pieces(np.concatenate([mc.start, mc.end]), time)
+    starts = [p if isinstance(p, str) else p.slice(0, n) for p in times]
+    ends = [p if isinstance(p, str) else p.slice(n) for p in times]
+    q = encode_basestring_ascii(mc.query) if type(mc.query) is str else json_value(mc.query)
+    pieces: list[Piece] = ['{"query": ', q, ', "match": {']
+    pieces += _column_texts(mc)
+    pieces += ['}, "start": ', *starts, ', "end": ', *ends, ', "values": {}}\n']
     return join(pieces, n)
 
 

@@ -41,6 +41,7 @@ import pyarrow as pa
 from ..codegen import build
 from ..errors import InputError
 from .match import Match
+from .matchtable import MatchColumns, MatchTable
 from .model import TimeInfo
 
 OUTPUT_FORMATS = ("jsonl", "csv", "parquet")
@@ -345,6 +346,14 @@ class JsonLinesWriter(_TextWriter):
     written with their ``"expired"`` field, one at a time, in place."""
 
     def write(self, matches: Iterable[Match]) -> None:
+        if isinstance(matches, MatchTable):
+            # column parts formatted from their columns (no Match objects), the rest as usual
+            for part in matches.parts:
+                if isinstance(part, MatchColumns):
+                    self._write_columns(part)
+                else:
+                    self.write(part)
+            return
         ms = matches if isinstance(matches, list) else list(matches)
         if self.timeouts and any(m.expired is not None for m in ms):
             run: list[Match] = []
@@ -374,6 +383,28 @@ class JsonLinesWriter(_TextWriter):
         for i in range(0, len(ms), 8192):
             self.out.write("".join([line(m) + "\n" for m in ms[i:i + 8192]]))
         self.count += len(ms)
+
+    _COLUMN_CHUNK = 65_536
+    """Matches of a column part formatted per step (no ``Match`` objects: larger steps)."""
+
+    def _write_columns(self, mc: MatchColumns) -> None:
+        from .textcols import Unformattable, jsonl_column_lines, utf8_bytes
+
+        n = len(mc)
+        step = self._COLUMN_CHUNK
+        for i in range(0, n, step):
+            part = mc.slice(i, min(i + step, n))
+            try:
+                data = utf8_bytes(jsonl_column_lines(part, self.time))
+            except (Unformattable, pa.ArrowCapacityError):
+                self._write_chunk(part.matches())
+                continue
+            if self._raw is not None:
+                self.out.flush()
+                self._raw.write(data)
+            else:
+                self.out.write(bytes(data).decode("ascii"))
+        self.count += n
 
     def _write_chunk(self, ms: list[Match]) -> None:
         from .textcols import Unformattable, jsonl_lines, utf8_bytes

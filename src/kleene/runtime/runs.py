@@ -665,25 +665,24 @@ class _Cols:
     def rec(self, j: int) -> tuple[Any, ...]:
         return self.recs(j, j + 1)[0]
 
-    def ids(self) -> list[Any]:
-        """The event ids of the combined rows."""
+    def ids(self) -> Arr | list[Any]:
+        """The event ids of the combined rows (an int64 array when they are integers)."""
         col = self.t.column(ID)
-        ints = pa.types.is_integer(col.type) and col.null_count == 0
-        if ints and pa.types.is_signed_integer(col.type) and self.trecs and all(type(r[2]) is int for r in self.trecs):
-            both_a = np.concatenate([np.array([r[2] for r in self.trecs], dtype=np.int64),
-                                     col.to_numpy().astype(np.int64)[self.rows]])
-            assert self.perm is not None
-            out: list[Any] = both_a[self.perm].tolist()
-            return out
-        if self.trecs or not ints:
-            new = col.take(pa.array(self.rows)).to_pylist()
+        if pa.types.is_signed_integer(col.type) and col.null_count == 0 and \
+                all(type(r[2]) is int and -(2 ** 63) <= r[2] < 2 ** 63 for r in self.trecs):
+            new_a = col.to_numpy().astype(np.int64)[self.rows]
             if not self.trecs:
-                return new
-            both = [r[2] for r in self.trecs] + new
+                return new_a
+            both_a = np.concatenate([np.array([r[2] for r in self.trecs], dtype=np.int64),
+                                     new_a])
             assert self.perm is not None
-            return [both[k] for k in self.perm.tolist()]
-        ids: list[Any] = col.to_numpy()[self.rows].tolist()
-        return ids
+            return both_a[self.perm]
+        new = col.take(pa.array(self.rows)).to_pylist()
+        if not self.trecs:
+            return new
+        both = [r[2] for r in self.trecs] + new
+        assert self.perm is not None
+        return [both[k] for k in self.perm.tolist()]
 
 
 __all__ = ["RunPred", "RunsMatcher", "RunsPlan", "RunsState"]
