@@ -1134,6 +1134,8 @@ def _automaton(compiled: Any, events: Any, options: dict[str, Any],
                 return _Lines(par.texts)  # type: ignore[return-value]
             return par.matches
     runtime = compiled.start(**options)
+    # a plan that finds its matches as arrays hands them to the writer as columns
+    runtime.columnar = True
     if options.get("count_only"):
         runtime.count_placeholders = False  # exact counts may be huge: read the counter
     with warnings.catch_warnings():

@@ -136,7 +136,7 @@ def id_list_pieces(values: Sequence[Any]) -> list[Piece]:
             "]"]
 
 
-def time_pieces(ts: Sequence[Any], time: TimeInfo, *, json: bool = True) -> list[Piece]:
+def time_pieces(ts: Sequence[Any] | np.ndarray[Any, Any], time: TimeInfo, *, json: bool = True) -> list[Piece]:
     """The output text of each internal timestamp, as pieces: ``time.to_output`` as JSON (ISO
     text in quotes, or a number), or with ``json=False`` the bare text (what ``str`` gives, for
     CSV)."""

@@ -203,7 +203,7 @@ class RunsMatcher:
         new_i = np.where(is_new, src, 0)
         tail_i = np.where(is_new, 0, -1 - src)
 
-        def comb(new_vals: Arr, tail_vals: Sequence[Any], dtype: Any) -> Arr:
+        def comb(new_vals: Arr, tail_vals: Sequence[Any] | Arr, dtype: Any) -> Arr:
             if not nt:
                 return new_vals[rows]
             both = np.concatenate([np.asarray(tail_vals, dtype=dtype), new_vals[rows]])
@@ -316,7 +316,7 @@ class RunsMatcher:
                 draining = False
             mine = list(range(int(bounds[j]), int(bounds[j + 1])))
             nm = len(mine)
-            e = _LazyRec(ctx, j)
+            e: Any = _LazyRec(ctx, j)
             if draining:
                 self.truncated_matches += nm
                 mine = []
@@ -394,11 +394,11 @@ class RunsMatcher:
         starts[ends] |= allowed[ends]
         heads = np.r_[0, ends[:-1] + 1]
         flagged = np.flatnonzero(starts)
-        fi = np.searchsorted(flagged, heads, side="left")
+        fi: list[int] = np.asarray(np.searchsorted(flagged, heads, side="left")).tolist()
         ia, ib, ic = self.bit_idx
         bits = (A.astype(np.int64) << ia) | (B.astype(np.int64) << ib) | (C.astype(np.int64) << ic)
         states = rt.states
-        for h, e, f in zip(heads.tolist(), ends.tolist(), fi.tolist(), strict=True):
+        for e, f in zip(ends.tolist(), fi, strict=True):
             ci = int(code[e])
             if cut is not None and ci in cut:
                 continue
@@ -414,7 +414,6 @@ class RunsMatcher:
             st.tail = ctx.recs(first, e + 1)
             st.bits = bits[first:e + 1].tolist()
             st.live = (np.flatnonzero(starts[first:e + 1])).tolist()
-        del h
 
     def _row_fallback(self, t: pa.Table, masks: list[Arr],
                       left_rows: list[tuple[int, Any, tuple[int, ...]]], gpos: Arr,
@@ -464,7 +463,7 @@ def _window_last(code: Arr, ts: Arr, S: Arr, w: int, seg_last: Arr) -> Arr:
     mult = span + w + 1
     if nseg * mult < (1 << 62):
         comp = code.astype(np.int64) * mult + (ts - lo)
-        return np.searchsorted(comp, comp[S] + w, side="right") - 1
+        return np.asarray(np.searchsorted(comp, comp[S] + w, side="right"), np.int64) - 1
     out = np.empty(len(S), dtype=np.int64)
     for k, s in enumerate(S.tolist()):
         e = int(seg_last[s])
@@ -670,14 +669,15 @@ class _Cols:
         col = self.t.column(ID)
         if pa.types.is_signed_integer(col.type) and col.null_count == 0 and \
                 all(type(r[2]) is int and -(2 ** 63) <= r[2] < 2 ** 63 for r in self.trecs):
-            new_a = col.to_numpy().astype(np.int64)[self.rows]
+            new_a: Arr = col.to_numpy().astype(np.int64)[self.rows]
             if not self.trecs:
                 return new_a
             both_a = np.concatenate([np.array([r[2] for r in self.trecs], dtype=np.int64),
                                      new_a])
             assert self.perm is not None
-            return both_a[self.perm]
-        new = col.take(pa.array(self.rows)).to_pylist()
+            out_a: Arr = both_a[self.perm]
+            return out_a
+        new: list[Any] = col.take(pa.array(self.rows)).to_pylist()
         if not self.trecs:
             return new
         both = [r[2] for r in self.trecs] + new
