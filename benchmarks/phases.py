@@ -54,6 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     events, _ = kleene.read_events(str(csv), time_col="ts", event_type="Stock", id_col="id")
     t = step("read", t)
     runtime = query.start()
+    # as the CLI does: a plan that finds its matches as arrays hands them over as columns
+    runtime.columnar = True
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         matches = runtime.push(events)

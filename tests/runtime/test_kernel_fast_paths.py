@@ -1,4 +1,4 @@
-"""The kernel's fast paths (finished Matches, idle runs, one contiguity test per event) give
+"""The NFA kernel's fast paths (finished Matches, idle runs, one contiguity test per event) give
 the interpreter's matches, and are chosen only where nothing sits between kernel and output."""
 
 from __future__ import annotations
@@ -28,20 +28,21 @@ FAST = [
 def test_fast_paths_agree_with_the_interpreter(query: str, seed: int) -> None:
     aq = analyze(query)
     batch = random_stream(seed, n=60)
-    assert start(aq).direct
-    assert keys(evaluate(aq, batch)) == keys(evaluate(aq, batch, use_kernel=False))
+    assert start(aq, plan="nfa").direct
+    assert keys(evaluate(aq, batch, plan="nfa")) == keys(
+        evaluate(aq, batch, plan="nfa", use_kernel=False))
 
 
 @pytest.mark.parametrize("query", FAST)
 def test_fast_paths_across_pushes_and_a_snapshot(query: str) -> None:
     aq = analyze(query)
     batch = random_stream(21, n=60)
-    rt = start(aq)
+    rt = start(aq, plan="nfa")
     out = rt.push(batch.slice(0, 30))
-    rt2 = start(aq)
+    rt2 = start(aq, plan="nfa")
     rt2.restore(rt.snapshot())
     out += rt2.push(batch.slice(30)) + rt2.close()
-    assert keys(out) == keys(evaluate(aq, batch, use_kernel=False))
+    assert keys(out) == keys(evaluate(aq, batch, plan="nfa", use_kernel=False))
 
 
 @pytest.mark.parametrize("query", [

@@ -176,7 +176,8 @@ class RunsMatcher:
             return
         codes_new = rcodes[rows]
         # the open runs of the chunk's partitions go first (a stable sort by partition)
-        present = np.unique(codes_new) if len(rkeys) > 1 else np.zeros(1, dtype=np.int64)
+        present = (np.flatnonzero(np.bincount(codes_new, minlength=len(rkeys)))
+                   if len(rkeys) > 1 else np.zeros(1, dtype=np.int64))
         tails: list[tuple[int, RunsState]] = []
         for ci in present.tolist():
             st = rt.states.get(rkeys[ci])
@@ -196,7 +197,12 @@ class RunsMatcher:
         code = np.concatenate([tcode, codes_new])
         perm: Arr | None = None
         if nt:
-            perm = np.argsort(code, kind="stable")
+            # both sides are sorted by partition: merge, a partition's carried rows first
+            perm = np.empty(len(src), dtype=np.int64)
+            ar_t = np.arange(nt, dtype=np.int64)
+            ar_n = np.arange(len(rows), dtype=np.int64)
+            perm[ar_t + np.searchsorted(codes_new, tcode, side="left")] = ar_t
+            perm[ar_n + np.searchsorted(tcode, codes_new, side="right")] = nt + ar_n
             src, code = src[perm], code[perm]
         K = len(src)
         is_new = src >= 0
@@ -259,8 +265,6 @@ class RunsMatcher:
         if "close" in self.by_role and len(ps):
             hold = ctx.pairs("close", ps, pt)
             ps, pt = ps[hold], pt[hold]
-        o = np.argsort(pt, kind="stable")
-        ps, pt = ps[o], pt[o]
         # live runs after each row: the run begun there, and every b alive through it
         diff = np.zeros(K + 1, dtype=np.int64)
         np.add.at(diff, S + 1, 1)
@@ -268,6 +272,8 @@ class RunsMatcher:
         live_after = np.cumsum(diff[:-1]) + allowed
         caps = self._caps_hit(rt, pt, live_after, is_new)
         if caps:
+            o = np.argsort(pt, kind="stable")  # the NFA's order: per partition, per event
+            ps, pt = ps[o], pt[o]
             ps, pt, cut = self._capped(rt, ps, pt, live_after, is_new, code, rkeys, g, ctx,
                                        anym, rows)
         else:
@@ -398,6 +404,7 @@ class RunsMatcher:
         ia, ib, ic = self.bit_idx
         bits = (A.astype(np.int64) << ia) | (B.astype(np.int64) << ib) | (C.astype(np.int64) << ic)
         states = rt.states
+        keep: list[tuple[RunsState, int, int]] = []
         for e, f in zip(ends.tolist(), fi, strict=True):
             ci = int(code[e])
             if cut is not None and ci in cut:
@@ -410,10 +417,20 @@ class RunsMatcher:
                 if st.tail:
                     st.tail, st.bits, st.live = [], [], []
                 continue
-            first = int(flagged[f])
-            st.tail = ctx.recs(first, e + 1)
-            st.bits = bits[first:e + 1].tolist()
-            st.live = (np.flatnonzero(starts[first:e + 1])).tolist()
+            keep.append((st, int(flagged[f]), e + 1))
+        if not keep:
+            return
+        # every partition's carried rows' records built at once
+        spans = [np.arange(lo, hi, dtype=np.int64) for _st, lo, hi in keep]
+        recs = ctx.recs_at(np.concatenate(spans))
+        bl = bits.tolist()
+        sl = starts.tolist()
+        k = 0
+        for st, lo, hi in keep:
+            st.tail = recs[k:k + hi - lo]
+            k += hi - lo
+            st.bits = bl[lo:hi]
+            st.live = [i for i, x in enumerate(sl[lo:hi]) if x]
 
     def _row_fallback(self, t: pa.Table, masks: list[Arr],
                       left_rows: list[tuple[int, Any, tuple[int, ...]]], gpos: Arr,
@@ -660,6 +677,17 @@ class _Cols:
         for is_n, ti in zip(new.tolist(), self.tail_i[lo:hi].tolist(), strict=True):
             out.append(next(fresh) if is_n else self.trecs[ti])
         return out
+
+    def recs_at(self, idx: Arr) -> list[tuple[Any, ...]]:
+        """Records of the combined rows ``idx``."""
+        if self._recs is not None:
+            allr = self._recs
+            return [allr[i] for i in idx.tolist()]
+        new = self.is_new[idx]
+        fresh = iter(_records(self.m.plan, self.t, self.new_i[idx][new], self.gpos,
+                              self.ts_all, self.cpos))
+        return [next(fresh) if is_n else self.trecs[ti]
+                for is_n, ti in zip(new.tolist(), self.tail_i[idx].tolist(), strict=True)]
 
     def rec(self, j: int) -> tuple[Any, ...]:
         return self.recs(j, j + 1)[0]
