@@ -28,16 +28,19 @@ from ..runtime.matcher import MatcherOptions
 from ..runtime.runs import RunPred, RunsMatcher, RunsPlan
 from ..semantic.analyzed import AnalyzedQuery
 from ..vocab import IndexKind, Strategy
-from .nfa import linear_terms
+from .nfa import linear_cost, linear_terms
 from .registry import CompiledPlan, PlanKind, Stats, output_spec
 
-RUNS_EVENT = 0.25
-"""The runs plan's work per input event (array operations over the batch), in the NFA's unit
-(docs/benchmarks.md, "The plan chooser's scale"): measured on the stock query (1M events)."""
-RUNS_MATCH = 0.55
-"""Work per complete match built, same unit."""
+RUNS_SHARE = 0.25
+"""The runs plan's work as a share of the NFA's estimate for the same plan (both scan the
+same events; the arrays replace the NFA's per-event steps and per-run visits): measured on
+the stock query, 1M events, CPU seconds of the match step, 0.32-0.40 s against the NFA's
+1.3-1.9 s (counting and building; docs/benchmarks.md, issue 18)."""
+RUNS_FLOOR = 0.05
+"""The least work per input event (the array operations over every event of a chunk)."""
 RUNS_PAIR = 1.5
-"""Work per (start, end) pair a conjunct without an array form is evaluated on, same unit."""
+"""Work per (start, end) pair a conjunct without an array form is evaluated on, in the NFA's
+unit (docs/benchmarks.md, "The plan chooser's scale")."""
 
 _CMP = frozenset({"<", "<=", ">", ">=", "=", "!="})
 
@@ -155,13 +158,12 @@ def _role(expr: ast.Expr, v: str, va: str, vb: str, vc: str, iter_var: str | Non
 
 
 def runs_cost(plan: RunsPlan, stats: Stats) -> float:
-    """Array work per event, the matches built, and per (start, end) pair the conjuncts
-    without an array form."""
+    """A share of the NFA's estimate (at least the array work per event), plus the pairs
+    each conjunct without an array form is evaluated on."""
     t = linear_terms(plan, stats)
     slow = sum(1 for p in plan.preds if p.vec is None)
-    match = 0.0 if stats.count_only else RUNS_MATCH
-    return RUNS_EVENT * max(t["events"], 0.05) + match * t["matches"] + (
-        RUNS_PAIR * slow * (1.0 + t["runs"] / 4.0))
+    return max(RUNS_SHARE * linear_cost(plan, stats), RUNS_FLOOR) + (
+        RUNS_PAIR * slow * t["events"] * (1.0 + t["runs"]))
 
 
 def runs_text(plan: RunsPlan) -> list[str]:
