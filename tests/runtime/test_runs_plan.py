@@ -197,3 +197,30 @@ def test_stock_query_chooses_runs_and_matches_the_nfa() -> None:
 def test_runs_refuses_with_its_reason(query: str, why: str) -> None:
     reason = get_plan_kind("runs").supports(analyze(query))
     assert reason is not None and why in reason
+
+
+@SETTINGS
+@given(query=run_queries(), stream=run_streams(14), cuts=st.lists(st.integers(0, 14),
+                                                                   max_size=3),
+       lateness=st.sampled_from((0, 1_000_000, 3_000_000)), wm=st.booleans())
+def test_runs_out_of_order_with_lateness_equals_nfa(query: str, stream: EventBatch,
+                                                    cuts: list[int], lateness: int,
+                                                    wm: bool) -> None:
+    """Events pushed in arrival order (not sorted) with an allowed lateness, a watermark
+    after each piece: the same matches per call and the same late events as the NFA."""
+    note(f"query:  {query}")
+    aq = analyze(query)
+    bounds = sorted({0, len(stream), *(min(c, len(stream)) for c in cuts)})
+    out = {}
+    for plan in ("nfa", "runs"):
+        rt = start(aq, plan=plan, allowed_lateness_us=lateness)
+        calls = []
+        for lo, hi in zip(bounds, bounds[1:], strict=False):
+            piece = stream.slice(lo, hi - lo)
+            calls.append(_key(rt.push(piece)))
+            if wm:
+                calls.append(_key(rt.advance(int(piece.ts.max()) - lateness)))
+        calls.append(_key(rt.close()))
+        late = rt.late
+        out[plan] = (calls, None if late is None else late.table.column("__id").to_pylist())
+    assert out["runs"] == out["nfa"]
