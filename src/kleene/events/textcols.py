@@ -455,6 +455,28 @@ def csv_lines(matches: Sequence[Match], time: TimeInfo, header: Sequence[str],
     return join(pieces, n)
 
 
+def csv_column_lines(mc: MatchColumns, time: TimeInfo, header: Sequence[str]) -> pa.Array:
+    """:func:`csv_lines` of a column part (no RETURN values: a column other than query,
+    start, end and match is empty)."""
+    n = len(mc)
+    if n == 0:
+        return pa.array([], pa.string())
+    times = time_pieces(np.concatenate([mc.start, mc.end]), time, json=False)
+    pieces: list[Piece] = []
+    for j, col in enumerate(header):
+        if j:
+            pieces.append(",")
+        if col == "query":
+            pieces.append(csv_quote(pa.array([mc.query], pa.string()))[0].as_py())
+        elif col in ("start", "end"):
+            part = slice(0, n) if col == "start" else slice(n, 2 * n)
+            pieces += [p if isinstance(p, str) else p[part] for p in times]
+        elif col == "match":
+            pieces.append(csv_quote(join(["{", *_column_texts(mc), "}"], n)))
+    pieces.append("\n")
+    return join(pieces, n)
+
+
 def utf8_bytes(texts: pa.Array) -> memoryview:
     """The concatenated UTF-8 bytes of a string array (no copy)."""
     bufs = texts.buffers()

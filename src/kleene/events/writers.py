@@ -534,6 +534,14 @@ class CsvWriter(_TextWriter):
     def write(self, matches: Iterable[Match]) -> None:
         from .textcols import Unformattable, csv_lines, row_keys, utf8_bytes
 
+        if isinstance(matches, MatchTable):
+            # column parts formatted from their columns (no Match objects), the rest as usual
+            for part in matches.parts:
+                if isinstance(part, MatchColumns):
+                    self._write_columns(part)
+                else:
+                    self.write(part)
+            return
         ms = matches if isinstance(matches, list) else list(matches)
         if not ms:
             return
@@ -548,6 +556,28 @@ class CsvWriter(_TextWriter):
                 text = csv_lines(part, self.time, self._header, self._fmt.bindings_text)
             except (Unformattable, pa.ArrowCapacityError):
                 self._rows(part)
+                continue
+            self.out.write(bytes(utf8_bytes(text)).decode("utf-8"))
+            self.count += len(part)
+
+    def _write_columns(self, mc: MatchColumns) -> None:
+        from .textcols import Unformattable, csv_column_lines, row_keys, utf8_bytes
+
+        n = len(mc)
+        if not n:
+            return
+        if self._writer is None:
+            self._header = [*CSV_FIXED_COLUMNS, *row_keys(())]
+            self._writer = self._dict_writer(self._header)
+            self._writer.writeheader()
+        assert self._header is not None
+        step = JsonLinesWriter._COLUMN_CHUNK
+        for i in range(0, n, step):
+            part = mc.slice(i, min(i + step, n))
+            try:
+                text = csv_column_lines(part, self.time, self._header)
+            except (Unformattable, pa.ArrowCapacityError):
+                self._rows(part.matches())
                 continue
             self.out.write(bytes(utf8_bytes(text)).decode("utf-8"))
             self.count += len(part)
