@@ -2,7 +2,7 @@
 
 Usage::
 
-    python -m benchmarks.profiling stock [--events N] [--top 25] [--cli]
+    python -m benchmarks.profiling stock [--events N] [--top 25] [--cli | --step] [--cpu]
 
 ``--cli`` profiles the whole CLI path in-process (``kleene.cli.main:cli`` with the same
 arguments the benchmark uses), otherwise ``CompiledQuery.run(batch)`` alone. Prints the top
@@ -16,6 +16,7 @@ import cProfile
 import io
 import pstats
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -39,13 +40,27 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--events", type=int, default=None)
     p.add_argument("--top", type=int, default=25)
     p.add_argument("--cli", action="store_true")
+    p.add_argument("--cpu", action="store_true",
+                   help="time with process_time (CPU seconds: a loaded machine's share of the "
+                        "profile stays right; per-call overhead is larger)")
+    p.add_argument("--step", action="store_true",
+                   help="profile the CLI's match step: start(), columnar hand-over, push + close")
     args = p.parse_args(argv)
     text, make_csv, time_col, etype, type_col, id_col = _SPECS[args.workload]
     csv = make_csv(args.events)
     import kleene
 
-    prof = cProfile.Profile()
-    if args.cli:
+    prof = cProfile.Profile(time.process_time) if args.cpu else cProfile.Profile()
+    if args.step:
+        batch = child.load_batch(csv, time_col=time_col, event_type=etype, type_col=type_col,
+                                 id_col=id_col)
+        rt = kleene.compile(text, name=args.workload).start()
+        rt.columnar = True  # as the CLI does
+        prof.enable()
+        rt.push(batch)
+        rt.close()
+        prof.disable()
+    elif args.cli:
         from kleene.cli.main import cli
 
         qfile = datasets.DATA_DIR / "run" / f"{args.workload}.kleene"
