@@ -224,3 +224,19 @@ def test_runs_out_of_order_with_lateness_equals_nfa(query: str, stream: EventBat
         late = rt.late
         out[plan] = (calls, None if late is None else late.table.column("__id").to_pylist())
     assert out["runs"] == out["nfa"]
+
+
+def test_long_run_expanded_in_slices(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One increasing run of 40 events then a drop: every start matches; the candidate pairs
+    expanded a few at a time (``PAIRS``) give the NFA's matches."""
+    import kleene.runtime.runs as runs_mod
+
+    monkeypatch.setattr(runs_mod, "PAIRS", 7)
+    aq = analyze("PATTERN SEQ(A a, A+ b[], A c) WHERE b[i].x > b[i-1].x AND c.x < a.x "
+                 "PARTITION BY k USING strict-contiguity")
+    xs = [*range(40), -1]
+    ev = EventBatch.from_records([{"id": i, "type": "A", "ts": i, "k": "u", "x": x}
+                                  for i, x in enumerate(xs)])
+    got = kleene.plans.evaluate(aq, ev, plan="runs")
+    assert _key(got) == _key(kleene.plans.evaluate(aq, ev, plan="nfa"))
+    assert [(m.bindings["a"], m.bindings["c"]) for m in got] == [(i, 40) for i in range(39)]

@@ -43,6 +43,8 @@ _OPS: dict[str, Callable[[Arr, Arr], Arr]] = {
     "<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
     "=": np.equal, "!=": np.not_equal}
 _EXACT = 2 ** 53
+PAIRS = 1 << 22
+"""Candidate (start, end) pairs expanded at once (about 100 MB of index arrays)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,14 +259,16 @@ class RunsMatcher:
         lo = S + 1 + self.plan.kmin
         hi = np.minimum(Ub + 1, lim)
         cnt = np.maximum(hi - lo + 1, 0)
-        total = int(cnt.sum())
-        ps = np.repeat(S, cnt)
-        pt = np.repeat(lo - np.cumsum(cnt) + cnt, cnt) + np.arange(total, dtype=np.int64)
-        keep = same[pt] & cend[pt] & is_new[pt]
-        ps, pt = ps[keep], pt[keep]
-        if "close" in self.by_role and len(ps):
-            hold = ctx.pairs("close", ps, pt)
-            ps, pt = ps[hold], pt[hold]
+        # (long runs: the candidate pairs are expanded a slice of starts at a time)
+        cum = np.cumsum(cnt)
+        cuts = np.searchsorted(cum, np.arange(PAIRS, int(cum[-1]) if len(cum) else 0, PAIRS),
+                               side="left")
+        found: list[tuple[Arr, Arr]] = []
+        for a, b in zip(np.r_[0, cuts].tolist(), [*cuts.tolist(), len(S)], strict=True):
+            if b > a:
+                found.append(self._pairs(ctx, S[a:b], lo[a:b], cnt[a:b], same, cend, is_new))
+        ps = np.concatenate([f[0] for f in found]) if found else S[:0]
+        pt = np.concatenate([f[1] for f in found]) if found else S[:0]
         # live runs after each row: the run begun there, and every b alive through it
         diff = np.zeros(K + 1, dtype=np.int64)
         np.add.at(diff, S + 1, 1)
@@ -280,6 +284,20 @@ class RunsMatcher:
             cut = None
         self._emit(rt, ps, pt, g, ts, ctx)
         self._keep_open(rt, code, rkeys, S, Ub, allowed, seg_last, A, B, C, ctx, cut)
+
+    def _pairs(self, ctx: _Cols, S: Arr, lo: Arr, cnt: Arr, same: Arr, cend: Arr,
+               is_new: Arr) -> tuple[Arr, Arr]:
+        """The matches among starts ``S``: ends ``lo .. lo + cnt - 1`` of each, kept where
+        the end is contiguous, new in this chunk, and ``c`` holds (alone and against ``a``)."""
+        total = int(cnt.sum())
+        ps = np.repeat(S, cnt)
+        pt = np.repeat(lo - np.cumsum(cnt) + cnt, cnt) + np.arange(total, dtype=np.int64)
+        keep = same[pt] & cend[pt] & is_new[pt]
+        ps, pt = ps[keep], pt[keep]
+        if "close" in self.by_role and len(ps):
+            hold = ctx.pairs("close", ps, pt)
+            ps, pt = ps[hold], pt[hold]
+        return ps, pt
 
     # -- caps ----------------------------------------------------------------------------------
     def _budget(self, rt: Any) -> int | None:
