@@ -105,6 +105,21 @@ def _event(draw: st.DrawFn, vs: _Vars) -> str:
     return f"{t} {v}"
 
 
+def _run(draw: st.DrawFn, vs: _Vars) -> tuple[str, list[str]]:
+    """``SEQ(a, b+, c)`` with conditions on ``b[1]`` against ``a``, ``b[i]`` against
+    ``b[i-1]`` and ``c`` against ``a`` (a rising or falling run, the stock query's shape)."""
+    a, b, c = (vs.new(t) for t in ("A", "B", "C"))
+    ta, tb, tc = (_type(draw) for _ in range(3))
+    vs.single += [a, c]
+    vs.lists.append(b)
+    op = draw(st.sampled_from(["+", "+", "{2,}", "{1,2}"]))
+    conds = [f"{b}[1].x {draw(st.sampled_from(['>', '<', '>=']))} {a}.x",
+             f"{b}[i].x {draw(st.sampled_from(['>', '<', '!=']))} {b}[i-1].x",
+             f"{c}.x {draw(st.sampled_from(['<', '>', '=']))} {a}.x"]
+    keep = draw(st.lists(st.sampled_from(conds), min_size=1, max_size=3, unique=True))
+    return f"SEQ({ta} {a}, {tb}{op} {b}[], {tc} {c})", keep
+
+
 def _kleene(draw: st.DrawFn, vs: _Vars) -> tuple[str, bool]:
     """A Kleene item and whether it must bind an event (``*`` need not)."""
     t = _type(draw)
@@ -266,6 +281,7 @@ def _queries(draw: st.DrawFn, *, feature: str, wild: bool = False) -> str:
     clauses: dict[str, str] = {}
     where: list[str] = []
     strategy = ""
+    run_shape = False
     if feature == "sequence":
         pattern = _seq(draw, vs, kleene=False, negation=False, or_=False)
     elif feature == "kleene":
@@ -323,8 +339,16 @@ def _queries(draw: st.DrawFn, *, feature: str, wild: bool = False) -> str:
     elif feature == "strategies":
         strategy = draw(st.sampled_from(["strict-contiguity", "partition-contiguity",
                                          "skip-till-next-match", "skip-till-next-match"]))
-        pattern = _seq(draw, vs, kleene=True, negation=strategy == "skip-till-next-match",
-                       or_=strategy == "skip-till-next-match")
+        if strategy == "strict-contiguity" and draw(st.integers(0, 2)) == 0:
+            # a run between a and c (the runs plan's shape, kleene.plans.runs)
+            pattern, run_conds = _run(draw, vs)
+            where += run_conds
+            run_shape = True
+            if draw(st.booleans()):
+                clauses["partition"] = "PARTITION BY k"
+        else:
+            pattern = _seq(draw, vs, kleene=True, negation=strategy == "skip-till-next-match",
+                           or_=strategy == "skip-till-next-match")
         if strategy == "partition-contiguity" or draw(st.booleans()):
             where.append("[k]")
         if strategy == "skip-till-next-match" and draw(st.integers(0, 3)) == 0:
@@ -339,7 +363,8 @@ def _queries(draw: st.DrawFn, *, feature: str, wild: bool = False) -> str:
         where.append(draw(_expression(vs)))
     else:  # return
         pattern = _seq(draw, vs, kleene=True, negation=False, or_=True)
-    where += _conditions(draw, vs, wild)
+    if not run_shape:
+        where += _conditions(draw, vs, wild)
     positive = vs.single + vs.lists
     if feature == "policies" or (mixed and draw(st.booleans())):
         picks = []
