@@ -78,3 +78,19 @@ def test_run_stream_workers_two_writes_the_output_of_one(tmp_path: Path) -> None
         if w == "2":
             assert "2 workers" in r.stderr
     assert outs["1"] == outs["2"] and outs["1"].count(b"\n") > 30
+
+
+def test_run_default_keeps_the_runs_plan_in_one_process(tmp_path: Path) -> None:
+    """Without --workers the runs plan (chosen for this query) stays in one process (its
+    column hand-over); --workers 2 still spreads it, with the same bytes."""
+    csv = _csv(tmp_path / "stock.csv", 2 * MIN_EVENTS_PER_WORKER + 2000)
+    outs = {}
+    for extra in ([], ["--workers", "2"]):
+        out = tmp_path / f"out{len(extra)}.jsonl"
+        r = CliRunner().invoke(cli, ["run", QUERY, "-i", str(csv), "--event-type", "Stock",
+                                     *extra, "-o", str(out)])
+        assert r.exit_code == 0, r.output
+        outs[len(extra)] = out.read_bytes()
+        if not extra:
+            assert "1 worker: the runs plan is fastest in one process" in r.stderr
+    assert outs[0] == outs[2] and outs[0].count(b"\n") > 100

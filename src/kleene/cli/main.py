@@ -1117,6 +1117,10 @@ def _automaton(compiled: Any, events: Any, options: dict[str, Any],
         from ..runtime.parallel import default_workers, run_parallel
 
         n = default_workers() if workers is None else workers
+        if workers is None and compiled.compiled_plan.kind.one_process and n > 1:
+            n = 1  # the plan hands its matches to the writer as columns (plans/runs.py)
+            _WORKERS["label"] = (f", 1 worker: the {compiled.compiled_plan.kind.name} plan is "
+                                 "fastest in one process")
         if compiled.analyzed.query.timeouts and n > 1:
             n = 1  # timeouts are merged with the matches by one runtime
             _WORKERS["label"] = ", 1 worker: EMIT TIMEOUTS runs in one process"

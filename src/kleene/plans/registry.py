@@ -215,6 +215,10 @@ class PlanKind:
     """Reports timed-out partial matches (``EMIT TIMEOUTS``, docs/semantics.md 20)."""
     running: bool = False
     """Evaluates running aggregates (``avg(v[..i].x)``, docs/semantics.md 21)."""
+    one_process: bool = False
+    """Fastest in one process: its matcher takes whole chunks as arrays and hands its matches
+    over as columns, which keyed workers would turn into ``Match`` objects to send back (the
+    CLI's default is then one worker; ``--workers N`` still spreads it)."""
 
     configure: Callable[[Any, str, AnalyzedQuery], Any] | None = None
     """``plan="NAME:OPTION"``: the compiled plan with an option applied (the tree plan's

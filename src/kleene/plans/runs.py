@@ -187,4 +187,5 @@ PLAN = PlanKind(
     matcher=_matcher,
     cost=runs_cost,
     explain=runs_text,
+    one_process=True,
 )
