@@ -868,16 +868,31 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
                        unread=unread, touts=touts, workers=workers)
         return
     batches: list[Any] = []
+    feed: Any = None  # keyed workers that match while the input is read (_keyed_feed)
     for b in stream:
         if not batches:  # the columns are known: a misspelt attribute fails before reading on
             _check_schema(compiled, b, input_path, types=False)
+            feed = _keyed_feed(compiled, b, {**caps, "count_only": count}, workers,
+                               explicit_unit, plain_jsonl=out_fmt == "jsonl" and not count
+                               and not touts.on and plot_path is None)
         batches.append(b)
+        if feed is not None:
+            if stream.report.out_of_order:  # the bounded run sorts: the workers cannot go on
+                feed.abandon()
+                feed = None
+            else:
+                feed.push(b)
         unread.count(b)
         progress.show(f"reading {input_path}: {_percent(stream)}{stream.report.events:,} events")
-    events, report = collect(stream, batches)
-    unread.warn()
-    if len(events):  # every event type of the input is known: a misspelt one is an error
-        _check_schema(compiled, events, input_path, types=True)
+    try:
+        events, report = collect(stream, batches)
+        unread.warn()
+        if len(events):  # every event type of the input is known: a misspelt one is an error
+            _check_schema(compiled, events, input_path, types=True)
+    except BaseException:
+        if feed is not None:
+            feed.abandon()
+        raise
     read_done = time.perf_counter()
     if not query_set and not compiled.backend.options and len(events) > ORACLE_WARN_EVENTS:
         click.echo(f"kleene: warning: the oracle enumerates every candidate match (brute "
@@ -896,7 +911,7 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
                  else None)
         matches = _engine_call(compiled.engine, _automaton, compiled, events,
                                {**caps, "count_only": count}, workers,
-                               texts) if len(events) else []
+                               texts, feed) if len(events) else []
     else:
         matches = _engine_call(compiled.engine, compiled.run, events) if len(events) else []
     progress.clear()
@@ -1106,13 +1121,32 @@ class _Lines:
         return self.n
 
 
+def _keyed_feed(compiled: Any, first: Any, options: dict[str, Any], workers: int | None,
+                explicit_unit: bool, *, plain_jsonl: bool) -> Any:
+    """Workers that match a PARTITION BY query's chunks while the input is read
+    (:class:`~kleene.runtime.parallel.KeyedFeed`), when ``_automaton`` would spread it over
+    workers; None otherwise. ``first``: the first chunk (its time format)."""
+    if getattr(compiled, "compiled_plan", None) is None or not compiled.backend.streaming:
+        return None  # a query set, or an engine that is not the automaton
+    from ..runtime.parallel import KeyedFeed, default_workers, sequential_reason
+
+    n = default_workers() if workers is None else workers
+    if (n < 2 or compiled.analyzed.query.timeouts or options.get("use_kernel") is False
+            or sequential_reason(compiled.compiled_plan, 1 << 62, n) is not None):
+        return None
+    texts = _jsonl_texts(_output_time(first.time, explicit_unit)) if plain_jsonl else None
+    return KeyedFeed(compiled.compiled_plan, n, options, udfs=compiled.analyzed.udfs,
+                     texts=texts)
+
+
 def _automaton(compiled: Any, events: Any, options: dict[str, Any],
-               workers: int | None = None, texts: Any = None) -> list[Any]:
+               workers: int | None = None, texts: Any = None, feed: Any = None) -> list[Any]:
     """The automaton engine over the whole (ordered) input as one ``push``, with the
     command's cap options; matches or runs dropped by ``--on-cap truncate`` are reported.
     A PARTITION BY query may spread over ``workers`` processes (default: the cores); with
     ``texts`` (a JSON Lines formatter) the workers format their matches, returned as
-    :class:`_Lines`."""
+    :class:`_Lines`. ``feed`` (a KeyedFeed): workers that matched while the input was read;
+    their result, when they give one, is that of ``run_parallel``."""
     if getattr(compiled, "compiled_plan", None) is not None:  # not a query set
         from ..runtime.parallel import default_workers, run_parallel
 
@@ -1127,8 +1161,10 @@ def _automaton(compiled: Any, events: Any, options: dict[str, Any],
         if n > 1 and options.get("use_kernel") is not False:  # not with --analyze
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)
-                par = run_parallel(compiled.compiled_plan, events, n, options,
-                                   udfs=compiled.analyzed.udfs, texts=texts)
+                par = feed.finish() if feed is not None else None
+                if par is None:
+                    par = run_parallel(compiled.compiled_plan, events, n, options,
+                                       udfs=compiled.analyzed.udfs, texts=texts)
             _WORKERS["label"] = (f", {par.workers} workers" if par.workers > 1
                                  else f", 1 worker: {par.reason}")
             _report_truncation(par.counters)

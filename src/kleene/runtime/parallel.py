@@ -382,6 +382,242 @@ def _fork_and_merge(compiled: Any, events: EventBatch, workers: int,
     return ParallelRun(matches, counters, workers, cpu=cpu)
 
 
+# ---------------------------------------------------------------------------------------------
+# a bounded input fed to the workers while it is read (reading overlaps matching)
+# ---------------------------------------------------------------------------------------------
+
+def _feed_child(w: int, conn: Any, compiled: Any, options: dict[str, Any], tinfo: TimeInfo,
+                texts: Callable[[list[Match]], list[pa.Array]] | None, udfs: list[Any]) -> None:
+    """A feed worker: pushes each share it receives (a table with ``GPOS_COL``) through one
+    Runtime; on ``None`` closes it and replies as :func:`_work` does, or ``("redo", why)``
+    when the chunked run might differ from one push (a cap reached, an error)."""
+    import queue
+    import threading
+
+    gc.freeze()
+    gc.disable()  # as _work: no collection of the inherited pages, nor of the many matches
+    inbox: queue.Queue[bytes | None] = queue.Queue()
+
+    def receive() -> None:  # the parent never waits for a busy worker: a thread drains the pipe
+        while True:
+            try:
+                data = conn.recv_bytes()
+            except (EOFError, OSError):
+                inbox.put(None)
+                return
+            inbox.put(data)
+            if data == b"end":
+                return
+
+    threading.Thread(target=receive, daemon=True).start()
+    res: Any
+    try:
+        rt = Runtime(compiled, **options)
+        count_only = bool(options.get("count_only"))
+        if count_only:
+            rt.count_placeholders = False
+        else:
+            rt.out_keys = []
+        out: list[Match] = []
+        while True:
+            data = inbox.get()
+            if data is None:  # the parent gave up (or died)
+                os._exit(0)
+            if data == b"end":
+                break
+            share = pickle.loads(data)  # noqa: S301 - our own parent's bytes
+            out += rt.push(EventBatch(share, tinfo))
+        out += rt.close()
+        c = rt.counters
+        cap = rt.max_matches_per_call
+        if c.truncated_runs or c.truncated_matches or c.events_skipped or c.late_events or (
+                cap is not None and c.matches >= cap):
+            # a cap counts per call: one push over the whole share may decide otherwise
+            res = ("redo", "a cap was reached")
+        else:
+            counters = [c.events_in, c.events_processed, c.candidate_events, c.late_events,
+                        c.matches, c.truncated_runs, c.truncated_matches, c.events_skipped,
+                        int(c.truncated_exact)]
+            for f in udfs:
+                counters += _udf_counts(f)
+            if count_only:
+                res = ("ok", ([], [], counters))
+            else:
+                assert rt.out_keys is not None
+                lasts = np.asarray(rt.out_keys, dtype=np.int64)
+                rows: Any = (texts(out) if texts is not None
+                             else [(m.query, m.bindings, m.start, m.end, m.values) for m in out])
+                res = ("ok", (lasts, rows, counters))
+    except BaseException as e:  # noqa: BLE001 - one push over the share reports it
+        res = ("redo", f"{type(e).__name__}: {e}")
+    try:
+        conn.send_bytes(pickle.dumps(res, protocol=pickle.HIGHEST_PROTOCOL))
+    finally:
+        conn.close()
+        os._exit(0)
+
+
+class KeyedFeed:
+    """Keyed parallelism over a bounded input that is still being read: each chunk, as soon
+    as it is read, is numbered in the whole stream and split by key hash to ``workers`` forked
+    processes that match while the calling process reads on (it matches nothing itself: it
+    reads, splits, merges and writes). :meth:`finish` returns what :func:`run_parallel` returns
+    over the whole input, match for match and in order, or None: then run
+    :func:`run_parallel` (nothing was forked, the input was out of order, or the chunked run
+    may differ from one push: a cap was reached or a worker failed).
+
+    Chunks must come in input order; the feed is exact only while the input is in time order
+    (a bounded run then sorts nothing): call :meth:`abandon` at the first chunk out of order.
+    Workers are forked once ``min_events`` events are read (before, one process may run)."""
+
+    def __init__(self, compiled: Any, workers: int, options: dict[str, Any], *,
+                 udfs: Mapping[str, Any] | None = None,
+                 texts: Callable[[list[Match]], list[pa.Array]] | None = None,
+                 min_events: int = 2 * MIN_EVENTS_PER_WORKER) -> None:
+        if workers < 2:
+            raise EngineError(f"a keyed feed needs at least 2 workers, not {workers!r}")
+        self.compiled = compiled
+        self.workers = workers
+        self.options = dict(options)
+        self.count_only = bool(self.options.get("count_only"))
+        self.texts = None if self.count_only else texts
+        self.udfs = _counted(udfs)
+        self.min_events = min_events
+        self.pending: list[pa.Table] = []
+        self.n = 0
+        self.used = np.zeros(workers, dtype=bool)
+        self.procs: list[tuple[Any, Any]] = []
+        self.before: list[list[int]] = []
+        self.time: TimeInfo | None = None
+        self.active = True
+        self.cpu: dict[str, float] = {"split": 0.0}
+
+    def push(self, batch: EventBatch) -> None:
+        """The next chunk of the input (in input order, not behind any earlier event)."""
+        if not self.active or len(batch) == 0:
+            return
+        if self.time is None:
+            self.time = batch.time
+        c0 = time.process_time()
+        t = batch.table
+        t = t.append_column(GPOS_COL, pa.array(np.arange(self.n, self.n + t.num_rows,
+                                                         dtype=np.int64)))
+        self.n += t.num_rows
+        if not self.procs:
+            self.pending.append(t)
+            if self.n >= self.min_events:
+                self._start()
+                pending, self.pending = self.pending, []
+                for p in pending:
+                    self._send(p)
+        else:
+            self._send(t)
+        self.cpu["split"] += time.process_time() - c0
+
+    def abandon(self) -> None:
+        """Give up: the workers stop and nothing they did is used."""
+        self.active = False
+        self.pending = []
+        procs, self.procs = self.procs, []
+        for p, conn in procs:
+            conn.close()  # the worker's receiver sees EOF and the worker leaves
+            p.join(timeout=5)
+            if p.is_alive():
+                p.kill()
+                p.join()
+
+    def finish(self) -> ParallelRun | None:
+        """End of input: the workers' merged result (None: run :func:`run_parallel`)."""
+        if not self.active or not self.procs:
+            self.abandon()
+            return None
+        procs, self.procs = self.procs, []
+        results = []
+        w0 = time.perf_counter()
+        try:
+            for _p, conn in procs:
+                conn.send_bytes(b"end")
+            for p, conn in procs:
+                try:
+                    res = pickle.loads(conn.recv_bytes())  # noqa: S301 - our own child's bytes
+                except EOFError:
+                    raise EngineError(f"keyed parallel run: worker process {p.pid} died "
+                                      f"(exit code {p.exitcode})") from None
+                if res[0] != "ok":
+                    self.active = False
+                    return None
+                results.append(res[1])
+        finally:
+            self.procs = procs
+            self.abandon()
+        self.cpu["wait"] = time.perf_counter() - w0
+        for (_l, _r, cnt) in results:
+            for i, f in enumerate(self.udfs):
+                _add_udf_counts(f, cnt[9 + 2 * i] - self.before[i][0],
+                                cnt[10 + 2 * i] - self.before[i][1])
+        counters = _sum_counters(cnt for _l, _r, cnt in results)
+        workers, reason = self.workers, None
+        if int(self.used.sum()) < 2:
+            workers, reason = 1, "every partition key hashes to one worker"
+        if self.count_only:
+            return ParallelRun([], counters, workers, reason, cpu=self.cpu)
+        c0 = time.process_time()
+        lasts = np.concatenate([np.asarray(k, dtype=np.int64) for k, _r, _c in results])
+        order = np.argsort(lasts, kind="stable")
+        if self.texts is not None:
+            lines = list(_merged_texts([t for _k, r, _c in results for t in r], order))
+            self.cpu["merge"] = time.process_time() - c0
+            return ParallelRun([], counters, workers, reason, cpu=self.cpu, texts=lines)
+        every = [Match(*m) for _k, r, _c in results for m in r]
+        matches = [every[i] for i in order.tolist()]
+        self.cpu["merge"] = time.process_time() - c0
+        return ParallelRun(matches, counters, workers, reason, cpu=self.cpu)
+
+    def _start(self) -> None:
+        ctx = multiprocessing.get_context("fork")
+        self.before = [_udf_counts(f) for f in self.udfs]
+        for w in range(self.workers):
+            mine, theirs = ctx.Pipe(duplex=True)
+            p = ctx.Process(target=_feed_child,
+                            args=(w, theirs, self.compiled, self.options, self.time,
+                                  self.texts, self.udfs), daemon=True)
+            p.start()
+            theirs.close()
+            self.procs.append((p, mine))
+
+    def _send(self, t: pa.Table) -> None:
+        dest = key_workers(t, self.compiled.plan.partition_by, self.workers)
+        for w, (_p, conn) in enumerate(self.procs):
+            mask = dest == w
+            if not mask.any():
+                continue
+            self.used[w] = True
+            conn.send_bytes(pickle.dumps(t.filter(pa.array(mask)),
+                                         protocol=pickle.HIGHEST_PROTOCOL))
+
+    def __del__(self) -> None:
+        try:
+            self.abandon()
+        except Exception:  # noqa: BLE001, S110 - interpreter shutdown
+            pass
+
+
+def _sum_counters(rows: Iterator[list[int]] | list[list[int]]) -> Counters:
+    """The counters of a run: the workers' added up (``_work``'s layout)."""
+    counters = Counters()
+    for c in rows:
+        counters.events_in += c[0]
+        counters.events_processed += c[1]
+        counters.candidate_events += c[2]
+        counters.late_events += c[3]
+        counters.matches += c[4]
+        counters.truncated_runs += c[5]
+        counters.truncated_matches += c[6]
+        counters.events_skipped += c[7]
+        counters.truncated_exact = counters.truncated_exact and bool(c[8])
+    return counters
+
+
 _MERGE_CHUNK = 65_536
 """Output lines per merged string array."""
 
@@ -709,5 +945,5 @@ def _ipc(t: pa.Table) -> bytes:
     return bytes(sink.getvalue().to_pybytes())
 
 
-__all__ = ["MIN_EVENTS_PER_WORKER", "ParallelRun", "ParallelStream", "default_workers",
+__all__ = ["MIN_EVENTS_PER_WORKER", "KeyedFeed", "ParallelRun", "ParallelStream", "default_workers",
            "key_workers", "run_parallel", "sequential_reason"]
