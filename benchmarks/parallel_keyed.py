@@ -47,8 +47,21 @@ def _report():
     s = resource.getrusage(resource.RUSAGE_SELF)
     c = resource.getrusage(resource.RUSAGE_CHILDREN)
     with open(os.environ["KLEENE_BENCH_RUSAGE"], "w") as f:
-        json.dump({"self": s.ru_utime + s.ru_stime, "workers": c.ru_utime + c.ru_stime}, f)
+        json.dump({"self": s.ru_utime + s.ru_stime, "workers": c.ru_utime + c.ru_stime,
+                   "worker_max": float(os.environ.get("KLEENE_BENCH_WORKER_MAX", "-1"))}, f)
 atexit.register(_report)
+try:  # the CPU seconds of each worker that matched while the input was read
+    from kleene.runtime import parallel as _par
+    _finish = _par.KeyedFeed.finish
+    def _spy(self):
+        run = _finish(self)
+        if run is not None:
+            w = [v for k, v in run.cpu.items() if k.startswith("worker ")]
+            os.environ["KLEENE_BENCH_WORKER_MAX"] = str(max(w, default=0.0))
+        return run
+    _par.KeyedFeed.finish = _spy
+except (ImportError, AttributeError):  # a baseline without it
+    pass
 from kleene.cli.main import main
 sys.argv[0] = "kleene"
 main()
@@ -60,25 +73,76 @@ _PHASES = re.compile(r"time\s+([\d.]+) s\s+\(compile ([\d.]+) s, read ([\d.]+) s
                      r"match ([\d.]+) s, write ([\d.]+) s\)")
 
 
-def kleene_run(csv: Path, workers: int, out: Path, work: Path) -> dict[str, Any]:
-    """One whole ``kleene run --workers N`` process."""
+def _env(src: Path | None) -> dict[str, str]:
+    """The environment of a measured process: kleene from ``src`` (a ``src`` directory of
+    another checkout, the baseline) or as installed."""
+    if src is None:
+        return dict(os.environ)
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(src), *filter(None, [os.environ.get("PYTHONPATH")])])}
+
+
+def kleene_run(csv: Path, workers: int, out: Path, work: Path,
+               src: Path | None = None) -> dict[str, Any]:
+    """One whole ``kleene run --workers N`` process (kleene from ``src`` when given)."""
     rus = work / f"rusage.w{workers}.json"
     cmd = [sys.executable, "-c", _WRAP, "run", queries.STOCK, "-i", str(csv),
            "--time-col", "ts", "--event-type", "Stock", "--workers", str(workers),
            "-o", str(out)]
-    env = {**os.environ, "KLEENE_BENCH_RUSAGE": str(rus)}
+    env = {**_env(src), "KLEENE_BENCH_RUSAGE": str(rus)}
     t0 = time.perf_counter()
     p = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - t0
     if p.returncode != 0:
         raise SystemExit(f"kleene run --workers {workers} failed: {p.stderr.strip()[-500:]}")
     cpu = json.loads(rus.read_text())
-    row: dict[str, Any] = {"wall": wall, "cpu_self": cpu["self"], "cpu_workers": cpu["workers"]}
+    # the busiest worker: one forked worker (the calling process matches a share too), or
+    # the largest of the workers fed while reading (the calling process only reads and merges)
+    row: dict[str, Any] = {"wall": wall, "cpu_self": cpu["self"], "cpu_workers": cpu["workers"],
+                           "cpu_worker_max": (cpu["worker_max"] if cpu["worker_max"] >= 0
+                                              else cpu["workers"])}
     m = _PHASES.search(p.stderr)
     if m:
         total, comp, read, match, write = (float(x) for x in m.groups())
         row.update(startup=wall - total, compile=comp, read=read, match=match, write=write)
     row["workers_used"] = 2 if "2 workers" in p.stderr else 1
+    return row
+
+
+_ENGINE = """\
+import io, json, resource, sys, time, warnings
+from kleene.api import compile as kcompile
+from kleene.events.readers import read_events
+from kleene.events.writers import JsonLinesWriter
+from kleene.runtime.parallel import run_parallel
+csv, query, workers = sys.argv[1], sys.argv[2], int(sys.argv[3])
+events, _r = read_events(csv, time_col="ts", event_type="Stock")
+q = kcompile(query)
+texts = JsonLinesWriter(io.StringIO(), events.time).texts
+def cpu(who):
+    r = resource.getrusage(who)
+    return r.ru_utime + r.ru_stime
+s0, c0, t0 = cpu(resource.RUSAGE_SELF), cpu(resource.RUSAGE_CHILDREN), time.perf_counter()
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", RuntimeWarning)
+    run = run_parallel(q.compiled_plan, events, workers, {}, udfs=q.analyzed.udfs, texts=texts)
+wall = time.perf_counter() - t0
+print(json.dumps({"wall": wall, "cpu_self": cpu(resource.RUSAGE_SELF) - s0,
+                  "cpu_workers": cpu(resource.RUSAGE_CHILDREN) - c0,
+                  "matches": run.n_matches(), "workers_used": run.workers}))
+"""
+"""``python -c`` body: the engine alone over the events in memory (read and compiled before
+the clock starts): ``run_parallel`` with the JSON Lines formatter (the workers match and
+format their lines; the calling process merges them), wall and CPU seconds."""
+
+
+def engine_run(csv: Path, workers: int, src: Path | None = None) -> dict[str, Any]:
+    """The engine alone with ``workers`` processes, in a fresh process."""
+    p = subprocess.run([sys.executable, "-c", _ENGINE, str(csv), queries.STOCK, str(workers)],
+                       cwd=REPO, env=_env(src), capture_output=True, text=True, check=False)
+    if p.returncode != 0:
+        raise SystemExit(f"engine run with {workers} workers failed: {p.stderr.strip()[-500:]}")
+    row: dict[str, Any] = json.loads(p.stdout.strip().splitlines()[-1])
     return row
 
 
@@ -103,6 +167,15 @@ def _median_rows(rows: list[dict[str, Any]]) -> dict[str, float]:
     return {k: round(statistics.median(r[k] for r in rows), 3) for k in keys}
 
 
+def _critical(one: dict[str, float], two: dict[str, float], cores: int | None) -> float:
+    """One worker's CPU against the 2-worker run's critical path: its busiest process, and
+    with ``cores``, at least the CPU of all its processes spread over that many cores."""
+    path = max(two["cpu_self"], two.get("cpu_worker_max", two["cpu_workers"]))
+    if cores:
+        path = max(path, (two["cpu_self"] + two["cpu_workers"]) / cores)
+    return round(one["cpu_self"] / path, 3)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.parallel_keyed",
                                  description=__doc__.split("\n\n")[0])
@@ -114,6 +187,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-flink", action="store_true")
     ap.add_argument("--setup-flink", action="store_true",
                     help="create benchmarks/.venv-flink if missing (pip, ~450 MB)")
+    ap.add_argument("--engine-pairs", type=int, default=3,
+                    help="engine-only 1-worker/2-worker pairs (events in memory)")
+    ap.add_argument("--baseline-src", type=Path, default=None,
+                    help="the src directory of another checkout (e.g. a worktree of an older "
+                         "commit): its kleene run --workers 2 alternates with this one's")
     ap.add_argument("--out", type=Path, default=None)
     a = ap.parse_args(argv)
     csv = datasets.stock_csv(a.events)
@@ -127,42 +205,71 @@ def main(argv: list[str] | None = None) -> int:
     csv_nh = datasets.stock_csv(a.events, header=False) if flink_jobs else csv
     load0 = loadavg()
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    kl: dict[int, list[dict[str, Any]]] = {1: [], 2: []}
+    kl: dict[int, list[dict[str, Any]]] = {1: [], 2: [], -2: []}  # -2: baseline, 2 workers
     fl: dict[str, dict[str, Any]] = {}
-    digests: dict[int, set[str]] = {1: set(), 2: set()}
+    digests: dict[int, set[str]] = {1: set(), 2: set(), -2: set()}
+    arms = (1, 2, -2) if a.baseline_src is not None else (1, 2)
     with tempfile.TemporaryDirectory(prefix="kleene_parkeyed_") as tmp:
         work = Path(tmp)
         # kleene pairs with the Flink processes spread between them (alternating in time)
         slots = max(a.pairs, len(flink_jobs))
         for i in range(slots):
             if i < a.pairs:
-                for w in ((1, 2) if i % 2 == 0 else (2, 1)):
+                for w in (arms if i % 2 == 0 else arms[::-1]):
                     out = work / f"out.w{w}.jsonl"
-                    kl[w].append(kleene_run(csv, w, out, work))
+                    kl[w].append(kleene_run(csv, abs(w), out, work,
+                                            a.baseline_src if w < 0 else None))
                     digests[w].add(hashlib.sha256(out.read_bytes()).hexdigest())
                     n_matches = sum(1 for _ in out.open("rb"))
-                    print(f"kleene --workers {w}: {kl[w][-1]['wall']:.2f} s", file=sys.stderr)
+                    print(f"kleene --workers {abs(w)}{' (baseline)' if w < 0 else ''}: "
+                          f"{kl[w][-1]['wall']:.2f} s", file=sys.stderr)
             if i < len(flink_jobs):
                 mode, par = flink_jobs[i]
                 fl[f"{mode} p={par}"] = r = flink_run(csv_nh, mode, par, a.flink_repeats)
                 print(f"flink {mode} p={par}: {r.get('job_s', r.get('error'))}",
                       file=sys.stderr)
+    en: dict[int, list[dict[str, Any]]] = {1: [], 2: []}
+    for i in range(a.engine_pairs):  # the engine alone, alternating
+        for w in ((1, 2) if i % 2 == 0 else (2, 1)):
+            en[w].append(engine_run(csv, w))
+            print(f"engine, {w} worker(s): {en[w][-1]['wall']:.2f} s", file=sys.stderr)
     one, two = _median_rows(kl[1]), _median_rows(kl[2])
     res: dict[str, Any] = {
         "started": started, "events": a.events, "matches": n_matches,
         "load_before": load0, "load_after": loadavg(), "cores": os.cpu_count(),
-        "byte_identical": len(digests[1] | digests[2]) == 1,
+        "byte_identical": len(digests[1] | digests[2] | digests[-2]) == 1,
         "kleene_workers_1": one, "kleene_workers_2": two,
         "wall_1": [round(r["wall"], 3) for r in kl[1]],
         "wall_2": [round(r["wall"], 3) for r in kl[2]],
         "wall_speedup": round(one["wall"] / two["wall"], 3),
         "pair_speedups": sorted(round(x["wall"] / y["wall"], 3)
                                 for x, y in zip(kl[1], kl[2], strict=True)),
-        # idle-core estimate: the calling process's CPU is its critical path when its own
-        # share is the larger one (it also reads, splits, merges and writes)
-        "cpu_critical_speedup": round(one["cpu_self"] / max(two["cpu_self"],
-                                                              two["cpu_workers"]), 3),
+        # idle-core estimate: the busiest process (the calling one, which reads, splits,
+        # merges and writes, or a worker) is the critical path ...
+        "cpu_critical_speedup": _critical(one, two, None),
+        # ... and on 2 cores, no less than half the CPU of all the processes
+        "cpu_bound_2_cores_speedup": _critical(one, two, 2),
     }
+    if kl[-2]:
+        base = _median_rows(kl[-2])
+        res["baseline_workers_2"] = base
+        res["baseline_src"] = str(a.baseline_src)
+        res["wall_2_baseline"] = [round(r["wall"], 3) for r in kl[-2]]
+        res["wall_speedup_baseline"] = round(one["wall"] / base["wall"], 3)
+        res["cpu_critical_speedup_baseline"] = _critical(one, base, None)
+        res["cpu_bound_2_cores_speedup_baseline"] = _critical(one, base, 2)
+    if a.engine_pairs:
+        e1, e2 = _median_rows(en[1]), _median_rows(en[2])
+        res["engine"] = {
+            "what": "run_parallel on the events in memory, JSON Lines lines formatted by the "
+                    "workers (read and compile excluded)",
+            "workers_1": e1, "workers_2": e2,
+            "matches_equal": len({r["matches"] for r in en[1] + en[2]}) == 1,
+            "workers_used_2": sorted({r["workers_used"] for r in en[2]}),
+            "wall_speedup": round(e1["wall"] / e2["wall"], 3),
+            "cpu_critical_speedup": _critical(e1, e2, None),
+            "cpu_bound_2_cores_speedup": _critical(e1, e2, 2),
+        }
     if "match" in one:
         # the workers share the match and (formatting) the write; start-up, compile and read
         # stay in the calling process

@@ -40,6 +40,8 @@ import gc
 import multiprocessing
 import os
 import pickle
+import shutil
+import tempfile
 import time
 import traceback
 import zlib
@@ -388,28 +390,12 @@ def _fork_and_merge(compiled: Any, events: EventBatch, workers: int,
 
 def _feed_child(w: int, conn: Any, compiled: Any, options: dict[str, Any], tinfo: TimeInfo,
                 texts: Callable[[list[Match]], list[pa.Array]] | None, udfs: list[Any]) -> None:
-    """A feed worker: pushes each share it receives (a table with ``GPOS_COL``) through one
-    Runtime; on ``None`` closes it and replies as :func:`_work` does, or ``("redo", why)``
-    when the chunked run might differ from one push (a cap reached, an error)."""
-    import queue
-    import threading
-
+    """A feed worker: pushes each share it is sent (the path of an Arrow IPC file holding a
+    table with ``GPOS_COL``, deleted once read) through one Runtime; on ``b"end"`` closes it
+    and replies as :func:`_work` does, or ``("redo", why)`` when the chunked run might differ
+    from one push (a cap reached, an error)."""
     gc.freeze()
     gc.disable()  # as _work: no collection of the inherited pages, nor of the many matches
-    inbox: queue.Queue[bytes | None] = queue.Queue()
-
-    def receive() -> None:  # the parent never waits for a busy worker: a thread drains the pipe
-        while True:
-            try:
-                data = conn.recv_bytes()
-            except (EOFError, OSError):
-                inbox.put(None)
-                return
-            inbox.put(data)
-            if data == b"end":
-                return
-
-    threading.Thread(target=receive, daemon=True).start()
     res: Any
     try:
         rt = Runtime(compiled, **options)
@@ -420,12 +406,16 @@ def _feed_child(w: int, conn: Any, compiled: Any, options: dict[str, Any], tinfo
             rt.out_keys = []
         out: list[Match] = []
         while True:
-            data = inbox.get()
-            if data is None:  # the parent gave up (or died)
+            try:
+                data = conn.recv_bytes()
+            except (EOFError, OSError):  # the parent gave up (or died)
                 os._exit(0)
             if data == b"end":
                 break
-            share = pickle.loads(data)  # noqa: S301 - our own parent's bytes
+            path = data.decode()
+            with pa.memory_map(path) as source:  # (the table maps the file: no copy)
+                share = pa.ipc.open_stream(source).read_all()
+            os.unlink(path)
             out += rt.push(EventBatch(share, tinfo))
         out += rt.close()
         c = rt.counters
@@ -441,13 +431,13 @@ def _feed_child(w: int, conn: Any, compiled: Any, options: dict[str, Any], tinfo
             for f in udfs:
                 counters += _udf_counts(f)
             if count_only:
-                res = ("ok", ([], [], counters))
+                res = ("ok", ([], [], counters), time.process_time())
             else:
                 assert rt.out_keys is not None
                 lasts = np.asarray(rt.out_keys, dtype=np.int64)
                 rows: Any = (texts(out) if texts is not None
                              else [(m.query, m.bindings, m.start, m.end, m.values) for m in out])
-                res = ("ok", (lasts, rows, counters))
+                res = ("ok", (lasts, rows, counters), time.process_time())
     except BaseException as e:  # noqa: BLE001 - one push over the share reports it
         res = ("redo", f"{type(e).__name__}: {e}")
     try:
@@ -491,6 +481,12 @@ class KeyedFeed:
         self.time: TimeInfo | None = None
         self.active = True
         self.cpu: dict[str, float] = {"split": 0.0}
+        self.dir: str | None = None
+        self.sent = 0
+        """Where the shares wait for their worker (in memory: /dev/shm where there is one):
+        a pipe would make this process wait whenever a worker is busy."""
+        """CPU seconds of this process splitting and merging, wall seconds waiting for the
+        workers at the end, and each worker's CPU seconds."""
 
     def push(self, batch: EventBatch) -> None:
         """The next chunk of the input (in input order, not behind any earlier event)."""
@@ -520,11 +516,14 @@ class KeyedFeed:
         self.pending = []
         procs, self.procs = self.procs, []
         for p, conn in procs:
-            conn.close()  # the worker's receiver sees EOF and the worker leaves
+            conn.close()  # the worker sees EOF and leaves
             p.join(timeout=5)
             if p.is_alive():
                 p.kill()
                 p.join()
+        if self.dir is not None:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            self.dir = None
 
     def finish(self) -> ParallelRun | None:
         """End of input: the workers' merged result (None: run :func:`run_parallel`)."""
@@ -547,6 +546,7 @@ class KeyedFeed:
                     self.active = False
                     return None
                 results.append(res[1])
+                self.cpu[f"worker {len(results)}"] = res[2]  # its CPU seconds, all told
         finally:
             self.procs = procs
             self.abandon()
@@ -576,6 +576,9 @@ class KeyedFeed:
     def _start(self) -> None:
         ctx = multiprocessing.get_context("fork")
         self.before = [_udf_counts(f) for f in self.udfs]
+        self.dir = tempfile.mkdtemp(prefix="kleene-feed-",
+                                    dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+        self.sent = 0
         for w in range(self.workers):
             mine, theirs = ctx.Pipe(duplex=True)
             p = ctx.Process(target=_feed_child,
@@ -592,8 +595,13 @@ class KeyedFeed:
             if not mask.any():
                 continue
             self.used[w] = True
-            conn.send_bytes(pickle.dumps(t.filter(pa.array(mask)),
-                                         protocol=pickle.HIGHEST_PROTOCOL))
+            share = t.filter(pa.array(mask))
+            assert self.dir is not None
+            path = os.path.join(self.dir, f"{self.sent}.arrow")
+            self.sent += 1
+            with pa.OSFile(path, "wb") as sink, pa.ipc.new_stream(sink, share.schema) as wr:
+                wr.write_table(share)
+            conn.send_bytes(path.encode())
 
     def __del__(self) -> None:
         try:
