@@ -20,7 +20,10 @@ partitions, since a match's events all share its key). So the stream is split by
    reorders lines, not Match objects: formatting is parallel too, and no Match is pickled.
 
 Used by ``CompiledQuery.run`` / ``kleene.plans.evaluate`` with ``workers=N`` and by
-``kleene run --workers N``.
+``kleene run --workers N``. There, :class:`KeyedFeed` first sends each chunk to N forked
+workers as soon as it is read (matching overlaps reading; the calling process only reads,
+splits, merges and writes), and falls back to :func:`run_parallel` after reading when the
+input is out of order, short, or a worker reaches a cap.
 
 Streaming (:class:`ParallelStream`, ``compile(q, workers=N).start()``): the calling process is
 the coordinator. It decides lateness, buffers out-of-order events and numbers the events in the
