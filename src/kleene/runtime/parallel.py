@@ -416,7 +416,7 @@ def _feed_child(w: int, conn: Any, compiled: Any, options: dict[str, Any], tinfo
             if data == b"end":
                 break
             path = data.decode()
-            with pa.memory_map(path) as source:  # (the table maps the file: no copy)
+            with pa.OSFile(path) as source:  # read into memory: the file's space is freed now
                 share = pa.ipc.open_stream(source).read_all()
             os.unlink(path)
             out += rt.push(EventBatch(share, tinfo))
@@ -502,15 +502,18 @@ class KeyedFeed:
         t = t.append_column(GPOS_COL, pa.array(np.arange(self.n, self.n + t.num_rows,
                                                          dtype=np.int64)))
         self.n += t.num_rows
-        if not self.procs:
-            self.pending.append(t)
-            if self.n >= self.min_events:
-                self._start()
-                pending, self.pending = self.pending, []
-                for p in pending:
-                    self._send(p)
-        else:
-            self._send(t)
+        try:
+            if not self.procs:
+                self.pending.append(t)
+                if self.n >= self.min_events:
+                    self._start()
+                    pending, self.pending = self.pending, []
+                    for p in pending:
+                        self._send(p)
+            else:
+                self._send(t)
+        except OSError:  # no room for the shares, no process: the batch path after reading
+            self.abandon()
         self.cpu["split"] += time.process_time() - c0
 
     def abandon(self) -> None:
@@ -579,8 +582,7 @@ class KeyedFeed:
     def _start(self) -> None:
         ctx = multiprocessing.get_context("fork")
         self.before = [_udf_counts(f) for f in self.udfs]
-        self.dir = tempfile.mkdtemp(prefix="kleene-feed-",
-                                    dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+        self.dir = tempfile.mkdtemp(prefix="kleene-feed-", dir=_share_dir())
         self.sent = 0
         for w in range(self.workers):
             mine, theirs = ctx.Pipe(duplex=True)
@@ -611,6 +613,17 @@ class KeyedFeed:
             self.abandon()
         except Exception:  # noqa: BLE001, S110 - interpreter shutdown
             pass
+
+
+def _share_dir() -> str | None:
+    """Where :class:`KeyedFeed` writes the shares: /dev/shm (memory) when it has 1 GiB free
+    (a container's may have 64 MiB), else the temporary directory."""
+    try:
+        if shutil.disk_usage("/dev/shm").free >= 1 << 30:
+            return "/dev/shm"
+    except OSError:
+        pass
+    return None
 
 
 def _sum_counters(rows: Iterator[list[int]] | list[list[int]]) -> Counters:
