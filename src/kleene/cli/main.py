@@ -1131,6 +1131,8 @@ def _keyed_feed(compiled: Any, first: Any, options: dict[str, Any], workers: int
     from ..runtime.parallel import KeyedFeed, default_workers, sequential_reason
 
     n = default_workers() if workers is None else workers
+    if workers is None and compiled.compiled_plan.kind.one_process:
+        return None  # _automaton keeps it in one process
     if (n < 2 or compiled.analyzed.query.timeouts or options.get("use_kernel") is False
             or sequential_reason(compiled.compiled_plan, 1 << 62, n) is not None):
         return None
@@ -1158,6 +1160,9 @@ def _automaton(compiled: Any, events: Any, options: dict[str, Any],
         if compiled.analyzed.query.timeouts and n > 1:
             n = 1  # timeouts are merged with the matches by one runtime
             _WORKERS["label"] = ", 1 worker: EMIT TIMEOUTS runs in one process"
+        if feed is not None and not (n > 1 and options.get("use_kernel") is not False):
+            feed.abandon()  # (_keyed_feed makes none then: a safety net)
+            feed = None
         if n > 1 and options.get("use_kernel") is not False:  # not with --analyze
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)
