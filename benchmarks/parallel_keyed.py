@@ -83,12 +83,12 @@ def _env(src: Path | None) -> dict[str, str]:
 
 
 def kleene_run(csv: Path, workers: int, out: Path, work: Path,
-               src: Path | None = None) -> dict[str, Any]:
+               src: Path | None = None, plan: str | None = None) -> dict[str, Any]:
     """One whole ``kleene run --workers N`` process (kleene from ``src`` when given)."""
     rus = work / f"rusage.w{workers}.json"
     cmd = [sys.executable, "-c", _WRAP, "run", queries.STOCK, "-i", str(csv),
            "--time-col", "ts", "--event-type", "Stock", "--workers", str(workers),
-           "-o", str(out)]
+           "-o", str(out), *(["--plan", plan] if plan else [])]
     env = {**_env(src), "KLEENE_BENCH_RUSAGE": str(rus)}
     t0 = time.perf_counter()
     p = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, check=False)
@@ -116,8 +116,9 @@ from kleene.events.readers import read_events
 from kleene.events.writers import JsonLinesWriter
 from kleene.runtime.parallel import run_parallel
 csv, query, workers = sys.argv[1], sys.argv[2], int(sys.argv[3])
+plan = sys.argv[4] if len(sys.argv) > 4 else None
 events, _r = read_events(csv, time_col="ts", event_type="Stock")
-q = kcompile(query)
+q = kcompile(query, plan=plan)
 texts = JsonLinesWriter(io.StringIO(), events.time).texts
 def cpu(who):
     r = resource.getrusage(who)
@@ -136,9 +137,11 @@ the clock starts): ``run_parallel`` with the JSON Lines formatter (the workers m
 format their lines; the calling process merges them), wall and CPU seconds."""
 
 
-def engine_run(csv: Path, workers: int, src: Path | None = None) -> dict[str, Any]:
+def engine_run(csv: Path, workers: int, src: Path | None = None,
+               plan: str | None = None) -> dict[str, Any]:
     """The engine alone with ``workers`` processes, in a fresh process."""
-    p = subprocess.run([sys.executable, "-c", _ENGINE, str(csv), queries.STOCK, str(workers)],
+    p = subprocess.run([sys.executable, "-c", _ENGINE, str(csv), queries.STOCK, str(workers),
+                        *([plan] if plan else [])],
                        cwd=REPO, env=_env(src), capture_output=True, text=True, check=False)
     if p.returncode != 0:
         raise SystemExit(f"engine run with {workers} workers failed: {p.stderr.strip()[-500:]}")
@@ -192,6 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--baseline-src", type=Path, default=None,
                     help="the src directory of another checkout (e.g. a worktree of an older "
                          "commit): its kleene run --workers 2 alternates with this one's")
+    ap.add_argument("--plan", default=None,
+                    help="kleene run --plan NAME (e.g. nfa; default: the chosen plan, runs)")
     ap.add_argument("--out", type=Path, default=None)
     a = ap.parse_args(argv)
     csv = datasets.stock_csv(a.events)
@@ -218,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
                 for w in (arms if i % 2 == 0 else arms[::-1]):
                     out = work / f"out.w{w}.jsonl"
                     kl[w].append(kleene_run(csv, abs(w), out, work,
-                                            a.baseline_src if w < 0 else None))
+                                            a.baseline_src if w < 0 else None, a.plan))
                     digests[w].add(hashlib.sha256(out.read_bytes()).hexdigest())
                     n_matches = sum(1 for _ in out.open("rb"))
                     print(f"kleene --workers {abs(w)}{' (baseline)' if w < 0 else ''}: "
@@ -231,11 +236,11 @@ def main(argv: list[str] | None = None) -> int:
     en: dict[int, list[dict[str, Any]]] = {1: [], 2: []}
     for i in range(a.engine_pairs):  # the engine alone, alternating
         for w in ((1, 2) if i % 2 == 0 else (2, 1)):
-            en[w].append(engine_run(csv, w))
+            en[w].append(engine_run(csv, w, plan=a.plan))
             print(f"engine, {w} worker(s): {en[w][-1]['wall']:.2f} s", file=sys.stderr)
     one, two = _median_rows(kl[1]), _median_rows(kl[2])
     res: dict[str, Any] = {
-        "started": started, "events": a.events, "matches": n_matches,
+        "started": started, "events": a.events, "matches": n_matches, "plan": a.plan,
         "load_before": load0, "load_after": loadavg(), "cores": os.cpu_count(),
         "byte_identical": len(digests[1] | digests[2] | digests[-2]) == 1,
         "kleene_workers_1": one, "kleene_workers_2": two,
