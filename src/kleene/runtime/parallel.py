@@ -541,7 +541,10 @@ class KeyedFeed:
         w0 = time.perf_counter()
         try:
             for _p, conn in procs:
-                conn.send_bytes(b"end")
+                try:
+                    conn.send_bytes(b"end")
+                except OSError:  # it already replied ("redo": an error mid-stream) and left
+                    pass
             for p, conn in procs:
                 try:
                     res = pickle.loads(conn.recv_bytes())  # noqa: S301 - our own child's bytes
