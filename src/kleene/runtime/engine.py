@@ -49,7 +49,7 @@ import pyarrow.compute as pc
 from ..errors import CapacityError, EngineError, InputError
 from ..events import EventBatch, Match
 from ..events.matchtable import MatchTable
-from ..events.model import ID, TS, TYPE, TimeInfo
+from ..events.model import ID, TS, TYPE, TimeInfo, int64_array
 from ..plan.layout import GPOS
 from ..vocab import Strategy
 from .caps import over_budget
@@ -620,7 +620,7 @@ class Runtime:
         if not self.needs_positions:
             if len(sel) == 0:
                 return None
-            sub = t.take(pa.array(sel)) if len(sel) < n else t
+            sub = t.take(int64_array(sel)) if len(sel) < n else t
             rc_sel, rkeys = self._key_codes(sub, key_attrs)
             rcodes = np.zeros(n, dtype=np.int64)
             rcodes[sel] = rc_sel
