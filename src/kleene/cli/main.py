@@ -489,7 +489,7 @@ class _Command(click.Command):
                 else:
                     process(arg, state)
 
-            parser._process_opts = process_opts
+            parser._process_opts = process_opts  # type: ignore[method-assign]
         return parser
 
 
