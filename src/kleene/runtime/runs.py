@@ -723,7 +723,7 @@ class _Cols:
             assert self.perm is not None
             out_a: Arr = both_a[self.perm]
             return out_a
-        new: list[Any] = col.take(pa.array(self.rows)).to_pylist()
+        new: list[Any] = col.take(int64_array(self.rows)).to_pylist()
         if not self.trecs:
             return new
         both = [r[2] for r in self.trecs] + new
