@@ -471,6 +471,27 @@ class _Command(click.Command):
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         return super().parse_args(ctx, protect_query(self, args))
 
+    def make_parser(self, ctx: click.Context) -> Any:
+        """click's parser, which takes a short option given alone (``-i``) straight to its
+        short-option matcher. click tries it as a long option first and only then as a short
+        one: the same result, but by raising and catching a NoSuchOption, whose constructor
+        imports difflib and ranks close matches (a few ms of every ``kleene run -i ...``)."""
+        parser = super().make_parser(ctx)
+        short = getattr(parser, "_short_opt", None)
+        long = getattr(parser, "_long_opt", None)
+        process = getattr(parser, "_process_opts", None)
+        match_short = getattr(parser, "_match_short_opt", None)
+        if (isinstance(short, dict) and isinstance(long, dict) and process is not None
+                and match_short is not None and ctx.token_normalize_func is None):
+            def process_opts(arg: str, state: Any) -> None:
+                if arg in short and arg not in long:
+                    match_short(arg, state)  # where click's long-option attempt ends up
+                else:
+                    process(arg, state)
+
+            parser._process_opts = process_opts  # type: ignore[method-assign]
+        return parser
+
 
 class _Group(click.Group):
     """The ``kleene`` group: click's usage errors (unknown option, bad value, missing
@@ -1121,6 +1142,15 @@ class _Lines:
         return self.n
 
 
+def _cores() -> int:
+    """The cores this process may use: ``runtime.parallel.default_workers`` without importing
+    that module (and multiprocessing) on a run that stays in one process (start-up)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
 def _keyed_feed(compiled: Any, first: Any, options: dict[str, Any], workers: int | None,
                 explicit_unit: bool, *, plain_jsonl: bool) -> Any:
     """Workers that match a PARTITION BY query's chunks while the input is read
@@ -1128,13 +1158,14 @@ def _keyed_feed(compiled: Any, first: Any, options: dict[str, Any], workers: int
     workers; None otherwise. ``first``: the first chunk (its time format)."""
     if getattr(compiled, "compiled_plan", None) is None or not compiled.backend.streaming:
         return None  # a query set, or an engine that is not the automaton
-    from ..runtime.parallel import KeyedFeed, default_workers, sequential_reason
-
-    n = default_workers() if workers is None else workers
+    n = _cores() if workers is None else workers
     if workers is None and compiled.compiled_plan.kind.one_process:
         return None  # _automaton keeps it in one process
-    if (n < 2 or compiled.analyzed.query.timeouts or options.get("use_kernel") is False
-            or sequential_reason(compiled.compiled_plan, 1 << 62, n) is not None):
+    if n < 2 or compiled.analyzed.query.timeouts or options.get("use_kernel") is False:
+        return None
+    from ..runtime.parallel import KeyedFeed, sequential_reason  # multiprocessing: workers only
+
+    if sequential_reason(compiled.compiled_plan, 1 << 62, n) is not None:
         return None
     texts = _jsonl_texts(_output_time(first.time, explicit_unit)) if plain_jsonl else None
     return KeyedFeed(compiled.compiled_plan, n, options, udfs=compiled.analyzed.udfs,
@@ -1150,9 +1181,7 @@ def _automaton(compiled: Any, events: Any, options: dict[str, Any],
     :class:`_Lines`. ``feed`` (a KeyedFeed): workers that matched while the input was read;
     their result, when they give one, is that of ``run_parallel``."""
     if getattr(compiled, "compiled_plan", None) is not None:  # not a query set
-        from ..runtime.parallel import default_workers, run_parallel
-
-        n = default_workers() if workers is None else workers
+        n = _cores() if workers is None else workers
         if workers is None and compiled.compiled_plan.kind.one_process and n > 1:
             n = 1  # the plan hands its matches to the writer as columns (plans/runs.py)
             _WORKERS["label"] = (f", 1 worker: the {compiled.compiled_plan.kind.name} plan is "
@@ -1164,6 +1193,8 @@ def _automaton(compiled: Any, events: Any, options: dict[str, Any],
             feed.abandon()  # (_keyed_feed makes none then: a safety net)
             feed = None
         if n > 1 and options.get("use_kernel") is not False:  # not with --analyze
+            from ..runtime.parallel import run_parallel  # multiprocessing: only with workers
+
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)
                 par = feed.finish() if feed is not None else None

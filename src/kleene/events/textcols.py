@@ -37,7 +37,7 @@ import pyarrow.compute as pc
 
 from .match import Match
 from .matchtable import MatchColumns
-from .model import TimeInfo
+from .model import TimeInfo, int64_array
 
 _MIN_US = -62_135_596_800_000_000
 """0001-01-01T00:00:00 in microseconds since the epoch (``datetime``'s first instant)."""
@@ -141,7 +141,8 @@ def time_pieces(ts: Sequence[Any] | np.ndarray[Any, Any], time: TimeInfo, *, jso
     text in quotes, or a number), or with ``json=False`` the bare text (what ``str`` gives, for
     CSV)."""
     try:
-        us = pa.array(ts, pa.int64())
+        us = int64_array(ts) if isinstance(ts, np.ndarray) and ts.dtype.kind == "i" \
+            else pa.array(ts, pa.int64())
     except (OverflowError, pa.ArrowException, TypeError):
         raise Unformattable("a time is not an int64") from None
     if us.null_count:
@@ -299,7 +300,7 @@ def _column_texts(mc: MatchColumns) -> list[Piece]:
         # the rows of every list, flattened: lo[k], lo[k]+1, ..., hi[k]-1 for each k
         flat = np.repeat(lo - offsets[:-1], counts) + np.arange(total, dtype=np.int64)
         inner = _take_text(ids, text, flat)
-        pieces += ["[", pc.binary_join(pa.LargeListArray.from_arrays(pa.array(offsets), inner),
+        pieces += ["[", pc.binary_join(pa.LargeListArray.from_arrays(int64_array(offsets), inner),
                                        ", "), "]"]
     return pieces
 
@@ -307,8 +308,10 @@ def _column_texts(mc: MatchColumns) -> list[Piece]:
 def _take_text(ids: Any, text: pa.Array | None, rows: np.ndarray[Any, Any]) -> pa.Array:
     """The JSON texts of ``ids[rows]`` (int64 ids: cast after the take)."""
     if text is None:
-        return pa.array(ids[rows]).cast(pa.string())
-    return text.take(pa.array(rows))
+        taken = ids[rows]
+        return (int64_array(taken) if taken.dtype == np.int64 else pa.array(taken)
+                ).cast(pa.string())
+    return text.take(int64_array(rows))
 
 
 def jsonl_column_lines(mc: MatchColumns, time: TimeInfo) -> pa.Array:

@@ -14,7 +14,6 @@ from ..plan.explain import linear_text
 from ..runtime.kernel import has_plain_variant, kernel_factory, kernel_supported
 from ..runtime.linear import LinearMatcher
 from ..runtime.matcher import MatcherOptions
-from ..runtime.nested import NestedLinearMatcher, has_nested
 from ..runtime.policies import bindings_builder
 from . import registry
 from .registry import CompiledPlan, PlanKind, Stats, matches_estimate, runs_estimate
@@ -73,7 +72,11 @@ def linear_matcher(plan: Plan, options: MatcherOptions, plain_output: bool,
     count_mode = (kernel and options.count_only and count_ok and not plan.negations
                   and plain_output)
     # a NOT inside a NOT's body (skip-till-next-match only): only such plans take this matcher
-    cls = NestedLinearMatcher if has_nested(plan) else LinearMatcher
+    cls: type[LinearMatcher] = LinearMatcher
+    if any(b.inner is not None for b in plan.negations):  # runtime.nested.has_nested
+        from ..runtime.nested import NestedLinearMatcher  # only for such plans: start-up
+
+        cls = NestedLinearMatcher
     m = cls(plan, options, count_mode=count_mode, timeouts=timeouts)
     if kernel:
         direct = (not m.count_mode and not options.count_only and not plan.negations

@@ -8,9 +8,7 @@ from typing import Any
 from .. import ast
 from ..plan.explain import group_text
 from ..plan.groups import And, AnyK, Ev, GroupPlan, Node, Rep, Seq, Win, compile_group_plan
-from ..runtime.groups import GroupMatcher
 from ..runtime.matcher import MatcherOptions
-from ..runtime.nested import NestedGroupMatcher, has_nested
 from ..semantic.analyzed import AnalyzedQuery
 from .registry import CompiledPlan, PlanKind, Stats, runs_estimate
 
@@ -76,6 +74,10 @@ def _compile(analyzed: AnalyzedQuery) -> GroupPlan:
 
 
 def _matcher(cp: CompiledPlan, options: MatcherOptions) -> Any:
+    # the matchers' modules are imported when a pda plan runs, not when the registry loads
+    from ..runtime.groups import GroupMatcher
+    from ..runtime.nested import NestedGroupMatcher, has_nested
+
     if has_nested(cp.plan):  # a NOT inside a NOT's body: only such plans take this matcher
         return NestedGroupMatcher(cp.plan, options)
     return GroupMatcher(cp.plan, options)

@@ -51,7 +51,6 @@ queue, structure and operator kind (``tests/runtime/test_tasks.py``; the conform
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import threading
 import time
@@ -59,12 +58,11 @@ import weakref
 from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from heapq import heappop, heappush
 from itertools import chain, count, repeat
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..codegen import build
 from ..plan.automaton import CompKind, Plan, Unsupported, compile_plan
@@ -75,6 +73,9 @@ from ..runtime.matcher import MatcherOptions
 from ..semantic.analyzed import AnalyzedQuery
 from ..vocab import Strategy
 from .registry import CompiledPlan, PlanKind, Stats, runs_estimate
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor
 
 TASK_OVERHEAD = 4.0
 """Work per task relative to NFA^b offering an event to a run. Measured with one worker the
@@ -297,6 +298,8 @@ class TaskMatcher:
         self.procs = settings.workers > 1 and settings.operators == "processes"
         self.pool: Executor | None = None
         if settings.workers > 1 and not self.procs:
+            from concurrent.futures import ThreadPoolExecutor  # only when used: start-up
+
             self.pool = ThreadPoolExecutor(settings.workers - 1, thread_name_prefix="kleene-task")
         self.tasks_created = 0
         self.tasks_true = 0
@@ -519,6 +522,9 @@ class TaskMatcher:
         global _FORKED
         c0 = time.thread_time()
         if self.pool is None:
+            import multiprocessing  # only when used: start-up
+            from concurrent.futures import ProcessPoolExecutor
+
             _FORKED = self  # what the forked processes evaluate with
             self.pool = ProcessPoolExecutor(self.settings.workers,
                                             mp_context=multiprocessing.get_context("fork"))

@@ -9,7 +9,6 @@ from ..plan.automaton import UnionPlan, compile_union_plan
 from ..plan.explain import union_text
 from ..runtime.kernel import kernel_supported
 from ..runtime.matcher import MatcherOptions
-from ..runtime.union import UnionMatcher
 from .nfa import kernel_for, linear_cost
 from .registry import CompiledPlan, PlanKind, Stats
 
@@ -19,6 +18,8 @@ def _cost(plan: UnionPlan, stats: Stats) -> float:
 
 
 def _matcher(cp: CompiledPlan, options: MatcherOptions) -> Any:
+    from ..runtime.union import UnionMatcher  # imported when a union runs: start-up
+
     m = UnionMatcher(cp.plan, options)
     for i, bm in enumerate(m.branches):
         if options.use_kernel and kernel_supported(bm.plan):

@@ -49,7 +49,7 @@ import pyarrow.compute as pc
 from ..errors import CapacityError, EngineError, InputError
 from ..events import EventBatch, Match
 from ..events.matchtable import MatchTable
-from ..events.model import ID, TS, TYPE, TimeInfo
+from ..events.model import ID, TS, TYPE, TimeInfo, int64_array
 from ..plan.layout import GPOS
 from ..vocab import Strategy
 from .caps import over_budget
@@ -454,7 +454,7 @@ class Runtime:
         t = pa.concat_tables(self.buffer, promote_options="default").combine_chunks()
         ts = t.column(TS).to_numpy()
         order = np.argsort(ts, kind="stable")
-        t = t.take(pa.array(order))
+        t = t.take(int64_array(order))
         ts = ts[order]
         if upto is None:
             n = len(ts)
@@ -584,7 +584,7 @@ class Runtime:
             if vp_mask is None or not masks[i].any():
                 continue
             sub_idx = np.flatnonzero(masks[i])
-            sub = t.take(pa.array(sub_idx)) if len(sub_idx) < n else t
+            sub = t.take(int64_array(sub_idx)) if len(sub_idx) < n else t
             m, left = vp_mask.mask(sub)
             if len(sub_idx) < n:
                 full = np.zeros(n, dtype=bool)
@@ -620,7 +620,7 @@ class Runtime:
         if not self.needs_positions:
             if len(sel) == 0:
                 return None
-            sub = t.take(pa.array(sel)) if len(sel) < n else t
+            sub = t.take(int64_array(sel)) if len(sel) < n else t
             rc_sel, rkeys = self._key_codes(sub, key_attrs)
             rcodes = np.zeros(n, dtype=np.int64)
             rcodes[sel] = rc_sel
@@ -659,7 +659,7 @@ class Runtime:
         n_sel = len(sel)
         ts = t.column(TS).to_numpy()
         everything = n_sel == n and len(rkeys) == 1
-        sel_arr = pa.array(sel)
+        sel_arr = int64_array(sel)
         g_l = gpos[sel].tolist()
         c_l = g_l if cpos is gpos else cpos[sel].tolist()
         w_l = g_l if wpos is gpos else (c_l if wpos is cpos else wpos[sel].tolist())

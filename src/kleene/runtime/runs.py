@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 
 from ..errors import CapacityError
 from ..events.matchtable import MatchColumns
-from ..events.model import ID, TS
+from ..events.model import ID, TS, int64_array
 from ..plan.linear import Plan
 from .caps import over_budget, too_many_matches, too_many_runs
 from .matcher import MatcherOptions
@@ -527,7 +527,7 @@ def _records(plan: Plan, t: pa.Table, sel: Arr, gpos: Arr, ts: Arr, cpos: Arr
     every compiled conjunct reads)."""
     from .engine import _pylist
 
-    arr = pa.array(sel, type=pa.int64())
+    arr = int64_array(sel)
     cols: list[list[Any]] = [gpos[sel].tolist(), ts[sel].tolist(),
                              _pylist(t.column(ID).take(arr)), cpos[sel].tolist(),
                              cpos[sel].tolist()]
@@ -723,7 +723,7 @@ class _Cols:
             assert self.perm is not None
             out_a: Arr = both_a[self.perm]
             return out_a
-        new: list[Any] = col.take(pa.array(self.rows)).to_pylist()
+        new: list[Any] = col.take(int64_array(self.rows)).to_pylist()
         if not self.trecs:
             return new
         both = [r[2] for r in self.trecs] + new

@@ -20,7 +20,6 @@ Example:
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -96,6 +95,8 @@ def suggest(name: str, candidates: Iterable[str]) -> str:
         >>> suggest("avgspeed", ["REPORT_ID", "avgSpeed"]), suggest("REPORTID", ["REPORT_ID"])
         (" (did you mean 'avgSpeed'?)", " (did you mean 'REPORT_ID'?)")
     """
+    import difflib  # only on an error: start-up
+
     cands = list(candidates)
     folded = [c for c in cands if c.casefold() == name.casefold()]
     close = folded or difflib.get_close_matches(name, cands, n=1, cutoff=0.6)

@@ -9,7 +9,6 @@ of any-type variables, are not checked.
 
 from __future__ import annotations
 
-import difflib
 from typing import Any
 
 from ... import ast
@@ -61,6 +60,8 @@ def _attr_kind(ctx: Context, e: ast.AttrRef) -> str | None:
         return kind_of(attrs[e.attr])
     if e.attr in EVENT_COLUMNS:
         return None
+    import difflib  # only on an error: start-up
+
     close = difflib.get_close_matches(e.attr, list(attrs), n=1)
     hint = f" (did you mean '{close[0]}'?)" if close else ""
     raise ctx.reporter.error(

@@ -1,0 +1,67 @@
+"""A plain ``kleene run`` (one process, no --workers, no error) does not import what only
+other runs need: start-up time (issue 18, item 4). And the buffer route to Arrow that avoids
+``numpy.ma`` gives what ``pa.array`` gives."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from kleene.events.model import int64_array
+
+NOT_AT_START = ("multiprocessing", "concurrent.futures", "numpy.ma", "difflib",
+                "kleene.runtime.parallel", "kleene.runtime.nested", "kleene.runtime.groups",
+                "kleene.runtime.union")
+
+RUN = f"""
+import sys
+from kleene.cli.main import main
+try:
+    main(["run", *sys.argv[1:]])
+except SystemExit as e:
+    assert not e.code, e.code
+print("IMPORTED", sorted(m for m in {NOT_AT_START!r} if m in sys.modules))
+"""
+
+STOCK = ("PATTERN SEQ(Stock a, Stock+ b[], Stock c) WHERE b[1].price > a.price AND "
+         "b[i].price > b[i-1].price AND c.price < a.price PARTITION BY sym WITHIN 10 minutes "
+         "USING strict-contiguity")
+
+
+@pytest.mark.parametrize(("query", "options", "match"), [
+    # the nfa plan (more than one worker by default on a multi-core machine: one here)
+    ("PATTERN SEQ(Stock a, Stock b) WHERE b.price > a.price PARTITION BY sym",
+     ["--workers", "1"], '"match": {"a": 0, "b": 1}'),
+    # the benchmark's stock query: the runs plan, one process on its own
+    (STOCK, [], '"match": {"a": 0, "b": [1, 2], "c": 3}'),
+])
+def test_a_plain_run_does_not_import_the_lazy_modules(tmp_path: Path, query: str,
+                                                      options: list[str], match: str) -> None:
+    (tmp_path / "ev.csv").write_text("id,sym,ts,price\n0,x,2024-01-01T00:00:00,2\n"
+                                     "1,x,2024-01-01T00:00:01,3\n2,x,2024-01-01T00:00:02,4\n"
+                                     "3,x,2024-01-01T00:00:03,1\n")
+    done = subprocess.run([sys.executable, "-c", RUN, query, "-i", "ev.csv", "--time-col", "ts",
+                           "--event-type", "Stock", "--id-col", "id", "-q", *options],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    *matches, imported = done.stdout.splitlines()
+    assert any(match in m for m in matches), matches
+    assert imported == "IMPORTED []"
+
+
+@pytest.mark.parametrize("values", [
+    np.array([], dtype=np.int64),
+    np.array([3, -1, 2**62], dtype=np.int64),
+    np.array([5, 6, 7], dtype=np.int32),
+    np.arange(10, dtype=np.int64)[::3],  # not contiguous
+])
+def test_int64_array_is_pa_array(values: np.ndarray) -> None:
+    got = int64_array(values)
+    assert got.type == pa.int64()
+    assert got.equals(pa.array(values, type=pa.int64()))
+    assert got.to_pylist() == [int(v) for v in values]
