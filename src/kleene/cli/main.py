@@ -1142,13 +1142,11 @@ class _Lines:
         return self.n
 
 
-def _cores() -> int:
-    """The cores this process may use: ``runtime.parallel.default_workers`` without importing
-    that module (and multiprocessing) on a run that stays in one process (start-up)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
+def _default_workers() -> int:
+    """``--workers``' default: the cores this process may use."""
+    from ..runtime.engine import default_workers  # not runtime.parallel: no multiprocessing
+
+    return default_workers()
 
 
 def _keyed_feed(compiled: Any, first: Any, options: dict[str, Any], workers: int | None,
@@ -1158,7 +1156,7 @@ def _keyed_feed(compiled: Any, first: Any, options: dict[str, Any], workers: int
     workers; None otherwise. ``first``: the first chunk (its time format)."""
     if getattr(compiled, "compiled_plan", None) is None or not compiled.backend.streaming:
         return None  # a query set, or an engine that is not the automaton
-    n = _cores() if workers is None else workers
+    n = _default_workers() if workers is None else workers
     if workers is None and compiled.compiled_plan.kind.one_process:
         return None  # _automaton keeps it in one process
     if n < 2 or compiled.analyzed.query.timeouts or options.get("use_kernel") is False:
@@ -1181,7 +1179,7 @@ def _automaton(compiled: Any, events: Any, options: dict[str, Any],
     :class:`_Lines`. ``feed`` (a KeyedFeed): workers that matched while the input was read;
     their result, when they give one, is that of ``run_parallel``."""
     if getattr(compiled, "compiled_plan", None) is not None:  # not a query set
-        n = _cores() if workers is None else workers
+        n = _default_workers() if workers is None else workers
         if workers is None and compiled.compiled_plan.kind.one_process and n > 1:
             n = 1  # the plan hands its matches to the writer as columns (plans/runs.py)
             _WORKERS["label"] = (f", 1 worker: the {compiled.compiled_plan.kind.name} plan is "

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import gc
 import io
+import os
 import pickle
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -121,6 +122,15 @@ def late_mask(ts: np.ndarray[Any, Any], max_seen: int, frontier: int,
         np.maximum(newest_before, max_seen, out=newest_before)
     late: np.ndarray[Any, Any] = (ts < frontier) | (ts < newest_before - max(lateness_us, 0))
     return late
+
+
+def default_workers() -> int:
+    """The number of cores this process may use (``--workers``' default; here, not in
+    :mod:`kleene.runtime.parallel`, so that a run in one process imports no multiprocessing)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
 
 
 def key_codes(t: pa.Table, attrs: Sequence[str]) -> tuple[np.ndarray[Any, Any], list[Any]]:

@@ -62,7 +62,16 @@ from ..events import EventBatch, Match
 from ..events.model import TS, TimeInfo
 from ..plan.linear import CompKind
 from ..vocab import PickMode
-from .engine import _FAR_PAST, GPOS_COL, Counters, Runtime, key_codes, late_mask, safe_loads
+from .engine import (
+    _FAR_PAST,
+    GPOS_COL,
+    Counters,
+    Runtime,
+    default_workers,
+    key_codes,
+    late_mask,
+    safe_loads,
+)
 
 MIN_EVENTS_PER_WORKER = 10_000
 """Below this many events per worker, forking costs more than it saves: one process."""
@@ -92,14 +101,6 @@ class ParallelRun:
         if self.texts is not None:
             return sum(len(t) for t in self.texts)
         return len(self.matches)
-
-
-def default_workers() -> int:
-    """The number of cores this process may use."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
 
 
 def _pick_spans_partitions(plan: Any, spec: Any) -> str | None:
