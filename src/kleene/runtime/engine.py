@@ -124,6 +124,22 @@ def late_mask(ts: np.ndarray[Any, Any], max_seen: int, frontier: int,
     return late
 
 
+def set_late_aside(t: pa.Table, counters: Counters, late_events: list[pa.Table],
+                   max_seen: int, frontier: int, lateness_us: int
+                   ) -> tuple[pa.Table, np.ndarray[Any, Any]]:
+    """A push's first step: count ``t``'s events in, set its late ones aside (counted, kept
+    in ``late_events``: :func:`late_mask`), and return the rest with their timestamps."""
+    counters.events_in += t.num_rows
+    ts = t.column(TS).to_numpy()
+    late = late_mask(ts, max_seen, frontier, lateness_us)
+    if late.any():
+        counters.late_events += int(late.sum())
+        late_events.append(t.filter(pa.array(late)))
+        t = t.filter(pa.array(~late))
+        ts = ts[~late]
+    return t, ts
+
+
 def default_workers() -> int:
     """The number of cores this process may use (``--workers``' default; here, not in
     :mod:`kleene.runtime.parallel`, so that a run in one process imports no multiprocessing)."""
@@ -400,16 +416,10 @@ class Runtime:
         t = batch.table
         if t.num_rows == 0:
             return []
-        self.counters.events_in += t.num_rows
-        ts = t.column(TS).to_numpy()
-        late = late_mask(ts, self.max_seen, self.frontier, self.allowed_lateness_us)
-        if late.any():
-            self.counters.late_events += int(late.sum())
-            self.late_events.append(t.filter(pa.array(late)))
-            t = t.filter(pa.array(~late))
-            ts = ts[~late]
-            if t.num_rows == 0:
-                return []
+        t, ts = set_late_aside(t, self.counters, self.late_events, self.max_seen,
+                               self.frontier, self.allowed_lateness_us)
+        if t.num_rows == 0:
+            return []
         self.max_seen = max(self.max_seen, int(ts.max()))
         if self.allowed_lateness_us <= 0 and not self.buffer:
             if np.all(ts[1:] >= ts[:-1]):

@@ -69,8 +69,8 @@ from .engine import (
     Runtime,
     default_workers,
     key_codes,
-    late_mask,
     safe_loads,
+    set_late_aside,
 )
 
 MIN_EVENTS_PER_WORKER = 10_000
@@ -761,16 +761,10 @@ class ParallelStream:
         t = batch.table
         if t.num_rows == 0:
             return []
-        self.counters.events_in += t.num_rows
-        ts = t.column(TS).to_numpy()
-        late = late_mask(ts, self.max_seen, self.frontier, self.lateness)
-        if late.any():
-            self.counters.late_events += int(late.sum())
-            self.late_events.append(t.filter(pa.array(late)))
-            t = t.filter(pa.array(~late))
-            ts = ts[~late]
-            if t.num_rows == 0:
-                return []
+        t, ts = set_late_aside(t, self.counters, self.late_events, self.max_seen,
+                               self.frontier, self.lateness)
+        if t.num_rows == 0:
+            return []
         self.max_seen = max(self.max_seen, int(ts.max()))
         if self.lateness <= 0 and not self.buffer and bool(np.all(ts[1:] >= ts[:-1])):
             self.frontier = max(self.frontier, int(ts[-1]))
