@@ -3,6 +3,10 @@ in its order, for any number of operator instances, block size and queue (issue 
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -153,6 +157,22 @@ def test_task_settings_from_the_environment() -> None:
     assert (s.workers, s.block_size, s.queue, s.structure) == (3, 7, "fifo", "tree")
     with pytest.raises(ValueError, match="KLEENE_TASKS: bad setting 'workers=x'"):
         T._from_env("workers=x")
+
+
+@pytest.mark.parametrize("setting", ["workers=x", "queue=lifo"])
+def test_a_bad_task_setting_is_one_line_from_the_cli(setting: str, tmp_path: Any) -> None:
+    """Every run imports the task plan (the chooser costs each plan): a bad ``KLEENE_TASKS``
+    is a one-line query error (exit 1), not a traceback."""
+    src = tmp_path / "e.csv"
+    src.write_text("ts,type,x\n1,A,1\n2,B,2\n", encoding="utf-8")
+    env = {**os.environ, "KLEENE_TASKS": setting,
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(kleene.__file__).parents[1]),
+                                                       os.environ.get("PYTHONPATH")]))}
+    r = subprocess.run([sys.executable, "-m", "kleene", "run", "PATTERN SEQ(A a, B b)", "-i",
+                        str(src)], env=env, capture_output=True, text=True, check=False)
+    assert r.returncode == 1, r.stderr
+    assert "Traceback" not in r.stderr
+    assert "KLEENE_TASKS" in r.stderr or "bad task settings" in r.stderr
 
 
 def test_nulls_fall_back_to_the_compiled_conditions() -> None:

@@ -65,6 +65,7 @@ from itertools import chain, count, repeat
 from typing import TYPE_CHECKING, Any
 
 from ..codegen import build
+from ..errors import QueryValidationError
 from ..plan.automaton import CompKind, Plan, Unsupported, compile_plan
 from ..plan.explain import linear_text
 from ..plan.expr import GPOS, TS, WPOS
@@ -126,9 +127,9 @@ def _from_env(text: str | None) -> TaskSettings:
         elif name in ("queue", "structure", "operators") and value:
             changes[name] = value
         else:
-            raise ValueError(f"KLEENE_TASKS: bad setting {item!r} (workers=N, block_size=N, "
-                             "queue=fifo|priority, structure=hash|tree, "
-                             "operators=threads|processes)")
+            raise QueryValidationError(
+                f"KLEENE_TASKS: bad setting {item!r} (workers=N, block_size=N, "
+                "queue=fifo|priority, structure=hash|tree, operators=threads|processes)")
     return _checked(replace(s, **changes))
 
 
@@ -136,7 +137,10 @@ def _checked(s: TaskSettings) -> TaskSettings:
     if s.workers < 1 or s.block_size < 1 or s.queue not in ("fifo", "priority") \
             or s.structure not in ("hash", "tree") \
             or s.operators not in ("threads", "processes"):
-        raise ValueError(f"bad task settings {s}")
+        raise QueryValidationError(
+            f"bad task settings: workers={s.workers}, block_size={s.block_size} (both >= 1), "
+            f"queue={s.queue!r} (fifo|priority), structure={s.structure!r} (hash|tree), "
+            f"operators={s.operators!r} (threads|processes)")
     return s
 
 
