@@ -207,29 +207,42 @@ def _work(w: int, *, rows: bool = True) -> tuple[Any, list[Any], list[int]]:
     table: pa.Table = job["table"]
     idx = np.flatnonzero(job["dest"] == w)
     share = table.take(pa.array(idx)).append_column(GPOS_COL, pa.array(idx, pa.int64()))
-    rt = Runtime(job["compiled"], **job["options"])
-    count_only = bool(job["options"].get("count_only"))
-    if count_only:
-        rt.count_placeholders = False  # exact counts may be huge: the counters say them
+    rt = _worker_runtime(job["compiled"], job["options"])
+    out = rt.push(EventBatch(share, job["time"]))
+    out += rt.close()
+    return _worker_result(rt, out, job["udfs"], job["texts"], rows=rows)
+
+
+def _worker_runtime(compiled: Any, options: dict[str, Any]) -> Runtime:
+    """A worker's runtime: exact counts in count mode (the counters say them, however huge),
+    else the output key of each match kept (the merge's order)."""
+    rt = Runtime(compiled, **options)
+    if options.get("count_only"):
+        rt.count_placeholders = False
     else:
         rt.out_keys = []
-    batch = EventBatch(share, job["time"])
-    out = rt.push(batch)
-    out += rt.close()
+    return rt
+
+
+def _worker_result(rt: Runtime, out: list[Match], udfs: list[Any],
+                   texts: Callable[[list[Match]], list[pa.Array]] | None, *,
+                   rows: bool = True) -> tuple[Any, list[Any], list[int]]:
+    """What a worker hands back: (positions of the matches' last events, the matches -- plain
+    tuples with ``rows`` (for the pipe), or their output lines as string arrays with
+    ``texts`` --, counters in :func:`_sum_counters`' layout plus each counting UDF's two)."""
     c = rt.counters
     counters = [c.events_in, c.events_processed, c.candidate_events, c.late_events,
                 c.matches, c.truncated_runs, c.truncated_matches, c.events_skipped,
                 int(c.truncated_exact)]
-    for f in job["udfs"]:  # calls and hits (rows) this worker made (added up in the parent)
+    for f in udfs:  # calls and hits (rows) this worker made (added up in the parent)
         counters += _udf_counts(f)
-    if count_only:
+    if rt.out_keys is None:  # count only
         return [], [], counters
-    assert rt.out_keys is not None
     # Workers never share a last event (it belongs to one partition), and each worker's list
     # is in output order: the position of the last event alone merges them.
     lasts = rt.out_keys
-    if job["texts"] is not None:
-        return np.asarray(lasts, dtype=np.int64), job["texts"](out), counters
+    if texts is not None:
+        return np.asarray(lasts, dtype=np.int64), texts(out), counters
     if not rows:
         return lasts, out, counters
     return lasts, [(m.query, m.bindings, m.start, m.end, m.values) for m in out], counters
@@ -360,17 +373,7 @@ def _fork_and_merge(compiled: Any, events: EventBatch, workers: int,
         for p, recv in procs:
             recv.close()
             p.join(timeout=5)
-    counters = Counters()
-    for _k, _r, c in results:
-        counters.events_in += c[0]
-        counters.events_processed += c[1]
-        counters.candidate_events += c[2]
-        counters.late_events += c[3]
-        counters.matches += c[4]
-        counters.truncated_runs += c[5]
-        counters.truncated_matches += c[6]
-        counters.events_skipped += c[7]
-        counters.truncated_exact = counters.truncated_exact and bool(c[8])
+    counters = _sum_counters(c for _k, _r, c in results)
     if options.get("count_only"):
         return ParallelRun([], counters, workers)  # the count is counters.matches
     c0 = time.process_time()
@@ -402,12 +405,7 @@ def _feed_child(w: int, conn: Any, compiled: Any, options: dict[str, Any], tinfo
     gc.disable()  # as _work: no collection of the inherited pages, nor of the many matches
     res: Any
     try:
-        rt = Runtime(compiled, **options)
-        count_only = bool(options.get("count_only"))
-        if count_only:
-            rt.count_placeholders = False
-        else:
-            rt.out_keys = []
+        rt = _worker_runtime(compiled, options)
         out: list[Match] = []
         while True:
             try:
@@ -429,19 +427,7 @@ def _feed_child(w: int, conn: Any, compiled: Any, options: dict[str, Any], tinfo
             # a cap counts per call: one push over the whole share may decide otherwise
             res = ("redo", "a cap was reached")
         else:
-            counters = [c.events_in, c.events_processed, c.candidate_events, c.late_events,
-                        c.matches, c.truncated_runs, c.truncated_matches, c.events_skipped,
-                        int(c.truncated_exact)]
-            for f in udfs:
-                counters += _udf_counts(f)
-            if count_only:
-                res = ("ok", ([], [], counters), time.process_time())
-            else:
-                assert rt.out_keys is not None
-                lasts = np.asarray(rt.out_keys, dtype=np.int64)
-                rows: Any = (texts(out) if texts is not None
-                             else [(m.query, m.bindings, m.start, m.end, m.values) for m in out])
-                res = ("ok", (lasts, rows, counters), time.process_time())
+            res = ("ok", _worker_result(rt, out, udfs, texts), time.process_time())
     except BaseException as e:  # noqa: BLE001 - one push over the share reports it
         res = ("redo", f"{type(e).__name__}: {e}")
     try:
