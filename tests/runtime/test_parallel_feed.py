@@ -119,3 +119,4 @@ def test_feed_gives_up_when_a_cap_is_reached() -> None:
     for c in _chunks(EventBatch(t), list(range(0, 40, 3))):
         feed.push(c)
     assert feed.finish() is None
+    assert feed.redo is not None and "max_matches_per_call" in feed.redo  # the cap, no other failure

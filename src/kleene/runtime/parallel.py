@@ -471,12 +471,14 @@ class KeyedFeed:
         self.time: TimeInfo | None = None
         self.active = True
         self.cpu: dict[str, float] = {"split": 0.0}
-        self.dir: str | None = None
-        self.sent = 0
-        """Where the shares wait for their worker (in memory: /dev/shm where there is one):
-        a pipe would make this process wait whenever a worker is busy."""
         """CPU seconds of this process splitting and merging, wall seconds waiting for the
         workers at the end, and each worker's CPU seconds."""
+        self.dir: str | None = None
+        """Where the shares wait for their worker (in memory: /dev/shm where there is one):
+        a pipe would make this process wait whenever a worker is busy."""
+        self.redo: str | None = None
+        """Why a worker asked for the batch path instead (a cap reached, an error), if one did."""
+        self.sent = 0
 
     def push(self, batch: EventBatch) -> None:
         """The next chunk of the input (in input order, not behind any earlier event)."""
@@ -499,9 +501,24 @@ class KeyedFeed:
                         self._send(p)
             else:
                 self._send(t)
-        except OSError:  # no room for the shares, no process: the batch path after reading
+        except OSError as e:  # no room for the shares, no process, or a worker that already
+            # replied after an error (a broken pipe): the batch path after reading
+            self.redo = self._reply_of_a_leaver() or f"{type(e).__name__}: {e}"
             self.abandon()
         self.cpu["split"] += time.process_time() - c0
+
+    def _reply_of_a_leaver(self) -> str | None:
+        """The reason of a worker that replied ``redo`` mid-stream and left (so a share could
+        not be sent to it), if one did."""
+        for _p, conn in self.procs:
+            try:
+                if conn.poll(0.5):
+                    res = pickle.loads(conn.recv_bytes())  # noqa: S301 - our own child's bytes
+                    if res[0] != "ok":
+                        return str(res[1])
+            except (EOFError, OSError):
+                continue
+        return None
 
     def abandon(self) -> None:
         """Give up: the workers stop and nothing they did is used."""
@@ -540,6 +557,7 @@ class KeyedFeed:
                                       f"(exit code {p.exitcode})") from None
                 if res[0] != "ok":
                     self.active = False
+                    self.redo = res[1]
                     return None
                 results.append(res[1])
                 self.cpu[f"worker {len(results)}"] = res[2]  # its CPU seconds, all told
