@@ -107,8 +107,8 @@ class CoverMatcher(ChainMatcher):
         st.tails = [{tuple(s): (tuple(v), ft, fw) for s, (v, ft, fw) in d} for d in tails]
         st.cov = [{tuple(s): (Candidate(*c), k0, r0) for s, c, k0, r0 in d} for d in cov]
         st.cur_run = list(cur)
-        st.cur_end = [tuple(x) for x in end]  # type: ignore[misc]
-        st.ended = {tuple(k): tuple(v) for k, v in ended}  # type: ignore[misc]
+        st.cur_end = [tuple(x) for x in end]
+        st.ended = {tuple(k): tuple(v) for k, v in ended}
         st.prev_bits, st.tick, st.last_wpos, st.last_ts = pb, tick, lw, lt
         self._sync(st)
         return st
@@ -231,7 +231,7 @@ class CoverMatcher(ChainMatcher):
                     st.tick += 1
                     if st.tick >= 32:
                         st.tick = 0
-                        self._expire(st, bt, bw)  # type: ignore[arg-type]
+                        self._expire(st, bt, bw)
                 if budget is not None and changed:
                     made_c = len(out) + sum(map(len, cov)) - pend0
                     if made_c > budget:
@@ -240,7 +240,7 @@ class CoverMatcher(ChainMatcher):
                     nlive = self.live(st)
                     if nlive > max_runs:
                         drop = too_many_runs(self, nlive, e)
-                        self._drop_oldest(st, drop)  # type: ignore[arg-type]
+                        self._drop_oldest(st, drop)
                         changed = True
         finally:
             st.prev_bits = prev_bits
