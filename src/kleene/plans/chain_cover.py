@@ -56,6 +56,7 @@ Node = tuple[tuple[Any, ...], int, int]
 """A tail: the values per state so far (an event, a tuple of events for a list, ``()`` for a
 skipped ``*``), the timestamp and window position of its first event."""
 Entry = tuple[Candidate, int, int]
+_NEG = -(1 << 62)
 """A pending coverage: the candidate, the state of its first event and that event's run."""
 
 
@@ -83,6 +84,13 @@ class CoverMatcher(ChainMatcher):
 
     def __init__(self, cp: CompiledPlan, options: MatcherOptions) -> None:
         super().__init__(cp.plan, options, coverage=True, plain=cp.spec.plain)
+        n = self.n
+        self.start_pre: list[tuple[Any, ...] | None] = [
+            ((),) * k if self.starts_at[k] else None for k in range(n)]
+        # per state: the skipped * states before it when a match can start there; and its
+        # sources, each with the skipped * states in between
+        self.src_gaps = [tuple((j, ((),) * (k - j - 1)) for j in self.srcs[k])
+                         for k in range(n)]
         self.accepting = [bool(a) for a in self.accept_after]
         self.windowed = self.win_us is not None or self.win_ev is not None
 
@@ -141,7 +149,7 @@ class CoverMatcher(ChainMatcher):
         """Algorithm 1 per event; coverages made final by the event go to ``out``."""
         n = self.n
         pos_bits = self.pos_bits
-        cbit, srcs, kleene, starts_at = self.cbit, self.srcs, self.kleene, self.starts_at
+        cbit, kleene, starts_at = self.cbit, self.kleene, self.starts_at
         is_list, accepting, feeds = self.is_list, self.accepting, self.feeds
         win_us, win_ev = self.win_us, self.win_ev
         windowed = self.windowed
@@ -153,22 +161,26 @@ class CoverMatcher(ChainMatcher):
         prev_bits = st.prev_bits
         bt: int | None = None
         bw: int | None = None
+        nlive = self.live(st) if max_runs is not None else 0
+        e: Rec = ()
+        lo_t = lo_w = _NEG
+        created = copied = 0
+        start_pre, src_gaps = self.start_pre, self.src_gaps
         try:
             for e, b in zip(recs, bits, strict=True):
-                st.last_wpos = e[WPOS]
-                st.last_ts = e[TS]
                 b &= pos_bits
                 if not b:
                     continue
                 ts, wp, g = e[TS], e[WPOS], e[GPOS]
                 if windowed:
                     if win_us is not None:
-                        bt = ts - win_us
+                        bt = lo_t = ts - win_us
                     if win_ev is not None:
-                        bw = wp - win_ev + 1
+                        bw = lo_w = wp - win_ev + 1
                 # runs (docs/semantics.md 16): one per state, among the relevant events
-                closed: list[int] = []
+                closed: list[int] | None = None
                 if b != prev_bits:
+                    closed = []
                     for k in range(n):
                         if b & cbit[k]:
                             if cur_run[k] < 0:
@@ -187,63 +199,86 @@ class CoverMatcher(ChainMatcher):
                     r = cur_run[k]
                     if windowed and starts_at[k]:
                         cur_end[k] = (ts, wp)
-                    one: Any = (e,) if is_list[k] else e
-                    rone: Any = (r,) if is_list[k] else r
-                    new: list[tuple[tuple[Any, ...], Node]] = []
-                    if starts_at[k]:
-                        new.append((((),) * k + (rone,), (((),) * k + (one,), ts, wp)))
-                    for j in srcs[k]:
-                        gap = ((),) * (k - j - 1)
-                        for sig, (vals, ft, fw) in tails[j].items():
-                            if (bt is not None and ft < bt) or (bw is not None and fw < bw):
-                                continue
-                            new.append((sig + gap + (rone,), (vals + gap + (one,), ft, fw)))
-                    if kleene[k]:
-                        for sig, (vals, ft, fw) in tails[k].items():
-                            if (bt is not None and ft < bt) or (bw is not None and fw < bw):
-                                continue
-                            new.append((sig[:-1] + (sig[-1] + (r,),),
-                                        (vals[:-1] + (vals[-1] + (e,),), ft, fw)))
+                    if is_list[k]:
+                        one1: tuple[Any, ...] = ((e,),)
+                        rone1: tuple[Any, ...] = ((r,),)
+                    else:
+                        one1, rone1 = (e,), (r,)
+                    pre = start_pre[k]
+                    new: list[tuple[tuple[Any, ...], Node]] = (
+                        [] if pre is None else [(pre + rone1, (pre + one1, ts, wp))])
+                    for j, gap in src_gaps[k]:
+                        tj = tails[j]
+                        if not tj:
+                            continue
+                        if gap:
+                            new += [(sig + gap + rone1, (vals + gap + one1, ft, fw))
+                                    for sig, (vals, ft, fw) in tj.items()
+                                    if ft >= lo_t and fw >= lo_w]
+                        else:
+                            new += [(sig + rone1, (vals + one1, ft, fw))
+                                    for sig, (vals, ft, fw) in tj.items()
+                                    if ft >= lo_t and fw >= lo_w]
+                    if kleene[k] and tails[k]:
+                        new += [(sig[:-1] + (sig[-1] + (r,),),
+                                 (vals[:-1] + (vals[-1] + (e,),), ft, fw))
+                                for sig, (vals, ft, fw) in tails[k].items()
+                                if ft >= lo_t and fw >= lo_w]
                     if not new:
                         continue
-                    made = len(new) - (1 if starts_at[k] else 0)
-                    self.created += len(new)
-                    self.copied += made
-                    self.nodes_made += len(new)
+                    created += len(new)
+                    copied += len(new) - (pre is not None)
                     if feeds[k]:
-                        tails[k].update(new)
+                        tk = tails[k]
+                        size = len(tk)
+                        tk.update(new)
+                        nlive += len(tk) - size
                     if accepting[k]:
                         if max_matches is not None and nm + len(new) > max_matches:
                             drop = too_many_matches(self, e, nm + len(new), max_matches)
                             new = new[:len(new) - drop] if drop < len(new) else []
                         nm += len(new)
                         ck = cov[k]
+                        size = len(ck)
                         for sig, node in new:
                             ck[sig] = self._entry(sig, node, e)
+                        nlive += len(ck) - size
                         changed = True
-                for k in closed:
-                    if cov[k]:
-                        # the run of these coverages' last event is over: final
-                        out.extend(x[0] for x in cov[k].values())
-                        cov[k].clear()
-                        changed = True
+                if closed:
+                    for k in closed:
+                        if cov[k]:
+                            # the run of these coverages' last event is over: final
+                            out.extend(x[0] for x in cov[k].values())
+                            nlive -= len(cov[k])
+                            cov[k].clear()
+                            changed = True
                 if windowed:
                     st.tick += 1
                     if st.tick >= 32:
                         st.tick = 0
                         self._expire(st, bt, bw)
+                        if max_runs is not None:
+                            nlive = self.live(st)
                 if budget is not None and changed:
                     made_c = len(out) + sum(map(len, cov)) - pend0
                     if made_c > budget:
                         self._over_budget(st, e, out, made_c - budget)
-                if max_runs is not None:
+                        nlive = self.live(st) if max_runs is not None else 0
+                if max_runs is not None and nlive > max_runs:
                     nlive = self.live(st)
                     if nlive > max_runs:
                         drop = too_many_runs(self, nlive, e)
                         self._drop_oldest(st, drop)
+                        nlive = self.live(st)
                         changed = True
         finally:
+            self.created += created
+            self.copied += copied
+            self.nodes_made += created
             st.prev_bits = prev_bits
+            if e:  # the last event looked at
+                st.last_wpos = e[WPOS]
+                st.last_ts = e[TS]
             if changed:
                 self._sync(st)
 
