@@ -177,3 +177,33 @@ def test_conditions_between_events_keep_the_enumeration_path() -> None:
     for q in ("PATTERN SEQ(A a, B b) WHERE b.x > a.x EMIT COVERAGE",
               "PATTERN SEQ(A a, B+ b[], C c) WHERE b[i].val < b[i-1].val EMIT COVERAGE"):
         assert not isinstance(start(analyze(q), plan="chain").matcher, CoverMatcher)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("q", [
+    "PATTERN SEQ(A* a[], B b) EMIT COVERAGE",
+    "PATTERN SEQ(A a, B* b[]) EMIT COVERAGE",
+    "PATTERN SEQ(A a, B* b[]) WITHIN 3 seconds EMIT COVERAGE",
+    "PATTERN SEQ(A+ a[], B+ b[]) WITHIN 4 EVENTS EMIT COVERAGE",
+    "PATTERN SEQ(A a, B* b[], C* c[], A d) EMIT COVERAGE",
+    "PATTERN SEQ(A a, A b, A c) WITHIN 3 seconds EMIT COVERAGE",
+    "PATTERN SEQ(A a, B b) WHERE a.x > 0 EMIT COVERAGE RETURN a.x AS ax",
+])
+def test_leading_trailing_and_repeated_closures(q: str) -> None:
+    """A match that starts or ends in a ``*``, two closures, one type in every state,
+    RETURN values: the oracle's coverages, values included."""
+    rng = random.Random(q)
+    aq = analyze(q)
+    for _ in range(100):
+        recs: Recs = []
+        ts = 0
+        for i in range(rng.randint(3, 11)):
+            ts += rng.choice((0, 1, 2))
+            t = recs[-1]["type"] if recs and rng.random() < 0.5 else rng.choice("ABC")
+            recs.append({"id": f"e{i}", "type": t, "ts": ts, "x": rng.randint(0, 2)})
+        events = EventBatch.from_records(recs)
+        rt = start(aq, plan="chain")
+        assert isinstance(rt.matcher, CoverMatcher)  # type: ignore[attr-defined]
+        got = rt.push(events) + rt.close()
+        want = oracle(aq, events)
+        assert [(m.bindings, m.values) for m in got] == \
+            [(m.bindings, m.values) for m in want], f"{q} over {recs}"
