@@ -1564,6 +1564,13 @@ def fast_joiner(plan: Plan, m: ChainMatcher) -> Any:
 
 def _matcher(cp: CompiledPlan, options: MatcherOptions) -> Any:
     plan = cp.plan
+    if cp.spec.emit is Emit.COVERAGE:
+        # CoverMatch directly on the chains where the storage decides every condition
+        from .chain_cover import cover_matcher
+
+        cover = cover_matcher(cp, options)
+        if cover is not None:
+            return cover
     m = ChainMatcher(plan, options, coverage=cp.spec.emit is Emit.COVERAGE,
                      plain=cp.spec.plain)
     if (not options.count_only and not plan.negations and not m.has_trailing
