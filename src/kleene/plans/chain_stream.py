@@ -23,6 +23,12 @@ MAX_SPAN = 62
 the join writes the matches itself (2**62 matches of one pair cannot be enumerated anyway)."""
 
 
+BITS_PER_MATCH = 16
+"""A chunk holds at most ``chunk`` matches, and fewer when its lists are longer than this on
+average (its arrays grow with matches x the longest list): memory flat in the output size
+and bounded in the list length."""
+
+
 class KleeneBlock(MatchBlock):
     """The matches ending with one ``c`` event: ``firsts[i]`` (an ``a`` event's id and time)
     with every non-empty subset of ``b_ids[m1[i]:]`` (``m1`` nondecreasing)."""
@@ -48,22 +54,28 @@ class KleeneBlock(MatchBlock):
         if chunk < 1:
             raise ValueError(f"chunk must be a positive number of matches, not {chunk}")
         segs: list[tuple[KleeneBlock, int, int, int]] = []  # block, first index, masks lo..hi
-        room = chunk
+        width = chunk * BITS_PER_MATCH  # a chunk's bit matrix: matches x its widest list
+        taken = kmax = 0
         for blk in blocks:
             assert isinstance(blk, KleeneBlock)
             nb = len(blk.b_ids)
             for i, m1 in enumerate(blk.m1):
-                lo, end = 1, 1 << (nb - m1)
+                k = nb - m1
+                lo, end = 1, 1 << k
                 while lo < end:
-                    hi = min(end, lo + room)
+                    km = max(kmax, k)
+                    cap = max(1, min(chunk, width // km))
+                    if taken >= cap:
+                        yield _chunk(segs, taken)
+                        segs, taken, kmax = [], 0, 0
+                        continue
+                    hi = min(end, lo + cap - taken)
                     segs.append((blk, i, lo, hi))
-                    room -= hi - lo
+                    taken += hi - lo
+                    kmax = km
                     lo = hi
-                    if room == 0:
-                        yield _chunk(segs, chunk)
-                        segs, room = [], chunk
         if segs:
-            yield _chunk(segs, chunk - room)
+            yield _chunk(segs, taken)
 
 
 def _chunk(segs: list[tuple[KleeneBlock, int, int, int]], total: int) -> MatchColumns:
@@ -95,11 +107,16 @@ def _chunk(segs: list[tuple[KleeneBlock, int, int, int]], total: int) -> MatchCo
     np.cumsum(cnt[:-1], out=first[1:])
     mask = np.arange(total, dtype=np.int64) + (np.asarray(s_lo, np.int64) - first)[seg]
     kmax = max(s_k)
-    bits = (mask[:, None] >> np.arange(kmax, dtype=np.int64)) & 1
+    # one row of bits per match (little-endian bytes of the mask, unpacked): row-major set
+    # bits are each match's b nodes in ascending order
+    bits = np.unpackbits(mask.view(np.uint8).reshape(total, 8), axis=1, count=kmax,
+                         bitorder="little").view(bool)
     rows, cols = np.nonzero(bits)
     items = np.asarray(s_b, np.int64)[seg[rows]] + cols
-    hi = np.cumsum(bits.sum(axis=1))
-    lo_b = hi - bits.sum(axis=1) if kmax > 1 else hi - 1
+    hi = np.cumsum(np.count_nonzero(bits, axis=1), dtype=np.int64)
+    lo_b = np.empty_like(hi)
+    lo_b[0] = 0
+    lo_b[1:] = hi[:-1]
     arr: np.ndarray[Any, Any] | list[Any] = ids
     if ids and all(type(x) is int for x in ids):
         try:

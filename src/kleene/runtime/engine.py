@@ -94,7 +94,7 @@ def _last_gpos(x: Any) -> int:
 Sink = Callable[[MatchColumns | list[Match]], Any]
 """Where :meth:`Runtime.push_to` writes matches: called with each piece in output order."""
 
-SINK_CHUNK = 65_536
+SINK_CHUNK = 16_384
 """Default of the most matches in one piece handed to a sink."""
 
 
