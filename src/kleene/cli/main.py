@@ -1198,7 +1198,8 @@ def _automaton(compiled: Any, events: Any, options: dict[str, Any],
                 par = feed.finish() if feed is not None else None
                 if par is None:
                     par = run_parallel(compiled.compiled_plan, events, n, options,
-                                       udfs=compiled.analyzed.udfs, texts=texts)
+                                       udfs=compiled.analyzed.udfs, texts=texts,
+                                       columnar=True)
             _WORKERS["label"] = (f", {par.workers} workers" if par.workers > 1
                                  else f", 1 worker: {par.reason}")
             _report_truncation(par.counters)

@@ -1339,8 +1339,8 @@ def run_batch(rt: Runtime, events: EventBatch) -> list[Match]:
         raise InputError("events must be ordered by timestamp")
     with _no_gc():  # also between push and close (see _no_gc)
         out = rt.push(events)
-        out += rt.close()
-    return out
+        out = _concat(out, rt.close())  # (a MatchTable's columns and blocks kept unread)
+    return out  # type: ignore[no-any-return]
 
 
 __all__ = ["GPOS_COL", "Counters", "Runtime", "key_codes", "late_mask", "run_batch",
