@@ -49,8 +49,7 @@ import pyarrow.compute as pc
 
 from ..errors import CapacityError, EngineError, InputError
 from ..events import EventBatch, Match
-from ..events.matchtable import (MatchBlock, MatchBlocks, MatchColumns, MatchTable,
-                                 parts_in_chunks)
+from ..events.matchtable import MatchBlock, MatchBlocks, MatchColumns, MatchTable, parts_in_chunks
 from ..events.model import ID, TS, TYPE, TimeInfo, int64_array
 from ..plan.layout import GPOS
 from ..vocab import Strategy
@@ -98,9 +97,9 @@ SINK_CHUNK = 16_384
 """Default of the most matches in one piece handed to a sink."""
 
 
-def _concat(a: Any, b: Any) -> Any:
-    """Two consecutive outputs of a call (lists or :class:`MatchTable`) as one, keeping a
-    table's columns and blocks unread."""
+def _concat(a: list[Match], b: list[Match]) -> list[Match]:
+    """Two consecutive outputs of a call (lists, or :class:`MatchTable` where the runtime is
+    columnar) as one, keeping a table's columns and blocks unread."""
     if not len(b):
         return a
     if not len(a):
@@ -469,7 +468,7 @@ class Runtime:
             out = self._flush_buffer(int(watermark_us) - 1, inclusive=True)
         self.frontier = max(self.frontier, int(watermark_us))
         self._release_trailing(int(watermark_us))
-        return _concat(out, self._release(None))  # type: ignore[no-any-return]
+        return _concat(out, self._release(None))
 
     def close(self) -> list[Match]:
         """End of stream: flush every buffered event and every pending match."""
@@ -1340,7 +1339,7 @@ def run_batch(rt: Runtime, events: EventBatch) -> list[Match]:
     with _no_gc():  # also between push and close (see _no_gc)
         out = rt.push(events)
         out = _concat(out, rt.close())  # (a MatchTable's columns and blocks kept unread)
-    return out  # type: ignore[no-any-return]
+    return out
 
 
 __all__ = ["GPOS_COL", "Counters", "Runtime", "key_codes", "late_mask", "run_batch",
