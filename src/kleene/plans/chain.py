@@ -731,6 +731,7 @@ class ChainMatcher(LinearMatcher):
         firsts: list[tuple[Rec, int]] = []
         total = 0
         end_fns = self.kleene_end
+        fn1 = end_fns[0] if len(end_fns) == 1 else None
         E = list(self.empty_B)
         s0, s_last = self.end_slots
         E[s_last] = c
@@ -742,7 +743,10 @@ class ChainMatcher(LinearMatcher):
             if end_fns:
                 E[s0] = a
                 Et = tuple(E)
-                if not all(fn(Et, 0) is True for fn in end_fns):
+                if fn1 is not None:
+                    if fn1(Et, 0) is not True:
+                        continue
+                elif not all(fn(Et, 0) is True for fn in end_fns):
                     continue
             firsts.append((a, m1))
             total += (1 << (hb - m1)) - 1
