@@ -53,12 +53,19 @@ class KleeneBlock(MatchBlock):
         """Consecutive blocks' matches as column parts of at most ``chunk`` matches."""
         if chunk < 1:
             raise ValueError(f"chunk must be a positive number of matches, not {chunk}")
-        segs: list[tuple[KleeneBlock, int, int, int]] = []  # block, first index, masks lo..hi
+        # (block, first index, masks lo..hi), or (block, -1, 0, 0): every match of the block
+        segs: list[tuple[KleeneBlock, int, int, int]] = []
         width = chunk * BITS_PER_MATCH  # a chunk's bit matrix: matches x its widest list
         taken = kmax = 0
         for blk in blocks:
             assert isinstance(blk, KleeneBlock)
             nb = len(blk.b_ids)
+            km = max(kmax, nb - blk.m1[0])  # (the first first has the longest lists)
+            if taken + blk.n <= max(1, min(chunk, width // km)):
+                segs.append((blk, -1, 0, 0))  # the whole block fits (the common case)
+                taken += blk.n
+                kmax = km
+                continue
             for i, m1 in enumerate(blk.m1):
                 k = nb - m1
                 lo, end = 1, 1 << k
@@ -79,31 +86,55 @@ class KleeneBlock(MatchBlock):
 
 
 def _chunk(segs: list[tuple[KleeneBlock, int, int, int]], total: int) -> MatchColumns:
-    """One column part: ``segs`` are (block, first index, mask lo, mask hi) in order."""
+    """One column part: ``segs`` are (block, first index, mask lo, mask hi) in order, or
+    (block, -1, 0, 0) for all of a block's matches; one segment per first event below."""
     ids: list[Any] = []
     seen: dict[int, int] = {}  # id(block) -> offset of its rows in ``ids``: b, a, then c
-    s_b, s_a, s_c, s_ats, s_cts, s_cg, s_lo, s_k = ([] for _ in range(8))
+    s_b: list[int] = []
+    s_a: list[int] = []
+    s_c: list[int] = []
+    s_ats: list[int] = []
+    s_cts: list[int] = []
+    s_cg: list[int] = []
+    s_lo: list[int] = []
+    s_k: list[int] = []
+    s_n: list[int] = []
     blk0 = segs[0][0]
-    for blk, i, lo, _hi in segs:
+    for blk, i, lo, hi in segs:
         off = seen.get(id(blk))
+        nb = len(blk.b_ids)
+        na = len(blk.a_ids)
         if off is None:
             off = seen[id(blk)] = len(ids)
             ids += blk.b_ids
             ids += blk.a_ids
             ids.append(blk.c_id)
-        nb = len(blk.b_ids)
+        if i < 0:
+            ks = [nb - m for m in blk.m1]
+            s_b += [off + m for m in blk.m1]
+            s_a += range(off + nb, off + nb + na)
+            s_c += [off + nb + na] * na
+            s_ats += blk.a_ts
+            s_cts += [blk.c_ts] * na
+            s_cg += [blk.c_gpos] * na
+            s_lo += [1] * na
+            s_k += ks
+            s_n += [(1 << k) - 1 for k in ks]
+            continue
         m1 = blk.m1[i]
         s_b.append(off + m1)
         s_a.append(off + nb + i)
-        s_c.append(off + nb + len(blk.a_ids))
+        s_c.append(off + nb + na)
         s_ats.append(blk.a_ts[i])
         s_cts.append(blk.c_ts)
         s_cg.append(blk.c_gpos)
         s_lo.append(lo)
         s_k.append(nb - m1)
-    cnt = np.fromiter((h - lo for _b, _i, lo, h in segs), np.int64, len(segs))
-    seg = np.repeat(np.arange(len(segs), dtype=np.int64), cnt)
-    first = np.zeros(len(segs), np.int64)
+        s_n.append(hi - lo)
+    segs_n = len(s_n)
+    cnt = np.asarray(s_n, np.int64)
+    seg = np.repeat(np.arange(segs_n, dtype=np.int64), cnt)
+    first = np.zeros(segs_n, np.int64)
     np.cumsum(cnt[:-1], out=first[1:])
     mask = np.arange(total, dtype=np.int64) + (np.asarray(s_lo, np.int64) - first)[seg]
     kmax = max(s_k)
