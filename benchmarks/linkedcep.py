@@ -348,6 +348,34 @@ def plots(results: dict[str, Any], out_dir: Path) -> list[Path]:
             fig.savefig(path, dpi=100)
             plt.close(fig)
             made.append(path)
+    rows = results.get("sink")
+    if rows:
+        fig, (ax, ax2) = plt.subplots(1, 2, figsize=(9, 3.2))
+        for where, mode, label in ((True, "sink", "push_to (WHERE)"),
+                                   (False, "sink", "push_to (no WHERE)"),
+                                   (True, "list", "push, lists dropped (WHERE)")):
+            pts = [r for r in rows if r["where"] is where and r["mode"] == mode]
+            if pts:
+                ax.plot([r["window_s"] for r in pts], [r["matches_per_s"] for r in pts],
+                        marker="o", label=label)
+                ax2.plot([r["matches"] for r in pts],
+                         [r["rss_peak_mb"] - r["rss_before_mb"] for r in pts], marker="o",
+                         label=label)
+        ax.axhline(2e6, color="grey", ls=":", label="target 2M/s")
+        ax.set_xlabel("window (s)")
+        ax.set_ylabel("matches/s (CPU)")
+        ax.set_yscale("log")
+        ax.set_title("Enumeration into a null sink")
+        ax.legend(fontsize=7)
+        ax2.set_xscale("log")
+        ax2.set_xlabel("matches of the run")
+        ax2.set_ylabel("peak RSS - RSS before (MB)")
+        ax2.set_title("Memory against the output")
+        fig.tight_layout()
+        path = out_dir / "linkedcep_sink.png"
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        made.append(path)
     rows = results.get("explosion")
     if rows:
         fig, ax = plt.subplots(figsize=(5, 3))
