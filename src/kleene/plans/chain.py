@@ -561,6 +561,14 @@ class ChainMatcher(LinearMatcher):
         bound_t: int | None = None
         bound_w: int | None = None
         e: Rec = ()
+        if windowed and recs:
+            # expire once per call too: a partition may get fewer than 16 events a call (the
+            # tick below restarts each call), and its nodes would never be cut
+            r0 = recs[0]
+            self._expire(st, None if win_us is None else r0[TS] - win_us,
+                         None if win_ev is None else r0[WPOS] - win_ev + 1)
+            if max_runs is not None:
+                live = sum(map(len, R))
         try:
             for e, b in zip(recs, bits, strict=True):
                 b &= pos_bits
@@ -735,7 +743,7 @@ class ChainMatcher(LinearMatcher):
         E = list(self.empty_B)
         s0, s_last = self.end_slots
         E[s_last] = c
-        m1 = lo_b
+        m1 = lo_b + bisect_right(sb, (lo_a,))  # the first b node after the first a node
         for ia in range(lo_a, ha):
             while sb[m1 - lo_b][0] <= ia:
                 m1 += 1
