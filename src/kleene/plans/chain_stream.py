@@ -140,14 +140,15 @@ def _chunk(segs: list[tuple[KleeneBlock, int, int, int]], total: int) -> MatchCo
     kmax = max(s_k)
     # one row of bits per match (little-endian bytes of the mask, unpacked): row-major set
     # bits are each match's b nodes in ascending order
-    bits = np.unpackbits(mask.view(np.uint8).reshape(total, 8), axis=1, count=kmax,
+    le = mask.astype("<i8", copy=False)  # (bytes in little-endian order on any machine)
+    bits = np.unpackbits(le.view(np.uint8).reshape(total, 8), axis=1, count=kmax,
                          bitorder="little").view(bool)
     rows, cols = np.nonzero(bits)
     items = np.asarray(s_b, np.int64)[seg[rows]] + cols
-    hi = np.cumsum(np.count_nonzero(bits, axis=1), dtype=np.int64)
-    lo_b = np.empty_like(hi)
+    hi_b = np.cumsum(np.count_nonzero(bits, axis=1), dtype=np.int64)
+    lo_b = np.empty_like(hi_b)
     lo_b[0] = 0
-    lo_b[1:] = hi[:-1]
+    lo_b[1:] = hi_b[:-1]
     arr: np.ndarray[Any, Any] | list[Any] = ids
     if ids and all(type(x) is int for x in ids):
         try:
@@ -156,7 +157,7 @@ def _chunk(segs: list[tuple[KleeneBlock, int, int, int]], total: int) -> MatchCo
             arr = ids
     return MatchColumns(blk0.query, blk0.names, arr,
                         (np.asarray(s_a, np.int64)[seg], lo_b, np.asarray(s_c, np.int64)[seg]),
-                        (None, hi, None),
+                        (None, hi_b, None),
                         np.asarray(s_ats, np.int64)[seg], np.asarray(s_cts, np.int64)[seg],
                         np.asarray(s_cg, np.int64)[seg], (None, items, None))
 
