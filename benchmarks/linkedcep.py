@@ -19,6 +19,13 @@ plan against kleene's NFA (the SASE-style baseline), alternately in the same run
   (benchmarks/queries.py EXPLODE) at windows 5-60 s: counting (``count_only``) and enumerating
   into a null sink (``to_null_sink``: pushed 250 events at a time, each call's matches
   dropped).
+* Streaming enumeration (``--only sink``): the explosion query, with and without its WHERE, at
+  windows 5-60 s, enumerated into a null sink through ``Runtime.push_to`` (the matches written
+  in pieces of at most 65,536, each dropped), each window in a fresh process so that its peak
+  RSS is its own: matches/s of CPU and peak RSS against the RSS before the run started; the
+  list path (``push``, each call's list dropped: ``to_null_sink``) beside it up to 40 s.
+
+      PYTHONPATH=src python -m benchmarks.linkedcep --only sink [--sink-events 2000]
 
 Times are CPU seconds of this process (``time.process_time``: the machine is shared), engine
 only (``evaluate`` on an in-memory batch). Each query runs on both plans, NFA first then chain,
@@ -150,6 +157,71 @@ def to_null_sink(q: str, events: EventBatch, plan: str, chunk: int = 250) -> tup
     return time.process_time() - t0, m
 
 
+def stock_events(n: int) -> EventBatch:
+    """The first ``n`` rows of the stock stream (benchmarks/datasets.py)."""
+    from kleene.events.readers import ReadOptions, read_events
+
+    events, _ = read_events(str(datasets.stock_csv(n)), ReadOptions(
+        time_col="ts", event_type="Stock", id_col="id"))
+    return events
+
+
+def _rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def sink_one(n: int, window: int, where: bool, mode: str, chunk: int = 250) -> dict[str, Any]:
+    """One enumeration of the explosion query into a null sink (in this process): ``mode``
+    ``sink`` (``push_to``) or ``list`` (``push``, each call's list dropped). Returns the CPU
+    seconds, the matches, and the peak RSS before and after (MB)."""
+    q = queries.EXPLODE if where else queries.EXPLODE.replace("WHERE c.price > a.price\n", "")
+    events = stock_events(n)
+    rt = start(analyze(q.format(window=f"{window} seconds")), plan="chain",
+               max_matches_per_call=None, max_matches_per_event=None)
+    before = _rss_mb()
+
+    def null(_piece: Any) -> None:
+        return None
+
+    t0 = time.process_time()
+    m = 0
+    if mode == "sink":
+        for i in range(0, len(events), chunk):
+            m += rt.push_to(events.slice(i, chunk), null)
+        m += rt.close_to(null)
+    else:
+        for i in range(0, len(events), chunk):
+            m += len(rt.push(events.slice(i, chunk)))
+        m += len(rt.close())
+    dt = time.process_time() - t0
+    return {"window_s": window, "where": where, "mode": mode, "matches": m, "cpu_s": dt,
+            "matches_per_s": m / dt if dt else float("nan"), "rss_before_mb": before,
+            "rss_peak_mb": _rss_mb()}
+
+
+def sink_table(n: int, windows: tuple[int, ...], log: Any,
+               list_upto: int = 40) -> list[dict[str, Any]]:
+    """:func:`sink_one` for every window, with and without the WHERE, each in a fresh
+    process (``python -m benchmarks.linkedcep --sink-one W,WHERE,MODE``)."""
+    import subprocess
+
+    rows = []
+    for where in (True, False):
+        for w in windows:
+            for mode in ("sink", "list") if w <= list_upto and where else ("sink",):
+                res = subprocess.run(
+                    [sys.executable, "-m", "benchmarks.linkedcep", "--sink-events", str(n),
+                     "--sink-one", f"{w},{int(where)},{mode}"],
+                    check=True, capture_output=True, text=True)
+                row = json.loads(res.stdout.strip().splitlines()[-1])
+                log(f"  W={w:>2}s {'WHERE' if where else 'no WHERE':8} {mode:4}: "
+                    f"{row['matches']:>12,} matches  {row['cpu_s']:7.2f} CPU s  "
+                    f"{row['matches_per_s']:>12,.0f} matches/s  peak RSS "
+                    f"{row['rss_peak_mb']:.0f} MB (before the run {row['rss_before_mb']:.0f})")
+                rows.append(row)
+    return rows
+
+
 def experiment(events: EventBatch, groups: list[list[str]], window: str,
                log: Any, names: list[int] | None = None) -> list[dict[str, Any]]:
     """Per group: mean CPU ms per query for each plan and the ratio nfa / chain
@@ -276,6 +348,34 @@ def plots(results: dict[str, Any], out_dir: Path) -> list[Path]:
             fig.savefig(path, dpi=100)
             plt.close(fig)
             made.append(path)
+    rows = results.get("sink")
+    if rows:
+        fig, (ax, ax2) = plt.subplots(1, 2, figsize=(9, 3.2))
+        for where, mode, label in ((True, "sink", "push_to (WHERE)"),
+                                   (False, "sink", "push_to (no WHERE)"),
+                                   (True, "list", "push, lists dropped (WHERE)")):
+            pts = [r for r in rows if r["where"] is where and r["mode"] == mode]
+            if pts:
+                ax.plot([r["window_s"] for r in pts], [r["matches_per_s"] for r in pts],
+                        marker="o", label=label)
+                ax2.plot([r["matches"] for r in pts],
+                         [r["rss_peak_mb"] - r["rss_before_mb"] for r in pts], marker="o",
+                         label=label)
+        ax.axhline(2e6, color="grey", ls=":", label="target 2M/s")
+        ax.set_xlabel("window (s)")
+        ax.set_ylabel("matches/s (CPU)")
+        ax.set_yscale("log")
+        ax.set_title("Enumeration into a null sink")
+        ax.legend(fontsize=7)
+        ax2.set_xscale("log")
+        ax2.set_xlabel("matches of the run")
+        ax2.set_ylabel("peak RSS - RSS before (MB)")
+        ax2.set_title("Memory against the output")
+        fig.tight_layout()
+        path = out_dir / "linkedcep_sink.png"
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        made.append(path)
     rows = results.get("explosion")
     if rows:
         fig, ax = plt.subplots(figsize=(5, 3))
@@ -307,19 +407,29 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--exp2-groups", default="1,3", help="groups run in Experiment 2")
     ap.add_argument("--exp2-events", type=int, default=600,
                     help="ABC events in Experiment 2 (the output grows with the window)")
+    ap.add_argument("--sink-events", type=int, default=2000,
+                    help="stock events of the streaming-enumeration table (--only sink)")
+    ap.add_argument("--sink-one", default=None, metavar="W,WHERE,MODE",
+                    help="internal: one streaming-enumeration run, its JSON on stdout")
     ap.add_argument("--merge", default=None, metavar="PATHS",
                     help="comma-separated JSON results of earlier runs to plot with this one")
     ap.add_argument("--plots", default=None, metavar="DIR", help="write PNG plots here")
     ap.add_argument("--json", default=None, metavar="PATH", help="write the results here")
     args = ap.parse_args(argv)
+    if args.sink_one:
+        w, where, mode = args.sink_one.split(",")
+        print(json.dumps(sink_one(args.sink_events, int(w), where == "1", mode)))
+        return 0
     only = set(args.only.split(","))
 
     def log(s: str) -> None:
         print(s, flush=True)
 
     results: dict[str, Any] = {"events": args.events, "date": time.strftime("%Y-%m-%d %H:%M")}
-    inputs = {"abc": abc_stream(args.events)}
-    if datasets.aarhus_available() is None:
+    inputs = {"abc": abc_stream(args.events)} if only & {"exp1", "exp2"} else {}
+    if not inputs:
+        pass
+    elif datasets.aarhus_available() is None:
         inputs["aarhus"] = aarhus_stream(args.aarhus_events)
     else:
         log(f"aarhus: skipped ({datasets.aarhus_available()})")
@@ -343,6 +453,9 @@ def main(argv: list[str] | None = None) -> int:
             for w in WINDOWS:
                 rows2 += experiment(ev2, sub, f"{w} {unit[ds]}", log, keep)
             results[f"exp2_{ds}"] = rows2
+    if "sink" in only:
+        log(f"Streaming enumeration into a null sink ({args.sink_events:,} stock events)")
+        results["sink"] = sink_table(args.sink_events, (5, 10, 20, 40, 60), log)
     if "explosion" in only:
         log(f"Kleene explosion ({args.explosion_events:,} stock events)")
         results["explosion"] = explosion(args.explosion_events, (5, 10, 20, 40, 60), log)

@@ -24,3 +24,13 @@ def test_experiment_rows_name_their_groups() -> None:
                                 lambda _s: None, [1, 3])
     assert [r["group"] for r in rows] == ["Q1", "Q3"]
     assert all(r["nfa_ms"] > 0 and r["chain_ms"] > 0 for r in rows)
+
+
+def test_streaming_sink_counts_what_push_returns() -> None:
+    """``--only sink``: push_to into the null sink writes as many matches as push returns
+    (the explosion query, with and without its WHERE), and reports its memory."""
+    for where in (True, False):
+        sink = linkedcep.sink_one(600, 30, where, "sink")
+        listed = linkedcep.sink_one(600, 30, where, "list")
+        assert sink["matches"] == listed["matches"] > 1_000
+        assert sink["rss_peak_mb"] >= sink["rss_before_mb"] > 0

@@ -1198,7 +1198,8 @@ def _automaton(compiled: Any, events: Any, options: dict[str, Any],
                 par = feed.finish() if feed is not None else None
                 if par is None:
                     par = run_parallel(compiled.compiled_plan, events, n, options,
-                                       udfs=compiled.analyzed.udfs, texts=texts)
+                                       udfs=compiled.analyzed.udfs, texts=texts,
+                                       columnar=True)
             _WORKERS["label"] = (f", {par.workers} workers" if par.workers > 1
                                  else f", 1 worker: {par.reason}")
             _report_truncation(par.counters)
@@ -1339,6 +1340,7 @@ def _run_streaming(compiled: Any, stream: Any, *, output: str | None, fmt: str, 
     ``--workers N`` (given explicitly; the default streams in one process) spreads a
     PARTITION BY query's partitions over N processes (kleene.runtime.parallel.ParallelStream)."""
     from ..events.writers import MatchWriter, open_writer
+    from ..runtime.engine import Runtime
 
     is_set = hasattr(compiled, "queries")
     engine = "automaton" if is_set else compiled.engine
@@ -1361,6 +1363,10 @@ def _run_streaming(compiled: Any, stream: Any, *, output: str | None, fmt: str, 
         label = ", 1 worker: --stream spreads only a plain PARTITION BY query's matches"
     if count:
         runtime.count_placeholders = False  # exact counts may be huge: read the counter
+    elif isinstance(runtime, Runtime) and not (touts is not None and touts.on):
+        # matches handed over as columns or blocks (the chain's SEQ(a, b+, c) join): the
+        # writer expands them a chunk at a time
+        runtime.columnar = True
     writer: MatchWriter | None = None
     n_matches = 0
 

@@ -12,6 +12,7 @@ objects. The runtime returns one only when asked (``Runtime.columnar``, set by t
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, overload
@@ -28,7 +29,10 @@ class MatchColumns:
     """Matches of one query binding ``names`` in that order: variable ``k`` binds
     ``ids[lo[k]]``, or for a Kleene variable (``hi[k]`` not None) ``tuple(ids[lo[k]:hi[k]])``;
     ``start`` / ``end`` are internal (microsecond) times; ``last_gpos`` the stream position of
-    each match's last event (the keyed parallel runtime merges by it)."""
+    each match's last event (the keyed parallel runtime merges by it). With ``items``, a
+    Kleene variable whose ``items[k]`` is not None binds ``tuple(ids[items[k][lo[k]:hi[k]]])``
+    instead (list offsets into a flat array of rows: a list that is not a contiguous range,
+    the chain plan's subsets of ``b+`` nodes)."""
 
     query: str
     names: tuple[str, ...]
@@ -38,6 +42,7 @@ class MatchColumns:
     start: Arr
     end: Arr
     last_gpos: Arr
+    items: tuple[Arr | None, ...] | None = None
 
     def __len__(self) -> int:
         return len(self.start)
@@ -46,7 +51,7 @@ class MatchColumns:
         """Matches ``i..j-1`` (sharing the ids)."""
         return MatchColumns(self.query, self.names, self.ids, tuple(x[i:j] for x in self.lo),
                             tuple(None if x is None else x[i:j] for x in self.hi),
-                            self.start[i:j], self.end[i:j], self.last_gpos[i:j])
+                            self.start[i:j], self.end[i:j], self.last_gpos[i:j], self.items)
 
     def id_list(self) -> list[Any]:
         ids = self.ids
@@ -58,9 +63,14 @@ class MatchColumns:
             return []
         ids = self.id_list()
         cols: list[list[Any]] = []
-        for lo, hi in zip(self.lo, self.hi, strict=True):
+        items = self.items or (None,) * len(self.lo)
+        for lo, hi, it in zip(self.lo, self.hi, items, strict=True):
             if hi is None:
                 cols.append([ids[i] for i in lo.tolist()])
+            elif it is not None:
+                rows = [ids[i] for i in it.tolist()]
+                cols.append([tuple(rows[i:j]) for i, j in zip(lo.tolist(), hi.tolist(),
+                                                              strict=True)])
             else:
                 cols.append([tuple(ids[i:j]) for i, j in zip(lo.tolist(), hi.tolist(),
                                                              strict=True)])
@@ -70,7 +80,61 @@ class MatchColumns:
                                    self.end.tolist(), strict=True)]
 
 
-Part = MatchColumns | list[Match]
+class MatchBlock(ABC):
+    """Many matches of one query described compactly in a plan's own layout (the chain plan's
+    ``SEQ(a, b+, c)`` join: one block per last event), consecutive in the output order;
+    expanded into bounded :class:`MatchColumns` only when read, so a call's output is held
+    as blocks, never as one object per match."""
+
+    @abstractmethod
+    def __len__(self) -> int:
+        """How many matches the block describes."""
+
+    @classmethod
+    @abstractmethod
+    def columns(cls, blocks: Sequence[MatchBlock], chunk: int) -> Iterator[MatchColumns]:
+        """The matches of consecutive ``blocks`` (all of this class), in order, as column
+        parts of at most ``chunk`` matches each."""
+
+
+class MatchBlocks(Sequence[Match]):
+    """Consecutive blocks (of one class) as a part of a :class:`MatchTable`: a sequence of
+    ``Match`` when read as one, column parts through :meth:`columns`."""
+
+    def __init__(self, blocks: list[MatchBlock]) -> None:
+        self.blocks = blocks
+        self.n = sum(map(len, blocks))
+
+    def __len__(self) -> int:
+        return self.n
+
+    def columns(self, chunk: int = 65_536) -> Iterator[MatchColumns]:
+        """The matches as column parts of at most ``chunk`` matches, in order."""
+        if self.blocks:
+            yield from type(self.blocks[0]).columns(self.blocks, chunk)
+
+    def matches(self) -> list[Match]:
+        """Every match as a ``Match`` (built now, not kept)."""
+        out: list[Match] = []
+        for mc in self.columns():
+            out += mc.matches()
+        return out
+
+    def __iter__(self) -> Iterator[Match]:
+        for mc in self.columns():
+            yield from mc.matches()
+
+    @overload
+    def __getitem__(self, i: int) -> Match: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[Match]: ...
+
+    def __getitem__(self, i: int | slice) -> Match | list[Match]:
+        return self.matches()[i]
+
+
+Part = MatchColumns | MatchBlocks | list[Match]
 
 
 class MatchTable(Sequence[Match]):
@@ -88,7 +152,7 @@ class MatchTable(Sequence[Match]):
         if self._list is None:
             out: list[Match] = []
             for p in self.parts:
-                out += p.matches() if isinstance(p, MatchColumns) else p
+                out += p if isinstance(p, list) else p.matches()
             self._list = out
         return self._list
 
@@ -129,4 +193,15 @@ class MatchTable(Sequence[Match]):
         return f"MatchTable({len(self)} matches in {len(self.parts)} parts)"
 
 
-__all__ = ["MatchColumns", "MatchTable"]
+def parts_in_chunks(part: Part, chunk: int) -> Iterator[MatchColumns | list[Match]]:
+    """``part`` cut into pieces of at most ``chunk`` matches (blocks expanded as they are
+    read: one piece in memory at a time)."""
+    if isinstance(part, MatchBlocks):
+        yield from part.columns(chunk)
+        return
+    for i in range(0, len(part), chunk):
+        yield part.slice(i, min(i + chunk, len(part))) if isinstance(part, MatchColumns) \
+            else part[i:i + chunk]
+
+
+__all__ = ["MatchBlock", "MatchBlocks", "MatchColumns", "MatchTable", "parts_in_chunks"]

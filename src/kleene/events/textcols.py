@@ -288,7 +288,8 @@ def _column_texts(mc: MatchColumns) -> list[Piece]:
         else:
             raise Unformattable("ids of another type")
     pieces: list[Piece] = []
-    for j, (name, lo, hi) in enumerate(zip(mc.names, mc.lo, mc.hi, strict=True)):
+    items = mc.items or (None,) * len(mc.lo)
+    for j, (name, lo, hi, it) in enumerate(zip(mc.names, mc.lo, mc.hi, items, strict=True)):
         pieces.append(("" if j == 0 else ", ") + _key_text(name) + ": ")
         if hi is None:
             pieces.append(_take_text(ids, text, lo))
@@ -299,6 +300,8 @@ def _column_texts(mc: MatchColumns) -> list[Piece]:
         total = int(offsets[-1])
         # the rows of every list, flattened: lo[k], lo[k]+1, ..., hi[k]-1 for each k
         flat = np.repeat(lo - offsets[:-1], counts) + np.arange(total, dtype=np.int64)
+        if it is not None:  # list offsets into a flat array of rows
+            flat = it[flat]
         inner = _take_text(ids, text, flat)
         pieces += ["[", pc.binary_join(pa.LargeListArray.from_arrays(int64_array(offsets), inner),
                                        ", "), "]"]

@@ -41,10 +41,13 @@ import pyarrow as pa
 from ..codegen import build
 from ..errors import InputError
 from .match import Match
-from .matchtable import MatchColumns, MatchTable
+from .matchtable import MatchBlocks, MatchColumns, MatchTable
 from .model import TimeInfo
 
 OUTPUT_FORMATS = ("jsonl", "csv", "parquet")
+
+_BLOCK_CHUNK = 16_384
+"""Matches of a :class:`MatchBlocks` part generated (and written) per step."""
 
 
 def _json_default(value: Any) -> Any:
@@ -351,6 +354,9 @@ class JsonLinesWriter(_TextWriter):
             for part in matches.parts:
                 if isinstance(part, MatchColumns):
                     self._write_columns(part)
+                elif isinstance(part, MatchBlocks):  # expanded a bounded chunk at a time
+                    for mc in part.columns(_BLOCK_CHUNK):
+                        self._write_columns(mc)
                 else:
                     self.write(part)
             return
@@ -539,6 +545,9 @@ class CsvWriter(_TextWriter):
             for part in matches.parts:
                 if isinstance(part, MatchColumns):
                     self._write_columns(part)
+                elif isinstance(part, MatchBlocks):  # expanded a bounded chunk at a time
+                    for mc in part.columns(_BLOCK_CHUNK):
+                        self._write_columns(mc)
                 else:
                     self.write(part)
             return

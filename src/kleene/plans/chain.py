@@ -53,6 +53,7 @@ from ..runtime.policies import bindings_builder
 from ..semantic.analyzed import AnalyzedQuery
 from ..vocab import Emit, Strategy
 from . import registry
+from .chain_stream import MAX_SPAN, KleeneBlock
 from .registry import CompiledPlan, PlanKind, Stats, matches_estimate
 
 Rec = tuple[Any, ...]
@@ -319,6 +320,13 @@ class ChainMatcher(LinearMatcher):
         self.kleene_names = plan.name
         self.fast_join: Any = None
         """The generated join of :func:`fast_joiner` (direct mode, a SEQ of singles)."""
+        self.describe = False
+        """Set by the runtime for a call whose output is read lazily (a sink, or the CLI's
+        columns): :meth:`_join_kleene` writes one :class:`~.chain_stream.KleeneBlock` per
+        last event instead of a ``Match`` per match."""
+        self.described = 0
+        """Matches of the blocks written by the current :meth:`process` call beyond one per
+        block (``len(out) + described`` is the number of matches written)."""
         self.pair: list[tuple[Predicate, ...]] = [() for _ in range(n)]
         if options.count_only and not plan.negations and not coverage and plain:
             self.count_mode = self._countable()
@@ -398,6 +406,7 @@ class ChainMatcher(LinearMatcher):
                 out: list[Candidate], max_matches: int | None,
                 budget: int | None = None) -> None:
         """CoverMatch per event; complete nodes are joined (CombineMatch) into ``out``."""
+        self.described = 0
         if self.count_mode:
             if self.ranked is not None:
                 self._count_ranked(st, recs, bits)
@@ -552,6 +561,14 @@ class ChainMatcher(LinearMatcher):
         bound_t: int | None = None
         bound_w: int | None = None
         e: Rec = ()
+        if windowed and recs:
+            # expire once per call too: a partition may get fewer than 16 events a call (the
+            # tick below restarts each call), and its nodes would never be cut
+            r0 = recs[0]
+            self._expire(st, None if win_us is None else r0[TS] - win_us,
+                         None if win_ev is None else r0[WPOS] - win_ev + 1)
+            if max_runs is not None:
+                live = sum(map(len, R))
         try:
             for e, b in zip(recs, bits, strict=True):
                 b &= pos_bits
@@ -617,7 +634,8 @@ class ChainMatcher(LinearMatcher):
                     live += 1
                 nm = 0
                 if accepted:
-                    if budget is not None and len(out) >= budget and self.on_cap != "error":
+                    if budget is not None and len(out) + self.described >= budget \
+                            and self.on_cap != "error":
                         # the call's budget is spent: the node leads to at least one match
                         # (no dead ends), counted as a lower bound without joining
                         self.truncated_matches += 1
@@ -625,14 +643,15 @@ class ChainMatcher(LinearMatcher):
                     elif kleene_join:
                         room = max_matches
                         if budget is not None:
-                            room = budget - len(out) if room is None else min(
-                                room, budget - len(out))
+                            left = budget - len(out) - self.described
+                            room = left if room is None else min(room, left)
                         wrote = self._join_kleene(st, e, bound_t, bound_w, out, room)
                         if wrote is not None:
                             nm = wrote
-                        else:
-                            nm = self._join_lazy(st, e, bound_t, bound_w, out, max_matches,
-                                                 budget)
+                        else:  # (blocks before it hold ``described`` more matches)
+                            nm = self._join_lazy(
+                                st, e, bound_t, bound_w, out, max_matches,
+                                None if budget is None else budget - self.described)
                     else:
                         # the first state's first node the window admits; the join's
                         # pointers skip the expired nodes of the others by their snapshots
@@ -656,10 +675,11 @@ class ChainMatcher(LinearMatcher):
                         else:
                             nm = self._join_lazy(st, e, bound_t, bound_w, out, max_matches,
                                                  budget)
+                eff = None if budget is None else budget - self.described
                 if ((max_matches is not None and nm > max_matches)
-                        or (budget is not None and len(out) > budget)
+                        or (eff is not None and len(out) > eff)
                         or (max_runs is not None and live > max_runs)):
-                    drop = event_caps(self, e, nm, out, max_matches, budget, live)
+                    drop = event_caps(self, e, nm, out, max_matches, eff, live)
                     if drop:
                         self._drop_oldest(st, drop)
                         live = self.live(st)
@@ -719,10 +739,11 @@ class ChainMatcher(LinearMatcher):
         firsts: list[tuple[Rec, int]] = []
         total = 0
         end_fns = self.kleene_end
+        fn1 = end_fns[0] if len(end_fns) == 1 else None
         E = list(self.empty_B)
         s0, s_last = self.end_slots
         E[s_last] = c
-        m1 = lo_b
+        m1 = lo_b + bisect_right(sb, (lo_a,))  # the first b node after the first a node
         for ia in range(lo_a, ha):
             while sb[m1 - lo_b][0] <= ia:
                 m1 += 1
@@ -730,7 +751,10 @@ class ChainMatcher(LinearMatcher):
             if end_fns:
                 E[s0] = a
                 Et = tuple(E)
-                if not all(fn(Et, 0) is True for fn in end_fns):
+                if fn1 is not None:
+                    if fn1(Et, 0) is not True:
+                        continue
+                elif not all(fn(Et, 0) is True for fn in end_fns):
                     continue
             firsts.append((a, m1))
             total += (1 << (hb - m1)) - 1
@@ -739,6 +763,15 @@ class ChainMatcher(LinearMatcher):
         if not firsts:
             return 0
         name = self.kleene_names
+        if self.describe and hb - firsts[0][1] <= MAX_SPAN:
+            # lazy output: the matches are generated as columns when they are read
+            mb = firsts[0][1]
+            out.append(((c[GPOS],), KleeneBlock(
+                name, self.plan.order, c[ID], c[TS], c[GPOS], [a[ID] for a, _m in firsts],
+                [a[TS] for a, _m in firsts], [m - mb for _a, m in firsts],
+                [x[ID] for x in rb[mb - lo_b:hb - lo_b]], total), None))
+            self.described += total - 1
+            return total
         ka, kb, kc = self.plan.order
         new = object.__new__
         sq, sbd, ss, se, sv, sx = _MATCH_SETTERS

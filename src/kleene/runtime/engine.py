@@ -49,7 +49,7 @@ import pyarrow.compute as pc
 
 from ..errors import CapacityError, EngineError, InputError
 from ..events import EventBatch, Match
-from ..events.matchtable import MatchTable
+from ..events.matchtable import MatchBlock, MatchBlocks, MatchColumns, MatchTable, parts_in_chunks
 from ..events.model import ID, TS, TYPE, TimeInfo, int64_array
 from ..plan.layout import GPOS
 from ..vocab import Strategy
@@ -88,6 +88,27 @@ def count_placeholders(n: int) -> list[Match]:
 def _last_gpos(x: Any) -> int:
     """The position of a complete match's last event (a Candidate or a direct entry)."""
     return int(x[0][0]) if type(x) is tuple else int(x.last_gpos)
+
+
+Sink = Callable[[MatchColumns | list[Match]], Any]
+"""Where :meth:`Runtime.push_to` writes matches: called with each piece in output order."""
+
+SINK_CHUNK = 16_384
+"""Default of the most matches in one piece handed to a sink."""
+
+
+def _concat(a: list[Match], b: list[Match]) -> list[Match]:
+    """Two consecutive outputs of a call (lists, or :class:`MatchTable` where the runtime is
+    columnar) as one, keeping a table's columns and blocks unread."""
+    if not len(b):
+        return a
+    if not len(a):
+        return b
+    if isinstance(a, MatchTable) or isinstance(b, MatchTable):
+        t = a if isinstance(a, MatchTable) else MatchTable([a])
+        t += b
+        return t
+    return a + b
 
 
 def _output_key(h: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -332,6 +353,13 @@ class Runtime:
         sorted without a key function."""
         """The matcher emits finished ``(key, Match, None)`` entries (no NOT, policies or
         RETURN)."""
+        self.columnar = False
+        """Return a :class:`~kleene.events.matchtable.MatchTable` (the matches as columns,
+        ``Match`` objects built only when read) where the matcher hands its matches over
+        as columns (the ``runs`` plan) or as blocks (the chain plan's ``SEQ(a, b+, c)``
+        join); the CLI sets it, its writers format the columns."""
+        self._sinking = False
+        """A :meth:`push_to` / :meth:`advance_to` / :meth:`close_to` call is running."""
         self._fresh_policies = self.policies.state()
         self._init_state()
         self.strategy = self.spec.strategy
@@ -350,10 +378,6 @@ class Runtime:
         candidate at all), which kills them if it comes before their window expired."""
         self._kill_src: tuple[Any, Any, list[Any]] | None = None
         self._kill_maps: dict[Any, dict[int, int]] | None = None
-        self.columnar = False
-        """Return a :class:`~kleene.events.matchtable.MatchTable` (the matches as columns,
-        ``Match`` objects built only when read) where the matcher hands its matches over
-        as columns (the ``runs`` plan); the CLI sets it, its writers format the columns."""
         self.out_keys: list[int] | None = None
         """When a list: the global position of every released match's last event is appended
         to it, in the order of the matches returned (the keyed parallel runtime merges its
@@ -393,6 +417,8 @@ class Runtime:
         self._sat_call = False
         self._kept_call = 0
         self._first_call = self._fresh
+        if hasattr(self.matcher, "describe"):  # blocks only where the output is read lazily
+            self.matcher.describe = self.columnar or self._sinking
 
     def reset(self) -> None:
         """Forget all matching state, as if freshly started; counters keep accumulating.
@@ -442,7 +468,7 @@ class Runtime:
             out = self._flush_buffer(int(watermark_us) - 1, inclusive=True)
         self.frontier = max(self.frontier, int(watermark_us))
         self._release_trailing(int(watermark_us))
-        return out + self._release(None)
+        return _concat(out, self._release(None))
 
     def close(self) -> list[Match]:
         """End of stream: flush every buffered event and every pending match."""
@@ -451,9 +477,51 @@ class Runtime:
         with _no_gc():
             out = self._flush_buffer(None, inclusive=True)
         self._release_trailing(None)
-        out += self._release(None, final=True)
+        out = _concat(out, self._release(None, final=True))
         self.closed = True
         return out
+
+    # streaming output: the same calls, the matches written to a sink in bounded pieces
+    def push_to(self, batch: EventBatch, sink: Sink, *, chunk: int = SINK_CHUNK) -> int:
+        """:meth:`push`, with the call's matches written to ``sink`` in output order, in
+        pieces of at most ``chunk`` matches (:class:`~kleene.events.matchtable.MatchColumns`
+        or lists of ``Match``); returns how many. Where the plan describes its matches
+        compactly (the chain plan's ``SEQ(a, b+, c)`` join) no piece exists before it is
+        written: memory stays flat in the output size (docs/engine.md, "Streaming output").
+        The caps mean what they mean for :meth:`push`.
+
+        Example:
+            >>> from kleene import compile
+            >>> rt = compile("PATTERN SEQ(A a, B+ b[], C c)", plan="chain").start()
+            >>> pieces = []
+            >>> rt.push_to(EventBatch.from_records([{"type": t, "ts": i} for i, t in
+            ...                                     enumerate("ABBC")]), pieces.append)
+            3
+        """
+        return self._to_sink(lambda: self.push(batch), sink, chunk)
+
+    def advance_to(self, watermark_us: int, sink: Sink, *, chunk: int = SINK_CHUNK) -> int:
+        """:meth:`advance`, with the matches written to ``sink`` (see :meth:`push_to`)."""
+        return self._to_sink(lambda: self.advance(watermark_us), sink, chunk)
+
+    def close_to(self, sink: Sink, *, chunk: int = SINK_CHUNK) -> int:
+        """:meth:`close`, with the matches written to ``sink`` (see :meth:`push_to`)."""
+        return self._to_sink(self.close, sink, chunk)
+
+    def _to_sink(self, call: Callable[[], Any], sink: Sink, chunk: int) -> int:
+        if isinstance(chunk, bool) or not isinstance(chunk, Integral) or chunk < 1:
+            raise EngineError(f"chunk must be a positive number of matches, not {chunk!r}")
+        self._sinking = True
+        try:
+            out = call()
+        finally:
+            self._sinking = False
+        n = 0
+        for part in (out.parts if isinstance(out, MatchTable) else [out]):
+            for piece in parts_in_chunks(part, int(chunk)):
+                sink(piece)
+                n += len(piece)
+        return n
 
     @property
     def late(self) -> EventBatch | None:
@@ -779,15 +847,18 @@ class Runtime:
             if kill is not None:
                 matcher.kmap = kill.get(self._space(key), {})  # type: ignore[attr-defined]
             cands: list[Any] = []  # Candidates, or (key, Match, None) entries when direct
+            extra = 0  # matches of the MatchBlocks in cands beyond one per block
             try:
                 if cap is None:
                     matcher.process(st, recs[s:e], bl[s:e], cands, mm)
+                    extra = getattr(matcher, "described", 0)
                 else:
                     # every matcher checks the budget after each event
                     budget = cap - used if cap > used else 0
                     matcher.process(st, recs[s:e], bl[s:e], cands, mm, budget)
-                    if len(cands) > budget:  # safety net: a matcher returns at most budget
-                        over_budget(matcher, None, cands, budget)
+                    extra = getattr(matcher, "described", 0)
+                    if len(cands) + extra > budget:  # safety net: at most budget
+                        over_budget(matcher, None, cands, budget - extra)
             except CapacityError as exc:
                 if not truncate:
                     raise
@@ -796,9 +867,9 @@ class Runtime:
                 if exc.gpos is not None:  # the partition's events after the capped one
                     self.counters.events_skipped += sum(1 for r in recs[s:e]
                                                         if r[GPOS] > exc.gpos)
-            used += len(cands)
+            used += len(cands) + extra
             if truncate:
-                self._kept_call += len(cands)
+                self._kept_call += len(cands) + extra
             if cands:
                 if direct:
                     self.held.extend(cands)  # already (key, Match, None)
@@ -1061,6 +1132,8 @@ class Runtime:
             k = self.policies.release_cut([c for _k, c, _x in ready], k)
             ready, self.held = ready[:k], ready[k:] + self.held
         cands: list[Any] = [c for _k, c, _ in ready]
+        if self.direct and any(isinstance(c, MatchBlock) for c in cands):
+            return self._release_blocks(ready)  # type: ignore[return-value]
         if self.direct:
             # finished Matches (a restored snapshot may still hold candidates)
             to_match = self.policies.to_match
@@ -1083,6 +1156,34 @@ class Runtime:
         return out
 
     _CONSUMED_PRUNE = 1 << 16
+
+    def _release_blocks(self, ready: list[Any]) -> MatchTable:
+        """Direct entries, some of them :class:`MatchBlock` (only in a lazily read call), as
+        a :class:`MatchTable` whose blocks are expanded when it is read."""
+        to_match = self.policies.to_match
+        parts: list[Any] = []
+        run: list[Match] = []
+        blocks: list[MatchBlock] = []
+        for h in ready:
+            c = h[1]
+            if isinstance(c, MatchBlock):
+                if run:
+                    parts.append(run)
+                    run = []
+                blocks.append(c)
+                if self.out_keys is not None:
+                    self.out_keys.extend(repeat(h[0][0], len(c)))
+                continue
+            if blocks:
+                parts.append(MatchBlocks(blocks))
+                blocks = []
+            run.append(c if type(c) is Match else to_match(c))
+            if self.out_keys is not None:
+                self.out_keys.append(h[0][0])
+        parts.append(run if run else MatchBlocks(blocks))
+        table = MatchTable(parts)
+        self.counters.matches += len(table)
+        return table
 
     def _prune_consumed(self) -> None:
         """CONSUME remembers consumed positions; those below every position a future or
@@ -1124,7 +1225,7 @@ class Runtime:
     # ---------------------------------------------------------------------------------------
     def snapshot(self) -> bytes:
         """The whole runtime state as bytes (plain data only; see :meth:`restore`)."""
-        if any(isinstance(c, Match) for _k, c, _x in self.held):
+        if any(isinstance(c, (Match, MatchBlock)) for _k, c, _x in self.held):
             # direct mode releases every match in the call that made it, so this is a bug
             raise EngineError(f"query {self.plan.name!r}: cannot snapshot while finished "
                               "matches are unreleased (internal error)")
@@ -1237,7 +1338,7 @@ def run_batch(rt: Runtime, events: EventBatch) -> list[Match]:
         raise InputError("events must be ordered by timestamp")
     with _no_gc():  # also between push and close (see _no_gc)
         out = rt.push(events)
-        out += rt.close()
+        out = _concat(out, rt.close())  # (a MatchTable's columns and blocks kept unread)
     return out
 
 

@@ -286,7 +286,8 @@ def _child(w: int, conn: Any) -> None:
 def run_parallel(compiled: Any, events: EventBatch, workers: int,
                  options: dict[str, Any] | None = None, *,
                  udfs: Mapping[str, Any] | None = None,
-                 texts: Callable[[list[Match]], list[pa.Array]] | None = None) -> ParallelRun:
+                 texts: Callable[[list[Match]], list[pa.Array]] | None = None,
+                 columnar: bool = False) -> ParallelRun:
     """Evaluate ``compiled`` (a compiled plan) over a bounded, ordered batch with up to
     ``workers`` processes; the matches are exactly those of one process, in the same order.
     The counters of memoizing UDFs (``udfs``, kleene.udf) add up the workers' calls and hits.
@@ -294,7 +295,9 @@ def run_parallel(compiled: Any, events: EventBatch, workers: int,
     ``texts`` (a formatter: matches -> their output lines, one string per match, e.g.
     :meth:`kleene.events.writers.JsonLinesWriter.texts`): when the run forks, every worker
     formats its own matches and the result holds the merged lines (``ParallelRun.texts``)
-    instead of Match objects; in one process the matches come back as usual."""
+    instead of Match objects; in one process the matches come back as usual (``columnar``:
+    as a :class:`~kleene.events.matchtable.MatchTable` where the plan hands them over as
+    columns or blocks, :attr:`Runtime.columnar`)."""
     options = dict(options or {})
     plan = compiled.plan
     n = len(events)
@@ -315,6 +318,7 @@ def run_parallel(compiled: Any, events: EventBatch, workers: int,
         from .engine import run_batch
 
         rt = Runtime(compiled, **options)
+        rt.columnar = columnar
         if options.get("count_only"):
             rt.count_placeholders = False  # exact counts may be huge: read the counter
         return ParallelRun(run_batch(rt, events), rt.counters, 1, reason)
