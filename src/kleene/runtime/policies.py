@@ -2,8 +2,10 @@
 RECENT, CONSUME, RETURN. Inputs are complete candidates already in output order.
 
 PICK groups matches that agree on every binding but one. With a time window W, a group whose
-shared events end at ts t is complete once the stream is past t + W (``release_ts``); without
-one, a streaming runtime holds PICK matches until ``close``. EMIT RECENT works per completing
+shared events end at ts t is complete once the stream is past t + W (``release_ts``); with a
+count window of n events, once the next event's window position is past the first shared
+event's s + n - 1 (``release_wpos``); without a query-level window, a streaming runtime holds
+PICK matches until ``close``. EMIT RECENT works per completing
 event and CONSUME walks matches in output order, so both stream.
 """
 
@@ -77,6 +79,28 @@ class Policies:
                 return None
             t = max(ts) + w.microseconds
             out = t if out is None else max(out, t)
+        return out
+
+    def release_wpos(self, c: Candidate) -> int | None:
+        """Count window ``WITHIN n EVENTS``: the window position the stream's next event must
+        reach (per partition with PARTITION BY) before no new match can join ``c``'s PICK
+        groups (None: only at the end of the stream). A new member binds the picked variable
+        to an event not yet seen (every other binding is shared), at a position p at or after
+        the next one, and its first event is at or before the first shared event s, so
+        p - s < n: once the next position is s + n the group is complete (docs/semantics.md
+        9). The largest over the PICKs."""
+        w = self.spec.within
+        if w is None or not w.is_count:
+            return None
+        nvars = len(self.plan.order)
+        out = None
+        for p in self.picks:
+            vs = self.slot[p.var]
+            ps = [r[WPOS] for i, x in enumerate(c.B[:nvars]) if i != vs for r in _recs(x)]
+            if not ps:
+                return None
+            at = min(ps) + w.amount
+            out = at if out is None else max(out, at)
         return out
 
     def release_cut(self, cands: list[Candidate], k: int) -> int:
