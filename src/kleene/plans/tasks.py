@@ -35,7 +35,11 @@ This implementation, inside kleene's shared runtime (the matcher seam):
   - ``operators="processes"``: forked worker processes (they inherit the compiled plan)
     evaluate each transition's batch of tasks in ``workers`` chunks, for predicates that hold
     the GIL (pure-Python UDFs); the bindings are pickled, so this pays only for costly
-    predicates. ``kleene explain --plan tasks`` reports the mode;
+    predicates;
+  - ``operators="auto"`` (the default): :func:`choose_operators` decides from the UDFs the
+    conditions call -- none: inline; declared (``kleene.udf(f, releases_gil=...)``): threads or
+    processes; undeclared: measured on the first tasks (:meth:`TaskMatcher._measure`).
+    ``kleene explain --plan tasks`` and the run summary report the choice and why;
 * the merger: final matches go to the runtime, which sorts them in output order (Definition
   4.4.12, docs/semantics.md 10) and applies PICK / EMIT RECENT / CONSUME. The queue decides the
   order tasks are evaluated in, never the result.
@@ -44,9 +48,9 @@ Supported: a SEQ of single events (no Kleene, no OR choice, no NOT) under skip-t
 without PARTITION BY (a keyed query is parallel by key: ``workers=``). The cost estimate makes
 the chooser prefer ``nfa``; force it with ``--plan tasks``. Settings: :func:`configure` or the
 ``KLEENE_TASKS`` environment variable (``workers=2,block_size=64,queue=fifo,structure=tree,
-operators=processes``). Matches and order equal one core for any worker count, block size,
-queue, structure and operator kind (``tests/runtime/test_tasks.py``; the conformance suite with
-``KLEENE_TASKS``).
+operators=auto|threads|processes``). Matches and order equal one core for any worker count,
+block size, queue, structure and operator kind (``tests/runtime/test_tasks.py``; the
+conformance suite with ``KLEENE_TASKS``).
 """
 
 from __future__ import annotations
