@@ -160,8 +160,9 @@ def test_two_operator_instances_evaluate_at_the_same_time() -> None:
 
 
 def test_task_settings_from_the_environment() -> None:
-    s = T._from_env("workers=3, block_size=7,queue=fifo,structure=tree")
+    s = T._from_env("workers=3, block_size=7,queue=fifo,structure=tree,free_cores=1.2")
     assert (s.workers, s.block_size, s.queue, s.structure) == (3, 7, "fifo", "tree")
+    assert (s.operators, s.free_cores) == ("auto", 1.2)
     with pytest.raises(ValueError, match="KLEENE_TASKS: bad setting 'workers=x'"):
         T._from_env("workers=x")
 
@@ -222,11 +223,15 @@ def _abc(n: int) -> EventBatch:
 
 
 def spin(x: int, y: int) -> bool:
-    """Pure Python, ~1 ms: holds the GIL."""
-    acc = 0
-    for i in range(15_000):
-        acc += i & 3
-    return x == y or acc < 0
+    """Pure Python for 1.5 ms of wall time: holds the GIL. (A busy wait on the clock, not a
+    number of steps: on a loaded machine its cost in wall time stays the same, so 2 threads
+    cannot look faster than 1 by luck of the scheduler; two threads still take turns.)"""
+    import time
+
+    end = time.perf_counter() + 0.0015
+    while time.perf_counter() < end:
+        pass
+    return x == y
 
 
 def sleepy(x: int, y: int) -> bool:
@@ -235,6 +240,16 @@ def sleepy(x: int, y: int) -> bool:
 
     time.sleep(0.002)
     return x == y
+
+
+@pytest.fixture(autouse=True)
+def _no_free_core_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The measurements below compare a UDF that holds the GIL with one that sleeps: their
+    verdicts do not depend on the machine's load, so the free-core check (which defers the
+    measurement on a busy machine) is off; test_a_busy_machine_defers_the_measurement has it."""
+    from dataclasses import replace
+
+    monkeypatch.setattr(T, "SETTINGS", replace(T.SETTINGS, free_cores=0.0))
 
 
 def _auto(f: Any, n: int = 150, workers: int = 2) -> tuple[Any, list[Match]]:
@@ -305,6 +320,26 @@ def test_a_pure_udf_is_measured_without_its_memo() -> None:
     assert pure.hits > 0
 
 
+def test_a_busy_machine_defers_the_measurement(monkeypatch: pytest.MonkeyPatch) -> None:
+    """When two threads cannot get 1.5 cores, the comparison would say nothing about the UDF:
+    the batch runs inline and the next batch measures again; once cores are free it decides."""
+    real = T.free_cores
+    got = iter([1.0, 0.9, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0])
+    monkeypatch.setattr(T, "free_cores", lambda: next(got))
+    events = _abc(150)
+    want = kleene.compile(AUTO, udfs={"f": spin}, plan="nfa").run(events)
+    with T.configure(workers=2, block_size=32, free_cores=1.5):
+        rt = kleene.compile(AUTO, udfs={"f": spin}, plan="tasks").start()
+        out = []
+        out += rt.push(events.slice(0, 40))
+        m = rt.matcher
+        assert m.operators == "measure" and "machine busy (2 threads got 0.90 cores)" in m.choice
+        out += rt.push(events.slice(40)) + rt.close()
+    assert m.operators == "processes" and "machine busy" not in m.choice
+    assert _key(out) == _key(want)
+    assert 0 < real(0.005) <= 2.5  # the probe itself: cores two threads got
+
+
 def test_too_few_tasks_stay_inline_until_measured() -> None:
     """Fewer than 12 tasks in a transition's batch: evaluated inline, nothing decided yet."""
     m, got = _auto(spin, n=9)
@@ -314,12 +349,13 @@ def test_too_few_tasks_stay_inline_until_measured() -> None:
 
 def test_the_run_summary_says_what_evaluated_the_tasks(tmp_path: Any) -> None:
     mod = tmp_path / "gil_udfs.py"
-    mod.write_text("def spin(x, y):\n    acc = 0\n    for i in range(15000):\n"
-                   "        acc += i & 3\n    return x == y or acc < 0\n", encoding="utf-8")
+    mod.write_text("import time\n\n\ndef spin(x, y):\n    end = time.perf_counter() + 0.0015\n"
+                   "    while time.perf_counter() < end:\n        pass\n    return x == y\n",
+                   encoding="utf-8")
     src = tmp_path / "e.csv"
     src.write_text("ts,type,x\n" + "".join(f"{i},{'ABC'[(i * 7) % 3]},{(i * 13) % 4}\n"
                                             for i in range(150)), encoding="utf-8")
-    env = {**os.environ, "KLEENE_TASKS": "workers=2,block_size=64",
+    env = {**os.environ, "KLEENE_TASKS": "workers=2,block_size=64,free_cores=0",
            "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(kleene.__file__).parents[1]),
                                                        str(tmp_path),
                                                        os.environ.get("PYTHONPATH")]))}

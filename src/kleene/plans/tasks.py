@@ -109,6 +109,10 @@ class TaskSettings:
     predicates release the GIL: OpenCV, numpy, I/O) or ``processes`` (they hold it: pure-Python
     UDFs; forked worker processes evaluate each transition's batch)."""
 
+    free_cores: float = 1.5
+    """``auto``: before comparing 1 thread with 2, two threads must get this many cores now
+    (:func:`free_cores`), else the measurement waits for a later batch; 0 skips the check."""
+
     @property
     def mode(self) -> str:
         """What evaluates the tasks, as set (``kleene explain`` also says what ``auto``
@@ -134,12 +138,15 @@ def _from_env(text: str | None) -> TaskSettings:
         name, value = name.strip(), value.strip()
         if name in ("workers", "block_size") and value.isdigit():
             changes[name] = int(value)
+        elif name == "free_cores" and value.replace(".", "", 1).isdigit():
+            changes[name] = float(value)
         elif name in ("queue", "structure", "operators") and value:
             changes[name] = value
         else:
             raise QueryValidationError(
                 f"KLEENE_TASKS: bad setting {item!r} (workers=N, block_size=N, "
-                "queue=fifo|priority, structure=hash|tree, operators=auto|threads|processes)")
+                "queue=fifo|priority, structure=hash|tree, operators=auto|threads|processes, "
+                "free_cores=X)")
     return _checked(replace(s, **changes))
 
 
@@ -220,9 +227,33 @@ this many seconds has passed (or :data:`MEASURE_TASKS` tasks): q tasks; then up 
 :data:`MEASURE_ROUNDS` rounds of 2q tasks on 2 threads and q on one, alternately."""
 MEASURE_TASKS = 32
 MEASURE_ROUNDS = 3
+"""Rounds of (2 threads, 1 thread) in a measurement."""
 MEASURE_MIN = 12
 """Fewer tasks in a batch are evaluated inline without a measurement (too few to tell)."""
-"""Rounds of (1 thread, 2 threads) in a measurement."""
+
+
+def free_cores(seconds: float = 0.01) -> float:
+    """The cores two threads get now: each hashes 64 KiB blocks (``hashlib`` releases the GIL)
+    for ``seconds``; their CPU seconds over the wall time (2.0 on an idle machine with 2 free
+    cores, about 1.0 or less when the machine is saturated)."""
+    import hashlib
+
+    data = b"k" * 65_536
+    cpu = [0.0, 0.0]
+
+    def spin(i: int) -> None:
+        c0 = time.thread_time()
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            hashlib.sha256(data).digest()
+        cpu[i] = time.thread_time() - c0
+
+    t0 = time.perf_counter()
+    helper = threading.Thread(target=spin, args=(1,), name="kleene-task-probe")
+    helper.start()
+    spin(0)
+    helper.join()
+    return (cpu[0] + cpu[1]) / (time.perf_counter() - t0)
 
 
 def choose_operators(plan: Plan, settings: TaskSettings) -> tuple[str, str]:
@@ -411,7 +442,7 @@ class TaskMatcher:
         w = self.settings.workers
         what = {"inline": "inline (1 operator instance)",
                 "threads": f"{w} threads", "processes": f"{w} forked processes",
-                "measure": "inline until measured (too few tasks so far)"}[self.operators]
+                "measure": "inline until measured"}[self.operators]
         m = self.measured
         if m:
             how = (f"measured: {m['per_task'] * 1e3:.3g} ms per task, 2 threads "
@@ -768,9 +799,15 @@ class TaskMatcher:
                 i += 1
             one_s, one_n = time.perf_counter() - t0, i - 1
             cheap = one_s / one_n < CHEAP_TASK_S
+            # on a machine that cannot give 2 threads the cores (TaskSettings.free_cores)
+            # neither threads nor processes gain and the comparison would say nothing about
+            # the UDF: this batch inline, and measured again on a later one
+            need = self.settings.free_cores
+            cores = free_cores() if need > 0 and not cheap else 2.0
+            busy = cores < need
             two_s, two_n = 0.0, 0
             q = one_n
-            for r in range(0 if cheap else MEASURE_ROUNDS):
+            for r in range(0 if cheap or busy else MEASURE_ROUNDS):
                 # rounds of (2 threads, 1 thread) alternate: a change of the machine's load
                 # then weighs on both sides
                 m = min(q, (len(Bts) - i) // 2)
@@ -789,6 +826,10 @@ class TaskMatcher:
                 one_n += q
                 i += q
         one = one_s / one_n
+        if busy:
+            self.why = (f"{self.why.split('; machine busy')[0]}; machine busy (2 threads got "
+                        f"{cores:.2f} cores): measured again on a later batch")
+            return oks + self._eval_here(k, Bts[i:])
         if cheap:
             self.operators, self.measured = "inline", {"per_task": one}
             return oks + self._eval_here(k, Bts[i:])
