@@ -792,13 +792,17 @@ class TaskMatcher:
                     stack.enter_context(f.unmemoized())
             oks = self._eval_here(k, Bts[:1])  # a first call may warm caches up: not timed
             t0 = time.perf_counter()
+            each: list[float] = []
             i = 1
             while i < len(Bts) - 6 and i <= MEASURE_TASKS and (
                     i <= 3 or time.perf_counter() - t0 < MEASURE_S / MEASURE_ROUNDS):
+                t1 = time.perf_counter()
                 oks += self._eval_here(k, Bts[i:i + 1])
+                each.append(time.perf_counter() - t1)
                 i += 1
             one_s, one_n = time.perf_counter() - t0, i - 1
-            cheap = one_s / one_n < CHEAP_TASK_S
+            # the median task: a task the scheduler preempted does not make a cheap UDF costly
+            cheap = sorted(each)[len(each) // 2] < CHEAP_TASK_S
             # on a machine that cannot give 2 threads the cores (TaskSettings.free_cores)
             # neither threads nor processes gain and the comparison would say nothing about
             # the UDF: this batch inline, and measured again on a later one
@@ -826,6 +830,8 @@ class TaskMatcher:
                 one_n += q
                 i += q
         one = one_s / one_n
+        if cheap:
+            one = sorted(each)[len(each) // 2]
         if busy:
             self.why = (f"{self.why.split('; machine busy')[0]}; machine busy (2 threads got "
                         f"{cores:.2f} cores): measured again on a later batch")
