@@ -1083,10 +1083,13 @@ class Runtime:
         return out
 
     def _group_complete(self, c: Candidate, key: Any) -> bool:
-        """No future event can join ``c``'s PICK groups: the stream is past the time window's
+        """No future event can join ``c``'s PICK groups: the picked variable comes before a
+        bound one in a SEQ (``Policies.complete_now``), or the stream is past the time window's
         end (``Policies.release_ts``) or, with a count window, the next event's window position
         is past it (``Policies.release_wpos``; per partition with PARTITION BY: ``key``, the
         route key of the state that found ``c``, starts with the partition's values)."""
+        if self.policies.complete_now(c):
+            return True
         w = self.spec.within
         if w is not None and w.is_count:
             at = self.policies.release_wpos(c)

@@ -63,6 +63,7 @@ class Policies:
         if self.consume is not None:
             self.consume_slots = [self.slot[v] for v in (
                 plan.order if self.consume.all_vars else self.consume.vars)]
+        self._later = self._later_slots(plan)
 
     def release_ts(self, c: Candidate) -> int | None:
         """Time after which no new match can join ``c``'s PICK groups (None: only at the end
@@ -80,6 +81,30 @@ class Policies:
             t = max(ts) + w.microseconds
             out = t if out is None else max(out, t)
         return out
+
+    def _later_slots(self, plan: Any) -> list[list[int]] | None:
+        """Per PICK, the slots of the variables that come after the picked one in a SEQ (a
+        linear plan's later components, no NOT); None when the pattern is not such a SEQ."""
+        comps = getattr(plan, "components", None)
+        if comps is None or len(getattr(plan, "negations", ())) or not self.picks:
+            return None
+        at = {v: i for i, c in enumerate(comps) for v in c.vars}
+        out = []
+        for p in self.picks:
+            if p.var not in at:
+                return None
+            out.append([self.slot[u] for u in plan.order if at.get(u, -1) > at[p.var]])
+        return out
+
+    def complete_now(self, c: Candidate) -> bool:
+        """Every PICK group of ``c`` is complete already: in a SEQ, a variable after the picked
+        one is bound (it is shared by the group), so every member's picked event comes before
+        that event, which the stream has passed (docs/semantics.md 9)."""
+        later = self._later
+        if later is None:
+            return False
+        B = c.B
+        return all(any(B[s] is not None for s in slots) for slots in later)
 
     def release_wpos(self, c: Candidate) -> int | None:
         """Count window ``WITHIN n EVENTS``: the window position the stream's next event must
