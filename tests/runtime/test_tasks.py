@@ -366,3 +366,28 @@ def test_the_run_summary_says_what_evaluated_the_tasks(tmp_path: Any) -> None:
     assert r.returncode == 0, r.stderr
     line = next(ln for ln in r.stderr.splitlines() if ln.startswith("operators"))
     assert "2 forked processes" in line and "measured" in line and "spin" in line
+
+
+def test_the_thesis_query_discards_tasks_when_streamed() -> None:
+    """``PICK FIRST a`` in ``SEQ(A a, B b, C c)``: a match is out as soon as it is found (every
+    ``a`` of its group precedes the shared ``b``), so CONSUME ALL consumes during the stream and
+    the invalid-task discard fires: fewer UDF calls than one batch, the same matches."""
+    events = _abc(300)
+    calls = {"n": 0}
+
+    def same(x: int, y: int) -> bool:
+        calls["n"] += 1
+        return x == y
+
+    want = kleene.compile(HEAVY, udfs={"same": same}, plan="nfa").run(events)
+    with T.configure(block_size=4):
+        rt = kleene.compile(HEAVY, udfs={"same": same}, plan="tasks").start()
+        calls["n"] = 0
+        got = [m for off in range(0, len(events), 4) for m in rt.push(events.slice(off, 4))]
+        got += rt.close()
+        streamed = calls["n"]
+        calls["n"] = 0
+        kleene.compile(HEAVY, udfs={"same": same}, plan="tasks").run(events)
+    assert _key(got) == _key(want) and len(got) > 10
+    assert rt.matcher.discarded > 0
+    assert streamed < calls["n"] / 2
