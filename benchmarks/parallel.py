@@ -213,15 +213,19 @@ def _run_tasks(query: str, events: Any, udfs: dict[str, Any], plan: str, workers
             pool.shutdown()
     return {"wall": wall, "cpu": cpu, "latency": lat, "matches": [x.key() for x in out],
             "critical_cpu": getattr(m, "critical_cpu", cpu), "busy_cpu": getattr(m, "busy_cpu", cpu),
-            "tasks": getattr(m, "tasks_created", None), "discarded": getattr(m, "discarded", None)}
+            "tasks": getattr(m, "tasks_created", None), "discarded": getattr(m, "discarded", None),
+            "operators": getattr(m, "operators", None), "choice": getattr(m, "choice", None),
+            "measured": getattr(m, "measured", None)}
 
 
 def targets(heavy_events: int, cheap_events: int, repeats: int) -> dict[str, Any]:
     """Issue 15's two targets, each pair alternated in the same run (medians):
 
     * heavy: the thesis's query with face detection at 160x120, ``--plan tasks`` with 1 and 2
-      workers (threads; OpenCV releases the GIL): wall speed-up (target >= 1.8) and the
-      critical-path CPU speed-up (what idle cores would give; robust on a loaded machine);
+      workers (operators chosen automatically: the UDF is undeclared, so the engine measures
+      it; OpenCV releases the GIL, so threads are expected): wall speed-up (target >= 1.8), the
+      critical-path CPU speed-up (what idle cores would give; robust on a loaded machine) and
+      the choice each run made;
     * cheap: ``b.x > a.x`` predicates, ``tasks`` with 1 worker against the sequential ``nfa``
       plan, CPU seconds (target <= 1.5), and the plan the chooser picks (must not be tasks).
     """
@@ -259,7 +263,8 @@ def targets(heavy_events: int, cheap_events: int, repeats: int) -> dict[str, Any
             r["udf_calls"] = face.calls
             rows[w].append(r)
             print(json.dumps({"part": "heavy", "workers": w, "wall": r["wall"],
-                              "critical_cpu": r["critical_cpu"], "udf_calls": face.calls}),
+                              "critical_cpu": r["critical_cpu"], "udf_calls": face.calls,
+                              "operators": r["operators"], "choice": r["choice"]}),
                   flush=True)
     heavy: dict[str, Any] = {"events": heavy_events, "size": "160x120", "block": 64,
                              "matches": len(rows[1][0]["matches"]),
@@ -272,8 +277,10 @@ def targets(heavy_events: int, cheap_events: int, repeats: int) -> dict[str, Any
     heavy["critical_cpu_speedup"] = (heavy["workers_1"]["critical_cpu"]
                                      / heavy["workers_2"]["critical_cpu"])
     heavy["target_wall_speedup_1_8"] = heavy["wall_speedup"] >= 1.8
+    heavy["choices_2_workers"] = [r["choice"] for r in rows[2]]
     res["heavy"] = heavy
     res["gil"] = gil_bench(heavy_events // 2, repeats)
+    res["choices"] = auto_choices(repeats * 3)
     res["load_after"] = _load()
     return res
 
@@ -318,25 +325,69 @@ def gil_bench(n: int, repeats: int) -> dict[str, Any]:
     CPU (per block the parent's serial part plus the busiest process). A thread's CPU does not
     count its waits for the GIL, so the threads' critical-path CPU is meaningless here."""
     events = _abc_events(n)
-    rows: dict[str, list[dict[str, Any]]] = {"1": [], "2 threads": [], "2 processes": []}
+    rows: dict[str, list[dict[str, Any]]] = {"1": [], "2 threads": [], "2 processes": [],
+                                             "2 auto": []}
     for _ in range(repeats):
         for name in rows:
             from kleene.plans import tasks as T
 
             w = 1 if name == "1" else 2
-            with T.configure(operators="processes" if "processes" in name else "threads"):
+            with T.configure(operators=name.split()[-1] if w == 2 else "auto"):
                 r = _run_tasks(SPIN_QUERY, events, {"spin": spin}, "tasks", w, 256, "priority")
             rows[name].append(r)
             print(json.dumps({"part": "gil", "operators": name, "wall": r["wall"],
-                              "critical_cpu": r["critical_cpu"]}), flush=True)
+                              "critical_cpu": r["critical_cpu"], "choice": r["choice"]}),
+                  flush=True)
     out: dict[str, Any] = {"events": n, "identical": all(
         r["matches"] == rows["1"][0]["matches"] for rs in rows.values() for r in rs)}
     for name, rs in rows.items():
         out[name] = {k: statistics.median(r[k] for r in rs) for k in ("wall", "critical_cpu")}
-    for name in ("2 threads", "2 processes"):
+    out["choices_2_auto"] = [r["choice"] for r in rows["2 auto"]]
+    for name in ("2 threads", "2 processes", "2 auto"):
         out[f"wall_speedup {name}"] = out["1"]["wall"] / out[name]["wall"]
         out[f"critical_cpu_speedup {name}"] = out["1"]["critical_cpu"] / out[name]["critical_cpu"]
     return out
+
+
+def sleepy(img: int, other: int) -> bool:
+    """Waits 2 ms (I/O-like): releases the GIL."""
+    time.sleep(0.002)
+    return (img + other) % 2 == 1
+
+
+_ARR: Any = None
+
+
+def numpy_heavy(img: int, other: int) -> bool:
+    """A reduction over 2M floats (~2-4 ms); numpy releases the GIL in the loop."""
+    global _ARR
+    import numpy as np
+
+    if _ARR is None:
+        _ARR = np.random.default_rng(1).random(2_000_000)
+    return bool(((_ARR * (img + 1)) ** 2).sum() > 0 and (img + other) % 2 == 1)
+
+
+def auto_choices(runs: int, n: int = 120) -> dict[str, Any]:
+    """What ``operators="auto"`` picks with 2 workers for four undeclared UDFs (the face
+    detector at 160x120, numpy, a sleep, pure Python), ``runs`` times each on ``n`` events,
+    alternating: the choice and the measured speed-up of 2 threads over 1 per run."""
+    face = FaceUdf("160x120")
+    udfs = {"face": face, "numpy": numpy_heavy, "sleep": sleepy, "spin": spin}
+    events = _abc_events(n)
+    out: dict[str, Any] = {name: [] for name in udfs}
+    for _ in range(runs):
+        for name, f in udfs.items():
+            q = TASKS_QUERY.replace("face(", "f(")
+            r = _run_tasks(q, events, {"f": f}, "tasks", 2, 64, "priority")
+            m = r["measured"] or {}
+            out[name].append((r["operators"], round(m.get("speedup", 0.0), 2),
+                              round(m.get("per_task", 0.0) * 1e3, 3)))
+            print(json.dumps({"part": "choice", "udf": name, "operators": r["operators"],
+                              "measured": m}), flush=True)
+    return {name: {"runs": rs, "picked": {k: sum(1 for x in rs if x[0] == k)
+                                          for k in {x[0] for x in rs}}}
+            for name, rs in out.items()}
 
 
 def _load() -> list[str]:
@@ -500,7 +551,7 @@ def plots(res: dict[str, Any], proj: dict[str, Any], out_dir: Path) -> list[Path
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.parallel", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=["keyed", "tasks", "targets", "spark-job"])
+    ap.add_argument("what", choices=["keyed", "tasks", "targets", "spark-job", "choices"])
     ap.add_argument("--quick", action="store_true", help="tasks: fewer block sizes")
     ap.add_argument("--sizes-events", type=int, default=60,
                     help="tasks: events per run of the image-size part")
@@ -508,6 +559,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--no-cli", action="store_true", help="engine only")
     a = ap.parse_args(argv)
+    if a.what == "choices":
+        print(json.dumps(auto_choices(a.repeats), indent=1))
+        return
     if a.what == "spark-job":
         print(json.dumps(spark_job_overhead()))
         return

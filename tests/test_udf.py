@@ -87,3 +87,34 @@ def test_cli_pure_flag_counts_calls_and_hits_and_workers_add_them_up(
     assert "cache hits" in lines["1"]
     r = CliRunner().invoke(cli, ["run", query, "-i", str(csv), "--udf", "myudfs:near:fast"])
     assert r.exit_code != 0 and "unknown flag 'fast'" in r.output
+
+
+def test_releases_gil_is_declared_without_changing_the_function() -> None:
+    from kleene.udf import udf_releases_gil
+
+    def f(x: int) -> int:
+        return x + 1
+
+    g = kleene.udf(f, releases_gil=True)
+    assert g is not f and g(1) == 2 and g.__name__ == "f"
+    assert (udf_releases_gil(g), udf_releases_gil(f)) == (True, None)
+    assert udf_releases_gil(kleene.udf(f, pure=True, releases_gil=False)) is False
+    assert udf_releases_gil(kleene.udf(f, vectorized=True, releases_gil=True)) is True
+    assert udf_releases_gil(kleene.udf(len, releases_gil=False)) is False  # a builtin
+    with pytest.raises(TypeError, match="releases_gil is True, False or None"):
+        kleene.udf(f, releases_gil="yes")  # type: ignore[call-overload]
+
+
+def test_cli_gil_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kleene.cli.main import load_udfs
+    from kleene.errors import QueryError
+    from kleene.udf import udf_releases_gil
+
+    (tmp_path / "gudfs.py").write_text("def near(x, y):\n    return abs(x - y) <= 1\n")
+    monkeypatch.chdir(tmp_path)
+    got = load_udfs(["a=gudfs:near:releases-gil", "b=gudfs:near:pure:holds-gil",
+                     "c=gudfs:near"])
+    assert [udf_releases_gil(got[k]) for k in "abc"] == [True, False, None]
+    assert isinstance(got["b"], PureUdf)
+    with pytest.raises(QueryError, match="contradict"):
+        load_udfs(["gudfs:near:releases-gil:holds-gil"])

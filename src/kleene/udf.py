@@ -20,6 +20,18 @@ Example:
     >>> len(q.run(ev)), similar.calls, similar.hits
     (4, 1, 3)
 
+Whether a function releases the GIL while it works (OpenCV, numpy on large arrays, I/O,
+``time.sleep``) or holds it (pure Python) decides how the task engine (``--plan tasks``) runs
+it on several cores: ``@kleene.udf(releases_gil=True)`` (threads) or ``releases_gil=False``
+(forked processes); undeclared, the engine measures it on its first tasks (docs/engine.md).
+
+    >>> @kleene.udf(releases_gil=True)
+    ... def wait(x):
+    ...     return x > 0
+    >>> from kleene.udf import udf_releases_gil
+    >>> udf_releases_gil(wait), udf_releases_gil(similar)
+    (True, None)
+
 On the command line, ``--udf module:function:pure`` registers a function as pure (a function
 decorated in its module is pure already); the run summary then counts calls and hits.
 
@@ -44,7 +56,8 @@ with one-row arrays, so every result is the same as the function's row-by-row me
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, overload
 
 import pyarrow as pa
@@ -58,10 +71,13 @@ _MISS = object()
 class PureUdf:
     """A pure function with a bounded memo (LRU) and counters; called like the function."""
 
-    def __init__(self, fn: Callable[..., Any], maxsize: int = DEFAULT_CACHE_SIZE) -> None:
+    def __init__(self, fn: Callable[..., Any], maxsize: int = DEFAULT_CACHE_SIZE,
+                 releases_gil: bool | None = None) -> None:
         if maxsize < 1:
             raise ValueError(f"udf cache size must be at least 1, not {maxsize}")
         self.fn = fn
+        self.releases_gil = releases_gil
+        """Declared: the function releases the GIL (True), holds it (False), unknown (None)."""
         self.maxsize = maxsize
         self.calls = 0
         """Times the function really ran."""
@@ -94,16 +110,35 @@ class PureUdf:
         self._cache.clear()
         self.calls = self.hits = 0
 
+    @contextmanager
+    def unmemoized(self) -> Iterator[None]:
+        """Every call runs the function (counted) and nothing is remembered: what the task
+        engine times when it measures the function (kleene.plans.tasks)."""
+        kept, self._cache = self._cache, _NoMemo()
+        try:
+            yield
+        finally:
+            self._cache = kept
+
     def __reduce__(self) -> tuple[Any, ...]:
-        return (PureUdf, (self.fn, self.maxsize))
+        return (PureUdf, (self.fn, self.maxsize, self.releases_gil))
+
+
+class _NoMemo(dict[Any, Any]):
+    """A memo that remembers nothing."""
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        pass
 
 
 class VectorizedUdf:
     """An elementwise function over pyarrow arrays (one per argument) returning one value per
     row; called like a scalar function, it runs on one-row arrays. Counts its calls and rows."""
 
-    def __init__(self, fn: Callable[..., Any]) -> None:
+    def __init__(self, fn: Callable[..., Any], releases_gil: bool | None = None) -> None:
         self.fn = fn
+        self.releases_gil = releases_gil
+        """Declared: the function releases the GIL (True), holds it (False), unknown (None)."""
         self.calls = 0
         """Times the function ran (once per batch in the vectorize step, once per row
         elsewhere)."""
@@ -138,39 +173,69 @@ class VectorizedUdf:
         self.calls = self.rows = 0
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (VectorizedUdf, (self.fn,))
+        return (VectorizedUdf, (self.fn, self.releases_gil))
 
     __name__: str
 
 
 @overload
 def udf(fn: Callable[..., Any], *, pure: bool = ..., cache_size: int = ...,
-        vectorized: bool = ...) -> Any: ...
+        vectorized: bool = ..., releases_gil: bool | None = ...) -> Any: ...
 
 
 @overload
-def udf(fn: None = ..., *, pure: bool = ..., cache_size: int = ..., vectorized: bool = ...
-        ) -> Callable[[Callable[..., Any]], Any]: ...
+def udf(fn: None = ..., *, pure: bool = ..., cache_size: int = ..., vectorized: bool = ...,
+        releases_gil: bool | None = ...) -> Callable[[Callable[..., Any]], Any]: ...
 
 
 def udf(fn: Callable[..., Any] | None = None, *, pure: bool = False,
-        cache_size: int = DEFAULT_CACHE_SIZE, vectorized: bool = False) -> Any:
+        cache_size: int = DEFAULT_CACHE_SIZE, vectorized: bool = False,
+        releases_gil: bool | None = None) -> Any:
     """Declare a user function: ``@kleene.udf(pure=True)`` (or ``kleene.udf(f, pure=True)``)
     returns a memoizing :class:`PureUdf`; ``vectorized=True`` a :class:`VectorizedUdf` (over
     arrays); with neither the function is returned as is. ``pure`` and ``vectorized`` do not
-    combine (a vectorized call sees a whole batch: there is nothing per tuple to remember)."""
+    combine (a vectorized call sees a whole batch: there is nothing per tuple to remember).
+    ``releases_gil``: True if the function releases the GIL while it works (OpenCV, numpy, I/O:
+    the task engine then runs it in threads), False if it holds it (pure Python: forked
+    processes); None (default) lets the task engine measure it (:func:`udf_releases_gil`). A
+    plain function so declared gets the attribute ``releases_gil`` (or, when it cannot take
+    attributes, a thin wrapper that has it)."""
     if pure and vectorized:
         raise ValueError("kleene.udf: pure=True and vectorized=True do not combine")
+    if releases_gil is not None and not isinstance(releases_gil, bool):
+        raise TypeError(f"kleene.udf: releases_gil is True, False or None, not {releases_gil!r}")
 
     def wrap(f: Callable[..., Any]) -> Any:
         if not callable(f):
             raise TypeError(f"kleene.udf needs a callable, not {type(f).__name__}")
         if vectorized:
-            return f if isinstance(f, VectorizedUdf) else VectorizedUdf(f)
-        if not pure:
-            return f
-        return f if isinstance(f, PureUdf) else PureUdf(f, cache_size)
+            out: Any = f if isinstance(f, VectorizedUdf) else VectorizedUdf(f)
+        elif pure:
+            out = f if isinstance(f, PureUdf) else PureUdf(f, cache_size)
+        else:
+            out = f
+        if releases_gil is None:
+            return out
+        if isinstance(out, PureUdf | VectorizedUdf):
+            out.releases_gil = releases_gil
+            return out
+        inner = out  # a thin wrapper that says it (the user's function is left as it is)
+
+        @functools.wraps(inner)
+        def declared(*args: Any) -> Any:
+            return inner(*args)
+        declared.releases_gil = releases_gil  # type: ignore[attr-defined]
+        return declared
     return wrap if fn is None else wrap(fn)
+
+
+def udf_releases_gil(f: Any) -> bool | None:
+    """What ``f`` declares (:func:`udf` ``releases_gil=``): True (it releases the GIL), False
+    (it holds it) or None (not declared)."""
+    v = getattr(f, "releases_gil", None)
+    if v is None and isinstance(f, PureUdf | VectorizedUdf):
+        v = getattr(f.fn, "releases_gil", None)
+    return v if isinstance(v, bool) else None
 
 
 def pure_udfs(udfs: Mapping[str, Any]) -> dict[str, PureUdf]:
@@ -184,4 +249,4 @@ def vectorized_udfs(udfs: Mapping[str, Any]) -> dict[str, VectorizedUdf]:
 
 
 __all__ = ["DEFAULT_CACHE_SIZE", "PureUdf", "VectorizedUdf", "pure_udfs", "udf",
-           "vectorized_udfs"]
+           "udf_releases_gil", "vectorized_udfs"]

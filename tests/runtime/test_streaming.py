@@ -91,15 +91,16 @@ def test_closed_runtime_refuses_more_input() -> None:
 
 
 def test_pick_groups_are_released_once_complete() -> None:
-    """PICK FIRST a WITHIN a 3 s window: the group of b1@4 is complete when the stream is past
-    4 + 3; the match comes out of push() then, not only at close()."""
-    rt = start(analyze("PATTERN SEQ(A a, B b) WITHIN 3 seconds PICK FIRST a"))
+    """PICK LAST b WITHIN a 3 s window: the group of a1@2 is complete when the stream is past
+    2 + 3; the match comes out of push() then, not only at close(). (PICK FIRST a would be out
+    at once: every a of b1's group comes before b1, docs/semantics.md 9.)"""
+    rt = start(analyze("PATTERN SEQ(A a, B b) WITHIN 3 seconds PICK LAST b"))
     first = rt.push(EventBatch.from_records([
-        {"id": "a1", "type": "A", "ts": 2}, {"id": "a2", "type": "A", "ts": 3},
-        {"id": "b1", "type": "B", "ts": 4}]))
+        {"id": "a1", "type": "A", "ts": 2}, {"id": "b1", "type": "B", "ts": 3},
+        {"id": "b2", "type": "B", "ts": 4}]))
     assert first == []
     later = rt.push(EventBatch.from_records([{"id": "x1", "type": "X", "ts": 8}]))
-    assert [dict(m.bindings) for m in later] == [{"a": "a1", "b": "b1"}]
+    assert [dict(m.bindings) for m in later] == [{"a": "a1", "b": "b2"}]
     assert rt.close() == []
 
 

@@ -227,7 +227,8 @@ def load_queries(args: Sequence[str]) -> list[QuerySource]:
 
 def load_udfs(specs: Sequence[str]) -> dict[str, Callable[..., Any]]:
     """``module:function`` or ``name=module:function`` -> {name: callable}; a ``:pure``
-    suffix memoizes the function, ``:vectorized`` calls it on arrays (kleene.udf)."""
+    suffix memoizes the function, ``:vectorized`` calls it on arrays, ``:releases-gil`` /
+    ``:holds-gil`` declare how the task engine runs it on several cores (kleene.udf)."""
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # so a module next to the query can be named
     udfs: dict[str, Callable[..., Any]] = {}
@@ -236,10 +237,12 @@ def load_udfs(specs: Sequence[str]) -> dict[str, Callable[..., Any]]:
         if not eq:
             name, target = "", spec
         module, colon, func = target.partition(":")
-        func, _, flag = func.partition(":")
-        if flag not in ("", "pure", "vectorized"):
-            raise QueryError(f"--udf {spec!r}: unknown flag {flag!r} (the flags are :pure "
-                             "and :vectorized)")
+        func, _, rest = func.partition(":")
+        flags = rest.split(":") if rest else []
+        for flag in flags:
+            if flag not in ("pure", "vectorized", "releases-gil", "holds-gil"):
+                raise QueryError(f"--udf {spec!r}: unknown flag {flag!r} (the flags are :pure, "
+                                 ":vectorized, :releases-gil and :holds-gil)")
         if not colon or not module or not func:
             raise QueryError(f"--udf {spec!r}: expected module:function or name=module:function")
         try:
@@ -252,7 +255,14 @@ def load_udfs(specs: Sequence[str]) -> dict[str, Callable[..., Any]]:
         fn = getattr(mod, func, None)
         if not callable(fn):
             raise QueryError(f"--udf {spec!r}: module {module!r} has no function {func!r}")
-        udfs[name or func] = udf(fn, pure=flag == "pure", vectorized=flag == "vectorized")
+        gil = (True if "releases-gil" in flags else False if "holds-gil" in flags else None)
+        if "releases-gil" in flags and "holds-gil" in flags:
+            raise QueryError(f"--udf {spec!r}: :releases-gil and :holds-gil contradict")
+        try:
+            udfs[name or func] = udf(fn, pure="pure" in flags, vectorized="vectorized" in flags,
+                                     releases_gil=gil)
+        except ValueError as e:
+            raise QueryError(f"--udf {spec!r}: {e}") from None
     return udfs
 
 
@@ -552,7 +562,8 @@ def _with_tree(plan: str | None, tree: str | None) -> str | None:
 @_dialect
 @click.option("--udf", "udfs", multiple=True, metavar="module:function",
               help="Register a Python function the query may call (repeatable); a :pure "
-                   "suffix memoizes it, :vectorized calls it on Arrow arrays (kleene.udf).")
+                   "suffix memoizes it, :vectorized calls it on Arrow arrays, :releases-gil "
+                   "or :holds-gil says how --plan tasks runs it on several cores (kleene.udf).")
 @_guard
 def check(query: str, dialect: str | None, udfs: tuple[str, ...]) -> None:
     """Parse and validate QUERY; print its canonical form."""
@@ -581,7 +592,8 @@ def _advise(analyzed: Any) -> None:
               help="Show how the query is spread over Spark tasks (keyed, split or one task).")
 @click.option("--udf", "udfs", multiple=True, metavar="module:function",
               help="Register a Python function the query may call (repeatable); a :pure "
-                   "suffix memoizes it, :vectorized calls it on Arrow arrays (kleene.udf).")
+                   "suffix memoizes it, :vectorized calls it on Arrow arrays, :releases-gil "
+                   "or :holds-gil says how --plan tasks runs it on several cores (kleene.udf).")
 @click.option("--plan", "plan", default=None, metavar="NAME",
               help="Explain this plan instead of the chosen one (nfa, pda, union, ...).")
 @click.option("--kernel", is_flag=True,
@@ -690,7 +702,8 @@ def explain(query: tuple[str, ...], dialect: str | None, dot: bool, spark: bool,
 @_dialect
 @click.option("--udf", "udfs", multiple=True, metavar="module:function",
               help="Register a Python function the query may call (repeatable); a :pure "
-                   "suffix memoizes it, :vectorized calls it on Arrow arrays (kleene.udf).")
+                   "suffix memoizes it, :vectorized calls it on Arrow arrays, :releases-gil "
+                   "or :holds-gil says how --plan tasks runs it on several cores (kleene.udf).")
 @click.option("--quiet", "-q", is_flag=True, help="No summary on stderr.")
 @click.option("--stream", "streaming", is_flag=True,
               help="Push chunks through the streaming runtime as they are read (bounded "
@@ -960,6 +973,7 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
                  per_query=_per_query(compiled, matches),
                  timeouts=(touts.count, touts.path) if touts.on else None)
         _udf_summary(compiled)
+        _tasks_summary(compiled)
     if plot_path is not None:
         from ..plot import timeline
 
@@ -1001,6 +1015,18 @@ def _udf_summary(compiled: Any) -> None:
                           .items()):
         click.echo(f"udf {name:<11} {v.calls:>12,}   calls (vectorized, {v.rows:,} rows)",
                    err=True)
+
+
+def _tasks_summary(compiled: Any) -> None:
+    """With ``--plan tasks``: what evaluated the tasks and why (threads or processes,
+    declared or measured: kleene.plans.tasks.choose_operators)."""
+    if getattr(compiled, "plan", None) != "tasks":
+        return
+    from ..plans import tasks
+
+    m = tasks.LAST
+    if m is not None:
+        click.echo(f"operators       {m.settings.workers:>12,}   workers: {m.choice}", err=True)
 
 
 _WORKERS: dict[str, str] = {}

@@ -35,7 +35,11 @@ This implementation, inside kleene's shared runtime (the matcher seam):
   - ``operators="processes"``: forked worker processes (they inherit the compiled plan)
     evaluate each transition's batch of tasks in ``workers`` chunks, for predicates that hold
     the GIL (pure-Python UDFs); the bindings are pickled, so this pays only for costly
-    predicates. ``kleene explain --plan tasks`` reports the mode;
+    predicates;
+  - ``operators="auto"`` (the default): :func:`choose_operators` decides from the UDFs the
+    conditions call -- none: inline; declared (``kleene.udf(f, releases_gil=...)``): threads or
+    processes; undeclared: measured on the first tasks (:meth:`TaskMatcher._measure`).
+    ``kleene explain --plan tasks`` and the run summary report the choice and why;
 * the merger: final matches go to the runtime, which sorts them in output order (Definition
   4.4.12, docs/semantics.md 10) and applies PICK / EMIT RECENT / CONSUME. The queue decides the
   order tasks are evaluated in, never the result.
@@ -44,13 +48,14 @@ Supported: a SEQ of single events (no Kleene, no OR choice, no NOT) under skip-t
 without PARTITION BY (a keyed query is parallel by key: ``workers=``). The cost estimate makes
 the chooser prefer ``nfa``; force it with ``--plan tasks``. Settings: :func:`configure` or the
 ``KLEENE_TASKS`` environment variable (``workers=2,block_size=64,queue=fifo,structure=tree,
-operators=processes``). Matches and order equal one core for any worker count, block size,
-queue, structure and operator kind (``tests/runtime/test_tasks.py``; the conformance suite with
-``KLEENE_TASKS``).
+operators=auto|threads|processes``). Matches and order equal one core for any worker count,
+block size, queue, structure and operator kind (``tests/runtime/test_tasks.py``; the
+conformance suite with ``KLEENE_TASKS``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -59,7 +64,7 @@ from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, fields, replace
 from heapq import heappop, heappush
 from itertools import chain, count, repeat
 from typing import TYPE_CHECKING, Any
@@ -68,10 +73,11 @@ from ..codegen import build
 from ..errors import QueryValidationError
 from ..plan.automaton import CompKind, Plan, Unsupported, compile_plan
 from ..plan.explain import linear_text
-from ..plan.expr import GPOS, TS, WPOS
+from ..plan.expr import GPOS, TS, WPOS, refs
 from ..runtime.linear import Candidate
 from ..runtime.matcher import MatcherOptions
 from ..semantic.analyzed import AnalyzedQuery
+from ..udf import PureUdf, udf_releases_gil
 from ..vocab import Strategy
 from .registry import CompiledPlan, PlanKind, Stats, runs_estimate
 
@@ -98,17 +104,25 @@ class TaskSettings:
     """The central partial-match structure: ``hash`` (the thesis's tree with a hash map from
     an event's position to the nodes ending in it) or ``tree`` (without the hash map)."""
 
-    operators: str = "threads"
-    """``threads`` (the predicates release the GIL: OpenCV, numpy, I/O) or ``processes`` (they
-    hold it: pure-Python UDFs; forked worker processes evaluate each transition's batch)."""
+    operators: str = "auto"
+    """``auto`` (chosen per query from its UDFs, :func:`choose_operators`), ``threads`` (the
+    predicates release the GIL: OpenCV, numpy, I/O) or ``processes`` (they hold it: pure-Python
+    UDFs; forked worker processes evaluate each transition's batch)."""
+
+    free_cores: float = 1.5
+    """``auto``: before comparing 1 thread with 2, two threads must get this many cores now
+    (:func:`free_cores`), else the measurement waits for a later batch; 0 skips the check."""
 
     @property
     def mode(self) -> str:
-        """What evaluates the tasks (reported by ``kleene explain``)."""
+        """What evaluates the tasks, as set (``kleene explain`` also says what ``auto``
+        chooses for the query: :func:`choose_operators`)."""
         if self.workers <= 1:
             return "inline (1 operator instance)"
         if self.operators == "processes":
             return f"{self.workers} forked processes (batch per transition and block)"
+        if self.operators == "auto":
+            return f"{self.workers} operator instances, threads or processes chosen automatically"
         return f"{self.workers} threads (task queue; for predicates that release the GIL)"
 
 
@@ -124,23 +138,26 @@ def _from_env(text: str | None) -> TaskSettings:
         name, value = name.strip(), value.strip()
         if name in ("workers", "block_size") and value.isdigit():
             changes[name] = int(value)
+        elif name == "free_cores" and value.replace(".", "", 1).isdigit():
+            changes[name] = float(value)
         elif name in ("queue", "structure", "operators") and value:
             changes[name] = value
         else:
             raise QueryValidationError(
                 f"KLEENE_TASKS: bad setting {item!r} (workers=N, block_size=N, "
-                "queue=fifo|priority, structure=hash|tree, operators=threads|processes)")
+                "queue=fifo|priority, structure=hash|tree, operators=auto|threads|processes, "
+                "free_cores=X)")
     return _checked(replace(s, **changes))
 
 
 def _checked(s: TaskSettings) -> TaskSettings:
     if s.workers < 1 or s.block_size < 1 or s.queue not in ("fifo", "priority") \
             or s.structure not in ("hash", "tree") \
-            or s.operators not in ("threads", "processes"):
+            or s.operators not in ("auto", "threads", "processes"):
         raise QueryValidationError(
             f"bad task settings: workers={s.workers}, block_size={s.block_size} (both >= 1), "
             f"queue={s.queue!r} (fifo|priority), structure={s.structure!r} (hash|tree), "
-            f"operators={s.operators!r} (threads|processes)")
+            f"operators={s.operators!r} (auto|threads|processes)")
     return s
 
 
@@ -161,9 +178,28 @@ def configure(**changes: Any) -> Iterator[TaskSettings]:
         SETTINGS = old
 
 
-def compile_tasks(analyzed: AnalyzedQuery) -> Plan:
+@dataclass(frozen=True, slots=True)
+class TaskPlan(Plan):
+    """The linear plan and, per transition, the UDFs its conditions call (name, function):
+    what :func:`choose_operators` decides threads or processes from."""
+
+    udfs: tuple[tuple[tuple[str, Any], ...], ...] = field(default=(), compare=False)
+
+
+def compile_tasks(analyzed: AnalyzedQuery) -> TaskPlan:
     """The linear plan, if the task engine covers it (else :class:`Unsupported`)."""
-    plan = compile_plan(analyzed)
+    plan = _covered(compile_plan(analyzed))
+    per: list[tuple[tuple[str, Any], ...]] = []
+    for c in plan.components:
+        v = plan.vars[c.vars[0]]
+        names: dict[str, None] = {}
+        for p in v.take + v.close:
+            names.update(dict.fromkeys(sorted(refs(p.expr, set()).udfs)))
+        per.append(tuple((n, analyzed.udfs[n]) for n in names if n in analyzed.udfs))
+    return TaskPlan(**{f.name: getattr(plan, f.name) for f in fields(Plan)}, udfs=tuple(per))
+
+
+def _covered(plan: Plan) -> Plan:
     if plan.partition_by:
         raise Unsupported("a PARTITION BY query is parallel by key (workers=), not by tasks")
     if plan.strategy is not Strategy.SKIP_TILL_ANY_MATCH:
@@ -176,6 +212,76 @@ def compile_tasks(analyzed: AnalyzedQuery) -> Plan:
                                for v in plan.vars.values() for p in v.take + v.close):
         raise Unsupported("the task engine takes conjuncts over single events only")
     return plan
+
+
+CHEAP_TASK_S = 50e-6
+"""A task whose conditions take less than this (measured, seconds) is evaluated inline: a
+queue or a pickled batch costs about that much per task, more than a second core gives."""
+THREAD_SPEEDUP = 1.5
+"""Measured: 2 threads evaluate tasks at least this many times as fast as one (2.0 when the
+UDF releases the GIL all the time, about 1.0 or less when it holds it): threads, else
+processes."""
+MEASURE_S = 0.06
+"""The measurement's first sequential part runs tasks until a :data:`MEASURE_ROUNDS`-th of
+this many seconds has passed (or :data:`MEASURE_TASKS` tasks): q tasks; then up to
+:data:`MEASURE_ROUNDS` rounds of 2q tasks on 2 threads and q on one, alternately."""
+MEASURE_TASKS = 32
+MEASURE_ROUNDS = 3
+"""Rounds of (2 threads, 1 thread) in a measurement."""
+MEASURE_MIN = 12
+"""Fewer tasks in a batch are evaluated inline without a measurement (too few to tell)."""
+
+
+def free_cores(seconds: float = 0.01) -> float:
+    """The cores two threads get now: each hashes 64 KiB blocks (``hashlib`` releases the GIL)
+    for ``seconds``; their CPU seconds over the wall time (2.0 on an idle machine with 2 free
+    cores, about 1.0 or less when the machine is saturated)."""
+    import hashlib
+
+    data = b"k" * 65_536
+    cpu = [0.0, 0.0]
+
+    def spin(i: int) -> None:
+        c0 = time.thread_time()
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            hashlib.sha256(data).digest()
+        cpu[i] = time.thread_time() - c0
+
+    t0 = time.perf_counter()
+    helper = threading.Thread(target=spin, args=(1,), name="kleene-task-probe")
+    helper.start()
+    spin(0)
+    helper.join()
+    return (cpu[0] + cpu[1]) / (time.perf_counter() - t0)
+
+
+def choose_operators(plan: Plan, settings: TaskSettings) -> tuple[str, str]:
+    """What evaluates the tasks, and why: ``inline``, ``threads``, ``processes``, or
+    ``measure`` (decided on the first tasks, :meth:`TaskMatcher._measure`).
+
+    With ``operators="auto"`` and more than one worker: conditions without UDFs are cheap
+    (no operator pool: inline); a UDF declared ``releases_gil=False`` (it holds the GIL) gives
+    processes; UDFs all declared ``releases_gil=True`` give threads; an undeclared one is
+    measured. ``threads`` / ``processes`` set by hand win over everything."""
+    w = settings.workers
+    if w <= 1:
+        return "inline", "1 worker"
+    if settings.operators != "auto":
+        return settings.operators, f"operators={settings.operators} (set)"
+    udfs = dict(u for per in getattr(plan, "udfs", ()) for u in per)
+    if not udfs:
+        return "inline", ("no user function in the conditions: cheap predicates are "
+                          "evaluated inline (an operator pool costs more than it gives)")
+    declared = {n: udf_releases_gil(f) for n, f in udfs.items()}
+    holds = sorted(n for n, d in declared.items() if d is False)
+    if holds:
+        return "processes", f"udf {', '.join(holds)} declared releases_gil=False"
+    unknown = sorted(n for n, d in declared.items() if d is None)
+    if not unknown:
+        return "threads", f"udf {', '.join(sorted(udfs))} declared releases_gil=True"
+    return "measure", (f"udf {', '.join(unknown)} not declared (releases_gil=): measured on "
+                       "the first tasks, 1 thread against 2")
 
 
 def tasks_cost(plan: Plan, stats: Stats) -> float:
@@ -197,6 +303,9 @@ def _final_key(f: tuple[Any, ...]) -> tuple[Any, ...]:
     """A final match ``(B, first, last, positions)``'s :meth:`TaskMatcher.sort_key`."""
     return (f[2][GPOS], f[3])
 
+
+LAST: TaskMatcher | None = None
+"""The task matcher made last (the run summary reports its operator choice)."""
 
 _FORKED: TaskMatcher | None = None
 """The matcher a forked operator process evaluates with (set before the fork)."""
@@ -299,12 +408,18 @@ class TaskMatcher:
         self.expire = plan.window_us
         self.expire_events = plan.window_events
         self.waves = [self._make_wave(k) for k in range(self.ncomp)]
-        self.procs = settings.workers > 1 and settings.operators == "processes"
+        self.operators, self.why = choose_operators(plan, settings)
+        """What evaluates the tasks (``inline``, ``threads``, ``processes``; ``measure`` until
+        the measurement decided) and why (the run summary and ``kleene explain`` say it)."""
+        self.measured: dict[str, float] = {}
+        """The measurement, when one decided: seconds per task on 1 thread, speed-up of 2."""
+        self.procs = self.operators == "processes"
         self.pool: Executor | None = None
-        if settings.workers > 1 and not self.procs:
-            from concurrent.futures import ThreadPoolExecutor  # only when used: start-up
-
-            self.pool = ThreadPoolExecutor(settings.workers - 1, thread_name_prefix="kleene-task")
+        if self.operators == "threads":
+            self._thread_pool()
+        self._child = 0.0
+        global LAST
+        LAST = self
         self.tasks_created = 0
         self.tasks_true = 0
         self.discarded = 0
@@ -315,6 +430,27 @@ class TaskMatcher:
         self.critical_cpu = 0.0
         """Per block the busiest operator instance's CPU seconds, summed: the blocks' wall time
         on idle cores (what a loaded machine's wall clock cannot show)."""
+
+    def _thread_pool(self) -> None:
+        from concurrent.futures import ThreadPoolExecutor  # only when used: start-up
+
+        self.pool = ThreadPoolExecutor(self.settings.workers - 1, thread_name_prefix="kleene-task")
+
+    @property
+    def choice(self) -> str:
+        """The operator instances and the reason, in a line (run summary, explain)."""
+        w = self.settings.workers
+        what = {"inline": "inline (1 operator instance)",
+                "threads": f"{w} threads", "processes": f"{w} forked processes",
+                "measure": "inline until measured"}[self.operators]
+        m = self.measured
+        if m:
+            how = (f"measured: {m['per_task'] * 1e3:.3g} ms per task, 2 threads "
+                   f"{m['speedup']:.2f}x 1 thread" if "speedup" in m else
+                   f"measured: {m['per_task'] * 1e6:.3g} us per task, under "
+                   f"{CHEAP_TASK_S * 1e6:.0f} us: no pool")
+            return f"{what}; {self.why.split(': measured')[0]}; {how}"
+        return f"{what}; {self.why}"
 
     def _make_wave(self, k: int) -> Callable[..., int] | None:
         """Transition ``k``'s batch for one block as a generated loop (the tasks of every live
@@ -392,7 +528,9 @@ class TaskMatcher:
                     self.discarded += st.discard_consumed(consumed)
             blk = _Block(recs[b0:b0 + size], bits[b0:b0 + size], self.ncomp)
             if self.procs:
-                finals = self._waves_procs(st, blk)
+                finals = self._waves_batch(st, blk, self._eval_procs)
+            elif self.operators == "measure":
+                finals = self._waves_batch(st, blk, self._measure)
             elif self.pool is None:
                 c0 = time.thread_time()
                 finals = self._waves(st, blk)
@@ -518,26 +656,18 @@ class TaskMatcher:
         self.tasks_true += true + len(finals)
         return finals
 
-    def _waves_procs(self, st: TaskState, blk: _Block) -> list[tuple[Any, ...]]:
-        """``workers`` forked processes: per transition, the block's tasks (created here,
-        content-free) go out in ``workers`` chunks of bindings; each process evaluates the
-        transition's condition (its copy of the compiled plan, inherited by the fork) and
-        sends back one boolean per task. For predicates that hold the GIL."""
-        global _FORKED
+    def _waves_batch(self, st: TaskState, blk: _Block,
+                     evaluate: Callable[[int, list[tuple[Any, ...]]], list[bool]]
+                     ) -> list[tuple[Any, ...]]:
+        """Per transition, the block's tasks (created here, content-free) as one batch of
+        bindings that ``evaluate`` turns into one boolean per task: forked processes
+        (:meth:`_eval_procs`) or the measurement (:meth:`_measure`)."""
         c0 = time.thread_time()
-        if self.pool is None:
-            import multiprocessing  # only when used: start-up
-            from concurrent.futures import ProcessPoolExecutor
-
-            _FORKED = self  # what the forked processes evaluate with
-            self.pool = ProcessPoolExecutor(self.settings.workers,
-                                            mp_context=multiprocessing.get_context("fork"))
-            weakref.finalize(self, self.pool.shutdown, wait=False, cancel_futures=True)
+        self._child = 0.0
         recs = blk.recs
         last = self.ncomp - 1
         finals: list[tuple[Any, ...]] = []
         fresh: list[tuple[_PM, int]] = []
-        child = 0.0
         for k in range(self.ncomp):
             e = blk.evk[k]
             slot = self.slots[k]
@@ -555,15 +685,7 @@ class TaskMatcher:
                                  for j in e[lo:hi])
             self.tasks_created += len(tasks)
             if self.fns[k] and tasks:
-                n = self.settings.workers
-                size = -(-len(tasks) // n)
-                chunks = [[t[2] for t in tasks[i:i + size]] for i in range(0, len(tasks), size)]
-                oks: list[bool] = []
-                spent = [0.0]
-                for got, cpu in self.pool.map(_proc_eval, repeat(k), chunks):
-                    oks.extend(got)
-                    spent.append(cpu)
-                child += max(spent)
+                oks = evaluate(k, [t[2] for t in tasks])
             else:
                 oks = [True] * len(tasks)
             made: list[tuple[_PM, int]] = []
@@ -584,8 +706,147 @@ class TaskMatcher:
         self.tasks_true += len(finals)
         serial = time.thread_time() - c0
         self.busy_cpu += serial
-        self.critical_cpu += serial + child
+        self.critical_cpu += serial + self._child
         return finals
+
+    def _eval_procs(self, k: int, Bts: list[tuple[Any, ...]]) -> list[bool]:
+        """``workers`` forked processes: the batch in ``workers`` chunks of bindings; each
+        process evaluates transition ``k``'s condition (its copy of the compiled plan,
+        inherited by the fork) and sends back one boolean per task. For predicates that hold
+        the GIL."""
+        global _FORKED
+        if self.pool is None:
+            import multiprocessing  # only when used: start-up
+            from concurrent.futures import ProcessPoolExecutor
+
+            _FORKED = self  # what the forked processes evaluate with
+            self.pool = ProcessPoolExecutor(self.settings.workers,
+                                            mp_context=multiprocessing.get_context("fork"))
+            weakref.finalize(self, self.pool.shutdown, wait=False, cancel_futures=True)
+        n = self.settings.workers
+        size = max(-(-len(Bts) // n), 1)
+        oks: list[bool] = []
+        spent = [0.0]
+        for got, cpu in self.pool.map(_proc_eval, repeat(k), [Bts[i:i + size] for i in
+                                                               range(0, len(Bts), size)]):
+            oks.extend(got)
+            spent.append(cpu)
+        self._child += max(spent)
+        return oks
+
+    def _eval_here(self, k: int, Bts: list[tuple[Any, ...]]) -> list[bool]:
+        fns = self.fns[k]
+        return [all(fn(Bt, 0) is True for fn in fns) for Bt in Bts]
+
+    def _eval_threads(self, k: int, Bts: list[tuple[Any, ...]]) -> list[bool]:
+        """The batch in ``workers`` chunks: this thread and the pool's."""
+        assert self.pool is not None
+        n = self.settings.workers
+        size = max(-(-len(Bts) // n), 1)
+        chunks = [Bts[i:i + size] for i in range(0, len(Bts), size)]
+        others = [self.pool.submit(self._eval_here, k, c) for c in chunks[1:]]
+        oks = self._eval_here(k, chunks[0]) if chunks else []
+        for f in others:
+            oks.extend(f.result())
+        return oks
+
+    def _two_threads(self, k: int, a: list[tuple[Any, ...]], b: list[tuple[Any, ...]]
+                     ) -> list[bool]:
+        """Evaluate ``a`` here and ``b`` on a helper thread at the same time."""
+        got: list[bool] = []
+        error: list[BaseException] = []
+
+        def other() -> None:
+            try:
+                got.extend(self._eval_here(k, b))
+            except BaseException as exc:  # noqa: BLE001 - raised again below
+                error.append(exc)
+
+        helper = threading.Thread(target=other, name="kleene-task-measure")
+        helper.start()
+        try:
+            mine = self._eval_here(k, a)
+        finally:
+            helper.join()
+        if error:
+            raise error[0]
+        return mine + got
+
+    def _measure(self, k: int, Bts: list[tuple[Any, ...]]) -> list[bool]:
+        """Decide threads or processes on transition ``k``'s first tasks, if its conditions
+        call an undeclared UDF: q tasks on this thread (:data:`MEASURE_S`), then rounds of 2q
+        tasks on 2 threads and q on this one, alternately (:data:`MEASURE_ROUNDS`). Cheaper than
+        :data:`CHEAP_TASK_S` a task: inline; 2 threads at least :data:`THREAD_SPEEDUP` times
+        as fast: threads (the UDF releases the GIL); else processes. Pure UDFs run unmemoized
+        meanwhile (a cache hit is not the function's cost). Every result is used: the
+        measurement is the evaluation of those tasks."""
+        if self.operators != "measure":  # decided on an earlier transition of the block
+            return (self._eval_threads if self.operators == "threads" else
+                    self._eval_procs if self.procs else self._eval_here)(k, Bts)
+        udfs = self.plan.udfs[k] if isinstance(self.plan, TaskPlan) else ()
+        if not any(udf_releases_gil(f) is None for _n, f in udfs) or len(Bts) < MEASURE_MIN:
+            return self._eval_here(k, Bts)
+        with contextlib.ExitStack() as stack:
+            for _n, f in udfs:
+                if isinstance(f, PureUdf):
+                    stack.enter_context(f.unmemoized())
+            oks = self._eval_here(k, Bts[:1])  # a first call may warm caches up: not timed
+            t0 = time.perf_counter()
+            each: list[float] = []
+            i = 1
+            while i < len(Bts) - 6 and i <= MEASURE_TASKS and (
+                    i <= 3 or time.perf_counter() - t0 < MEASURE_S / MEASURE_ROUNDS):
+                t1 = time.perf_counter()
+                oks += self._eval_here(k, Bts[i:i + 1])
+                each.append(time.perf_counter() - t1)
+                i += 1
+            one_s, one_n = time.perf_counter() - t0, i - 1
+            # the median task: a task the scheduler preempted does not make a cheap UDF costly
+            cheap = sorted(each)[len(each) // 2] < CHEAP_TASK_S
+            # on a machine that cannot give 2 threads the cores (TaskSettings.free_cores)
+            # neither threads nor processes gain and the comparison would say nothing about
+            # the UDF: this batch inline, and measured again on a later one
+            need = self.settings.free_cores
+            cores = free_cores() if need > 0 and not cheap else 2.0
+            busy = cores < need
+            two_s, two_n = 0.0, 0
+            q = one_n
+            for r in range(0 if cheap or busy else MEASURE_ROUNDS):
+                # rounds of (2 threads, 1 thread) alternate: a change of the machine's load
+                # then weighs on both sides
+                m = min(q, (len(Bts) - i) // 2)
+                if m < 1:
+                    break
+                t1 = time.perf_counter()
+                oks += self._two_threads(k, Bts[i:i + m], Bts[i + m:i + 2 * m])
+                two_s += time.perf_counter() - t1
+                two_n += 2 * m
+                i += 2 * m
+                if r == MEASURE_ROUNDS - 1 or len(Bts) - i < 3 * q:
+                    break
+                t1 = time.perf_counter()
+                oks += self._eval_here(k, Bts[i:i + q])
+                one_s += time.perf_counter() - t1
+                one_n += q
+                i += q
+        one = one_s / one_n
+        if cheap:
+            one = sorted(each)[len(each) // 2]
+        if busy:
+            self.why = (f"{self.why.split('; machine busy')[0]}; machine busy (2 threads got "
+                        f"{cores:.2f} cores): measured again on a later batch")
+            return oks + self._eval_here(k, Bts[i:])
+        if cheap:
+            self.operators, self.measured = "inline", {"per_task": one}
+            return oks + self._eval_here(k, Bts[i:])
+        speedup = two_n * one / two_s if two_s > 0 else float("inf")
+        self.measured = {"per_task": one, "speedup": speedup}
+        if speedup >= THREAD_SPEEDUP:
+            self.operators = "threads"
+            self._thread_pool()
+            return oks + self._eval_threads(k, Bts[i:])
+        self.operators, self.procs = "processes", True
+        return oks + self._eval_procs(k, Bts[i:])
 
     def _queued(self, st: TaskState, blk: _Block) -> list[tuple[Any, ...]]:
         """``workers`` operator instances (this thread and the pool's) pulling tasks from the
@@ -765,9 +1026,11 @@ def _matcher(cp: CompiledPlan, options: MatcherOptions) -> TaskMatcher:
 
 def _explain(plan: Plan) -> list[str]:
     s = SETTINGS
+    kind, why = choose_operators(plan, s)
     return linear_text(plan) + [
         f"tasks: <transition, partial match, event>; operator instances {s.mode}; "
-        f"{s.queue} queue; raw-event blocks of {s.block_size:,} events"]
+        f"{s.queue} queue; raw-event blocks of {s.block_size:,} events",
+        f"operators: {kind} ({why})"]
 
 
 PLAN = PlanKind(

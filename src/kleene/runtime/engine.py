@@ -395,10 +395,13 @@ class Runtime:
         self.buffer: list[pa.Table] = []
         self.time: TimeInfo | None = None
         self.held: list[tuple[tuple[Any, ...], Candidate, Any]] = []
+        """Complete matches waiting for release: (output key, candidate, route key of the
+        state that found it: a PICK group under a count window is complete by its
+        partition's positions; None when not known)."""
         self.touts: list[tuple[tuple[Any, ...], Match]] = []
         """Timed-out partial matches found but not yet released (a held match sorts first)."""
         self.late_events: list[pa.Table] = []
-        self._admitting: list[tuple[Any, Candidate]] = []
+        self._admitting: list[tuple[Any, Any, Candidate]] = []
         self._groups_done: list[Any] = []
         self._extra_runs = 0
         self._extra_matches = 0
@@ -875,9 +878,9 @@ class Runtime:
                     self.held.extend(cands)  # already (key, Match, None)
                 elif no_negation:
                     # nothing to check: straight to the output buffer with their sort keys
-                    self.held.extend(zip(map(sort_key, cands), cands, repeat(None)))
+                    self.held.extend(zip(map(sort_key, cands), cands, repeat(key)))
                 else:
-                    out.extend((st, c) for c in cands)
+                    out.extend((st, key, c) for c in cands)
         self._cap_counters()
 
     def _cap_counters(self) -> None:
@@ -1002,8 +1005,8 @@ class Runtime:
     def _admit_all(self) -> None:
         """Complete candidates of this chunk through the negation step; prune history."""
         out, self._admitting = self._admitting, []
-        for st, c in out:
-            self._admit(st, c)
+        for st, key, c in out:
+            self._admit(st, c, key)
         done, self._groups_done = self._groups_done, []
         if self.plan.negations:
             for key in done:
@@ -1020,12 +1023,12 @@ class Runtime:
                 if len(sel):
                     st.last_wpos = max(st.last_wpos, int(sel.max()))
                 for c in self.matcher.release_pending(st, _FAR_PAST):
-                    self._ready(c)
+                    self._ready(c, k)
 
-    def _admit(self, st: Any, c: Candidate) -> None:
+    def _admit(self, st: Any, c: Candidate, key: Any = None) -> None:
         m = self.matcher
         if self.no_negation:
-            self.held.append((m.sort_key(c), c, None))
+            self.held.append((m.sort_key(c), c, key))
             return
         if not m.negation_ok(st, c) or not m.match_preds_ok(c):
             m.forget(c)
@@ -1034,17 +1037,17 @@ class Runtime:
             m.admit_pending(st, c)
             return
         m.forget(c)
-        self._ready(c)
+        self._ready(c, key)
 
-    def _ready(self, c: Candidate) -> None:
-        self.held.append((self.matcher.sort_key(c), c, None))
+    def _ready(self, c: Candidate, key: Any = None) -> None:
+        self.held.append((self.matcher.sort_key(c), c, key))
 
     def _release_trailing(self, watermark: int | None) -> None:
         if not self.matcher.has_trailing:
             return
-        for st in self.states.values():
+        for key, st in self.states.items():
             for c in self.matcher.release_pending(st, watermark):
-                self._ready(c)
+                self._ready(c, key)
 
     def _release(self, watermark: int | None, final: bool = False) -> list[Match]:
         del watermark
@@ -1122,10 +1125,7 @@ class Runtime:
             # PICK compares the matches of a group (equal but for the picked variable); a
             # group is complete once no future event can complete a new member of it
             k = 0
-            while k < len(ready):
-                rt = self.policies.release_ts(ready[k][1])
-                if rt is None or rt >= self.frontier:
-                    break
+            while k < len(ready) and self._group_complete(ready[k][1], ready[k][2]):
                 k += 1
             # a held match holds back every released one it competes with (issue 17: a
             # match released before its rival was never compared with it)
@@ -1154,6 +1154,29 @@ class Runtime:
             self._prune_consumed()
         self.counters.matches += len(out)
         return out
+
+    def _group_complete(self, c: Candidate, key: Any) -> bool:
+        """No future event can join ``c``'s PICK groups: the picked variable comes before a
+        bound one in a SEQ (``Policies.complete_now``), or the stream is past the time window's
+        end (``Policies.release_ts``) or, with a count window, the next event's window position
+        is past it (``Policies.release_wpos``; per partition with PARTITION BY: ``key``, the
+        route key of the state that found ``c``, starts with the partition's values)."""
+        if self.policies.complete_now(c):
+            return True
+        w = self.spec.within
+        if w is not None and w.is_count:
+            at = self.policies.release_wpos(c)
+            if at is None:
+                return False
+            pb = self.plan.partition_by
+            if not pb:
+                return at <= self.next_gpos
+            if key is None or tuple(self.plan.key_attrs[:len(pb)]) != tuple(pb):
+                return False
+            nxt = self.pos_base.get(tuple(key[:len(pb)]))
+            return nxt is not None and at <= nxt
+        rt = self.policies.release_ts(c)
+        return rt is not None and rt < self.frontier
 
     _CONSUMED_PRUNE = 1 << 16
 
@@ -1243,6 +1266,7 @@ class Runtime:
             "next_gpos": self.next_gpos, "frontier": self.frontier,
             "max_seen": self.max_seen, "buffer": buf, "plain": self.plain,
             "held": [(k, cand_state(c)) for k, c, _ in self.held],
+            "held_keys": [x for _k, _c, x in self.held],
             "policies": self.policies.state(),
             "timeouts": self.counters.timeouts,
             "touts": [(k, (m.query, dict(m.bindings), m.start, m.end, m.expired))
@@ -1276,7 +1300,8 @@ class Runtime:
         if data["buffer"] is not None:
             with pa.ipc.open_stream(data["buffer"]) as r:
                 self.buffer = [r.read_all()]
-        self.held = [(k, Candidate(*c), None) for k, c in data["held"]]
+        keys = data.get("held_keys") or [None] * len(data["held"])
+        self.held = [(k, Candidate(*c), x) for (k, c), x in zip(data["held"], keys, strict=True)]
         # whether attribute values so far could be booleans (an older snapshot: assume so)
         self.plain = None
         plain = data.get("plain", False)

@@ -2,8 +2,10 @@
 RECENT, CONSUME, RETURN. Inputs are complete candidates already in output order.
 
 PICK groups matches that agree on every binding but one. With a time window W, a group whose
-shared events end at ts t is complete once the stream is past t + W (``release_ts``); without
-one, a streaming runtime holds PICK matches until ``close``. EMIT RECENT works per completing
+shared events end at ts t is complete once the stream is past t + W (``release_ts``); with a
+count window of n events, once the next event's window position is past the first shared
+event's s + n - 1 (``release_wpos``); without a query-level window, a streaming runtime holds
+PICK matches until ``close``. EMIT RECENT works per completing
 event and CONSUME walks matches in output order, so both stream.
 """
 
@@ -61,6 +63,7 @@ class Policies:
         if self.consume is not None:
             self.consume_slots = [self.slot[v] for v in (
                 plan.order if self.consume.all_vars else self.consume.vars)]
+        self._later = self._later_slots(plan)
 
     def release_ts(self, c: Candidate) -> int | None:
         """Time after which no new match can join ``c``'s PICK groups (None: only at the end
@@ -77,6 +80,52 @@ class Policies:
                 return None
             t = max(ts) + w.microseconds
             out = t if out is None else max(out, t)
+        return out
+
+    def _later_slots(self, plan: Any) -> list[list[int]] | None:
+        """Per PICK, the slots of the variables that come after the picked one in a SEQ (a
+        linear plan's later components, no NOT); None when the pattern is not such a SEQ."""
+        comps = getattr(plan, "components", None)
+        if comps is None or len(getattr(plan, "negations", ())) or not self.picks:
+            return None
+        at = {v: i for i, c in enumerate(comps) for v in c.vars}
+        out = []
+        for p in self.picks:
+            if p.var not in at:
+                return None
+            out.append([self.slot[u] for u in plan.order if at.get(u, -1) > at[p.var]])
+        return out
+
+    def complete_now(self, c: Candidate) -> bool:
+        """Every PICK group of ``c`` is complete already: in a SEQ, a variable after the picked
+        one is bound (it is shared by the group), so every member's picked event comes before
+        that event, which the stream has passed (docs/semantics.md 9)."""
+        later = self._later
+        if later is None:
+            return False
+        B = c.B
+        return all(any(B[s] is not None for s in slots) for slots in later)
+
+    def release_wpos(self, c: Candidate) -> int | None:
+        """Count window ``WITHIN n EVENTS``: the window position the stream's next event must
+        reach (per partition with PARTITION BY) before no new match can join ``c``'s PICK
+        groups (None: only at the end of the stream). A new member binds the picked variable
+        to an event not yet seen (every other binding is shared), at a position p at or after
+        the next one, and its first event is at or before the first shared event s, so
+        p - s < n: once the next position is s + n the group is complete (docs/semantics.md
+        9). The largest over the PICKs."""
+        w = self.spec.within
+        if w is None or not w.is_count:
+            return None
+        nvars = len(self.plan.order)
+        out = None
+        for p in self.picks:
+            vs = self.slot[p.var]
+            ps = [r[WPOS] for i, x in enumerate(c.B[:nvars]) if i != vs for r in _recs(x)]
+            if not ps:
+                return None
+            at = min(ps) + w.amount
+            out = at if out is None else max(out, at)
         return out
 
     def release_cut(self, cands: list[Candidate], k: int) -> int:
