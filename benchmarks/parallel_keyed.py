@@ -42,25 +42,33 @@ from .measure import loadavg
 REPO = Path(__file__).resolve().parent.parent
 
 _WRAP = """\
-import atexit, json, os, resource, sys
+import atexit, json, os, re, resource, sys
+_CPU = {}
 def _report():
     s = resource.getrusage(resource.RUSAGE_SELF)
     c = resource.getrusage(resource.RUSAGE_CHILDREN)
+    w = [v for k, v in _CPU.items() if re.fullmatch(r"worker \\d+", k)]
     with open(os.environ["KLEENE_BENCH_RUSAGE"], "w") as f:
         json.dump({"self": s.ru_utime + s.ru_stime, "workers": c.ru_utime + c.ru_stime,
-                   "worker_max": float(os.environ.get("KLEENE_BENCH_WORKER_MAX", "-1"))}, f)
+                   "worker_max": max(w) if w else -1.0, "phases": _CPU}, f)
 atexit.register(_report)
-try:  # the CPU seconds of each worker that matched while the input was read
+try:  # the CPU seconds of each worker (and its phases) of a run fed while read, or in parts
     from kleene.runtime import parallel as _par
     _finish = _par.KeyedFeed.finish
     def _spy(self):
         run = _finish(self)
         if run is not None:
-            w = [v for k, v in run.cpu.items() if k.startswith("worker ")]
-            os.environ["KLEENE_BENCH_WORKER_MAX"] = str(max(w, default=0.0))
+            _CPU.update(run.cpu)
         return run
     _par.KeyedFeed.finish = _spy
-except (ImportError, AttributeError):  # a baseline without it
+    _parts = _par.run_parts
+    def _spy_parts(*a, **k):
+        done = _parts(*a, **k)
+        if done.run is not None:
+            _CPU.update(done.run.cpu)
+        return done
+    _par.run_parts = _spy_parts
+except (ImportError, AttributeError):  # a baseline without them
     pass
 from kleene.cli.main import main
 sys.argv[0] = "kleene"
@@ -101,6 +109,8 @@ def kleene_run(csv: Path, workers: int, out: Path, work: Path,
     row: dict[str, Any] = {"wall": wall, "cpu_self": cpu["self"], "cpu_workers": cpu["workers"],
                            "cpu_worker_max": (cpu["worker_max"] if cpu["worker_max"] >= 0
                                               else cpu["workers"])}
+    for k, v in cpu.get("phases", {}).items():  # each worker's phases (CPU seconds)
+        row[f"cpu {k}"] = float(v)
     m = _PHASES.search(p.stderr)
     if m:
         total, comp, read, match, write = (float(x) for x in m.groups())
