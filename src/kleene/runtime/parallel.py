@@ -857,10 +857,12 @@ def _read_part(w: int, parts: int, compiled: Any, read: Callable[[int], PartRead
     own = None
     used = []
     for v in range(parts):
-        idx = np.flatnonzero(dest == v)
+        mask = dest == v
+        idx = np.flatnonzero(mask)
         if len(idx):
             used.append(v)
-        share = table.take(pa.array(idx)).append_column(GPOS_COL, pa.array(idx, pa.int64()))
+        # (a filter works chunk by chunk; a take would first join the chunks)
+        share = table.filter(pa.array(mask)).append_column(GPOS_COL, pa.array(idx, pa.int64()))
         if v == w:
             own = share
             continue
