@@ -18,6 +18,7 @@ from kleene.cli.main import cli
 from kleene.events.readers import EventStream, ReadOptions, iter_events
 from kleene.events.sources.csvrange import CsvRangeSource, csv_byte_ranges
 from kleene.runtime import parallel
+from kleene.runtime.engine import default_workers
 from kleene.runtime.parallel import MIN_EVENTS_PER_WORKER
 
 QUERY = ("PATTERN SEQ(Stock a, Stock+ b[], Stock c) WHERE b[1].price > a.price AND "
@@ -210,3 +211,28 @@ def test_no_byte_ranges_for_compressed_or_odd_inputs(tmp_path: Path) -> None:
     assert csv_byte_ranges(str(noline), ReadOptions(), 2) is None
     assert csv_byte_ranges("-", ReadOptions(), 2) is None
 
+
+
+@pytest.mark.skipif(default_workers() < 2, reason="one core: no second worker to weigh")
+def test_a_run_the_estimate_keeps_in_one_process_imports_no_worker_machinery(
+        tmp_path: Path) -> None:
+    """The runs plan on N events: one process by the cost estimate, said in the summary;
+    neither multiprocessing nor kleene.runtime.parallel is imported (start-up time)."""
+    import os
+    import subprocess
+    import sys
+
+    import kleene
+
+    run = ("import sys\nfrom kleene.cli.main import main\ntry:\n    main(['run', *sys.argv[1:]])\n"
+           "except SystemExit as e:\n    assert not e.code, e.code\n"
+           "print('IMPORTED', sorted(m for m in ('multiprocessing', 'kleene.runtime.parallel')"
+           " if m in sys.modules))\n")
+    csv = _write(tmp_path / "stock.csv", _lines(N))
+    env = {**os.environ, "PYTHONPATH": str(Path(kleene.__file__).parents[1])}
+    done = subprocess.run([sys.executable, "-c", run, QUERY, "-i", str(csv), "--event-type",
+                           "Stock", "-o", str(tmp_path / "o.jsonl")],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "1 worker: 2 workers estimated" in done.stderr
+    assert done.stdout.splitlines()[-1] == "IMPORTED []"

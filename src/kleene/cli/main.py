@@ -737,8 +737,9 @@ def explain(query: tuple[str, ...], dialect: str | None, dot: bool, spark: bool,
                    "kernel.")
 @click.option("--workers", default=None, type=click.IntRange(min=1), metavar="N",
               help="Processes for a PARTITION BY query: partitions spread over N workers by "
-                   "key hash, merged back in output order (default: the number of cores; "
-                   "with --stream, one process unless given; the summary says when a run "
+                   "key hash, merged back in output order; with a CSV file each worker reads "
+                   "a part of it (default: the number of cores when a cost estimate says they "
+                   "pay; with --stream, one process unless given; the summary says when a run "
                    "stays in one process and why).")
 @_tree
 @_guard
@@ -1187,7 +1188,8 @@ def _keyed_feed(compiled: Any, first: Any, options: dict[str, Any], workers: int
         return None  # _automaton keeps it in one process
     if n < 2 or compiled.analyzed.query.timeouts or options.get("use_kernel") is False:
         return None
-    from ..runtime.parallel import KeyedFeed, sequential_reason  # multiprocessing: workers only
+    from ..runtime.keyed import sequential_reason
+    from ..runtime.parallel import KeyedFeed  # multiprocessing: workers only
 
     if sequential_reason(compiled.compiled_plan, 1 << 62, n) is not None:
         return None
@@ -1242,7 +1244,9 @@ def _in_parts(compiled: Any, first: Any, stream: Any, input_path: str, read_opti
             or stream.decisions is None):
         return None  # ids checked unique over the whole input; one dead-letter file
     n = _default_workers() if workers is None else workers
-    if n < 2:
+    from ..runtime.keyed import parts_pay, sequential_reason  # (no multiprocessing)
+
+    if n < 2 or sequential_reason(compiled.compiled_plan, 1 << 62, n) is not None:
         return None
     from ..events.sources.csvrange import csv_byte_ranges
 
@@ -1251,8 +1255,6 @@ def _in_parts(compiled: Any, first: Any, stream: Any, input_path: str, read_opti
         return None
     head, ranges = cut
     est = _estimated_events(input_path, ranges)
-    from ..runtime.parallel import parts_pay, run_parts, sequential_reason
-
     if sequential_reason(compiled.compiled_plan, est, n) is not None:
         return None
     if workers is None:
@@ -1260,6 +1262,8 @@ def _in_parts(compiled: Any, first: Any, stream: Any, input_path: str, read_opti
         if why is not None:
             _WORKERS["label"] = f", 1 worker: {why}"
             return _Parts(None, why, 0.0, first, single=True)
+    from ..runtime.parallel import run_parts
+
     stream.close()
     decisions = stream.decisions
     count = bool(options.get("count_only"))
