@@ -923,7 +923,7 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
     if parted is not None and parted.run is not None:
         events, report = parted.first, parted.report
         _check_schema(compiled, events, input_path, types=True, type_names=parted.types)
-        read_done = compiled_at + parted.read_s
+        read_done = parted.read_done
     else:
         try:
             events, report = collect(stream, batches)
@@ -1206,7 +1206,8 @@ class _Parts:
 
     run: Any
     why: str | None
-    read_s: float
+    read_done: float
+    """When every part was read (``time.perf_counter``)."""
     first: Any
     report: Any = None
     types: frozenset[str] | None = None
@@ -1278,12 +1279,13 @@ def _in_parts(compiled: Any, first: Any, stream: Any, input_path: str, read_opti
 
     from ..events.readers import ReadReport
 
+    forked = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         done = run_parts(compiled.compiled_plan, len(ranges), read, options,
                          udfs=compiled.analyzed.udfs, texts=texts)
     if done.run is None:
-        return _Parts(None, done.why, done.read_s, first)
+        return _Parts(None, done.why, forked + done.read_s, first)
     rows, events, blank, nulled = (sum(i[k] for i in done.infos) for k in range(4))
     types: set[str] = set()
     for i in done.infos:
@@ -1291,7 +1293,7 @@ def _in_parts(compiled: Any, first: Any, stream: Any, input_path: str, read_opti
     report = ReadReport(source=stream.name, format=stream.format, rows_read=rows,
                         events=events, skipped=0, dead_lettered=0, out_of_order=0,
                         time=stream.time, bad_examples=(), blank_lines=blank, nulled=nulled)
-    return _Parts(done.run, None, done.read_s, first, report, frozenset(types))
+    return _Parts(done.run, None, forked + done.read_s, first, report, frozenset(types))
 
 
 def _estimated_events(path: str, ranges: list[tuple[int, int]]) -> int:
