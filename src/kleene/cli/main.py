@@ -959,7 +959,8 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
         matches = _engine_call(compiled.engine, compiled.run, events) if len(events) else []
     progress.clear()
     if parted is not None and parted.run is None:
-        _WORKERS["label"] = _WORKERS.get("label", "") + f" (read in one process: {parted.why})"
+        why = parted.why.splitlines()[0] if parted.why else "?"  # (one summary line)
+        _WORKERS["label"] = _WORKERS.get("label", "") + f" (read in one process: {why})"
     match_done = time.perf_counter()
     out_time = _output_time(events.time, explicit_unit)
     if touts.on:
