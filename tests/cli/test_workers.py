@@ -81,8 +81,9 @@ def test_run_stream_workers_two_writes_the_output_of_one(tmp_path: Path) -> None
 
 
 def test_run_default_keeps_the_runs_plan_in_one_process(tmp_path: Path) -> None:
-    """Without --workers the runs plan (chosen for this query) stays in one process (its
-    column hand-over); --workers 2 still spreads it, with the same bytes."""
+    """Without --workers the runs plan (chosen for this query) stays in one process on a
+    small input: the cost estimate says so, in the summary; --workers 2 still spreads it
+    (its workers reading the file in parts), with the same bytes."""
     csv = _csv(tmp_path / "stock.csv", 2 * MIN_EVENTS_PER_WORKER + 2000)
     outs = {}
     for extra in ([], ["--workers", "2"]):
@@ -92,5 +93,8 @@ def test_run_default_keeps_the_runs_plan_in_one_process(tmp_path: Path) -> None:
         assert r.exit_code == 0, r.output
         outs[len(extra)] = out.read_bytes()
         if not extra:
-            assert "1 worker: the runs plan is fastest in one process" in r.stderr
+            assert "1 worker: 2 workers estimated" in r.stderr
+            assert "with the runs plan" in r.stderr
+        else:
+            assert "2 workers, each reading a part of the input" in r.stderr
     assert outs[0] == outs[2] and outs[0].count(b"\n") > 100

@@ -5,6 +5,7 @@ and the workers start after reading, as before)."""
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 
 import numpy as np
@@ -64,10 +65,15 @@ def fed(monkeypatch: pytest.MonkeyPatch) -> list[parallel.ParallelRun | None]:
 
 def test_run_workers_fed_in_many_small_chunks_writes_the_output_of_one(
         tmp_path: Path, fed: list[parallel.ParallelRun | None]) -> None:
+    """A compressed file (that the workers cannot read in parts), or CSV output (JSON Lines
+    and counts only are read in parts): the feed matches while the input is read."""
     csv = _csv(tmp_path / "stock.csv", 2 * MIN_EVENTS_PER_WORKER + 3000)
-    for extra in (["--batch-size", "700"], ["--batch-size", "700", "--format", "csv"]):
+    gz = tmp_path / "stock.csv.gz"
+    gz.write_bytes(gzip.compress(csv.read_bytes()))
+    for path, extra in ((gz, ["--batch-size", "700"]),
+                        (csv, ["--batch-size", "700", "--format", "csv"])):
         fed.clear()
-        outs = _outputs(csv, tmp_path, *extra)
+        outs = _outputs(path, tmp_path, *extra)
         assert outs["1"] == outs["2"] and outs["1"].count(b"\n") > 100
         assert len(fed) == 1 and fed[0] is not None and fed[0].workers == 2, \
             "the workers did not match while reading"

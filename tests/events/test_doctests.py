@@ -9,7 +9,8 @@ import pytest
 
 MODULES = ["kleene.events.model", "kleene.events.readers", "kleene.events.writers",
            "kleene.events.convert", "kleene.events.badrows", "kleene.events.ordering",
-           "kleene.events.sources", "kleene.events.textcols", "kleene.udf"]
+           "kleene.events.sources", "kleene.events.sources.csvrange", "kleene.events.textcols",
+           "kleene.udf"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -19,7 +19,7 @@ from kleene.events import EventBatch, Match
 from kleene.events.textcols import utf8_bytes
 from kleene.events.writers import JsonLinesWriter
 from kleene.plans import choose
-from kleene.runtime import parallel
+from kleene.runtime import keyed, parallel
 from kleene.runtime.engine import Runtime, run_batch
 from kleene.testing.strategies import describe, queries, streams
 
@@ -31,7 +31,7 @@ def _key(ms: list[Match]) -> list[tuple[Any, ...]]:
 @pytest.fixture
 def no_minimum(monkeypatch: pytest.MonkeyPatch) -> None:
     """Parallel even on a handful of events (the tests' streams are tiny)."""
-    monkeypatch.setattr(parallel, "MIN_EVENTS_PER_WORKER", 0)
+    monkeypatch.setattr(keyed, "MIN_EVENTS_PER_WORKER", 0)  # (read by sequential_reason)
 
 
 @pytest.mark.parametrize("feature", ["partitions", "policies", "kleene", "negation", "mixed"])

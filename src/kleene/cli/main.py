@@ -750,8 +750,9 @@ def explain(query: tuple[str, ...], dialect: str | None, dot: bool, spark: bool,
                    "kernel.")
 @click.option("--workers", default=None, type=click.IntRange(min=1), metavar="N",
               help="Processes for a PARTITION BY query: partitions spread over N workers by "
-                   "key hash, merged back in output order (default: the number of cores; "
-                   "with --stream, one process unless given; the summary says when a run "
+                   "key hash, merged back in output order; with a CSV file each worker reads "
+                   "a part of it (default: the number of cores when a cost estimate says they "
+                   "pay; with --stream, one process unless given; the summary says when a run "
                    "stays in one process and why).")
 @_tree
 @_guard
@@ -903,9 +904,18 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
         return
     batches: list[Any] = []
     feed: Any = None  # keyed workers that match while the input is read (_keyed_feed)
+    parted: Any = None  # keyed workers that read the input in parts (_in_parts)
+    plain = out_fmt == "jsonl" and not touts.on and plot_path is None
     for b in stream:
         if not batches:  # the columns are known: a misspelt attribute fails before reading on
             _check_schema(compiled, b, input_path, types=False)
+            if plain and not query_set:
+                parted = _in_parts(compiled, b, stream, input_path, options, unread,
+                                   {**caps, "count_only": count}, workers, explicit_unit)
+                if parted is not None and parted.single:  # one process pays best
+                    workers, parted = 1, None
+                if parted is not None:
+                    break
             feed = _keyed_feed(compiled, b, {**caps, "count_only": count}, workers,
                                explicit_unit, plain_jsonl=out_fmt == "jsonl" and not count
                                and not touts.on and plot_path is None)
@@ -918,23 +928,35 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
                 feed.push(b)
         unread.count(b)
         progress.show(f"reading {input_path}: {_percent(stream)}{stream.report.events:,} events")
-    try:
-        events, report = collect(stream, batches)
-        unread.warn()
-        if len(events):  # every event type of the input is known: a misspelt one is an error
-            _check_schema(compiled, events, input_path, types=True)
-    except BaseException:
-        if feed is not None:
-            feed.abandon()
-        raise
-    read_done = time.perf_counter()
+    if parted is not None and parted.run is None:  # read here after all (parted.why)
+        stream = iter_events(input_path, options, sort_chunks=False)
+        for b in stream:
+            batches.append(b)
+            unread.count(b)
+    if parted is not None and parted.run is not None:
+        events, report = parted.first, parted.report
+        _check_schema(compiled, events, input_path, types=True, type_names=parted.types)
+        read_done = parted.read_done
+    else:
+        try:
+            events, report = collect(stream, batches)
+            unread.warn()
+            if len(events):  # every event type of the input is known: a misspelt one is an error
+                _check_schema(compiled, events, input_path, types=True)
+        except BaseException:
+            if feed is not None:
+                feed.abandon()
+            raise
+        read_done = time.perf_counter()
     if not query_set and not compiled.backend.options and len(events) > ORACLE_WARN_EVENTS:
         click.echo(f"kleene: warning: the oracle enumerates every candidate match (brute "
                    f"force, for tiny inputs); {len(events):,} events may take very long. "
                    "The default engine is automaton.", err=True)
     progress.show(f"matching {len(events):,} events with {_engine_label(compiled)}",
                   force=True)
-    if query_set:
+    if parted is not None and parted.run is not None:
+        matches = parted.matches()
+    elif query_set:
         matches = _engine_call("automaton", _run_query_set, compiled, events,
                                {**caps, "count_only": count}) if len(events) else []
     elif compiled.backend.streaming:
@@ -949,6 +971,9 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
     else:
         matches = _engine_call(compiled.engine, compiled.run, events) if len(events) else []
     progress.clear()
+    if parted is not None and parted.run is None:
+        why = parted.why.splitlines()[0] if parted.why else "?"  # (one summary line)
+        _WORKERS["label"] = _WORKERS.get("label", "") + f" (read in one process: {why})"
     match_done = time.perf_counter()
     out_time = _output_time(events.time, explicit_unit)
     if touts.on:
@@ -1128,14 +1153,17 @@ def _unread_columns_as_text(input_path: str, options: Any,
 
 
 def _check_schema(compiled: Any, events: Any, source: str, *, types: bool,
-                  complete: bool = True) -> None:
+                  complete: bool = True, type_names: frozenset[str] | None = None) -> None:
     """Check the query against the input's columns (and its event types when ``types``):
     an unknown attribute, event type or PARTITION BY column, or a string compared with a
     number, is a query error with a did-you-mean; event types missing from a first chunk
-    (``complete=False``) are a warning."""
+    (``complete=False``) are a warning. ``type_names``: the input's event types, when
+    ``events`` is only its first chunk (an input read in parts)."""
     from ..semantic.schema import InputSchema, check_against
 
     schema = InputSchema.of(events, types_complete=complete, source=source)
+    if type_names is not None:
+        schema = InputSchema(schema.columns, type_names, complete, source)
     if not types:
         schema = InputSchema(schema.columns, source=source)
     elif hasattr(compiled, "queries") and schema.types is not None:
@@ -1187,13 +1215,169 @@ def _keyed_feed(compiled: Any, first: Any, options: dict[str, Any], workers: int
         return None  # _automaton keeps it in one process
     if n < 2 or compiled.analyzed.query.timeouts or options.get("use_kernel") is False:
         return None
-    from ..runtime.parallel import KeyedFeed, sequential_reason  # multiprocessing: workers only
+    from ..runtime.keyed import sequential_reason
+    from ..runtime.parallel import KeyedFeed  # multiprocessing: workers only
 
     if sequential_reason(compiled.compiled_plan, 1 << 62, n) is not None:
         return None
     texts = _jsonl_texts(_output_time(first.time, explicit_unit)) if plain_jsonl else None
     return KeyedFeed(compiled.compiled_plan, n, options, udfs=compiled.analyzed.udfs,
                      texts=texts)
+
+
+@dataclass
+class _Parts:
+    """A run whose input keyed workers read in parts (:func:`_in_parts`): ``run`` (None: the
+    input is read in this process after all, ``why`` says why), the input's read report and
+    event types, and its first chunk (columns and time format)."""
+
+    run: Any
+    why: str | None
+    read_done: float
+    """When every part was read (``time.perf_counter``)."""
+    first: Any
+    report: Any = None
+    types: frozenset[str] | None = None
+    single: bool = False
+    """The cost estimate says one process (``why``): nothing was run, read on here."""
+
+    def matches(self) -> Any:
+        """The matches as :func:`_automaton` returns them (lines or a count)."""
+        par = self.run
+        _WORKERS["label"] = (f", {par.workers} workers, each reading a part of the input"
+                             if par.workers > 1 else f", 1 worker: {par.reason}")
+        _report_truncation(par.counters)
+        if par.texts is None:
+            return _Count(par.counters.matches)
+        return _Lines(par.texts)
+
+
+def _in_parts(compiled: Any, first: Any, stream: Any, input_path: str, read_options: Any,
+              unread: UnreadColumns, options: dict[str, Any], workers: int | None,
+              explicit_unit: bool) -> _Parts | None:
+    """Keyed workers that each read a part of a CSV file (byte ranges cut at line starts),
+    exchange events by key hash and match (:func:`~kleene.runtime.parallel.run_parts`), when
+    the query spreads over workers and the input can be cut; None otherwise. ``first``: the
+    first chunk of ``stream``, whose type decisions every part reads with. The result of the
+    run is that of reading in this process, byte for byte; a part with a bad row, a widened
+    column or rows out of order makes this process read the input after all."""
+    if (getattr(compiled, "compiled_plan", None) is None or not compiled.backend.streaming
+            or not compiled.backend.options or compiled.analyzed.query.timeouts
+            or options.get("use_kernel") is False):
+        return None
+    ro = read_options
+    from ..events.readers import BadRowPolicy
+
+    if (ro.id_col is not None or BadRowPolicy.parse(ro.on_bad_row).path is not None
+            or stream.decisions is None):
+        return None  # ids checked unique over the whole input; one dead-letter file
+    n = _default_workers() if workers is None else workers
+    from ..runtime.keyed import parts_pay, sequential_reason  # (no multiprocessing)
+
+    if n < 2 or sequential_reason(compiled.compiled_plan, 1 << 62, n) is not None:
+        return None
+    from ..events.sources.csvrange import csv_byte_ranges
+
+    cut = csv_byte_ranges(input_path, ro, n)
+    if cut is None or len(cut[1]) < 2:
+        return None
+    head, ranges = cut
+    est = _estimated_events(input_path, ranges)
+    if sequential_reason(compiled.compiled_plan, est, n) is not None:
+        return None
+    if workers is None:
+        why = parts_pay(compiled.compiled_plan, est, len(ranges))
+        if why is not None:
+            _WORKERS["label"] = f", 1 worker: {why}"
+            return _Parts(None, why, 0.0, first, single=True)
+    from ..runtime.parallel import run_parts
+
+    stream.close()
+    decisions = stream.decisions
+    count = bool(options.get("count_only"))
+    texts = None if count else _jsonl_texts(_output_time(first.time, explicit_unit))
+
+    from ..semantic.schema import read_attributes
+
+    attrs = read_attributes(compiled.analyzed)  # the columns a worker needs (None: every one)
+
+    def read(w: int) -> Any:
+        return _read_part(input_path, ro, head, ranges[w], decisions, unread, attrs)
+
+    from ..events.readers import ReadReport
+
+    forked = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        done = run_parts(compiled.compiled_plan, len(ranges), read, options,
+                         udfs=compiled.analyzed.udfs, texts=texts)
+    if done.run is None:
+        return _Parts(None, done.why, forked + done.read_s, first)
+    rows, events, blank, nulled = (sum(i[k] for i in done.infos) for k in range(4))
+    types: set[str] = set()
+    for i in done.infos:
+        types |= i[4]
+    report = ReadReport(source=stream.name, format=stream.format, rows_read=rows,
+                        events=events, skipped=0, dead_lettered=0, out_of_order=0,
+                        time=stream.time, bad_examples=(), blank_lines=blank, nulled=nulled)
+    return _Parts(done.run, None, forked + done.read_s, first, report, frozenset(types))
+
+
+def _estimated_events(path: str, ranges: list[tuple[int, int]]) -> int:
+    """The lines after the header of a CSV file, estimated from its first 256 KiB."""
+    start, size = ranges[0][0], ranges[-1][1]
+    with open(path, "rb") as f:
+        f.seek(start)
+        sample = f.read(1 << 18)
+    lines = sample.count(b"\n")
+    return size - start if not lines else int((size - start) * lines / len(sample))
+
+
+def _read_part(path: str, ro: Any, head: bytes, part: tuple[int, int], decisions: Any,
+               unread: UnreadColumns, attrs: frozenset[str] | None) -> Any:
+    """A keyed worker's part of a CSV file, read as the whole file's reader reads it, or the
+    reason to read the input in one process (``PartRead.redo``). Only the columns the query
+    reads (``attrs``, and kleene's own: id, time, type) are kept: the others would only be
+    copied from worker to worker (the output names events by id)."""
+    from ..events.model import RESERVED, TYPE
+    from ..events.ordering import concat
+    from ..events.readers import EventStream
+    from ..events.sources.csvrange import CsvRangeSource
+    from ..runtime.parallel import PartRead
+
+    with EventStream(CsvRangeSource(path, ro, head, *part), ro, sort_chunks=False,
+                     decisions=decisions) as st:
+        batches = []
+        types: set[str] = set()
+        for b in st:
+            batches.append(b)
+            unread.count(b)
+            if ro.event_type is None:
+                types.update(str(t) for t in _unique(b.table.column(TYPE)) if t is not None)
+        rep = st.report
+        if ro.event_type is not None:
+            types = {ro.event_type}
+        if rep.bad_rows:
+            return PartRead(None, redo="a bad row (reported in input order by one reader)")
+        if rep.out_of_order:
+            return PartRead(None, redo="the input is out of time order (the run sorts it)")
+        if st.decisions is None or st.decisions.types != decisions.types:
+            return PartRead(None, redo="a column's type widened in a later part")
+        if any(unread.bad.values()):
+            return PartRead(None, redo="a bad value in a column the query does not read")
+        table = concat([b.table for b in batches]) if batches else None
+        if table is None:
+            return PartRead(None, redo="a part without events")
+        if attrs is not None:
+            table = table.select([c for c in table.column_names if c in RESERVED or c in attrs])
+        return PartRead(table, rep.rows_read + rep.blank_lines, st.time,
+                        (rep.rows_read, rep.events, rep.blank_lines, rep.nulled, types))
+
+
+def _unique(col: Any) -> list[Any]:
+    import pyarrow.compute as pc
+
+    return list(pc.unique(col).to_pylist())
 
 
 def _automaton(compiled: Any, events: Any, options: dict[str, Any],

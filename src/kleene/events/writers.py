@@ -433,9 +433,22 @@ class JsonLinesWriter(_TextWriter):
         """The lines :meth:`write` would write for ``matches`` (newline included), as Arrow
         string arrays in order, without writing them: keyed parallel workers format their own
         matches, and the caller writes the merged lines with :meth:`write_texts`."""
-        from .textcols import Unformattable, jsonl_lines
+        from .textcols import Unformattable, jsonl_column_lines, jsonl_lines
 
-        out = []
+        out: list[pa.Array] = []
+        if isinstance(matches, MatchTable):  # column parts formatted from their columns
+            for part in matches.parts:
+                if not isinstance(part, MatchColumns):
+                    out += self.texts(part)
+                    continue
+                n = len(part)
+                for i in range(0, n, self._COLUMN_CHUNK):
+                    piece = part.slice(i, min(i + self._COLUMN_CHUNK, n))
+                    try:
+                        out.append(jsonl_column_lines(piece, self.time))
+                    except (Unformattable, pa.ArrowCapacityError):
+                        out += self.texts(piece.matches())
+            return out
         for i in range(0, len(matches), self._CHUNK):
             ms = matches[i:i + self._CHUNK]
             try:

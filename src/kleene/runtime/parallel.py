@@ -59,9 +59,7 @@ import pyarrow.compute as pc
 
 from ..errors import EngineError
 from ..events import EventBatch, Match
-from ..events.model import TS, TimeInfo
-from ..plan.linear import CompKind
-from ..vocab import PickMode
+from ..events.model import ID, TS, TimeInfo
 from .engine import (
     _FAR_PAST,
     GPOS_COL,
@@ -72,9 +70,13 @@ from .engine import (
     safe_loads,
     set_late_aside,
 )
-
-MIN_EVENTS_PER_WORKER = 10_000
-"""Below this many events per worker, forking costs more than it saves: one process."""
+from .keyed import (
+    MIN_EVENTS_PER_WORKER,
+    PARTS_COST,
+    parts_estimate,
+    parts_pay,
+    sequential_reason,
+)
 
 
 @dataclass
@@ -101,39 +103,6 @@ class ParallelRun:
         if self.texts is not None:
             return sum(len(t) for t in self.texts)
         return len(self.matches)
-
-
-def _pick_spans_partitions(plan: Any, spec: Any) -> str | None:
-    """A PICK FIRST/LAST v compares the matches equal in every other binding: they share an
-    event (hence a partition) only if some other variable always binds one. Checked on linear
-    plans (components); any other plan with such a PICK stays in one process."""
-    comps = getattr(plan, "components", None)
-    for p in spec.picks:
-        if p.mode is PickMode.EACH:
-            continue
-        if comps is None or not any(
-                c.kind is not CompKind.CHOICE and c.min > 0 and p.var not in c.vars
-                for c in comps):
-            return (f"PICK {p.mode.name} {p.var} can compare matches of different partitions "
-                    "(no other variable always binds an event)")
-    return None
-
-
-def sequential_reason(compiled: Any, n_events: int, workers: int) -> str | None:
-    """Why ``compiled`` runs in one process over ``n_events`` with ``workers`` asked (None:
-    it runs in parallel)."""
-    plan = compiled.plan
-    if workers <= 1:
-        return "one worker asked"
-    if not plan.partition_by:
-        return ("no PARTITION BY: partitions are the unit of keyed parallelism "
-                "(positions, PICK and CONSUME would span workers)")
-    why = _pick_spans_partitions(plan, compiled.spec)
-    if why is not None:
-        return why
-    if n_events < 2 * MIN_EVENTS_PER_WORKER:
-        return f"{n_events:,} events: too few to pay for a second process"
-    return None
 
 
 def key_workers(table: pa.Table, attrs: Sequence[str], workers: int) -> np.ndarray[Any, Any]:
@@ -208,6 +177,7 @@ def _work(w: int, *, rows: bool = True) -> tuple[Any, list[Any], list[int]]:
     idx = np.flatnonzero(job["dest"] == w)
     share = table.take(pa.array(idx)).append_column(GPOS_COL, pa.array(idx, pa.int64()))
     rt = _worker_runtime(job["compiled"], job["options"])
+    rt.columnar = job["texts"] is not None  # formatted from the columns (plans/runs.py)
     out = rt.push(EventBatch(share, job["time"]))
     out += rt.close()
     return _worker_result(rt, out, job["udfs"], job["texts"], rows=rows)
@@ -569,27 +539,11 @@ class KeyedFeed:
             self.procs = procs
             self.abandon()
         self.cpu["wait"] = time.perf_counter() - w0
-        for (_l, _r, cnt) in results:
-            for i, f in enumerate(self.udfs):
-                _add_udf_counts(f, cnt[9 + 2 * i] - self.before[i][0],
-                                cnt[10 + 2 * i] - self.before[i][1])
-        counters = _sum_counters(cnt for _l, _r, cnt in results)
         workers, reason = self.workers, None
         if int(self.used.sum()) < 2:
             workers, reason = 1, "every partition key hashes to one worker"
-        if self.count_only:
-            return ParallelRun([], counters, workers, reason, cpu=self.cpu)
-        c0 = time.process_time()
-        lasts = np.concatenate([np.asarray(k, dtype=np.int64) for k, _r, _c in results])
-        order = np.argsort(lasts, kind="stable")
-        if self.texts is not None:
-            lines = list(_merged_texts([t for _k, r, _c in results for t in r], order))
-            self.cpu["merge"] = time.process_time() - c0
-            return ParallelRun([], counters, workers, reason, cpu=self.cpu, texts=lines)
-        every = [Match(*m) for _k, r, _c in results for m in r]
-        matches = [every[i] for i in order.tolist()]
-        self.cpu["merge"] = time.process_time() - c0
-        return ParallelRun(matches, counters, workers, reason, cpu=self.cpu)
+        return _merged(results, self.udfs, self.before, workers, reason, self.cpu,
+                       self.texts, count_only=self.count_only)
 
     def _start(self) -> None:
         ctx = multiprocessing.get_context("fork")
@@ -625,6 +579,263 @@ class KeyedFeed:
             self.abandon()
         except Exception:  # noqa: BLE001, S110 - interpreter shutdown
             pass
+
+
+# ---------------------------------------------------------------------------------------------
+# an input read in parts by the workers themselves (no reading in the calling process)
+# ---------------------------------------------------------------------------------------------
+
+@dataclass
+class PartRead:
+    """What a worker read of its part of the input (see :func:`run_parts`)."""
+
+    table: pa.Table | None
+    """The part's events in input order, with ids counted from 0 in the part (None: see
+    ``redo``)."""
+    ids_taken: int = 0
+    """Ids the part took (its rows, bad ones included, and its blank lines): the ids of the
+    next part start there."""
+    time: TimeInfo = field(default_factory=TimeInfo)
+    """How the input's timestamps print back."""
+    info: Any = None
+    """Anything the caller wants back from the worker (picklable: its read report, ...)."""
+    redo: str | None = None
+    """Why the part cannot be read apart (a bad row, a type widened, ...): then the whole
+    input is read in one process, as without parts."""
+
+
+@dataclass
+class PartsRun:
+    """What :func:`run_parts` did: the run (None: read and run as usual, ``why`` says why),
+    each part's ``info`` and the wall seconds until every part was read and exchanged."""
+
+    run: ParallelRun | None
+    infos: list[Any]
+    why: str | None = None
+    read_s: float = 0.0
+
+
+def run_parts(compiled: Any, parts: int, read: Callable[[int], PartRead],
+              options: dict[str, Any], *, udfs: Mapping[str, Any] | None = None,
+              texts: Callable[[list[Match]], list[pa.Array]] | None = None,
+              offset_ids: bool = True) -> PartsRun:
+    """Keyed parallelism with the reading in the workers too: ``parts`` forked workers each
+    read part ``w`` of the input (``read(w)``: consecutive parts, in input order), split it by
+    key hash and hand each other worker its share (Arrow IPC files in /dev/shm); then each
+    worker numbers the events of its keys in the whole input (the parts' event counts, and
+    their ids with ``offset_ids``: the ids taken by the parts before), matches them and formats
+    its matches as :func:`run_parallel`'s workers do. The result is that of
+    :func:`run_parallel` over the whole input read in one process, match for match and in
+    order -- or ``run=None`` with the reason when it might not be: a part that asks for it
+    (:attr:`PartRead.redo`), events out of time order (within or across parts), a worker
+    that failed (an error or a cap: the usual run reports it)."""
+    if parts < 2:
+        raise EngineError(f"a run in parts needs at least 2 workers, not {parts!r}")
+    count_only = bool(options.get("count_only"))
+    texts = None if count_only else texts
+    counted = _counted(udfs)
+    before = [_udf_counts(f) for f in counted]
+    ctx = multiprocessing.get_context("fork")
+    folder = tempfile.mkdtemp(prefix="kleene-parts-", dir=_share_dir())
+    procs: list[tuple[Any, Any]] = []
+    w0 = time.perf_counter()
+    try:
+        for w in range(parts):
+            mine, theirs = ctx.Pipe(duplex=True)
+            p = ctx.Process(target=_part_child,
+                            args=(w, parts, theirs, compiled, read, options, texts, counted,
+                                  folder, offset_ids), daemon=True)
+            p.start()
+            theirs.close()
+            procs.append((p, mine))
+        reads = [_reply(p, conn) for p, conn in procs]
+        infos = [r[6] if r[0] == "read" else None for r in reads]
+        why = next((str(r[1]) for r in reads if r[0] != "read"), None)
+        if why is None:
+            last = None
+            for r in reads:  # each part is in time order (checked there); and across parts?
+                if r[1] == 0:
+                    continue
+                if last is not None and r[3] < last:
+                    why = "the input is out of time order (the run sorts it)"
+                    break
+                last = r[4]
+        if why is not None:
+            return PartsRun(None, infos, why)
+        id_offsets = np.cumsum([0] + [r[2] for r in reads])[:-1].tolist()
+        ev_offsets = np.cumsum([0] + [r[1] for r in reads])[:-1].tolist()
+        go = pickle.dumps(("go", id_offsets, ev_offsets))
+        for _p, conn in procs:
+            conn.send_bytes(go)
+        read_s = time.perf_counter() - w0
+        cpu: dict[str, float] = {}
+        results = []
+        for w, (p, conn) in enumerate(procs):
+            res = _reply(p, conn)
+            if res[0] != "ok":
+                return PartsRun(None, infos, str(res[1]), read_s)
+            results.append(res[1])
+            cpu[f"worker {w + 1}"] = res[2]
+            for k, v in res[3].items():
+                cpu[f"worker {w + 1} {k}"] = v
+        used = set().union(*(r[5] for r in reads))
+        workers, reason = parts, None
+        if len(used) < 2:
+            workers, reason = 1, "every partition key hashes to one worker"
+        run = _merged(results, counted, before, workers, reason, cpu, texts,
+                      count_only=count_only)
+        return PartsRun(run, infos, None, read_s)
+    finally:
+        for p, conn in procs:
+            conn.close()  # a worker still waiting sees EOF and leaves
+            p.join(timeout=5)
+            if p.is_alive():
+                p.kill()
+                p.join()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _reply(p: Any, conn: Any) -> Any:
+    """A part worker's next reply; a worker that died is an error of the run."""
+    try:
+        return pickle.loads(conn.recv_bytes())  # noqa: S301 - our own child's bytes
+    except EOFError:
+        raise EngineError(f"keyed parallel run: worker process {p.pid} died "
+                          f"(exit code {p.exitcode})") from None
+
+
+def _part_child(w: int, parts: int, conn: Any, compiled: Any,
+                read: Callable[[int], PartRead], options: dict[str, Any],
+                texts: Callable[[list[Match]], list[pa.Array]] | None, udfs: list[Any],
+                folder: str, offset_ids: bool) -> None:
+    """Part worker ``w``: read part ``w``, split it by key hash into one IPC file per worker
+    and reply ``("read", events, ids taken, first ts, last ts, workers used, info)`` (or
+    ``("redo", why)``); on ``("go", id offsets, event offsets)`` gather its share of every
+    part, renumbered in the whole input, match it and reply as :func:`_feed_child`."""
+    gc.freeze()
+    gc.disable()  # as _work: no collection of the inherited pages, nor of the many matches
+    res: Any
+    phases: dict[str, float] = {}
+    try:
+        res, own, tinfo = _read_part(w, parts, compiled, read, folder, phases)
+        conn.send_bytes(pickle.dumps(res, protocol=pickle.HIGHEST_PROTOCOL))
+        if res[0] != "read":
+            raise SystemExit
+        try:
+            _go, id_offsets, ev_offsets = pickle.loads(conn.recv_bytes())  # noqa: S301
+        except (EOFError, OSError):  # the parent gave up (or died)
+            raise SystemExit from None
+        c0 = time.process_time()
+        shares = []
+        for v in range(parts):
+            if v == w:
+                assert own is not None
+                share = own
+            else:
+                path = os.path.join(folder, f"{v}-{w}.arrow")
+                with pa.OSFile(path) as source:  # into memory: the file's space is freed now
+                    share = pa.ipc.open_stream(source).read_all()
+                os.unlink(path)
+            if share.num_rows == 0:
+                continue
+            i = share.schema.get_field_index(GPOS_COL)
+            share = share.set_column(i, GPOS_COL, pc.add(share.column(i), ev_offsets[v]))
+            if offset_ids and id_offsets[v]:
+                k = share.schema.get_field_index(ID)
+                share = share.set_column(k, ID, pc.add(share.column(k), id_offsets[v]))
+            shares.append(share)
+        rt = _worker_runtime(compiled, options)
+        rt.columnar = texts is not None  # formatted from the columns (plans/runs.py)
+        out: list[Match] = []
+        table = pa.concat_tables(shares, promote_options="permissive") if shares else None
+        c1 = time.process_time()
+        phases["gather"] = c1 - c0
+        if table is not None:
+            out = rt.push(EventBatch(table, tinfo))
+        out += rt.close()
+        c2 = time.process_time()
+        phases["match"] = c2 - c1
+        result = _worker_result(rt, out, udfs, texts)
+        phases["format"] = time.process_time() - c2
+        res = ("ok", result, time.process_time(), phases)
+    except SystemExit:
+        conn.close()
+        os._exit(0)
+    except BaseException as e:  # noqa: BLE001 - the usual run reports it
+        res = ("redo", f"{type(e).__name__}: {e}")
+    try:
+        conn.send_bytes(pickle.dumps(res, protocol=pickle.HIGHEST_PROTOCOL))
+    finally:
+        conn.close()
+        os._exit(0)
+
+
+def _read_part(w: int, parts: int, compiled: Any, read: Callable[[int], PartRead],
+               folder: str, phases: dict[str, float]) -> tuple[Any, pa.Table | None, TimeInfo]:
+    """Read part ``w`` and write its share for every other worker (see :func:`_part_child`);
+    (the reply, this worker's own share, the input's time format)."""
+    c0 = time.process_time()
+    try:
+        got = read(w)
+    except BaseException as e:  # noqa: BLE001 - the usual read reports it
+        return ("redo", f"{type(e).__name__}: {e}"), None, TimeInfo()
+    if got.redo is not None or got.table is None:
+        return ("redo", got.redo or "the part was not read"), None, got.time
+    c1 = time.process_time()
+    phases["read"] = c1 - c0
+    table = got.table
+    n = table.num_rows
+    ts = table.column(TS).to_numpy() if n else np.zeros(0, np.int64)
+    if n > 1 and not bool(np.all(ts[1:] >= ts[:-1])):
+        return ("redo", "the input is out of time order (the run sorts it)"), None, got.time
+    dest = (key_workers(table, compiled.plan.partition_by, parts) if n
+            else np.zeros(0, np.int64))
+    own = None
+    used = []
+    for v in range(parts):
+        mask = dest == v
+        idx = np.flatnonzero(mask)
+        if len(idx):
+            used.append(v)
+        # (a filter works chunk by chunk; a take would first join the chunks)
+        share = table.filter(pa.array(mask)).append_column(GPOS_COL, pa.array(idx, pa.int64()))
+        if v == w:
+            own = share
+            continue
+        path = os.path.join(folder, f"{w}-{v}.arrow")
+        with pa.OSFile(path, "wb") as sink, pa.ipc.new_stream(sink, share.schema) as wr:
+            wr.write_table(share)
+    phases["split"] = time.process_time() - c1
+    first = int(ts[0]) if n else 0
+    last = int(ts[-1]) if n else 0
+    return ("read", n, got.ids_taken, first, last, used, got.info), own, got.time
+
+
+def _merged(results: list[Any], udfs: list[Any], before: list[list[int]], workers: int,
+            reason: str | None, cpu: dict[str, float],
+            texts: Callable[[list[Match]], list[pa.Array]] | None, *,
+            count_only: bool) -> ParallelRun:
+    """The run of forked workers' results (:func:`_worker_result`, matches as rows or lines):
+    the UDF counters and counters added up, the matches merged into output order."""
+    for (_l, _r, cnt) in results:
+        for i, f in enumerate(udfs):
+            _add_udf_counts(f, cnt[9 + 2 * i] - before[i][0], cnt[10 + 2 * i] - before[i][1])
+    counters = _sum_counters(cnt for _l, _r, cnt in results)
+    if count_only:
+        return ParallelRun([], counters, workers, reason, cpu=cpu)
+    c0 = time.process_time()
+    # each worker's list is in output order and no two share a last event: a stable sort of
+    # the concatenated last positions is the merge
+    lasts = np.concatenate([np.asarray(k, dtype=np.int64) for k, _r, _c in results])
+    order = np.argsort(lasts, kind="stable")
+    if texts is not None:
+        lines = list(_merged_texts([t for _k, r, _c in results for t in r], order))
+        cpu["merge"] = time.process_time() - c0
+        return ParallelRun([], counters, workers, reason, cpu=cpu, texts=lines)
+    every = [Match(*m) for _k, r, _c in results for m in r]
+    matches = [every[i] for i in order.tolist()]
+    cpu["merge"] = time.process_time() - c0
+    return ParallelRun(matches, counters, workers, reason, cpu=cpu)
 
 
 def _share_dir() -> str | None:
@@ -975,5 +1186,6 @@ def _ipc(t: pa.Table) -> bytes:
     return bytes(sink.getvalue().to_pybytes())
 
 
-__all__ = ["MIN_EVENTS_PER_WORKER", "KeyedFeed", "ParallelRun", "ParallelStream", "default_workers",
-           "key_workers", "run_parallel", "sequential_reason"]
+__all__ = ["MIN_EVENTS_PER_WORKER", "PARTS_COST", "KeyedFeed", "ParallelRun", "ParallelStream",
+           "PartRead", "PartsRun", "default_workers", "key_workers", "parts_estimate",
+           "parts_pay", "run_parallel", "run_parts", "sequential_reason"]

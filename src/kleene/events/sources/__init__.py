@@ -139,6 +139,8 @@ def open_source(obj: Any, options: ReadOptions, tracker: list[IO[bytes]]) -> Sou
     """The source for anything :func:`kleene.read_events` accepts."""
     if isinstance(obj, (str, os.PathLike)):
         return file_source(os.fspath(obj), options, tracker)
+    if isinstance(obj, FileSource):  # a source already made (e.g. a part of a file)
+        return obj
     src = memory_source(obj, options.batch_size)
     if src is None:
         raise InputError(f"cannot read events from a {type(obj).__name__}; pass a file path, "

@@ -1,0 +1,238 @@
+"""``kleene run --workers N`` on a CSV file: each worker reads a part of the file (byte ranges
+cut at line starts, kleene.events.sources.csvrange), hands the other workers the events of
+their keys and matches its own (kleene.runtime.parallel.run_parts). The output is one
+process's, byte for byte: ids are line indices of the whole file, bad rows are reported as
+one reader reports them, an input out of order is sorted (then this process reads it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from click.testing import CliRunner
+
+from kleene.cli.main import cli
+from kleene.events.readers import EventStream, ReadOptions, iter_events
+from kleene.events.sources.csvrange import CsvRangeSource, csv_byte_ranges
+from kleene.runtime import parallel
+from kleene.runtime.engine import default_workers
+from kleene.runtime.parallel import MIN_EVENTS_PER_WORKER
+
+QUERY = ("PATTERN SEQ(Stock a, Stock+ b[], Stock c) WHERE b[1].price > a.price AND "
+         "b[i].price > b[i-1].price AND c.price < a.price PARTITION BY symbol "
+         "WITHIN 10 minutes USING strict-contiguity")
+N = 2 * MIN_EVENTS_PER_WORKER + 3000
+
+
+def _lines(n: int, *, seed: int = 7, volume: bool = True) -> list[str]:
+    rng = np.random.default_rng(seed)
+    sym = rng.integers(0, 30, n).tolist()
+    price = rng.normal(100, 5, n).round(1).tolist()
+    vol = rng.integers(1, 900, n).tolist()
+    head = "id,symbol,ts,price" + (",volume" if volume else "")
+    return [head] + [f"{i},S{s},{i},{p}" + (f",{v}" if volume else "")
+                     for i, (s, p, v) in enumerate(zip(sym, price, vol, strict=True))]
+
+
+def _write(path: Path, lines: list[str], *, eol: str = "\n") -> Path:
+    path.write_bytes((eol.join(lines) + eol).encode())
+    return path
+
+
+@dataclass(frozen=True)
+class _SmallBlocks(ReadOptions):
+    block_bytes: int = 1 << 16
+
+
+@pytest.fixture
+def parts(monkeypatch: pytest.MonkeyPatch) -> list[parallel.PartsRun]:
+    """What every run_parts returned."""
+    seen: list[parallel.PartsRun] = []
+    run_parts = parallel.run_parts
+
+    def spy(*a: object, **k: object) -> parallel.PartsRun:
+        seen.append(run_parts(*a, **k))  # type: ignore[arg-type]
+        return seen[-1]
+
+    monkeypatch.setattr(parallel, "run_parts", spy)
+    return seen
+
+
+def _run(csv: Path, out: Path, *extra: str, ok: bool = True) -> tuple[bytes, str]:
+    r = CliRunner().invoke(cli, ["run", QUERY, "-i", str(csv), "--event-type", "Stock",
+                                 "-o", str(out), *extra])
+    if ok:
+        assert r.exit_code == 0, r.output
+        return (out.read_bytes() if out.exists() else r.stdout.encode()), r.stderr
+    assert r.exit_code != 0
+    return b"", r.stderr
+
+
+def _one_and_two(csv: Path, tmp: Path, *extra: str) -> tuple[bytes, bytes, str]:
+    one, _ = _run(csv, tmp / "one.jsonl", "--workers", "1", *extra)
+    two, err = _run(csv, tmp / "two.jsonl", "--workers", "2", *extra)
+    return one, two, err
+
+
+@pytest.mark.parametrize("extra", [[], ["--plan", "nfa"], ["--batch-size", "700"]])
+def test_parts_give_the_output_of_one_reader(tmp_path: Path, parts: list[parallel.PartsRun],
+                                             extra: list[str]) -> None:
+    csv = _write(tmp_path / "stock.csv", _lines(N))
+    one, two, err = _one_and_two(csv, tmp_path, *extra)
+    assert one == two and one.count(b"\n") > 100
+    assert "2 workers, each reading a part of the input" in err
+    assert len(parts) == 1 and parts[0].run is not None and parts[0].run.workers == 2
+
+
+def test_parts_keep_ids_across_crlf_and_blank_lines(tmp_path: Path,
+                                                    parts: list[parallel.PartsRun]) -> None:
+    """Blank lines take ids (ids are line indices of the whole file); CRLF line ends."""
+    lines = _lines(N)
+    for i in (5, 6, N // 2, N // 2 + 1, N - 10):
+        lines.insert(i, "")
+    csv = _write(tmp_path / "stock.csv", lines, eol="\r\n")
+    one, two, err = _one_and_two(csv, tmp_path)
+    assert one == two and one.count(b"\n") > 100
+    assert "blank lines" in err and parts[0].run is not None
+
+
+def test_parts_count(tmp_path: Path, parts: list[parallel.PartsRun]) -> None:
+    csv = _write(tmp_path / "stock.csv", _lines(N))
+    one, two, _err = _one_and_two(csv, tmp_path, "--count")
+    assert one == two and int(one) > 100 and parts[0].run is not None
+
+
+def test_a_bad_row_is_reported_as_one_reader_does(tmp_path: Path,
+                                                  parts: list[parallel.PartsRun]) -> None:
+    lines = _lines(N)
+    lines[N - 100] = "oops"  # in the second part
+    csv = _write(tmp_path / "stock.csv", lines)
+    one, two, err = _one_and_two(csv, tmp_path, "--on-bad-row", "skip")
+    assert one == two and one.count(b"\n") > 100
+    assert "read in one process: a bad row" in err and "1   (1 skipped" in err
+    _o, err1 = _run(csv, tmp_path / "x.jsonl", "--workers", "1", ok=False)
+    _o, err2 = _run(csv, tmp_path / "y.jsonl", "--workers", "2", ok=False)
+    assert err1 == err2 and f"row {N - 99}" in err1 or f"line {N - 99}" in err1
+
+
+def test_an_input_out_of_order_across_parts_is_sorted(tmp_path: Path,
+                                                      parts: list[parallel.PartsRun]) -> None:
+    """Each part is in order, but the second starts before the first ends."""
+    lines = _lines(N)
+    head, rows = lines[0], lines[1:]
+    half = len(rows) // 2
+    shifted = [",".join([f, s, str(int(t) + 50), *rest]) for f, s, t, *rest in
+               (r.split(",") for r in rows[:half])]
+    csv = _write(tmp_path / "stock.csv", [head, *shifted, *rows[half:]])
+    one, two, err = _one_and_two(csv, tmp_path)
+    assert one == two and one.count(b"\n") > 100
+    assert "read in one process: the input is out of time order" in err
+    assert parts[0].run is None
+
+
+def test_a_column_widened_in_a_later_part_reads_in_one_process(
+        tmp_path: Path, parts: list[parallel.PartsRun], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Integer prices in the first block, a fraction near the end: one reader widens the
+    column to floats for the whole input; the parts would not agree, so it reads alone."""
+    from kleene.events import readers
+
+    # 64 KiB blocks: the first block (which decides the types) ends long before the fraction
+    monkeypatch.setattr(readers, "ReadOptions", _SmallBlocks)
+    lines = _lines(N)
+    lines = [lines[0]] + [",".join([*r.split(",")[:3], str(int(float(r.split(",")[3]))),
+                                    r.split(",")[4]]) for r in lines[1:]]
+    lines[N - 5] = lines[N - 5].rsplit(",", 2)[0] + ",101.5," + lines[N - 5].rsplit(",", 1)[1]
+    csv = _write(tmp_path / "stock.csv", lines)
+    one, two, err = _one_and_two(csv, tmp_path)
+    assert one == two and one.count(b"\n") > 10
+    assert "read in one process: a column's type widened" in err
+
+
+def test_a_bad_value_in_an_unread_column_warns_as_one_reader(
+        tmp_path: Path, parts: list[parallel.PartsRun]) -> None:
+    lines = _lines(N)
+    lines[N - 3] = lines[N - 3].rsplit(",", 1)[0] + ",nil"
+    csv = _write(tmp_path / "stock.csv", lines)
+    one, two, err = _one_and_two(csv, tmp_path)
+    assert one == two and "volume: 1 not int64" in err
+
+
+def test_an_unknown_event_type_fails_as_with_one_reader(tmp_path: Path) -> None:
+    lines = ["type," + ln if i == 0 else "Stock," + ln for i, ln in enumerate(_lines(N))]
+    csv = _write(tmp_path / "stock.csv", lines)
+    q = QUERY.replace("Stock c", "Stok c")
+    errs = []
+    for w in ("1", "2"):
+        r = CliRunner().invoke(cli, ["run", q, "-i", str(csv), "--workers", w,
+                                     "-o", str(tmp_path / "o.jsonl")])
+        assert r.exit_code != 0
+        errs.append(r.stderr)
+    assert errs[0] == errs[1] and "Stok" in errs[0]
+
+
+@pytest.mark.parametrize("eol", ["\n", "\r\n"])
+@pytest.mark.parametrize("parts_n", [2, 3, 7])
+def test_byte_ranges_read_as_the_whole_file(tmp_path: Path, eol: str, parts_n: int) -> None:
+    """The parts, read with the whole file's type decisions and their ids offset by the ids
+    of the parts before, are the whole file's events; the last line may lack its break."""
+    lines = _lines(3000, volume=False)
+    lines.insert(700, "")
+    csv = tmp_path / "x.csv"
+    csv.write_bytes((eol.join(lines)).encode())
+    opts = ReadOptions(event_type="Stock", block_bytes=4096, batch_size=500)
+    whole = iter_events(csv, opts, sort_chunks=False)
+    tables = [b.table for b in whole]
+    decisions = whole.decisions
+    cut = csv_byte_ranges(str(csv), opts, parts_n)
+    assert cut is not None
+    head, ranges = cut
+    assert ranges[0][0] == len(head) and ranges[-1][1] == csv.stat().st_size
+    assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:], strict=False))
+    got, offset = [], 0
+    for s, e in ranges:
+        st = EventStream(CsvRangeSource(str(csv), opts, head, s, e), opts, sort_chunks=False,
+                         decisions=decisions)  # (as the workers are given them)
+        for b in st:
+            t = b.table
+            got.append(t.set_column(0, "__id", pa.array(t.column(0).to_numpy() + offset)))
+        offset += st.report.rows_read + st.report.blank_lines
+    assert pa.concat_tables(got).equals(pa.concat_tables(tables))
+
+
+def test_no_byte_ranges_for_compressed_or_odd_inputs(tmp_path: Path) -> None:
+    gz = tmp_path / "x.csv.gz"
+    gz.write_bytes(b"\x1f\x8b\x08\x00")
+    noline = tmp_path / "y.csv"
+    noline.write_bytes(b"ts,v")
+    assert csv_byte_ranges(str(gz), ReadOptions(), 2) is None
+    assert csv_byte_ranges(str(noline), ReadOptions(), 2) is None
+    assert csv_byte_ranges("-", ReadOptions(), 2) is None
+
+
+
+@pytest.mark.skipif(default_workers() < 2, reason="one core: no second worker to weigh")
+def test_a_run_the_estimate_keeps_in_one_process_imports_no_worker_machinery(
+        tmp_path: Path) -> None:
+    """The runs plan on N events: one process by the cost estimate, said in the summary;
+    neither multiprocessing nor kleene.runtime.parallel is imported (start-up time)."""
+    import os
+    import subprocess
+    import sys
+
+    import kleene
+
+    run = ("import sys\nfrom kleene.cli.main import main\ntry:\n    main(['run', *sys.argv[1:]])\n"
+           "except SystemExit as e:\n    assert not e.code, e.code\n"
+           "print('IMPORTED', sorted(m for m in ('multiprocessing', 'kleene.runtime.parallel')"
+           " if m in sys.modules))\n")
+    csv = _write(tmp_path / "stock.csv", _lines(N))
+    env = {**os.environ, "PYTHONPATH": str(Path(kleene.__file__).parents[1])}
+    done = subprocess.run([sys.executable, "-c", run, QUERY, "-i", str(csv), "--event-type",
+                           "Stock", "-o", str(tmp_path / "o.jsonl")],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "1 worker: 2 workers estimated" in done.stderr
+    assert done.stdout.splitlines()[-1] == "IMPORTED []"
