@@ -40,7 +40,7 @@ def _state_builder(m: ChainMatcher) -> Any:
     env: dict[str, Any] = {"new": object.__new__, "ChainState": ChainState, "Part": Part,
                            "deque": deque}
     own = {"neg_hist": "[" + ", ".join(["[]"] * len(m.plan.negations)) + "]",
-           "parts": "[" + ", ".join(["part()"] * n) + "]",
+           "parts": "NULL",
            "cur_run": f"[-1] * {n}", "total": f"[0] * {n}"}
     src = Source()
     with src.block("def part():"):
@@ -48,13 +48,14 @@ def _state_builder(m: ChainMatcher) -> Any:
         for f in fields(Part):
             src.line(f"p.{f.name} = {_default(f, env)}")
         src.line("return p")
+    src.line("NULL = [part()] * " + str(n))
     with src.block("def new_state():"):
         src.line("s = new(ChainState)")
         for f in fields(ChainState):
             src.line(f"s.{f.name} = {own.get(f.name) or _default(f, env)}")
         src.line("return s")
     return build("\n".join(src.lines) + "\n", env, label="chain state",
-                 entry="new_state")
+                 entry=("new_state", "part", "NULL"))
 
 
 def _default(f: Any, env: dict[str, Any]) -> str:
@@ -73,7 +74,7 @@ def _default(f: Any, env: dict[str, Any]) -> str:
     return f"D_{f.name}"
 
 
-def _loop(m: ChainMatcher) -> Any:
+def _loop(m: ChainMatcher, part: Any, null: list[Part]) -> Any:
     """``process(st, recs, bits, out, max_matches, budget=None)``: ``_process_seq`` for the
     shape of :func:`fast_joiner` with the states unrolled (see the module docstring).
 
@@ -87,7 +88,8 @@ def _loop(m: ChainMatcher) -> Any:
     last = n - 1
     wu, we = m.win_us, m.win_ev
     mr = m.max_runs
-    env: dict[str, Any] = {"m": m, "fj": m.fast_join, "lo_of": m._lo,
+    env: dict[str, Any] = {"m": m, "fj": m.fast_join, "lo_of": m._lo, "part": part,
+                           "NULL": null,
                            "expire": m._expire, "join_lazy": m._join_lazy,
                            "event_caps": event_caps, "bisect_left": bisect_left}
     sizes = " + ".join(f"p{k}.base + len(R{k})" for k in range(n))
@@ -129,12 +131,32 @@ def _loop(m: ChainMatcher) -> Any:
             src.at(depth, "    live += 1")
 
     with src.block("def process(st, recs, bits, out, max_matches, budget=None):"):
-        src.line("P = st.parts")
+        src.line("P = st.parts", "prev = st.prev_bits", "tick = 0")
+        # an idle key (every partition empty, or none made yet): until its next start event
+        # an event changes only the adjacency and the expiry tick (expiry has nothing to
+        # cut), so the prefix before it is skipped in one scan
+        empty = " or ".join(f"P[{k}].recs" for k in range(n))
+        with src.block(f"if P is NULL or not ({empty}):"):
+            src.line("i = 0")
+            with src.block("for b in bits:"):
+                src.line(f"if b & {m.cbit[0]}:", "    break", "i += 1")
+            with src.block("if i:"):
+                src.line("j = i - 1", f"while j >= 0 and not bits[j] & {m.pos_bits}:",
+                         "    j -= 1", "if j >= 0:", "    prev = bits[j]")
+                if wu is not None or we is not None:
+                    # (no NOT: every bit is a positive variable's)
+                    src.line("tick = (i - bits[:i].count(0)) % 16")
+                with src.block("if i == len(bits):"):
+                    src.line("st.prev_bits = prev", "e = recs[-1]",
+                             f"st.last_wpos = e[{WPOS}]", f"st.last_ts = e[{TS}]", "return")
+                src.line("recs = recs[i:]", "bits = bits[i:]")
+            with src.block("if P is NULL:"):
+                src.line("st.parts = P = [" + ", ".join(["part()"] * n) + "]")
         for k in range(n):
             src.line(f"p{k} = P[{k}]", f"R{k} = p{k}.recs", f"S{k} = p{k}.snaps",
                      f"LT{k} = p{k}.lft", f"LW{k} = p{k}.lfw", f"C{k} = p{k}.chain")
-        src.line("copied = 0", f"size0 = {sizes}", "start0 = p0.base + len(R0)",
-                 "prev = st.prev_bits", "tick = 0", "e = ()", "bt = bw = None")
+        src.line("copied = 0", f"size0 = {sizes}", "start0 = p0.base + len(R0)", "e = ()",
+                 "bt = bw = None")
         if mr is not None:
             src.line(f"live = {lens}")
         with src.block("try:"):
@@ -232,6 +254,7 @@ def install(m: ChainMatcher) -> None:
     """Put the generated loop and state constructor on ``m`` when :func:`applies`."""
     if not applies(m):
         return
+    new_state, part, null = _state_builder(m)
     # instance attributes shadow the methods: the engine's calls reach the generated code
-    setattr(m, "process", _loop(m))  # noqa: B010 - assigning a method is not typed
-    setattr(m, "new_state", _state_builder(m))  # noqa: B010
+    setattr(m, "process", _loop(m, part, null))  # noqa: B010 - assigning a method is not typed
+    setattr(m, "new_state", new_state)  # noqa: B010
