@@ -120,15 +120,78 @@ def _loop(m: ChainMatcher, part: Any, null: list[Part]) -> Any:
         for k in range(last - 1, 0, -1):
             src.at(depth, f"if b & {m.cbit[k]} and R{k - 1}{admits(k - 1)}:")
             node(k, depth + 1)
+        src.at(depth, f"if b & {m.cbit[0]}:")
+        start(depth + 1)
+
+    def start(depth: int) -> None:
+        """A start node for ``e``. Its snapshot is (): it extends the chain when the key's
+        previous relevant event could take the first state too."""
         cb0 = m.cbit[0]
-        # a start node's snapshot is (): it extends the chain when the key's previous
-        # relevant event could take the first state too
-        src.at(depth, f"if b & {cb0}:", f"    if S0 and adj & {cb0}:", "        C0.append(False)",
-               "    else:", "        p0.tails += 1", "        C0.append(True)",
-               "    R0.append(e)", "    S0.append(())", f"    LT0.append(e[{TS}])",
-               f"    LW0.append(e[{WPOS}])")
+        src.at(depth, f"if S0 and adj & {cb0}:", "    C0.append(False)", "else:",
+               "    p0.tails += 1", "    C0.append(True)", "R0.append(e)", "S0.append(())",
+               f"LT0.append(e[{TS}])", f"LW0.append(e[{WPOS}])")
         if mr is not None:
-            src.at(depth, "    live += 1")
+            src.at(depth, "live += 1")
+
+    def accept() -> None:
+        """The last state's node: its join, then every cap."""
+        if wu is not None:
+            src.line(f"bt = e[{TS}] - {wu}")
+        if we is not None:
+            src.line(f"bw = e[{WPOS}] - {we - 1}")
+        src.line("nm = 0")
+        with src.block("if budget is not None and len(out) >= budget "
+                       "and m.on_cap != 'error':"):
+            # the call's budget is spent: the node leads to at least one match (no dead
+            # ends), counted as a lower bound without joining
+            src.line("m.truncated_matches += 1", "m.inexact = True")
+        with src.block("else:"):
+            if we is not None:
+                src.line("lo0 = lo_of(p0, bt, bw)")
+            elif wu is not None:
+                src.line("lo0 = p0.base + (bisect_left(LT0, bt) if LT0 and LT0[0] < bt "
+                         "else 0)")
+            else:
+                src.line("lo0 = p0.base")
+            # a bound on the node's matches: the generated join writes them all at once
+            # only when no cap can stop it (else the lazy join). The partitions' lengths
+            # include the event's own lower nodes, as in ``_process_seq``.
+            src.line("fits = True")
+            with src.block("if max_matches is not None or budget is not None:"):
+                src.line("bound = max(0, p0.base + len(R0) - lo0)"
+                         + "".join(f" * len(R{k})" for k in range(1, last)),
+                         "fits = (max_matches is None or bound <= max_matches) "
+                         "and (budget is None or len(out) + bound <= budget)")
+            with src.block("if fits:"):
+                src.line("before = len(out)", "fj(P, [lo0, " + ", ".join(
+                    f"p{k}.base" for k in range(1, n)) + "], e, hi, out)",
+                    "nm = len(out) - before")
+            with src.block("else:"):
+                src.line("nm = join_lazy(st, e, bt, bw, out, max_matches, budget)")
+        over = ["(max_matches is not None and nm > max_matches)",
+                "(budget is not None and len(out) > budget)"]
+        if mr is not None:
+            over.append(f"live > {mr}")
+        with src.block(f"if {' or '.join(over)}:"):
+            src.line(f"drop = event_caps(m, e, nm, out, max_matches, budget, "
+                     f"{'live' if mr is not None else 0})")
+            with src.block("if drop:"):
+                src.line("m._drop_oldest(st, drop)")
+                if mr is not None:
+                    src.line("live = m.live(st)")
+
+    def runs_cap() -> None:
+        """After an event that joined nothing: the output is as the last event left it, so
+        only the runs cap can be passed, and only by a node this event added."""
+        if mr is not None:
+            with src.block(f"if live > {mr}:"):
+                src.line("drop = event_caps(m, e, 0, out, max_matches, budget, live)")
+                with src.block("if drop:"):
+                    src.line("m._drop_oldest(st, drop)", "live = m.live(st)")
+
+    types = [set(c.types) for c in m.plan.components]
+    exclusive = all(None not in t for t in types) and sum(map(len, types)) == len(
+        set().union(*types))
 
     with src.block("def process(st, recs, bits, out, max_matches, budget=None):"):
         src.line("P = st.parts", "prev = st.prev_bits", "tick = 0")
@@ -175,65 +238,32 @@ def _loop(m: ChainMatcher, part: Any, null: list[Part]) -> Any:
                         if mr is not None:
                             src.line(f"live = {lens}")
                 src.line("adj = prev", "prev = b")
-                with src.block(f"if b & {m.cbit[last]} and R{last - 1}{admits(last - 1)}:"):
-                    node(last, src.depth)
-                    src.line("hi = sn")
-                    lower(src.depth)
-                    if wu is not None:
-                        src.line(f"bt = e[{TS}] - {wu}")
-                    if we is not None:
-                        src.line(f"bw = e[{WPOS}] - {we - 1}")
-                    src.line("nm = 0")
-                    with src.block("if budget is not None and len(out) >= budget "
-                                   "and m.on_cap != 'error':"):
-                        # the call's budget is spent: the node leads to at least one match
-                        # (no dead ends), counted as a lower bound without joining
-                        src.line("m.truncated_matches += 1", "m.inexact = True")
+                if exclusive:
+                    # each event takes one state at most (the states' types are disjoint)
+                    with src.block(f"if b & {m.cbit[last]}:"):
+                        with src.block(f"if R{last - 1}{admits(last - 1)}:"):
+                            node(last, src.depth)
+                            src.line("hi = sn")
+                            accept()
+                    for k in range(last - 1, -1, -1):
+                        with src.block(f"elif b & {m.cbit[k]}:"):
+                            if k:
+                                with src.block(f"if R{k - 1}{admits(k - 1)}:"):
+                                    node(k, src.depth)
+                                    runs_cap()
+                            else:
+                                start(src.depth)
+                                runs_cap()
+                else:
+                    with src.block(f"if b & {m.cbit[last]} and R{last - 1}"
+                                   f"{admits(last - 1)}:"):
+                        node(last, src.depth)
+                        src.line("hi = sn")
+                        lower(src.depth)
+                        accept()
                     with src.block("else:"):
-                        if we is not None:
-                            src.line("lo0 = lo_of(p0, bt, bw)")
-                        elif wu is not None:
-                            src.line("lo0 = p0.base + (bisect_left(LT0, bt) "
-                                     "if LT0 and LT0[0] < bt else 0)")
-                        else:
-                            src.line("lo0 = p0.base")
-                        # a bound on the node's matches: the generated join writes them all
-                        # at once only when no cap can stop it (else the lazy join). The
-                        # partitions' lengths include the event's own lower nodes, as in
-                        # ``_process_seq``.
-                        src.line("fits = True")
-                        with src.block("if max_matches is not None or budget is not None:"):
-                            src.line("bound = max(0, p0.base + len(R0) - lo0)"
-                                     + "".join(f" * len(R{k})" for k in range(1, last)),
-                                     "fits = (max_matches is None or bound <= max_matches) "
-                                     "and (budget is None or len(out) + bound <= budget)")
-                        with src.block("if fits:"):
-                            src.line("before = len(out)", "fj(P, [lo0, " + ", ".join(
-                                f"p{k}.base" for k in range(1, n)) + "], e, hi, out)",
-                                "nm = len(out) - before")
-                        with src.block("else:"):
-                            src.line("nm = join_lazy(st, e, bt, bw, out, max_matches, budget)")
-                    over = ["(max_matches is not None and nm > max_matches)",
-                            "(budget is not None and len(out) > budget)"]
-                    if mr is not None:
-                        over.append(f"live > {mr}")
-                    with src.block(f"if {' or '.join(over)}:"):
-                        src.line(f"drop = event_caps(m, e, nm, out, max_matches, budget, "
-                                 f"{'live' if mr is not None else 0})")
-                        with src.block("if drop:"):
-                            src.line("m._drop_oldest(st, drop)")
-                            if mr is not None:
-                                src.line("live = m.live(st)")
-                with src.block("else:"):
-                    lower(src.depth)
-                    if mr is not None:
-                        # no match and the output is as the last event left it: only the
-                        # runs cap can be passed, and only by a node this event added
-                        with src.block(f"if live > {mr}:"):
-                            src.line("drop = event_caps(m, e, 0, out, max_matches, budget, "
-                                     "live)")
-                            with src.block("if drop:"):
-                                src.line("m._drop_oldest(st, drop)", "live = m.live(st)")
+                        lower(src.depth)
+                        runs_cap()
         with src.block("finally:"):
             src.line("st.prev_bits = prev", "starts = p0.base + len(R0) - start0",
                      "m.created += copied + starts", "m.copied += copied",
