@@ -200,9 +200,15 @@ def _loop(m: ChainMatcher, part: Any, null: list[Part]) -> Any:
         # cut), so the prefix before it is skipped in one scan
         empty = " or ".join(f"P[{k}].recs" for k in range(n))
         with src.block(f"if P is NULL or not ({empty}):"):
-            src.line("i = 0")
-            with src.block("for b in bits:"):
-                src.line(f"if b & {m.cbit[0]}:", "    break", "i += 1")
+            if exclusive:
+                # an event that takes the first state takes no other: its bits are that
+                # state's bit alone, found at C speed
+                src.line("try:", f"    i = bits.index({m.cbit[0]})", "except ValueError:",
+                         "    i = len(bits)")
+            else:
+                src.line("i = 0")
+                with src.block("for b in bits:"):
+                    src.line(f"if b & {m.cbit[0]}:", "    break", "i += 1")
             with src.block("if i:"):
                 src.line("j = i - 1", f"while j >= 0 and not bits[j] & {m.pos_bits}:",
                          "    j -= 1", "if j >= 0:", "    prev = bits[j]")
