@@ -8,9 +8,12 @@ through lists and flags, and :meth:`ChainMatcher.new_state` builds a dataclass w
 default factories and one ``Part`` per state for every key. This module generates, per
 query, the same loop with the states unrolled (constants for the bits, the window and the
 caps; one local per partition list) and a constructor of the per-key state that assigns its
-slots directly. The nodes, snapshots, counters, caps and the join (:func:`fast_joiner`, or
-the lazy join when a cap could stop it) are exactly those of ``_process_seq``: the same
-matches in the same order.
+slots directly. Idle keys cost little: a new key shares the matcher's empty partitions
+(``NULL``) until its first start event, and a key whose partitions are all empty skips the
+events before its next start event in one scan (they change only the adjacency bits and the
+expiry tick). The nodes, snapshots, counters, caps and the join (:func:`fast_joiner`, or the
+lazy join when a cap could stop it) are exactly those of ``_process_seq``: the same matches in
+the same order (tests/runtime/test_chain_seq.py).
 
 :func:`install` puts both on a :class:`ChainMatcher` whose ``fast_join`` is set (and no
 Kleene join), as instance attributes: the engine calls ``matcher.process`` and
@@ -33,9 +36,12 @@ _LITERALS = {list: "[]", dict: "{}", deque: "deque()"}
 
 
 def _state_builder(m: ChainMatcher) -> Any:
-    """``new_state()`` equal to ``m.new_state()`` (a fresh :class:`ChainState`), built by
-    assigning the slots: every field from its dataclass default, then the matcher's own
-    values (one ``Part`` per state, ``cur_run`` and ``total``)."""
+    """``(new_state, part, NULL)``: ``new_state()`` is ``m.new_state()`` (a fresh
+    :class:`ChainState`) built by assigning the slots -- every field from its dataclass
+    default, then the matcher's own values (``cur_run``, ``total``) -- except that its
+    partitions are ``NULL``, one list of empty ``Part`` objects shared by every key until the
+    generated loop gives the key its own (``part()`` each) at its first start event. Only that
+    loop appends to partitions; everything else reads them or replaces them (``load_state``)."""
     n = m.n
     env: dict[str, Any] = {"new": object.__new__, "ChainState": ChainState, "Part": Part,
                            "deque": deque}
