@@ -1617,6 +1617,10 @@ def _matcher(cp: CompiledPlan, options: MatcherOptions) -> Any:
             if kleene_shape(plan, m):
                 m.kleene_join = True
                 m.kleene_end = [pr.compiled.fn for pr, _sl in m.end_filters]
+            # a SEQ of singles: the per-event loop and per-key state generated per query
+            from .chain_seq import install
+
+            install(m)
     return m
 
 
