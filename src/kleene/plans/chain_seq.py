@@ -227,6 +227,13 @@ def _loop(m: ChainMatcher, part: Any, null: list[Part]) -> Any:
                 src.line("recs = recs[i:]", "bits = bits[i:]")
             with src.block("if P is NULL:"):
                 src.line("st.parts = P = [" + ", ".join(["part()"] * n) + "]")
+        if wu is not None or we is not None:
+            # expire once per call too, as _process_seq does: a key may get fewer than 16
+            # events a call (the tick restarts each call), and its nodes would never be cut
+            with src.block("if recs:"):
+                src.line("r0 = recs[0]")
+                src.line("expire(st, " + ("None" if wu is None else f"r0[{TS}] - {wu}") + ", "
+                         + ("None" if we is None else f"r0[{WPOS}] - {we - 1}") + ")")
         for k in range(n):
             src.line(f"p{k} = P[{k}]", f"R{k} = p{k}.recs", f"S{k} = p{k}.snaps",
                      f"LT{k} = p{k}.lft", f"LW{k} = p{k}.lfw", f"C{k} = p{k}.chain")
