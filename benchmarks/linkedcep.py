@@ -27,6 +27,9 @@ plan against kleene's NFA (the SASE-style baseline), alternately in the same run
 
       PYTHONPATH=src python -m benchmarks.linkedcep --only sink [--sink-events 2000]
 
+* The same for a SEQ of three single variables (``--only sink3``: :data:`SEQ3`, windows
+  2-20 s, the list path up to 10 s), whose join writes ``SeqBlock`` s through ``push_to``.
+
 Times are CPU seconds of this process (``time.process_time``: the machine is shared), engine
 only (``evaluate`` on an in-memory batch). Each query runs on both plans, NFA first then chain,
 and their match counts must agree.
@@ -170,11 +173,23 @@ def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def sink_one(n: int, window: int, where: bool, mode: str, chunk: int = 250) -> dict[str, Any]:
-    """One enumeration of the explosion query into a null sink (in this process): ``mode``
-    ``sink`` (``push_to``) or ``list`` (``push``, each call's list dropped). Returns the CPU
-    seconds, the matches, and the peak RSS before and after (MB)."""
+SEQ3 = """PATTERN SEQ(Stock a, Stock b, Stock c)
+WITHIN {window}
+USING skip-till-any-match
+"""
+"""A SEQ of three single variables over every stock event (no PARTITION BY): about
+``(10 W)^2 / 2`` matches per event at a window of ``W`` seconds (``--only sink3``)."""
+
+
+def sink_one(n: int, window: int, where: bool, mode: str, chunk: int = 250,
+             shape: str = "kleene") -> dict[str, Any]:
+    """One enumeration of the explosion query (``shape`` ``seq3``: :data:`SEQ3`) into a null
+    sink (in this process): ``mode`` ``sink`` (``push_to``) or ``list`` (``push``, each
+    call's list dropped). Returns the CPU seconds, the matches, and the peak RSS before and
+    after (MB)."""
     q = queries.EXPLODE if where else queries.EXPLODE.replace("WHERE c.price > a.price\n", "")
+    if shape == "seq3":
+        q = SEQ3
     events = stock_events(n)
     rt = start(analyze(q.format(window=f"{window} seconds")), plan="chain",
                max_matches_per_call=None, max_matches_per_event=None)
@@ -194,24 +209,27 @@ def sink_one(n: int, window: int, where: bool, mode: str, chunk: int = 250) -> d
             m += len(rt.push(events.slice(i, chunk)))
         m += len(rt.close())
     dt = time.process_time() - t0
-    return {"window_s": window, "where": where, "mode": mode, "matches": m, "cpu_s": dt,
+    return {"window_s": window, "where": where, "mode": mode, "shape": shape, "matches": m,
+            "cpu_s": dt,
             "matches_per_s": m / dt if dt else float("nan"), "rss_before_mb": before,
             "rss_peak_mb": _rss_mb()}
 
 
-def sink_table(n: int, windows: tuple[int, ...], log: Any,
-               list_upto: int = 40) -> list[dict[str, Any]]:
-    """:func:`sink_one` for every window, with and without the WHERE, each in a fresh
-    process (``python -m benchmarks.linkedcep --sink-one W,WHERE,MODE``)."""
+def sink_table(n: int, windows: tuple[int, ...], log: Any, list_upto: int = 40,
+               shape: str = "kleene") -> list[dict[str, Any]]:
+    """:func:`sink_one` for every window, with and without the WHERE (``seq3``: no WHERE),
+    each in a fresh process (``python -m benchmarks.linkedcep --sink-one
+    W,WHERE,MODE,SHAPE``)."""
     import subprocess
 
     rows = []
-    for where in (True, False):
+    for where in (True, False) if shape == "kleene" else (False,):
         for w in windows:
-            for mode in ("sink", "list") if w <= list_upto and where else ("sink",):
+            lists = w <= list_upto and (where or shape != "kleene")
+            for mode in ("sink", "list") if lists else ("sink",):
                 res = subprocess.run(
                     [sys.executable, "-m", "benchmarks.linkedcep", "--sink-events", str(n),
-                     "--sink-one", f"{w},{int(where)},{mode}"],
+                     "--sink-one", f"{w},{int(where)},{mode},{shape}"],
                     check=True, capture_output=True, text=True)
                 row = json.loads(res.stdout.strip().splitlines()[-1])
                 log(f"  W={w:>2}s {'WHERE' if where else 'no WHERE':8} {mode:4}: "
@@ -376,6 +394,31 @@ def plots(results: dict[str, Any], out_dir: Path) -> list[Path]:
         fig.savefig(path, dpi=100)
         plt.close(fig)
         made.append(path)
+    rows = results.get("sink3")
+    if rows:
+        fig, (ax, ax2) = plt.subplots(1, 2, figsize=(9, 3.2))
+        for mode, label in (("sink", "push_to (SeqBlock)"), ("list", "push, lists dropped")):
+            pts = [r for r in rows if r["mode"] == mode]
+            if pts:
+                ax.plot([r["window_s"] for r in pts], [r["matches_per_s"] for r in pts],
+                        marker="o", label=label)
+                ax2.plot([r["matches"] for r in pts],
+                         [r["rss_peak_mb"] - r["rss_before_mb"] for r in pts], marker="o",
+                         label=label)
+        ax.set_xlabel("window (s)")
+        ax.set_ylabel("matches/s (CPU)")
+        ax.set_yscale("log")
+        ax.set_title("SEQ(a, b, c) into a null sink")
+        ax.legend(fontsize=7)
+        ax2.set_xscale("log")
+        ax2.set_xlabel("matches of the run")
+        ax2.set_ylabel("peak RSS - RSS before (MB)")
+        ax2.set_title("Memory against the output")
+        fig.tight_layout()
+        path = out_dir / "linkedcep_sink_seq3.png"
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        made.append(path)
     rows = results.get("explosion")
     if rows:
         fig, ax = plt.subplots(figsize=(5, 3))
@@ -417,8 +460,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", default=None, metavar="PATH", help="write the results here")
     args = ap.parse_args(argv)
     if args.sink_one:
-        w, where, mode = args.sink_one.split(",")
-        print(json.dumps(sink_one(args.sink_events, int(w), where == "1", mode)))
+        w, where, mode, *shape = args.sink_one.split(",")
+        print(json.dumps(sink_one(args.sink_events, int(w), where == "1", mode,
+                                  shape=shape[0] if shape else "kleene")))
         return 0
     only = set(args.only.split(","))
 
@@ -456,6 +500,10 @@ def main(argv: list[str] | None = None) -> int:
     if "sink" in only:
         log(f"Streaming enumeration into a null sink ({args.sink_events:,} stock events)")
         results["sink"] = sink_table(args.sink_events, (5, 10, 20, 40, 60), log)
+    if "sink3" in only:
+        log(f"SEQ of three singles into a null sink ({args.sink_events:,} stock events)")
+        results["sink3"] = sink_table(args.sink_events, (2, 5, 10, 20), log, list_upto=10,
+                                      shape="seq3")
     if "explosion" in only:
         log(f"Kleene explosion ({args.explosion_events:,} stock events)")
         results["explosion"] = explosion(args.explosion_events, (5, 10, 20, 40, 60), log)

@@ -34,3 +34,12 @@ def test_streaming_sink_counts_what_push_returns() -> None:
         listed = linkedcep.sink_one(600, 30, where, "list")
         assert sink["matches"] == listed["matches"] > 1_000
         assert sink["rss_peak_mb"] >= sink["rss_before_mb"] > 0
+
+
+def test_seq3_sink_counts_what_push_returns() -> None:
+    """``--only sink3``: the SEQ of three singles writes through push_to as many matches as
+    push returns (C(k, 2) per event for the k events of its window before it)."""
+    sink = linkedcep.sink_one(300, 2, False, "sink", shape="seq3")
+    listed = linkedcep.sink_one(300, 2, False, "list", shape="seq3")
+    assert sink["shape"] == "seq3"
+    assert sink["matches"] == listed["matches"] > 20_000

@@ -16,10 +16,15 @@ QUERY = ("PATTERN SEQ(S a, S+ b[], S c) WHERE c.price > a.price PARTITION BY sym
          "WITHIN 9 seconds USING skip-till-any-match")
 
 
+SEQ3 = ("PATTERN SEQ(S a, S b, S c) PARTITION BY sym WITHIN 30 seconds "
+        "USING skip-till-any-match")
+
+
+@pytest.mark.parametrize("query", [QUERY, SEQ3], ids=["kleene", "seq3"])
 @pytest.mark.parametrize("fmt", ["jsonl", "csv"])
 @pytest.mark.parametrize("stream", [False, True])
 def test_chain_output_is_the_nfas_byte_for_byte(tmp_path: Path, fmt: str,
-                                                stream: bool) -> None:
+                                                stream: bool, query: str) -> None:
     rng = random.Random(8)
     rows = ["id,ts,sym,price"] + [f"r{i},{i // 2},{rng.choice('xy')},{rng.randint(1, 9)}"
                                   for i in range(70)]
@@ -28,7 +33,7 @@ def test_chain_output_is_the_nfas_byte_for_byte(tmp_path: Path, fmt: str,
     outs = {}
     for plan in ("nfa", "chain"):
         dest = tmp_path / f"{plan}.{fmt}"
-        args = ["run", QUERY, "-i", str(src), "--event-type", "S", "--id-col", "id",
+        args = ["run", query, "-i", str(src), "--event-type", "S", "--id-col", "id",
                 "--time-unit", "s", "--plan", plan, "-o", str(dest), "--format", fmt, "-q"]
         if stream:
             args += ["--stream", "--batch-size", "16"]

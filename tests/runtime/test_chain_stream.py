@@ -314,3 +314,143 @@ def test_nodes_expire_when_each_push_brings_a_partition_few_events() -> None:
     assert _key(sink.matches) == _key(want)
     # 3 states x 3 keys x (the window's ~2 events a key + at most 32 expired ones left)
     assert live < 400, live
+
+
+# --- SEQ of single variables (the generated join, fast_joiner): SeqBlock -------------------
+def _seq_case(rng: random.Random) -> tuple[str, list[dict[str, object]]]:
+    n = rng.choice((2, 3, 3, 4))
+    types = [rng.choice("ABS") for _ in range(n)]
+    q = "PATTERN SEQ(" + ", ".join(f"{t} v{i}" for i, t in enumerate(types)) + ")"
+    conds = []
+    if rng.random() < 0.3:
+        conds.append(f"v{rng.randrange(n)}.x > 0")
+    if rng.random() < 0.2:
+        conds.append("[k]")
+    if conds:
+        q += " WHERE " + " AND ".join(conds)
+    if rng.random() < 0.3:
+        q += " PARTITION BY k"
+    w = rng.random()
+    if w < 0.4:
+        q += f" WITHIN {rng.randint(2, 12)} seconds"
+    elif w < 0.6:
+        q += f" WITHIN {rng.randint(3, 14)} EVENTS"
+    ids: list[Any] = [f"e{i}" for i in range(60)] if rng.random() < 0.5 else list(range(60))
+    recs: list[dict[str, object]] = []
+    ts = 0
+    for i in range(rng.randint(6, 45)):
+        ts += rng.choice((0, 1, 1, 2))
+        recs.append({"id": ids[i], "type": rng.choice("ABSS"), "ts": ts,
+                     "x": rng.randint(0, 3), "k": rng.choice("uv")})
+    return q, recs
+
+
+def test_seq_of_singles_streams_blocks_equal_to_the_oracle_and_push() -> None:
+    """Random SEQs of 2-4 single variables (masks, [k], PARTITION BY, windows in time and in
+    events, int and str ids), split pushes, chunks of 1-40: the oracle's matches in its
+    order, and push's; most of the output written as SeqBlock columns."""
+    rng = random.Random(1314)
+    matches = columns = 0
+    for _ in range(250):
+        q, recs = _seq_case(rng)
+        aq = analyze(q)
+        want = oracle(aq, EventBatch.from_records(recs))
+        cuts = sorted(rng.sample(range(1, len(recs)), rng.randint(0, 3)))
+        chunk = rng.randint(1, 40)
+        rt = start(aq, plan="chain")
+        assert rt.matcher.fast_join is not None  # type: ignore[attr-defined]
+        sink = Collect()
+        n = _pushes(rt, recs, cuts, sink, chunk)
+        assert _key(sink.matches) == _key(want), f"{q} over {recs}, cuts {cuts}"
+        assert n == len(want) == rt.counters.matches
+        assert all(len(p) <= chunk for p in sink.pieces)
+        plain = start(aq, plan="chain")
+        got: list[Match] = []
+        for i, j in zip([0, *cuts], [*cuts, len(recs)], strict=True):
+            if j > i:
+                got += plain.push(EventBatch.from_records(recs[i:j]))
+        got += plain.close()
+        assert _key(got) == _key(want)
+        matches += len(want)
+        columns += sink.columns
+    assert matches > 10_000 and columns > 300
+
+
+def _seq3(n: int, seed: int = 5) -> tuple[str, EventBatch]:
+    rng = random.Random(seed)
+    recs = [{"id": i, "type": "S", "ts": i, "x": rng.randint(0, 9)} for i in range(n)]
+    return "PATTERN SEQ(S a, S b, S c) WITHIN 60 seconds", EventBatch.from_records(recs)
+
+
+def test_seq_of_singles_holds_one_block_per_event_and_bounded_pieces() -> None:
+    """SEQ of 3 singles over 200 events in a 60 s window (~100k matches in one call): the
+    runtime holds at most one entry per event before writing, every piece holds at most
+    ``chunk`` matches, all but the first events' few matches as columns, and the traced peak memory of the call is far below what its
+    Match objects take (about 400 B each, docs/engine.md)."""
+    import tracemalloc
+
+    q, events = _seq3(200)
+    aq = analyze(q)
+    want = start(aq, plan="nfa", max_matches_per_call=None)
+    ms = want.push(events) + want.close()
+    rt = start(aq, plan="chain", max_matches_per_call=None)
+    held: list[int] = []
+    release = rt._release_blocks  # type: ignore[attr-defined]
+
+    def spy(ready: list[Any]) -> Any:
+        held.append(len(ready))
+        return release(ready)
+
+    rt._release_blocks = spy  # type: ignore[attr-defined]
+    sizes: list[int] = []
+    built: list[int] = []  # matches handed over as Match objects (events with < 64)
+
+    def sink(piece: MatchColumns | list[Match]) -> None:
+        sizes.append(len(piece))
+        if not isinstance(piece, MatchColumns):
+            built.append(len(piece))
+
+    tracemalloc.start()
+    try:
+        n = rt.push_to(events, sink, chunk=500) + rt.close_to(sink, chunk=500)
+        _cur, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert n == len(ms) > 100_000
+    assert held and sum(held) <= len(events) + sum(built)
+    assert max(sizes) <= 500
+    assert sum(built) < 1000  # only the first events' few matches (below SEQ_BLOCK_MIN)
+    assert peak < len(ms) * 40, (peak, len(ms))  # a Match costs ~400 B: 10x below that
+
+
+@pytest.mark.parametrize("on_cap", ["error", "truncate"])
+@pytest.mark.parametrize("per_event,per_call", [
+    (None, None), (300, None), (None, 3000), (700, 2500)])
+def test_seq_of_singles_caps_mean_what_they_mean_for_push(on_cap: str, per_event: int | None,
+                                                          per_call: int | None) -> None:
+    """The SeqBlock path under both caps, error and truncate: push's matches and counters."""
+    q, events = _seq3(60, seed=3)
+    aq = analyze(q)
+    opts = {"max_matches_per_event": per_event, "max_matches_per_call": per_call,
+            "on_cap": on_cap}
+    plain = _outcome(start(aq, plan="chain", **opts), events, stream=False)
+    streamed = _outcome(start(aq, plan="chain", **opts), events, stream=True)
+    assert streamed == plain
+
+
+def test_seq_of_singles_snapshot_between_streaming_calls() -> None:
+    """push_to, snapshot, restore, push_to: the uninterrupted matches."""
+    rng = random.Random(10)
+    recs = [{"id": f"e{i}", "type": rng.choice("AB"), "ts": i // 2, "k": rng.choice("uv")}
+            for i in range(120)]
+    aq = analyze("PATTERN SEQ(A a, B b, A c, B d) PARTITION BY k WITHIN 12 seconds")
+    nfa = start(aq, plan="nfa")
+    want = nfa.push(EventBatch.from_records(recs)) + nfa.close()
+    rt = start(aq, plan="chain")
+    sink = Collect()
+    rt.push_to(EventBatch.from_records(recs[:51]), sink, chunk=33)
+    rt2 = start(aq, plan="chain")
+    rt2.restore(rt.snapshot())
+    rt2.push_to(EventBatch.from_records(recs[51:]), sink, chunk=33)
+    rt2.close_to(sink)
+    assert _key(sink.matches) == _key(want) and len(want) > 500 and sink.columns

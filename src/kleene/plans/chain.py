@@ -53,12 +53,17 @@ from ..runtime.policies import bindings_builder
 from ..semantic.analyzed import AnalyzedQuery
 from ..vocab import Emit, Strategy
 from . import registry
-from .chain_stream import MAX_SPAN, KleeneBlock
+from .chain_stream import MAX_SPAN, KleeneBlock, SeqBlock
 from .registry import CompiledPlan, PlanKind, Stats, matches_estimate
 
 Rec = tuple[Any, ...]
 
 _NONE = -(1 << 62)
+SEQ_BLOCK_MIN = 64
+"""Lazy output (a sink or the CLI's columns): a last event of a SEQ of single variables whose
+matches may number this many or more (the product of the reachable partitions' sizes) is
+written as one :class:`~.chain_stream.SeqBlock`; fewer are built as ``Match`` objects at once
+(so at most this many per event exist before they are written)."""
 
 CHAIN_EVENT = 2.12
 """Work per input event of the pattern's types (a node per state it takes), in the
@@ -659,22 +664,27 @@ class ChainMatcher(LinearMatcher):
                         if windowed:
                             lo_c[0] = lo_of(parts[0], bound_t, bound_w)
                         hi = S[last][-1][0]
+                        rest = None if budget is None else budget - self.described
+                        blk_n = self._join_seq_block(st, e, lo_c, hi, out, max_matches,
+                                                    rest) if self.describe else None
                         # a bound on the node's matches: the generated join writes all of
                         # them at once only when no cap can stop it (else the lazy join)
                         fits = True
-                        if max_matches is not None or budget is not None:
+                        if blk_n is None and (max_matches is not None or rest is not None):
                             bound = 1
                             for j in range(last):
                                 bound *= max(0, parts[j].base + len(R[j]) - lo_c[j])
                             fits = (max_matches is None or bound <= max_matches) and (
-                                budget is None or len(out) + bound <= budget)
-                        if fits:
+                                rest is None or len(out) + bound <= rest)
+                        if blk_n is not None:
+                            nm = blk_n
+                        elif fits:
                             before = len(out)
                             fj(parts, lo_c, e, hi, out)
                             nm = len(out) - before
                         else:
                             nm = self._join_lazy(st, e, bound_t, bound_w, out, max_matches,
-                                                 budget)
+                                                 rest)
                 eff = None if budget is None else budget - self.described
                 if ((max_matches is not None and nm > max_matches)
                         or (eff is not None and len(out) > eff)
@@ -706,6 +716,60 @@ class ChainMatcher(LinearMatcher):
                 self.inexact = True  # what the join did not write
                 break
         return nm
+
+    def _join_seq_block(self, st: ChainState, c: Rec, lo: list[int], hi: int,
+                        out: list[Any], max_matches: int | None,
+                        budget: int | None) -> int | None:
+        """The generated join's matches ending with ``c`` as one
+        :class:`~.chain_stream.SeqBlock` (lazy output: a copy of the reachable nodes, no
+        match built), counted exactly; None (nothing written) when they are fewer than
+        ``SEQ_BLOCK_MIN`` (the generated join writes them: a block's copy would cost more)
+        or a cap could stop them (the lazy join stops one past it)."""
+        parts = st.parts
+        last = self.n - 1
+        bound = 1
+        for j in range(last):
+            bound *= max(0, parts[j].base + len(parts[j].recs) - lo[j])
+        if bound < SEQ_BLOCK_MIN:
+            return None
+        # the reachable range [start_k, hi_k) of each partition, from the last one down
+        his = [0] * last
+        his[last - 1] = hi
+        for k in range(last - 1, 0, -1):
+            pk = parts[k]
+            if his[k] <= pk.base:
+                return 0
+            his[k - 1] = pk.snaps[his[k] - 1 - pk.base][0]
+        starts = [lo[0]] + [0] * (last - 1)
+        for k in range(1, last):
+            pk = parts[k]
+            starts[k] = pk.base + bisect_right(pk.snaps, (starts[k - 1],))
+        if any(starts[k] >= his[k] for k in range(last)):
+            return 0
+        ids: list[list[Any]] = []
+        snaps: list[list[int]] = [[]]
+        for k in range(last):
+            pk = parts[k]
+            a, b = starts[k] - pk.base, his[k] - pk.base
+            ids.append([r[ID] for r in pk.recs[a:b]])
+            if k:
+                s0 = starts[k - 1]
+                snaps.append([s[0] - s0 for s in pk.snaps[a:b]])
+        p0 = parts[0]
+        ts0 = [r[TS] for r in p0.recs[starts[0] - p0.base:his[0] - p0.base]]
+        comp = {cp.vars[0]: k for k, cp in enumerate(self.plan.components)}
+        assert self.direct is not None
+        blk = SeqBlock(self.direct[0], self.plan.order,
+                       tuple(comp[v] for v in self.plan.order), c[ID], c[TS], c[GPOS], ids,
+                       ts0, snaps)
+        n = len(blk)
+        if (max_matches is not None and n > max_matches) or (
+                budget is not None and len(out) + n > budget):
+            return None
+        if n:
+            out.append(((c[GPOS],), blk, None))
+            self.described += n - 1
+        return n
 
     def _join_kleene(self, st: ChainState, c: Rec, bound_t: int | None, bound_w: int | None,
                      out: list[Any], room: int | None) -> int | None:

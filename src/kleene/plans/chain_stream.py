@@ -162,4 +162,126 @@ def _chunk(segs: list[tuple[KleeneBlock, int, int, int]], total: int) -> MatchCo
                         np.asarray(s_cg, np.int64)[seg], (None, items, None))
 
 
-__all__ = ["MAX_SPAN", "KleeneBlock"]
+class SeqBlock(MatchBlock):
+    """The matches ending with one last event ``c`` of a SEQ of single variables (the
+    generated join :func:`~kleene.plans.chain.fast_joiner`), described by a copy of the
+    reachable nodes: ``ids[k]`` (and the first state's ``ts0``) of partition ``k`` (``k`` <
+    ``L``, the last state's index) and, for ``k`` >= 1, ``snaps[k][i]``: how many nodes of
+    partition ``k - 1`` node ``i`` reaches (local indices). O(reachable nodes) per last
+    event, whatever the number of matches; expanded a bounded piece at a time when written,
+    in the join's order (first event ascending, then the second-to-last variable down to the
+    second)."""
+
+    __slots__ = ("query", "names", "comp", "c_id", "c_ts", "c_gpos", "ids", "ts0", "snaps",
+                 "n")
+
+    def __init__(self, query: str, names: tuple[str, ...], comp: tuple[int, ...], c_id: Any,
+                 c_ts: int, c_gpos: int, ids: list[list[Any]], ts0: list[int],
+                 snaps: list[list[int]]) -> None:
+        self.query, self.names, self.comp = query, names, comp
+        self.c_id, self.c_ts, self.c_gpos = c_id, c_ts, c_gpos
+        self.ids, self.ts0, self.snaps = ids, ts0, snaps
+        # the exact number of matches: W_k[i] partial matches end at node i of partition k
+        w = [1] * len(ids[0])
+        for k in range(1, len(ids)):
+            pre = [0]
+            for x in w:
+                pre.append(pre[-1] + x)
+            w = [pre[s] for s in snaps[k]]
+        self.n = sum(w)
+
+    def __len__(self) -> int:
+        return self.n
+
+    @classmethod
+    def columns(cls, blocks: Sequence[MatchBlock], chunk: int) -> Iterator[MatchColumns]:
+        """Each block's matches as column parts of at most ``chunk`` matches (a part never
+        spans two blocks)."""
+        if chunk < 1:
+            raise ValueError(f"chunk must be a positive number of matches, not {chunk}")
+        for blk in blocks:
+            assert isinstance(blk, SeqBlock)
+            for cols in blk._index_chunks(chunk):
+                yield blk._part(cols)
+
+    def _index_chunks(self, chunk: int) -> Iterator[list[list[int]]]:
+        """Lists of local node indices per partition (``cols[k]``), at most ``chunk``
+        matches each, in the join's order."""
+        L = len(self.ids)
+        snaps = self.snaps
+        cols: list[list[int]] = [[] for _ in range(L)]
+        size = 0
+        n0 = len(self.ids[0])
+        if L == 1:
+            for lo in range(0, n0, chunk):
+                yield [list(range(lo, min(n0, lo + chunk)))]
+            return
+        m = [0] * L  # m[k]: the first node of partition k after m[k - 1] (m[0] = i0)
+        idx = [0] * L  # the current node per partition
+        for i0 in range(n0):
+            m[0] = idx[0] = i0
+            for k in range(1, L):
+                sk = snaps[k]
+                mk = m[k]
+                while mk < len(sk) and sk[mk] <= m[k - 1]:
+                    mk += 1
+                m[k] = mk
+            # depth-first over partitions L-1 .. 2 (hi per level), partition 1 as ranges
+            his = [0] * (L + 1)
+            his[L - 1] = len(snaps[L - 1])
+            level = L - 1
+            cur = [0] * L
+            cur[L - 1] = m[L - 1] - 1
+            while level < L:
+                if level == 1:
+                    lo, hi = m[1], his[1]
+                    while lo < hi:
+                        take = min(hi - lo, chunk - size)
+                        cols[1].extend(range(lo, lo + take))
+                        for k in range(2, L):
+                            cols[k].extend([idx[k]] * take)
+                        cols[0].extend([i0] * take)
+                        size += take
+                        lo += take
+                        if size == chunk:
+                            yield cols
+                            cols = [[] for _ in range(L)]
+                            size = 0
+                    level += 1
+                    continue
+                cur[level] += 1
+                if cur[level] >= his[level]:
+                    level += 1
+                    continue
+                idx[level] = cur[level]
+                his[level - 1] = snaps[level][cur[level]]
+                if level - 1 >= 2:
+                    cur[level - 1] = m[level - 1] - 1
+                level -= 1
+        if size:
+            yield cols
+
+    def _part(self, cols: list[list[int]]) -> MatchColumns:
+        ids: list[Any] = []
+        offs = []
+        for col_ids in self.ids:
+            offs.append(len(ids))
+            ids += col_ids
+        ids.append(self.c_id)
+        total = len(cols[0])
+        rows = [np.asarray(c, np.int64) + o for c, o in zip(cols, offs, strict=True)]
+        rows.append(np.full(total, len(ids) - 1, np.int64))
+        arr: np.ndarray[Any, Any] | list[Any] = ids
+        if ids and all(type(x) is int for x in ids):
+            try:
+                arr = np.asarray(ids, np.int64)
+            except OverflowError:
+                arr = ids
+        return MatchColumns(self.query, self.names, arr, tuple(rows[k] for k in self.comp),
+                            (None,) * len(self.comp),
+                            np.asarray(self.ts0, np.int64)[np.asarray(cols[0], np.int64)],
+                            np.full(total, self.c_ts, np.int64),
+                            np.full(total, self.c_gpos, np.int64))
+
+
+__all__ = ["MAX_SPAN", "KleeneBlock", "SeqBlock"]
