@@ -97,6 +97,7 @@ def _loop(m: ChainMatcher, part: Any, null: list[Part]) -> Any:
     env: dict[str, Any] = {"m": m, "fj": m.fast_join, "lo_of": m._lo, "part": part,
                            "NULL": null,
                            "expire": m._expire, "join_lazy": m._join_lazy,
+                           "seq_block": m._join_seq_block,
                            "event_caps": event_caps, "bisect_left": bisect_left}
     sizes = " + ".join(f"p{k}.base + len(R{k})" for k in range(n))
     lens = " + ".join(f"len(R{k})" for k in range(n))
@@ -146,7 +147,9 @@ def _loop(m: ChainMatcher, part: Any, null: list[Part]) -> Any:
         if we is not None:
             src.line(f"bw = e[{WPOS}] - {we - 1}")
         src.line("nm = 0")
-        with src.block("if budget is not None and len(out) >= budget "
+        # blocks written earlier in the call (lazy output) hold ``m.described`` more matches
+        src.line("rest = None if budget is None else budget - m.described")
+        with src.block("if rest is not None and len(out) >= rest "
                        "and m.on_cap != 'error':"):
             # the call's budget is spent: the node leads to at least one match (no dead
             # ends), counted as a lower bound without joining
@@ -162,24 +165,31 @@ def _loop(m: ChainMatcher, part: Any, null: list[Part]) -> Any:
             # a bound on the node's matches: the generated join writes them all at once
             # only when no cap can stop it (else the lazy join). The partitions' lengths
             # include the event's own lower nodes, as in ``_process_seq``.
+            lo = "[lo0, " + ", ".join(f"p{k}.base" for k in range(1, n)) + "]"
+            src.line(f"blk_n = seq_block(st, e, {lo}, hi, out, max_matches, rest) "
+                     "if desc else None")
             src.line("fits = True")
-            with src.block("if max_matches is not None or budget is not None:"):
+            with src.block("if blk_n is None and (max_matches is not None "
+                           "or rest is not None):"):
                 src.line("bound = max(0, p0.base + len(R0) - lo0)"
                          + "".join(f" * len(R{k})" for k in range(1, last)),
                          "fits = (max_matches is None or bound <= max_matches) "
-                         "and (budget is None or len(out) + bound <= budget)")
-            with src.block("if fits:"):
+                         "and (rest is None or len(out) + bound <= rest)")
+            with src.block("if blk_n is not None:"):
+                src.line("nm = blk_n")
+            with src.block("elif fits:"):
                 src.line("before = len(out)", "fj(P, [lo0, " + ", ".join(
                     f"p{k}.base" for k in range(1, n)) + "], e, hi, out)",
                     "nm = len(out) - before")
             with src.block("else:"):
-                src.line("nm = join_lazy(st, e, bt, bw, out, max_matches, budget)")
+                src.line("nm = join_lazy(st, e, bt, bw, out, max_matches, rest)")
+        src.line("rest = None if budget is None else budget - m.described")
         over = ["(max_matches is not None and nm > max_matches)",
-                "(budget is not None and len(out) > budget)"]
+                "(rest is not None and len(out) > rest)"]
         if mr is not None:
             over.append(f"live > {mr}")
         with src.block(f"if {' or '.join(over)}:"):
-            src.line(f"drop = event_caps(m, e, nm, out, max_matches, budget, "
+            src.line(f"drop = event_caps(m, e, nm, out, max_matches, rest, "
                      f"{'live' if mr is not None else 0})")
             with src.block("if drop:"):
                 src.line("m._drop_oldest(st, drop)")
@@ -200,7 +210,8 @@ def _loop(m: ChainMatcher, part: Any, null: list[Part]) -> Any:
         set().union(*types))
 
     with src.block("def process(st, recs, bits, out, max_matches, budget=None):"):
-        src.line("P = st.parts", "prev = st.prev_bits", "tick = 0")
+        src.line("P = st.parts", "prev = st.prev_bits", "tick = 0", "m.described = 0",
+                 "desc = m.describe")
         # an idle key (every partition empty, or none made yet): until its next start event
         # an event changes only the adjacency and the expiry tick (expiry has nothing to
         # cut), so the prefix before it is skipped in one scan
