@@ -5,13 +5,13 @@ microseconds under those decisions."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Literal
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import InputError
+from ..frozen import dataclass
 from .convert import (
     CellError,
     cast_to,

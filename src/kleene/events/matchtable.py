@@ -13,11 +13,11 @@ objects. The runtime returns one only when asked (``Runtime.columnar``, set by t
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any, overload
 
 import numpy as np
 
+from ..frozen import dataclass
 from .match import Match
 
 Arr = np.ndarray[Any, Any]

@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import IO, Any
 
 import numpy as np
@@ -59,6 +59,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import InputError
+from ..frozen import dataclass
 from .badrows import BadRow, BadRowPolicy, BadRows
 from .convert import CellError, convert_column, infer_text_type, parse_type_name
 from .decisions import UNIT_US, Decisions, decide, normalise_type, time_micros

@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from .. import ast
 from ..errors import EngineError
+from ..frozen import dataclass
 from ..semantic.analyzed import AnalyzedQuery, VarKind
 from ..syntax import expr_text
 from .expr import HELPERS, Layout, NotInlinable, RefInfo, compile_expr, inline_condition, refs

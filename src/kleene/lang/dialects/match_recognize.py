@@ -27,11 +27,12 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import NoReturn
 
 from ... import ast
 from ...diagnostics import Span
+from ...frozen import dataclass
 from ..lexer import Tok, Token
 from ..parser import Parser
 
