@@ -17,11 +17,18 @@ import pytest
 
 from kleene import frozen
 
+OPTIONS = [{"frozen": True, "slots": True}, {"frozen": True}, {"slots": True}, {"plain": True},
+           {"frozen": True, "slots": True, "kw_only": True}]
 
-def _both(body: Any) -> tuple[Any, Any]:
-    """The class made by ``body(decorator)`` with the standard library's and with ours."""
-    std = body(dataclasses.dataclass(frozen=True, slots=True))
-    ours = body(frozen.dataclass(frozen=True, slots=True))
+
+def _both(body: Any, **options: bool) -> tuple[Any, Any]:
+    """The class made by ``body(decorator)`` with the standard library's and with ours
+    (``frozen=True, slots=True`` unless ``plain=True`` or other options are given)."""
+    if not options:
+        options = {"frozen": True, "slots": True}
+    options.pop("plain", None)
+    std = body(dataclasses.dataclass(**options))
+    ours = body(frozen.dataclass(**options))
     return std, ours
 
 
@@ -98,14 +105,18 @@ def test_the_fast_path_is_taken() -> None:
     assert ours.__dataclass_params__.frozen
 
 
+@pytest.mark.parametrize("options", OPTIONS)
 @pytest.mark.parametrize("body", [_point, _empty, _one, _kw, _post])
-def test_same_signature_fields_and_slots(body: Any) -> None:
-    std, ours = _both(body)
+def test_same_signature_fields_and_slots(body: Any, options: dict[str, bool]) -> None:
+    std, ours = _both(body, **options)
+    assert ours.__eq__.__code__.co_filename != "<string>"  # not compiled: the fast path
+    assert repr(ours.__dataclass_params__) == repr(std.__dataclass_params__)
     assert str(inspect.signature(ours)) == str(inspect.signature(std))
     assert [(f.name, f.init, f.repr, f.compare, f.hash, f.kw_only)
             for f in dataclasses.fields(ours)] == [
         (f.name, f.init, f.repr, f.compare, f.hash, f.kw_only) for f in dataclasses.fields(std)]
-    assert ours.__slots__ == std.__slots__
+    assert getattr(ours, "__slots__", None) == getattr(std, "__slots__", None)
+    assert ours.__hash__ is None if std.__hash__ is None else ours.__hash__ is not None
     assert ours.__match_args__ == std.__match_args__
     assert ours.__init__.__annotations__ == std.__init__.__annotations__
     assert ours.__init__.__qualname__ == std.__init__.__qualname__.replace(
@@ -159,6 +170,26 @@ def test_nan_compares_as_the_standard_library_does() -> None:
     assert repr(e_ours()).endswith("Empty()")
 
 
+def test_mutable_and_unslotted() -> None:
+    for options in ({"slots": True}, {"plain": True}):
+        std, ours = _both(_point, **options)
+        for cls in (std, ours):
+            p = cls(3, 4.0)
+            p.x = 6
+            assert p.norm() == math.hypot(6, 4.0) and p == cls(6, 4.0)
+            with pytest.raises(TypeError, match="unhashable"):
+                hash(p)
+            assert hasattr(p, "__dict__") == ("slots" not in options)
+    std, ours = _both(_point, frozen=True)
+    for cls in (std, ours):
+        p = cls(3, 4.0)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            p.x = 1
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            p.other = 1
+        assert hash(p) == hash(cls(3, 4.0)) and copy.deepcopy(p) == p
+
+
 def test_keyword_only_and_init_false() -> None:
     std, ours = _both(_kw)
     for cls in (std, ours):
@@ -185,9 +216,9 @@ def test_other_options_go_to_the_standard_library() -> None:
     class Undocumented:
         a: int
 
-    @frozen.dataclass(slots=True)
+    @frozen.dataclass(slots=True, order=True)
     class Mutable:
-        """Mutable."""
+        """Ordered: an option the fast path leaves to the standard library."""
 
         a: int
 
@@ -200,5 +231,6 @@ def test_other_options_go_to_the_standard_library() -> None:
     assert Undocumented.__doc__ == "Undocumented(a: 'int')"  # the standard library's
     m = Mutable(1)
     m.a = 2
-    assert m.a == 2
+    assert m.a == 2 and Mutable(1) < m
+    assert Mutable.__eq__.__code__.co_filename == "<string>"  # the standard library's
     assert Child(1, z=2).z == 2 and Child(1).norm() == math.hypot(1, 1.5)

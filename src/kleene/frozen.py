@@ -1,20 +1,21 @@
-"""``dataclass`` as the standard library's, with frozen, slotted classes built cheaply.
+"""``dataclass`` as the standard library's, built without compiling five methods per class.
 
-Why: ``kleene run`` builds about a hundred ``@dataclass(frozen=True, slots=True)`` classes at
-start-up (the AST, plans, options). The standard library writes six methods per class as
+Why: ``kleene run`` builds about a hundred dataclasses at start-up (the AST, plans, options;
+most ``frozen=True, slots=True``). The standard library writes six methods per class as
 source text and compiles each (``__init__``, ``__repr__``, ``__eq__``, ``__hash__``,
-``__setattr__``, ``__delattr__``), which cost about half of kleene's start-up over its import
-floor (docs/benchmarks.md, "Reading and start-up"). Here the standard library collects the
-fields and makes the slotted class (no compiling), ``__init__`` is the one method compiled,
-and the other five are shared functions over the class's field names. The classes are real
+``__setattr__``, ``__delattr__``): about half of kleene's start-up over its import floor
+(docs/benchmarks.md, "Reading and start-up"). Here the standard library collects the fields
+and makes the (slotted) class, with nothing compiled; ``__init__`` is the one method compiled,
+and the others are shared functions over the class's field names. The classes are real
 dataclasses (``dataclasses.fields``, ``replace``, ``asdict``, ``is_dataclass`` and pickling
-work) and behave as the standard library's: the same ``__init__`` signature, defaults and
-``default_factory``, ``__post_init__``, ``repr``, equality, hash and
-``FrozenInstanceError`` (tests/test_frozen.py compares them with the standard library's).
+work) and behave as the standard library's: the same ``__init__`` signature, defaults,
+``default_factory``, ``InitVar`` and ``__post_init__``, ``repr``, equality, hash and
+``FrozenInstanceError`` (tests/test_frozen.py compares them, option by option).
 
-Any other combination of options, a class without a docstring (the standard library writes
-its signature into ``__doc__``) and a class with a dataclass base go to the standard library
-unchanged. For type checkers this *is* ``dataclasses.dataclass``.
+The fast path takes the options ``frozen``, ``slots`` and ``kw_only``. Any other option, a
+class without a docstring (the standard library writes its signature into ``__doc__``), a
+class with a dataclass base or one that defines a method the decorator would write go to the
+standard library unchanged. For type checkers this *is* ``dataclasses.dataclass``.
 """
 
 from __future__ import annotations
@@ -30,48 +31,56 @@ if TYPE_CHECKING:
 else:
 
     def dataclass(cls: Any = None, /, **options: Any) -> Any:
-        """``dataclasses.dataclass``; ``frozen=True, slots=True`` alone takes the fast path."""
-        if options != _FAST:
+        """``dataclasses.dataclass``; only ``frozen``, ``slots`` and ``kw_only`` take the
+        fast path."""
+        if not options.keys() <= _FAST or not all(type(v) is bool for v in options.values()):
             return dataclasses.dataclass(cls, **options)
-        if cls is None:
-            return _frozen_slotted
-        return _frozen_slotted(cls)
+
+        def wrap(c: type) -> type:
+            return _build(c, **options)
+        return wrap if cls is None else wrap(cls)
 
 
 __all__ = ["dataclass"]
 
-_FAST = {"frozen": True, "slots": True}
+_FAST = {"frozen", "slots", "kw_only"}
 _FACTORY = getattr(dataclasses, "_HAS_DEFAULT_FACTORY", dataclasses.MISSING)  # shows <factory>
-_PARAMS: list[Any] = []  # the standard library's __dataclass_params__ for frozen=True, slots=True
+_PARAMS: dict[tuple[bool, bool, bool], Any] = {}  # the standard library's __dataclass_params__
 _OWN = ("__init__", "__repr__", "__eq__", "__hash__", "__setattr__", "__delattr__",
         "__getstate__", "__setstate__")
 
 
-def _frozen_slotted(cls: type) -> type:
+def _build(cls: type, *, frozen: bool = False, slots: bool = False,
+           kw_only: bool = False) -> type:
     own = cls.__dict__
     if (not own.get("__doc__") or any(hasattr(b, "__dataclass_fields__") for b in cls.__mro__)
             or any(n in own for n in _OWN)):
-        return dataclasses.dataclass(cls, frozen=True, slots=True)
+        return dataclasses.dataclass(cls, frozen=frozen, slots=slots, kw_only=kw_only)
     # fields, __match_args__ and the slotted class, with nothing compiled
-    new: Any = dataclasses.dataclass(cls, init=False, repr=False, eq=False, slots=True)
-    if not _PARAMS:
+    new: Any = dataclasses.dataclass(cls, init=False, repr=False, eq=False, slots=slots,
+                                     kw_only=kw_only)
+    key = (frozen, slots, kw_only)
+    if key not in _PARAMS:
         probe = type("_Probe", (), {"__doc__": "-", "__module__": __name__})
-        made: Any = dataclasses.dataclass(probe, frozen=True, slots=True)
-        _PARAMS.append(made.__dataclass_params__)
-    new.__dataclass_params__ = _PARAMS[0]
+        made: Any = dataclasses.dataclass(probe, frozen=frozen, slots=slots, kw_only=kw_only)
+        _PARAMS[key] = made.__dataclass_params__
+    new.__dataclass_params__ = _PARAMS[key]
     fields = [f for f in new.__dataclass_fields__.values()
               if f._field_type is dataclasses._FIELD]  # type: ignore[attr-defined]
     names = tuple(f.name for f in fields)
-    _method(new, "__init__", _init(new, list(new.__dataclass_fields__.values())))
+    _method(new, "__init__", _init(new, list(new.__dataclass_fields__.values()), frozen))
     _method(new, "__repr__", _repr(tuple(f.name for f in fields if f.repr)))
-    compare = tuple(f.name for f in fields if f.compare)
-    _method(new, "__eq__", _eq(compare))
+    _method(new, "__eq__", _eq(tuple(f.name for f in fields if f.compare)))
+    if not frozen:
+        new.__hash__ = None  # eq without frozen: unhashable, as the standard library makes it
+        return new  # type: ignore[no-any-return]
     _method(new, "__hash__", _hash(tuple(f.name for f in fields
                                          if (f.compare if f.hash is None else f.hash))))
     _method(new, "__setattr__", _setattr(new, frozenset(names)))
     _method(new, "__delattr__", _delattr(new, frozenset(names)))
-    _method(new, "__getstate__", _getstate(names))
-    _method(new, "__setstate__", _setstate(names))
+    if slots:
+        _method(new, "__getstate__", _getstate(names))
+        _method(new, "__setstate__", _setstate(names))
     return new  # type: ignore[no-any-return]
 
 
@@ -82,8 +91,9 @@ def _method(cls: type, name: str, fn: Callable[..., Any]) -> None:
     setattr(cls, name, fn)
 
 
-def _init(cls: type, fields: list[dataclasses.Field[Any]]) -> Callable[..., None]:
-    """``__init__``: the standard library's parameters and order, frozen assignment."""
+def _init(cls: type, fields: list[dataclasses.Field[Any]],
+          frozen: bool) -> Callable[..., None]:
+    """``__init__``: the standard library's parameters, order and assignment."""
     ns: dict[str, Any] = {"__set": object.__setattr__, "__FACTORY": _FACTORY}
     args: list[str] = []
     kw: list[str] = []
@@ -116,7 +126,8 @@ def _init(cls: type, fields: list[dataclasses.Field[Any]]) -> Callable[..., None
             value = f"__d{i}"
         else:
             continue
-        body.append(f"  __set(self, {f.name!r}, {value})")
+        body.append(f"  __set(self, {f.name!r}, {value})" if frozen
+                    else f"  self.{f.name} = {value}")
     if hasattr(cls, "__post_init__"):
         initvars = [f.name for f in fields
                     if f._field_type is dataclasses._FIELD_INITVAR]  # type: ignore[attr-defined]

@@ -53,6 +53,8 @@ from .vector import row_udfs, vectorize
 
 @dataclass(slots=True)
 class _Flat:
+    """A flattened pattern: its components, negations and window guards."""
+
     comps: list[Component]
     negs: list[list[Any]]
     """[var, type, gap, seq_lo, seq_hi, window ctx] per NOT (ctx filled by the caller)."""

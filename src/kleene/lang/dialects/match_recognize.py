@@ -47,6 +47,8 @@ _CLAUSE_WORDS = ("DEFINE", "WITHIN", "SUBSET", "MEASURES", "PATTERN", "AFTER", "
 # ------------------------------------------------------------------------------ the regex tree
 @dataclass(slots=True)
 class _Node:
+    """A PATTERN clause node as parsed, before it becomes an AST pattern."""
+
     kind: str  # "var" | "seq" | "alt" | "rep" | "perm" | "excl"
     span: Span
     items: list[_Node] = field(default_factory=list)
@@ -63,6 +65,8 @@ class _Node:
 
 @dataclass(slots=True)
 class _Measure:
+    """One MEASURES item: an expression and its alias."""
+
     expr: ast.Expr
     alias: str
     span: Span
