@@ -227,7 +227,7 @@ class EventStream(Iterator[EventBatch]):
             raw.table = self._null_values(raw.table)
         source = raw.source or self.name
         if self._decisions is None:
-            if raw.table.num_rows == 0 and not raw.bad:
+            if raw.table.num_rows == 0 and not raw.bad and raw.sample is None:
                 return None
             if raw.table.num_columns == 0:
                 self._bad.apply(raw, [], source)
@@ -284,7 +284,7 @@ class EventStream(Iterator[EventBatch]):
         for c in table.column_names:
             if c == d.time_col and d.time_mode != "numeric":
                 # the attribute is the parsed time itself (errors are reported once, below)
-                out[c] = pc.cast(ts, pa.timestamp("us", d.time.tz))
+                out[c] = ts.view(pa.timestamp("us", d.time.tz))  # (the cast, without a copy)
                 continue
             arr = table.column(c).combine_chunks()
             target = d.types.get(c)

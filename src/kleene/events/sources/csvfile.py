@@ -28,6 +28,7 @@ import pyarrow as pa
 
 from ...errors import InputError
 from ..badrows import BadRow
+from ..convert import INFER_ROWS
 from ..options import ReadOptions
 from .base import FileSource, Raw, open_stream, read_after, read_block
 
@@ -38,6 +39,9 @@ _EMPTY = "the file is empty (expected a header line and rows)"
 Text = bytes | bytearray
 """Lines of the input (a block is read into a ``bytearray``)."""
 _TIMES = (pa.timestamp("us"), pa.timestamp("us", "UTC"))
+_SAMPLE_MIN = 1 << 21
+"""A first block from this size on is parsed straight to types, its types decided by its
+first lines (:meth:`_Parser.sample`)."""
 
 
 def delimiter_of(path: str, options: ReadOptions) -> str:
@@ -287,6 +291,36 @@ class _Parser:
         self._misses += 1
         return None
 
+    def sample(self, chunk: Text) -> Raw | None:
+        """For a large first block: its first lines as text, in a chunk of no rows whose
+        :attr:`Raw.sample` decides the column types, so that the block itself is parsed
+        straight to them. ``None`` (the whole block decides, parsed as text) when the first
+        lines might not decide as the whole block would: fewer than ``INFER_ROWS`` rows (type
+        inference reads that many) or a column without a value (the time column's first
+        value tells whether its timestamps have zones)."""
+        if len(chunk) < _SAMPLE_MIN:
+            return None
+        scanned = min(len(chunk), 1 << 16)
+        lines = chunk.count(b"\n", 0, scanned)
+        if not lines:
+            return None
+        # enough lines for INFER_ROWS rows and a quarter more, by the first 64 KiB's lengths
+        end = chunk.find(b"\n", scanned * (INFER_ROWS + INFER_ROWS // 4 + 1) // lines)
+        if end < 0 or end > len(chunk) // 2:
+            return None
+        head = chunk[:end + 1]
+        try:
+            table = self.arrow(head)
+        except pa.ArrowException:  # a bad line: the whole block as text finds it
+            return None
+        if table.num_rows < INFER_ROWS or any(c.null_count == len(c) for c in table.columns):
+            return None
+        if b'"' in head and (_has_line_break(table)
+                             or table.num_rows != _rows_in(head, table.num_rows)):
+            return None  # a quote left open: the text path reads such lines one by one
+        return Raw(table.slice(0, 0), np.zeros(0, dtype=np.int64), self.text_cols, [], 0,
+                   sample=table)
+
     def parse(self, chunk: Text, first_line: int, start: int) -> Raw:
         """One block: by Arrow straight to the decided types, else as text (:meth:`text`).
         A block is parsed one way as a whole, so its table has one schema (a typed half and
@@ -435,6 +469,10 @@ class CsvSource(FileSource):
             start = 0
             blocks = iter(lines)
             for chunk in blocks:
+                if start == 0 and not parser.types:
+                    sample = parser.sample(chunk)
+                    if sample is not None:  # the reader decides the types from it now
+                        yield sample
                 raw = parser.parse(chunk, start + 2, start)
                 start += raw.rows + raw.blank
                 if raw.rows or raw.blank:
