@@ -232,7 +232,8 @@ class EventStream(Iterator[EventBatch]):
             if raw.table.num_columns == 0:
                 self._bad.apply(raw, [], source)
                 return None
-            # a text format's whole first block decides, not its first batch_size rows
+            # a text format's whole first block decides, not its first batch_size rows (or a
+            # sample of its first lines that decides alike: a chunk of no rows, CSV)
             sample = raw.table if raw.sample is None else (
                 raw.sample if self._nulls is None else self._null_values(raw.sample, count=False))
             self._decisions = decide(sample, raw.text_cols, self.options, self.overrides,

@@ -9,8 +9,9 @@ accounted for, as an event or a bad row; only the block with the bad line takes 
 
 Once the first block has decided the column types, later blocks are parsed by Arrow straight
 to them (int64, float64 and ISO-8601 timestamps by Arrow's own parsers, no text columns in
-between); such a block also keeps its text, which the reader converts instead when any of its
-rows is bad. A value Arrow's typed parse takes gets the value the text conversion gives it
+between), and so is a large first block, its types decided by a text sample of its first lines
+(:meth:`_Parser.sample`); such a block also keeps its text, which the reader converts instead
+when any of its rows is bad. A value Arrow's typed parse takes gets the value the text conversion gives it
 (``tests/events/test_read_typed.py`` holds the proof); one it refuses sends its block down the
 text path, so the typed parse changes speed only, never values, bad rows or messages.
 A quoted value therefore cannot hold a line break. An empty line is no row, but it takes an id
