@@ -26,6 +26,8 @@ from collections.abc import Callable
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
+from .codegen import build
+
 if TYPE_CHECKING:
     from dataclasses import dataclass as dataclass
 else:
@@ -134,8 +136,9 @@ def _init(cls: type, fields: list[dataclasses.Field[Any]],
         body.append(f"  self.__post_init__({', '.join(initvars)})")
     params = ", ".join(["self", *args, *(["*", *kw] if kw else [])])
     src = f"def __init__({params}):\n" + ("\n".join(body) or "  pass") + "\n"
-    exec(src, ns)  # noqa: S102 (the one compiled method; the source is built from field names)
-    fn: Callable[..., None] = ns["__init__"]
+    # through kleene's one audited exec: the source holds field names from kleene's own
+    # class bodies and the names of constants (defaults and factories), nothing else
+    fn: Callable[..., None] = build(src, ns, label="dataclass __init__", entry="__init__")
     fn.__annotations__ = {**annotations, "return": None}
     return fn
 
