@@ -280,14 +280,14 @@ class EventStream(Iterator[EventBatch]):
             raise InputError(f"time column {d.time_col!r} is missing from a later part of the "
                              "input", path=source,
                              row=int(raw.ids[0]) - raw.offset + 1 if n else None)
-        ts, terrs = time_micros(table.column(d.time_col).combine_chunks(), d, self.options,
+        ts, terrs = time_micros(_array(table.column(d.time_col)), d, self.options,
                                 self.overrides)
         for c in table.column_names:
             if c == d.time_col and d.time_mode != "numeric":
                 # the attribute is the parsed time itself (errors are reported once, below)
                 out[c] = ts.view(pa.timestamp("us", d.time.tz))  # (the cast, without a copy)
                 continue
-            arr = table.column(c).combine_chunks()
+            arr = _array(table.column(c))
             target = d.types.get(c)
             if target is None:  # a column first seen in a later chunk (JSON / dicts)
                 target = self.overrides.get(c) or (
@@ -345,6 +345,11 @@ class EventStream(Iterator[EventBatch]):
                 table = table.set_column(i, field, pc.if_else(hit, pa.scalar(None, field.type),
                                                               col))
         return table
+
+
+def _array(col: pa.ChunkedArray) -> pa.Array:
+    """The column as one array: its one chunk as it is (no copy), else the chunks joined."""
+    return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
 
 
 def _nulls(arr: pa.Array) -> Any:

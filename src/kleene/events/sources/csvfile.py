@@ -21,6 +21,7 @@ A quoted value therefore cannot hold a line break. An empty line is no row, but 
 from __future__ import annotations
 
 import csv
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -207,6 +208,14 @@ def _has_line_break(table: pa.Table) -> bool:
     return False
 
 
+def _one_core() -> bool:
+    """Whether this process may run on one processor only (``taskset -c 0``, a container)."""
+    try:
+        return len(os.sched_getaffinity(0)) <= 1
+    except AttributeError:  # (not Linux)
+        return (os.cpu_count() or 1) <= 1
+
+
 class _Parser:
     """One block of lines -> a :class:`Raw` chunk, by Arrow, or line by line when needed."""
 
@@ -226,13 +235,16 @@ class _Parser:
         self.types: dict[str, pa.DataType] = {}
         """The decided types (shared with the source; empty until the first chunk is typed)."""
         self._typed: tuple[tuple[Any, ...], Any, frozenset[str]] | None = None
+        self.one_core = _one_core()
         self._misses = 0
 
     def arrow(self, data: Text, convert_opts: Any = None, parse_opts: Any = None) -> pa.Table:
         """``data`` (whole lines) parsed by Arrow (as text unless ``convert_opts`` say
         otherwise); raises ``pa.ArrowException``."""
         pcsv = self.pcsv
-        threaded = len(data) > 1 << 20
+        # Arrow's threads parse parts of a block at once, each part a chunk of the table; on
+        # one core they only cost, and a typed block of one chunk reaches the events uncopied
+        threaded = len(data) > 1 << 20 and not (convert_opts is not None and self.one_core)
         opts = pcsv.ReadOptions(column_names=self.names, use_threads=threaded,
                                 block_size=max(1 << 20, len(data) // 2 + 1) if threaded
                                 else len(data) + 1)
