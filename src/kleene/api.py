@@ -7,7 +7,7 @@ Each step is owned by one layer (docs/architecture.md): ``kleene.lang`` parses a
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from . import ast
@@ -15,6 +15,7 @@ from .backends import DEFAULT_BACKEND, Backend, get_backend_entry
 from .errors import QueryValidationError
 from .events import EventBatch, Match, TimeInfo
 from .events.results import Matches
+from .frozen import dataclass
 from .semantic.analyzed import AnalyzedQuery
 
 if TYPE_CHECKING:

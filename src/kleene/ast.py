@@ -24,9 +24,10 @@ Chained comparisons (``20 < x.p < 50``) are desugared by the parser into ``AND``
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from .diagnostics import Span
+from .frozen import dataclass
 from .vocab import Emit, IndexKind, PickMode, Strategy, TimeUnit, Window
 
 

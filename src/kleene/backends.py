@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from .errors import QueryValidationError
 from .events import EventBatch, Match
+from .frozen import dataclass
 from .semantic.analyzed import AnalyzedQuery
 
 BackendFn = Callable[[AnalyzedQuery, EventBatch], list[Match]]

@@ -17,11 +17,12 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Union
 
 from . import ast
 from .errors import QuerySyntaxError, QueryValidationError
+from .frozen import dataclass
 from .lang import parser as _parser
 from .lang.printer import to_text
 from .lang.walk_ast import strip_spans

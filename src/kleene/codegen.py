@@ -2,7 +2,8 @@
 
 kleene specialises hot loops (the NFA kernel, the logical-block run loop, multi-variable
 predicates, the bindings builder, the JSON Lines writer's record shape) by generating Python
-source from plan data and compiling it. Every generator uses this module:
+source from plan data and compiling it; :mod:`kleene.frozen` compiles its dataclasses'
+``__init__`` here too. Every generator uses this module:
 
 * :class:`Source` -- an indent-aware source builder (``with src.block("for e in recs:"):``);
 * :class:`Constants` -- a pooled constant namespace: every non-literal value the code needs

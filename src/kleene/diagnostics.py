@@ -10,7 +10,7 @@ line, lark/sqlglot style::
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from .frozen import dataclass
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +34,7 @@ from .api import compile as compile_query
 from .errors import EngineError, QueryValidationError
 from .events import EventBatch, Match
 from .events.model import ID, TS, TYPE, TimeInfo
+from .frozen import dataclass
 
 if TYPE_CHECKING:
     from .runtime.shared import SharedNetwork, SharedSpec

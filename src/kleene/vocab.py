@@ -9,9 +9,10 @@ plans (``kleene.plan``) and the engines (``kleene.runtime``) use them without im
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from .diagnostics import Span
+from .frozen import dataclass
 
 
 def _span() -> Span | None:

@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kleene.errors import InputError
+from kleene.events import convert, decisions
 from kleene.events.convert import convert_column
 from kleene.events.readers import read_events
 from kleene.events.sources import csvfile
@@ -225,3 +226,105 @@ def test_a_block_split_in_halves_reads_like_text(tmp_path: Path, monkeypatch: py
     assert table.column("x").type == pa.int64()
     kind, untyped = _read(path, monkeypatch, typed=False, **kw)
     assert kind == "ok" and untyped[0].equals(table) and untyped[2] == report
+
+
+# ------------------------------------------------------------------ the first block's sample
+def _read_sampled(path: Path, monkeypatch: pytest.MonkeyPatch, *, sample: bool,
+                  infer: int | None = None, **kw: Any) -> tuple[str, Any, int]:
+    """A read with the first block's sample (its types decided by its first lines, then the
+    block parsed straight to them) on or off, and how many samples decided."""
+    taken = []
+    with monkeypatch.context() as m:
+        if infer is not None:  # a small INFER_ROWS, so that small files take the sample
+            for module in (convert, decisions, csvfile):
+                m.setattr(module, "INFER_ROWS", infer)
+        m.setattr(csvfile, "_SAMPLE_MIN", 0 if sample else 1 << 62)
+        original = csvfile._Parser.sample
+
+        def counted(self: Any, chunk: Any) -> Any:
+            raw = original(self, chunk)
+            taken.append(raw is not None)
+            return raw
+        m.setattr(csvfile._Parser, "sample", counted)
+        kind, got = _read(path, monkeypatch, typed=True, **kw)
+    return kind, got, sum(taken)
+
+
+@settings(max_examples=LONG or 60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(case=csv_files(), block=st.integers(256, 4096), batch=st.integers(7, 100),
+       infer=st.integers(1, 12))
+def test_a_file_reads_the_same_with_and_without_the_first_block_sample(
+        tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch,
+        case: tuple[str, bytes], block: int, batch: int, infer: int) -> None:
+    mode, data = case
+    d = tmp_path_factory.mktemp("sample")
+    path = d / "e.csv"
+    path.write_bytes(data)
+    kw: dict[str, Any] = {"block_bytes": block, "batch_size": batch}
+    if mode.startswith("epoch"):
+        kw["time_unit"] = "s"
+    for policy in ("fail", "skip", "dead-letter"):
+        results = []
+        for sample in (True, False):
+            dead = d / f"dead-{sample}.jsonl"
+            on_bad = f"dead-letter={dead}" if policy == "dead-letter" else policy
+            kind, got, _ = _read_sampled(path, monkeypatch, sample=sample, infer=infer,
+                                         on_bad_row=on_bad, **kw)
+            results.append((kind, got, dead.read_text() if policy == "dead-letter" else ""))
+        (k1, g1, l1), (k2, g2, l2) = results
+        assert k1 == k2
+        if k1 == "error":
+            assert g1 == g2
+            continue
+        assert g1[0].equals(g2[0]), (mode, policy)
+        assert g1[1] == g2[1] and g1[2] == g2[2]
+        assert l1 == l2
+
+
+def _stock_lines(n: int) -> list[bytes]:
+    return [b"%d,S%d,2024-01-01T%02d:%02d:%02d.%03d,%d.%02d,%d" % (
+        i, i % 50, i // 3_600_000 % 24, i // 60_000 % 60, i // 1000 % 60, i % 1000,
+        100 + i % 37, i % 100, i % 1000) for i in range(n)]
+
+
+@pytest.mark.parametrize(("case", "sampled"), [
+    ("clean", True),
+    ("bad line in the sample", False),  # (Arrow refuses the sample: the block decides)
+    ("bad line after the sample", True),
+    ("text in an int column, then a fraction", True),
+    ("no time in the first lines", False),
+    ("a zone after the sample", True),
+    ("a quote left open", False),
+])
+def test_a_large_first_block_decides_from_its_sample(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch,
+                                                    case: str, sampled: bool) -> None:
+    lines = _stock_lines(70_000)  # about 3 MB: one first block of 4 MB
+    if case == "bad line in the sample":
+        lines[100] = b"100,S0,2024-01-01T00:00:00.100,1.0"
+    elif case == "bad line after the sample":
+        lines[50_000] = b"50000,S0,2024-01-01T00:00:50.000,1.0,1,extra"
+    elif case == "text in an int column, then a fraction":
+        lines[50] = b"50,S0,2024-01-01T00:00:00.050,1.0,abc"
+        lines[40_000] = b"40000,S0,2024-01-01T00:00:40.000,1.0,2.5"
+    elif case == "no time in the first lines":
+        lines[:30_000] = [b"%d,S0,,1.0,1" % i for i in range(30_000)]
+    elif case == "a zone after the sample":
+        lines[60_000] = b"60000,S0,2024-01-01T00:01:00.000Z,1.0,1"
+    elif case == "a quote left open":
+        lines[10] = b'10,"S0,2024-01-01T00:00:00.010,1.0,1'
+    path = tmp_path / "e.csv"
+    path.write_bytes(b"id,sym,ts,price,volume\n" + b"\n".join(lines) + b"\n")
+    for policy in ("fail", "skip"):
+        kw: dict[str, Any] = {"on_bad_row": policy, "time_col": "ts", "event_type": "S",
+                              "id_col": "id"}
+        kind, got, taken = _read_sampled(path, monkeypatch, sample=True, **kw)
+        old_kind, old, _ = _read_sampled(path, monkeypatch, sample=False, **kw)
+        assert taken == sampled
+        assert kind == old_kind
+        if kind == "error":
+            assert got == old
+            continue
+        assert got[0].equals(old[0]) and got[1:] == old[1:]
+    if case == "text in an int column, then a fraction":  # (skip: the last read)
+        assert got[0].column("volume").type == pa.float64() and got[2].skipped == 1

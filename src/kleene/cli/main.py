@@ -19,7 +19,6 @@ import time
 import traceback
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import Any, TypeVar
@@ -28,6 +27,7 @@ import click
 
 from .. import __version__
 from ..errors import EngineError, InputError, KleeneError, MissingExtraError, QueryError
+from ..frozen import dataclass
 from ..udf import pure_udfs, udf, vectorized_udfs
 
 EXIT_OK = 0

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pyarrow as pa
 
 from ..errors import InputError
+from ..frozen import dataclass
 from .convert import CellError
 
 if TYPE_CHECKING:

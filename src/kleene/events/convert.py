@@ -13,8 +13,8 @@ rows ("'abc' is not a number"), never silently nulled. ``--column-type`` overrid
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -22,12 +22,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import InputError
+from ..frozen import dataclass
 
 _CAST_ERRORS = (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, OverflowError)
 
 INT_RE = r"^[+-]?[0-9]+$"
 FLOAT_RE = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$|^[+-]?(inf|Inf|INF|nan|NaN|NAN|infinity|Infinity)$"
 BOOL_RE = r"^(true|false|True|False|TRUE|FALSE)$"
+_BOOL = re.compile(r"(true|false|True|False|TRUE|FALSE)\Z")
 INFER_ROWS = 20_000
 ZONE_RE = r"[T ][0-9:.,]+\s*([zZ]|[+-][0-9]{2}(:?[0-9]{2})?)$"
 """A zone after a time of day (a date alone, `2020-01-01`, has none: its `-01` is the day)."""
@@ -87,11 +89,16 @@ def infer_text_type(arr: pa.Array) -> pa.DataType:
     non_null = len(arr) - arr.null_count
     if non_null == 0:
         return pa.string()
-    n_int = _count(pc.match_substring_regex(arr, INT_RE))
+    # one regex pass per question, and only the questions the answer needs: the integers
+    # are counted only in a column of numbers, and a column is all true/false only if its
+    # first value is (the same regex, on one value, in Python)
     n_float = _count(pc.match_substring_regex(arr, FLOAT_RE))
     if n_float * 2 > non_null:
+        n_int = _count(pc.match_substring_regex(arr, INT_RE))
         return pa.int64() if n_int == n_float else pa.float64()
-    if _count(pc.match_substring_regex(arr, BOOL_RE)) == non_null:
+    first = arr.drop_null()[0].as_py() if arr.null_count else arr[0].as_py()
+    if (isinstance(first, str) and _BOOL.match(first)
+            and _count(pc.match_substring_regex(arr, BOOL_RE)) == non_null):
         return pa.bool_()
     return pa.string()
 

@@ -5,14 +5,15 @@ microseconds under those decisions."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Literal
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import InputError
+from ..frozen import dataclass
 from .convert import (
+    INFER_ROWS,
     CellError,
     cast_to,
     convert_checked,
@@ -119,15 +120,15 @@ def decide(table: pa.Table, text_cols: frozenset[str], opts: ReadOptions,
     types: dict[str, pa.DataType] = {}
     inferred: set[str] = set()
     for c in cols:
-        arr = table.column(c).combine_chunks()
         if c in overrides:
             types[c] = overrides[c]
         elif c in text_cols:
-            types[c] = infer_text_type(arr)
+            # (inference reads the first INFER_ROWS values: no copy of the whole column)
+            types[c] = infer_text_type(table.column(c).slice(0, INFER_ROWS).combine_chunks())
             inferred.add(c)
         else:
-            types[c] = normalise_type(arr.type)
-    tarr = table.column(time_col).combine_chunks()
+            types[c] = normalise_type(table.column(c).type)
+    tarr = _first_value(table.column(time_col))
     ttype = types[time_col]
     mode: TimeMode
     if opts.time_format is not None:
@@ -146,9 +147,7 @@ def decide(table: pa.Table, text_cols: frozenset[str], opts: ReadOptions,
         mode = "numeric"
         info = TimeInfo("numeric", opts.time_unit)
     elif pa.types.is_string(tarr.type) or pa.types.is_large_string(tarr.type):
-        valid = tarr.drop_null()
-        zoned = bool(len(valid)) and bool(has_zone(valid.cast(pa.string()).slice(0, 1))[0]
-                                          .as_py())
+        zoned = bool(len(tarr)) and bool(has_zone(tarr.cast(pa.string()))[0].as_py())
         if time_col in overrides and not pa.types.is_timestamp(ttype):
             zoned = False
         mode = "iso-zoned" if zoned else "iso-naive"
@@ -165,6 +164,24 @@ def decide(table: pa.Table, text_cols: frozenset[str], opts: ReadOptions,
     return Decisions(types, inferred, time_col, mode, info)
 
 
+def _first_value(col: pa.ChunkedArray) -> pa.Array:
+    """The column's first value that is not NULL, as an array of one (none if there is
+    none): what :func:`decide` reads of the time column besides its type, without a copy
+    of the whole column."""
+    for chunk in col.chunks:
+        if chunk.null_count < len(chunk):
+            return chunk.drop_null().slice(0, 1) if chunk.null_count else chunk.slice(0, 1)
+    return pa.array([], col.type)
+
+
+def _micros(ts: pa.Array) -> pa.Array:
+    """``timestamp[us]`` as int64 microseconds: the same buffers seen as int64 (what the
+    cast gives, without a copy)."""
+    if pa.types.is_timestamp(ts.type) and ts.type.unit == "us":
+        return ts.view(pa.int64())
+    return pc.cast(ts, pa.int64())
+
+
 def time_micros(arr: pa.Array, d: Decisions, opts: ReadOptions,
                 overrides: Mapping[str, pa.DataType]) -> tuple[pa.Array, list[CellError]]:
     """The time column as int64 microseconds, and the cells that are not times. A numeric
@@ -174,15 +191,16 @@ def time_micros(arr: pa.Array, d: Decisions, opts: ReadOptions,
     if d.time_mode == "formatted":
         assert opts.time_format is not None
         ts, errs = parse_formatted(arr.cast(pa.string()), col, opts.time_format)
-        return pc.cast(ts, pa.int64()), errs
+        return _micros(ts), errs
     if d.time_mode in ("iso-zoned", "iso-naive") or (
             d.time_mode == "timestamp" and pa.types.is_string(arr.type)):
         if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
             ts, errs = parse_timestamps(arr.cast(pa.string()), col,
                                         with_zone=d.time.tz is not None)
-        else:
-            ts, errs = pc.cast(arr, pa.timestamp("us", d.time.tz), safe=False), []
-        return pc.cast(ts, pa.int64()), errs
+        else:  # parsed by the source (a typed CSV block): no cast when it has the type
+            target = pa.timestamp("us", d.time.tz)
+            ts, errs = (arr if arr.type == target else pc.cast(arr, target, safe=False)), []
+        return _micros(ts), errs
     if d.time_mode == "timestamp":
         target = pa.timestamp("us", d.time.tz)
         return pc.cast(pc.cast(arr, target, safe=False), pa.int64()), []

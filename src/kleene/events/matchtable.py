@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any, overload
 
 import numpy as np
 
+from ..frozen import dataclass
 from .match import Match
 
 Arr = np.ndarray[Any, Any]

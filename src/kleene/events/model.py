@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import datetime as _dt
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
 
 from ..errors import InputError
+from ..frozen import dataclass
 
 
 def int64_array(values: Any) -> pa.Array:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal
 
+from ..frozen import dataclass
 from .badrows import BadRowPolicy
 
 TimeUnit = Literal["s", "ms", "us"]

@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import IO, Any
 
 import numpy as np
@@ -59,6 +59,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import InputError
+from ..frozen import dataclass
 from .badrows import BadRow, BadRowPolicy, BadRows
 from .convert import CellError, convert_column, infer_text_type, parse_type_name
 from .decisions import UNIT_US, Decisions, decide, normalise_type, time_micros
@@ -226,12 +227,13 @@ class EventStream(Iterator[EventBatch]):
             raw.table = self._null_values(raw.table)
         source = raw.source or self.name
         if self._decisions is None:
-            if raw.table.num_rows == 0 and not raw.bad:
+            if raw.table.num_rows == 0 and not raw.bad and raw.sample is None:
                 return None
             if raw.table.num_columns == 0:
                 self._bad.apply(raw, [], source)
                 return None
-            # a text format's whole first block decides, not its first batch_size rows
+            # a text format's whole first block decides, not its first batch_size rows (or a
+            # sample of its first lines that decides alike: a chunk of no rows, CSV)
             sample = raw.table if raw.sample is None else (
                 raw.sample if self._nulls is None else self._null_values(raw.sample, count=False))
             self._decisions = decide(sample, raw.text_cols, self.options, self.overrides,
@@ -278,14 +280,14 @@ class EventStream(Iterator[EventBatch]):
             raise InputError(f"time column {d.time_col!r} is missing from a later part of the "
                              "input", path=source,
                              row=int(raw.ids[0]) - raw.offset + 1 if n else None)
-        ts, terrs = time_micros(table.column(d.time_col).combine_chunks(), d, self.options,
+        ts, terrs = time_micros(_array(table.column(d.time_col)), d, self.options,
                                 self.overrides)
         for c in table.column_names:
             if c == d.time_col and d.time_mode != "numeric":
                 # the attribute is the parsed time itself (errors are reported once, below)
-                out[c] = pc.cast(ts, pa.timestamp("us", d.time.tz))
+                out[c] = ts.view(pa.timestamp("us", d.time.tz))  # (the cast, without a copy)
                 continue
-            arr = table.column(c).combine_chunks()
+            arr = _array(table.column(c))
             target = d.types.get(c)
             if target is None:  # a column first seen in a later chunk (JSON / dicts)
                 target = self.overrides.get(c) or (
@@ -343,6 +345,11 @@ class EventStream(Iterator[EventBatch]):
                 table = table.set_column(i, field, pc.if_else(hit, pa.scalar(None, field.type),
                                                               col))
         return table
+
+
+def _array(col: pa.ChunkedArray) -> pa.Array:
+    """The column as one array: its one chunk as it is (no copy), else the chunks joined."""
+    return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
 
 
 def _nulls(arr: pa.Array) -> Any:

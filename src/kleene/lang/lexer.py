@@ -9,10 +9,10 @@ which keeps attribute names such as ``a.type`` or ``e.end`` usable.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
 
 from ..diagnostics import Span
 from ..errors import QuerySyntaxError
+from ..frozen import dataclass
 from ..syntax import IDENT_CHARS, IDENT_START, is_identifier
 
 _DIGITS = frozenset("0123456789")

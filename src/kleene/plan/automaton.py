@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from .. import ast
 from ..errors import EngineError
+from ..frozen import dataclass
 from ..semantic.analyzed import AnalyzedQuery, VarKind
 from ..syntax import expr_text
 from .expr import HELPERS, Layout, NotInlinable, RefInfo, compile_expr, inline_condition, refs
@@ -53,6 +53,8 @@ from .vector import row_udfs, vectorize
 
 @dataclass(slots=True)
 class _Flat:
+    """A flattened pattern: its components, negations and window guards."""
+
     comps: list[Component]
     negs: list[list[Any]]
     """[var, type, gap, seq_lo, seq_hi, window ctx] per NOT (ctx filled by the caller)."""

@@ -10,9 +10,9 @@ integer windows, so the matcher never walks the pattern.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..frozen import dataclass
 from ..vocab import Strategy
 from .layout import Layout, ReturnFn, route_attrs
 from .nodes import Node

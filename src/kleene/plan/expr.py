@@ -25,12 +25,13 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from .. import ast
 from ..codegen import build
 from ..errors import EngineError
+from ..frozen import dataclass
 from .layout import ATTR0, CPOS, GPOS, ID, RESERVED_ATTRS, TS, WPOS, CompiledExpr, Layout, PredFn
 
 # --------------------------------------------------------------------------------------------

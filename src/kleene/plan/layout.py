@@ -9,8 +9,9 @@ are a tuple indexed by variable slot (a record, a tuple of records for a list va
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
+
+from ..frozen import dataclass
 
 #: Fixed record slots before the attributes: global position, timestamp, event id,
 #: contiguity position and window (per-key) position.

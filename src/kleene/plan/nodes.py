@@ -18,7 +18,7 @@ Node states (all plain tuples, so runs are hashable and snapshot as data):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from ..frozen import dataclass
 
 
 @dataclass(frozen=True, slots=True)

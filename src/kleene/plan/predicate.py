@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import enum
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import EngineError
+from ..frozen import dataclass
 from .layout import CompiledExpr
 
 if TYPE_CHECKING:

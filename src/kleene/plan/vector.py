@@ -11,7 +11,6 @@ are left out of the mask and stay on the take edge, evaluated per event by the g
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -20,6 +19,7 @@ import pyarrow.compute as pc
 
 from .. import ast
 from ..errors import EngineError
+from ..frozen import dataclass
 from ..udf import VectorizedUdf
 from .expr import CompiledExpr, Layout, compile_expr
 

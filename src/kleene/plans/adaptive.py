@@ -36,9 +36,9 @@ import bisect
 import math
 import time
 from collections import Counter
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..frozen import dataclass
 from ..plan.layout import GPOS, TS, WPOS
 from ..runtime.candidate import Candidate
 from ..runtime.matcher import MatcherOptions

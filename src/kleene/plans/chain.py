@@ -38,12 +38,13 @@ import bisect
 from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from .. import ast
 from ..codegen import Source, build
 from ..events import Match
+from ..frozen import dataclass
 from ..plan.automaton import CompKind, Plan, Predicate, Unsupported, compile_plan
 from ..plan.expr import GPOS, ID, TS, WPOS
 from ..runtime.caps import event_caps, too_many_runs

@@ -40,9 +40,10 @@ aggregates), PICK, AFTER MATCH SKIP.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from ..frozen import dataclass
 from ..plan.expr import GPOS, TS, WPOS
 from ..runtime.candidate import Candidate, cand_state
 from ..runtime.caps import too_many_matches, too_many_runs

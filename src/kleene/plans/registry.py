@@ -23,11 +23,12 @@ from __future__ import annotations
 import importlib
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import TYPE_CHECKING, Any
 
 from .. import ast
 from ..errors import EngineError, QueryValidationError
+from ..frozen import dataclass
 from ..plan.automaton import Unsupported
 from ..plan.expr import has_running
 from ..runtime.matcher import (

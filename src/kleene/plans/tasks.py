@@ -64,13 +64,14 @@ from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import field, fields, replace
 from heapq import heappop, heappush
 from itertools import chain, count, repeat
 from typing import TYPE_CHECKING, Any
 
 from ..codegen import build
 from ..errors import QueryValidationError
+from ..frozen import dataclass
 from ..plan.automaton import CompKind, Plan, Unsupported, compile_plan
 from ..plan.explain import linear_text
 from ..plan.expr import GPOS, TS, WPOS, refs

@@ -34,11 +34,11 @@ import itertools
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from .. import ast
 from ..errors import QueryValidationError
+from ..frozen import dataclass
 from ..plan.blocks import GroupPlan
 from ..plan.expr import refs
 from ..plan.groups import compile_group_plan

@@ -3,9 +3,9 @@ order -- shared by every matcher and the runtime."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from ..frozen import dataclass
 from ..plan.layout import GPOS
 
 

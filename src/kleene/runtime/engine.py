@@ -37,7 +37,6 @@ import pickle
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from itertools import repeat
 from numbers import Integral
 from operator import itemgetter
@@ -51,6 +50,7 @@ from ..errors import CapacityError, EngineError, InputError
 from ..events import EventBatch, Match
 from ..events.matchtable import MatchBlock, MatchBlocks, MatchColumns, MatchTable, parts_in_chunks
 from ..events.model import ID, TS, TYPE, TimeInfo, int64_array
+from ..frozen import dataclass
 from ..plan.layout import GPOS
 from ..vocab import Strategy
 from .caps import over_budget

@@ -19,10 +19,11 @@ from __future__ import annotations
 import bisect
 import itertools
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from ..codegen import build
+from ..frozen import dataclass
 from ..plan.blocks import GroupPlan
 from ..plan.layout import CPOS, GPOS, TS, WPOS
 from ..plan.nodes import And, AnyK, Ev, Node, Rep, Seq, Win

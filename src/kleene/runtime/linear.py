@@ -22,10 +22,11 @@ runs are a prefix of the list and are dropped without scanning the rest.
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from ..events import Match
+from ..frozen import dataclass
 from ..plan.layout import CPOS, GPOS, ID, TS, WPOS
 from ..plan.linear import CompKind, NegGuard, Plan
 from ..plan.predicate import Predicate

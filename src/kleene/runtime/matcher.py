@@ -21,9 +21,9 @@ layer, so the runtime does not read the query either.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from ..frozen import dataclass
 from ..vocab import Emit, PickMode, Strategy, Window
 
 if TYPE_CHECKING:

@@ -49,7 +49,7 @@ import time
 import traceback
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from operator import itemgetter
 from typing import Any
 
@@ -60,6 +60,7 @@ import pyarrow.compute as pc
 from ..errors import EngineError
 from ..events import EventBatch, Match
 from ..events.model import ID, TS, TimeInfo
+from ..frozen import dataclass
 from .engine import (
     _FAR_PAST,
     GPOS_COL,

@@ -23,7 +23,6 @@ the NFA's caps applied at the same events (docs/engine.md, "Bounded memory").
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -33,6 +32,7 @@ import pyarrow.compute as pc
 from ..errors import CapacityError
 from ..events.matchtable import MatchColumns
 from ..events.model import ID, TS, int64_array
+from ..frozen import dataclass
 from ..plan.linear import Plan
 from .caps import over_budget, too_many_matches, too_many_runs
 from .matcher import MatcherOptions

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import warnings
 from collections import deque
-from dataclasses import dataclass
 from itertools import product
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
@@ -48,6 +47,7 @@ import pyarrow.compute as pc
 from ..errors import CapacityError, EngineError
 from ..events import Match
 from ..events.model import ID, TS, TYPE
+from ..frozen import dataclass
 
 if TYPE_CHECKING:  # the predicate is built by kleene.plans.shared; the network only calls it
     from ..plan.vector import VectorPred

@@ -7,9 +7,10 @@ merged in the documented output order.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from ..frozen import dataclass
 from ..plan.layout import GPOS
 from ..plan.linear import UnionPlan
 from .candidate import Candidate, output_sort_key

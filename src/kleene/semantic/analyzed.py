@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from .. import ast
+from ..frozen import dataclass
 
 
 class VarKind(enum.Enum):

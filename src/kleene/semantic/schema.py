@@ -21,11 +21,11 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from .. import ast
 from ..diagnostics import Span
+from ..frozen import dataclass
 from .analyzed import AnalyzedQuery
 from .walk import Reporter, sub_exprs
 

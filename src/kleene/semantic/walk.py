@@ -4,11 +4,11 @@ sub-terms and the variables an expression mentions."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from .. import ast
 from ..diagnostics import Span
 from ..errors import QueryValidationError
+from ..frozen import dataclass
 from ..lang.walk_ast import split_and
 
 

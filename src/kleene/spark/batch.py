@@ -17,7 +17,6 @@ order (one extra cheap job counts the rows of each partition). Ties in time are 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from numbers import Integral
 from typing import Any
 
@@ -27,6 +26,7 @@ from .. import ast
 from ..errors import InputError, QueryValidationError
 from ..events import TimeInfo
 from ..events.model import ID, RESERVED, TS, TYPE
+from ..frozen import dataclass
 from ..semantic.analyzed import AnalyzedQuery, VarKind
 from .nested import SET_POS
 from .plan import SparkPlan, plan_query

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -36,6 +36,7 @@ import pyarrow.compute as pc
 from ..errors import EngineError, InputError, QueryValidationError
 from ..events import EventBatch, Match, TimeInfo
 from ..events.model import ID, TS, TYPE
+from ..frozen import dataclass
 from .tasks import END_US, SEQ, TaskSpec, _Out, check_events, key_groups, output_schema
 
 RANK = "__rank"

@@ -22,10 +22,10 @@ The three shapes:
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Literal
 
 from .. import ast
+from ..frozen import dataclass
 from ..semantic.analyzed import AnalyzedQuery
 
 Mode = Literal["keyed", "split", "single"]

@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
@@ -37,6 +37,7 @@ from ..events.readers import (
     count_csv_rows,
     normalise_type,
 )
+from ..frozen import dataclass
 
 _PATH_INDEX = "id"
 """The column of ``spark.range``: the file's index, one per partition."""

@@ -41,7 +41,6 @@ import pickle
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -51,6 +50,7 @@ import pyarrow.compute as pc
 from ..errors import EngineError, InputError
 from ..events import EventBatch, Match
 from ..events.model import ID, TS, TYPE
+from ..frozen import dataclass
 from .nested import SET_POS, as_text
 from .tasks import END_US, ORD, SEQ, OutputMode, TaskSpec, _Out, output_schema
 

@@ -22,7 +22,6 @@ import json
 import math
 import warnings
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -32,6 +31,7 @@ import pyarrow.compute as pc
 from ..errors import EngineError, InputError
 from ..events import EventBatch, Match, TimeInfo
 from ..events.model import ID, TS, TYPE
+from ..frozen import dataclass
 from ..semantic.analyzed import AnalyzedQuery, VarKind
 
 ORD = "__ord"

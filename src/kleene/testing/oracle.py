@@ -22,12 +22,13 @@ import itertools
 import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from .. import ast
 from ..errors import CapacityError, EngineError, InputError, QueryValidationError
 from ..events import ID, TS, TYPE, EventBatch, Match
+from ..frozen import dataclass
 from ..semantic.analyzed import AnalyzedQuery
 
 MAX_EVENTS = 200

@@ -14,12 +14,13 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from hypothesis import strategies as st
 
 from ..events import EventBatch
+from ..frozen import dataclass
 
 TYPES = ("A", "B", "C", "D")
 """Event types of the random streams (queries mostly use A, B and C)."""

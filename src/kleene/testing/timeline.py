@@ -30,11 +30,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
 from ..events import EventBatch, Match, TimeInfo
+from ..frozen import dataclass
 from ..semantic.analyzed import AnalyzedQuery
 
 if TYPE_CHECKING:

@@ -9,13 +9,13 @@ import os
 import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import IO, Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 import pyarrow as pa
 
 from ...errors import InputError
+from ...frozen import dataclass
 from ..badrows import BadRow
 from ..options import ReadOptions
 

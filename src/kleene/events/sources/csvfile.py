@@ -9,8 +9,9 @@ accounted for, as an event or a bad row; only the block with the bad line takes 
 
 Once the first block has decided the column types, later blocks are parsed by Arrow straight
 to them (int64, float64 and ISO-8601 timestamps by Arrow's own parsers, no text columns in
-between); such a block also keeps its text, which the reader converts instead when any of its
-rows is bad. A value Arrow's typed parse takes gets the value the text conversion gives it
+between), and so is a large first block, its types decided by a text sample of its first lines
+(:meth:`_Parser.sample`); such a block also keeps its text, which the reader converts instead
+when any of its rows is bad. A value Arrow's typed parse takes gets the value the text conversion gives it
 (``tests/events/test_read_typed.py`` holds the proof); one it refuses sends its block down the
 text path, so the typed parse changes speed only, never values, bad rows or messages.
 A quoted value therefore cannot hold a line break. An empty line is no row, but it takes an id
@@ -20,6 +21,7 @@ A quoted value therefore cannot hold a line break. An empty line is no row, but 
 from __future__ import annotations
 
 import csv
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -28,6 +30,7 @@ import pyarrow as pa
 
 from ...errors import InputError
 from ..badrows import BadRow
+from ..convert import INFER_ROWS
 from ..options import ReadOptions
 from .base import FileSource, Raw, open_stream, read_after, read_block
 
@@ -38,6 +41,9 @@ _EMPTY = "the file is empty (expected a header line and rows)"
 Text = bytes | bytearray
 """Lines of the input (a block is read into a ``bytearray``)."""
 _TIMES = (pa.timestamp("us"), pa.timestamp("us", "UTC"))
+_SAMPLE_MIN = 1 << 21
+"""A first block from this size on is parsed straight to types, its types decided by its
+first lines (:meth:`_Parser.sample`)."""
 
 
 def delimiter_of(path: str, options: ReadOptions) -> str:
@@ -202,6 +208,14 @@ def _has_line_break(table: pa.Table) -> bool:
     return False
 
 
+def _one_core() -> bool:
+    """Whether this process may run on one processor only (``taskset -c 0``, a container)."""
+    try:
+        return len(os.sched_getaffinity(0)) <= 1
+    except AttributeError:  # (not Linux)
+        return (os.cpu_count() or 1) <= 1
+
+
 class _Parser:
     """One block of lines -> a :class:`Raw` chunk, by Arrow, or line by line when needed."""
 
@@ -221,13 +235,16 @@ class _Parser:
         self.types: dict[str, pa.DataType] = {}
         """The decided types (shared with the source; empty until the first chunk is typed)."""
         self._typed: tuple[tuple[Any, ...], Any, frozenset[str]] | None = None
+        self.one_core = _one_core()
         self._misses = 0
 
     def arrow(self, data: Text, convert_opts: Any = None, parse_opts: Any = None) -> pa.Table:
         """``data`` (whole lines) parsed by Arrow (as text unless ``convert_opts`` say
         otherwise); raises ``pa.ArrowException``."""
         pcsv = self.pcsv
-        threaded = len(data) > 1 << 20
+        # Arrow's threads parse parts of a block at once, each part a chunk of the table; on
+        # one core they only cost, and a typed block of one chunk reaches the events uncopied
+        threaded = len(data) > 1 << 20 and not (convert_opts is not None and self.one_core)
         opts = pcsv.ReadOptions(column_names=self.names, use_threads=threaded,
                                 block_size=max(1 << 20, len(data) // 2 + 1) if threaded
                                 else len(data) + 1)
@@ -286,6 +303,36 @@ class _Parser:
                            n, text=lambda: self.arrow(chunk))
         self._misses += 1
         return None
+
+    def sample(self, chunk: Text) -> Raw | None:
+        """For a large first block: its first lines as text, in a chunk of no rows whose
+        :attr:`Raw.sample` decides the column types, so that the block itself is parsed
+        straight to them. ``None`` (the whole block decides, parsed as text) when the first
+        lines might not decide as the whole block would: fewer than ``INFER_ROWS`` rows (type
+        inference reads that many) or a column without a value (the time column's first
+        value tells whether its timestamps have zones)."""
+        if len(chunk) < _SAMPLE_MIN:
+            return None
+        scanned = min(len(chunk), 1 << 16)
+        lines = chunk.count(b"\n", 0, scanned)
+        if not lines:
+            return None
+        # enough lines for INFER_ROWS rows and a quarter more, by the first 64 KiB's lengths
+        end = chunk.find(b"\n", scanned * (INFER_ROWS + INFER_ROWS // 4 + 1) // lines)
+        if end < 0 or end > len(chunk) // 2:
+            return None
+        head = chunk[:end + 1]
+        try:
+            table = self.arrow(head)
+        except pa.ArrowException:  # a bad line: the whole block as text finds it
+            return None
+        if table.num_rows < INFER_ROWS or any(c.null_count == len(c) for c in table.columns):
+            return None
+        if b'"' in head and (_has_line_break(table)
+                             or table.num_rows != _rows_in(head, table.num_rows)):
+            return None  # a quote left open: the text path reads such lines one by one
+        return Raw(table.slice(0, 0), np.zeros(0, dtype=np.int64), self.text_cols, [], 0,
+                   sample=table)
 
     def parse(self, chunk: Text, first_line: int, start: int) -> Raw:
         """One block: by Arrow straight to the decided types, else as text (:meth:`text`).
@@ -435,6 +482,10 @@ class CsvSource(FileSource):
             start = 0
             blocks = iter(lines)
             for chunk in blocks:
+                if start == 0 and not parser.types:
+                    sample = parser.sample(chunk)
+                    if sample is not None:  # the reader decides the types from it now
+                        yield sample
                 raw = parser.parse(chunk, start + 2, start)
                 start += raw.rows + raw.blank
                 if raw.rows or raw.blank:

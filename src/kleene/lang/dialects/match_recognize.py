@@ -27,11 +27,12 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import NoReturn
 
 from ... import ast
 from ...diagnostics import Span
+from ...frozen import dataclass
 from ..lexer import Tok, Token
 from ..parser import Parser
 
@@ -46,6 +47,8 @@ _CLAUSE_WORDS = ("DEFINE", "WITHIN", "SUBSET", "MEASURES", "PATTERN", "AFTER", "
 # ------------------------------------------------------------------------------ the regex tree
 @dataclass(slots=True)
 class _Node:
+    """A PATTERN clause node as parsed, before it becomes an AST pattern."""
+
     kind: str  # "var" | "seq" | "alt" | "rep" | "perm" | "excl"
     span: Span
     items: list[_Node] = field(default_factory=list)
@@ -62,6 +65,8 @@ class _Node:
 
 @dataclass(slots=True)
 class _Measure:
+    """One MEASURES item: an expression and its alias."""
+
     expr: ast.Expr
     alias: str
     span: Span

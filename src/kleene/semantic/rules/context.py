@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from ... import ast
+from ...frozen import dataclass
 from ..analyzed import VarInfo
 from ..walk import Binding, Reporter, split_and, sub_exprs
 
