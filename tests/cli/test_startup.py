@@ -102,4 +102,4 @@ def test_a_plain_run_compiles_one_method_per_dataclass(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     *_matches, built, compiled = done.stdout.splitlines()
     assert int(built.split()[1]) > 80
-    assert compiled == "COMPILED ['ChainState', 'RunsPlan']"
+    assert compiled == "COMPILED ['ChainState', 'RunsPlan', 'TaskPlan']"  # dataclass bases
