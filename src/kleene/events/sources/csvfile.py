@@ -473,27 +473,36 @@ class CsvSource(FileSource):
     documented = (".csv", ".tsv")
 
     def chunks(self) -> Iterator[Raw]:
-        stream = open_stream(self.path, self.tracker)
-        blocks: Iterator[bytearray] | None = None
-        try:
-            lines = _Blocks(stream, self.path, self.options)
-            parser = _Parser(lines.names, lines.delimiter)
-            parser.types = self.types
-            start = 0
-            blocks = iter(lines)
-            for chunk in blocks:
-                if start == 0 and not parser.types:
-                    sample = parser.sample(chunk)
-                    if sample is not None:  # the reader decides the types from it now
-                        yield sample
-                raw = parser.parse(chunk, start + 2, start)
-                start += raw.rows + raw.blank
-                if raw.rows or raw.blank:
-                    yield raw
-        finally:
-            if blocks is not None:
-                blocks.close()  # type: ignore[attr-defined]  # (waits for a read under way)
-            stream.close()
+        return parse_csv(open_stream(self.path, self.tracker), self.path, self.options,
+                         self.types)
+
+
+def parse_csv(stream: Any, path: str, options: ReadOptions, types: dict[str, Any], *,
+              sample: bool = True) -> Iterator[Raw]:
+    """The rows of a CSV stream (its header line first) as :class:`Raw` chunks, parsed with
+    the decided ``types`` (filled in by the reader once it has decided them); with
+    ``sample``, and no types yet, a large first block is preceded by a typed sample chunk
+    with no rows (the reader decides the types from it). Closes ``stream``."""
+    blocks: Iterator[bytearray] | None = None
+    try:
+        lines = _Blocks(stream, path, options)
+        parser = _Parser(lines.names, lines.delimiter)
+        parser.types = types
+        start = 0
+        blocks = iter(lines)
+        for chunk in blocks:
+            if sample and start == 0 and not parser.types:
+                first = parser.sample(chunk)
+                if first is not None:  # the reader decides the types from it now
+                    yield first
+            raw = parser.parse(chunk, start + 2, start)
+            start += raw.rows + raw.blank
+            if raw.rows or raw.blank:
+                yield raw
+    finally:
+        if blocks is not None:
+            blocks.close()  # type: ignore[attr-defined]  # (waits for a read under way)
+        stream.close()
 
 
 def count_csv_rows(path: str, options: ReadOptions) -> tuple[int, int]:

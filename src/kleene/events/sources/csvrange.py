@@ -28,7 +28,7 @@ import pyarrow as pa
 
 from ..options import ReadOptions
 from .base import _CODECS, STDIN, Raw, sniff_codec, split
-from .csvfile import CsvSource, _Blocks, _Parser
+from .csvfile import CsvSource, parse_csv
 
 _HEAD_MAX = 1 << 20
 """Longest header line a file may have to be cut (a longer one: read as one part)."""
@@ -128,22 +128,7 @@ class CsvRangeSource(CsvSource):
 
     def _chunks(self) -> Iterator[Raw]:
         stream = pa.PythonFile(_Range(self.path, self.head, self.start, self.end), mode="r")
-        blocks: Iterator[bytearray] | None = None
-        try:
-            lines = _Blocks(stream, self.path, self.options)
-            parser = _Parser(lines.names, lines.delimiter)
-            parser.types = self.types
-            start = 0
-            blocks = iter(lines)
-            for chunk in blocks:
-                raw = parser.parse(chunk, start + 2, start)
-                start += raw.rows + raw.blank
-                if raw.rows or raw.blank:
-                    yield raw
-        finally:
-            if blocks is not None:
-                blocks.close()  # type: ignore[attr-defined]  # (waits for a read under way)
-            stream.close()
+        return parse_csv(stream, self.path, self.options, self.types, sample=False)
 
 
 __all__ = ["CsvRangeSource", "csv_byte_ranges"]
