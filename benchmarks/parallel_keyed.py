@@ -282,6 +282,8 @@ def main(argv: list[str] | None = None) -> int:
         res["wall_speedup_baseline"] = round(one["wall"] / base["wall"], 3)
         res["cpu_critical_speedup_baseline"] = _critical(one, base, None)
         res["cpu_bound_2_cores_speedup_baseline"] = _critical(one, base, 2)
+        res["cpu_serial_plus_busiest_speedup_baseline"] = round(
+            one["cpu_self"] / (base["cpu_self"] + base.get("cpu_worker_max", 0.0)), 3)
     if a.engine_pairs:
         e1, e2 = _median_rows(en[1]), _median_rows(en[2])
         res["engine"] = {
