@@ -67,9 +67,13 @@ try:  # the CPU seconds of each worker (and its phases) of a run fed while read,
     _par.KeyedFeed.finish = _spy
     _parts = _par.run_parts
     def _spy_parts(*a, **k):
+        import time as _t
+        c0 = _t.process_time()
         done = _parts(*a, **k)
         if done.run is not None:
             _CPU.update(done.run.cpu)
+            # the calling process's own CPU from the forks to the merged lines
+            _CPU["parent run_parts"] = _t.process_time() - c0
         return done
     _par.run_parts = _spy_parts
 except (ImportError, AttributeError):  # a baseline without them
@@ -282,6 +286,20 @@ def main(argv: list[str] | None = None) -> int:
         res["wall_speedup_baseline"] = round(one["wall"] / base["wall"], 3)
         res["cpu_critical_speedup_baseline"] = _critical(one, base, None)
         res["cpu_bound_2_cores_speedup_baseline"] = _critical(one, base, 2)
+        res["cpu_serial_plus_busiest_speedup_baseline"] = round(
+            one["cpu_self"] / (base["cpu_self"] + base.get("cpu_worker_max", 0.0)), 3)
+        # this code against the baseline, pair by pair (runs next to each other in time):
+        # the calling process's CPU (all of it, and from the forks to the merged lines) and
+        # each worker's exchange overhead (split + gather, the mean of the workers)
+        def exchange(r: dict[str, Any]) -> float:
+            ws = [k[:-len(" split")] for k in r if k.endswith(" split")]
+            return sum(r[f"{w} split"] + r[f"{w} gather"] for w in ws) / max(len(ws), 1)
+
+        res["pairs_new_minus_baseline"] = {
+            k: sorted(round(f(n) - f(b), 3) for n, b in zip(kl[2], kl[-2], strict=True))
+            for k, f in (("cpu_self", lambda r: r["cpu_self"]),
+                         ("cpu parent run_parts", lambda r: r.get("cpu parent run_parts", 0)),
+                         ("cpu worker split+gather", exchange))}
     if a.engine_pairs:
         e1, e2 = _median_rows(en[1]), _median_rows(en[2])
         res["engine"] = {

@@ -166,3 +166,27 @@ def test_the_counting_router_sends_keys_where_the_sorting_one_does() -> None:
         for workers in (2, 3):
             want = [zlib.crc32(repr(keys[c]).encode()) % workers for c in inv.tolist()]
             assert parallel.key_workers(t, attrs, workers).tolist() == want
+
+
+@pytest.mark.parametrize("lines", [
+    [],
+    [["a", "b"], ["c"]],
+    [["x" * 3, ""], ["é\"z"]],
+])
+@pytest.mark.parametrize("mixed", [False, True])
+def test_lines_file_round_trip(tmp_path: Any, lines: list[list[str]], mixed: bool) -> None:
+    """A part worker's output lines go to the calling process through a shared file
+    (written, then mapped and unlinked): the same strings in the same order, whatever the
+    arrays' string types."""
+    import os
+
+    import pyarrow as pa
+
+    arrays = [pa.array(chunk, pa.large_string() if mixed and i % 2 else pa.string())
+              for i, chunk in enumerate(lines)]
+    path = parallel._write_lines(str(tmp_path), 3, arrays)
+    back = parallel._read_lines(path)
+    assert not os.path.exists(path)
+    assert [s for a in back for s in a.to_pylist()] == [s for c in lines for s in c]
+    if mixed and len(lines) > 1:
+        assert {a.type for a in back} == {pa.large_string()}

@@ -675,7 +675,10 @@ def run_parts(compiled: Any, parts: int, read: Callable[[int], PartRead],
             res = _reply(p, conn)
             if res[0] != "ok":
                 return PartsRun(None, infos, str(res[1]), read_s)
-            results.append(res[1])
+            lasts, lines, counts = res[1]
+            if isinstance(lines, str):  # the worker's lines, in a shared file (_write_lines)
+                lines = _read_lines(lines)
+            results.append((lasts, lines, counts))
             cpu[f"worker {w + 1}"] = res[2]
             for k, v in res[3].items():
                 cpu[f"worker {w + 1} {k}"] = v
@@ -733,9 +736,10 @@ def _part_child(w: int, parts: int, conn: Any, compiled: Any,
                 assert own is not None
                 share = own
             else:
+                # mapped, not copied: the arrays read the file's pages (which stay while they
+                # are mapped after the unlink, and are freed with them)
                 path = os.path.join(folder, f"{v}-{w}.arrow")
-                with pa.OSFile(path) as source:  # into memory: the file's space is freed now
-                    share = pa.ipc.open_stream(source).read_all()
+                share = _read_ipc(path)
                 os.unlink(path)
             if share.num_rows == 0:
                 continue
@@ -756,7 +760,9 @@ def _part_child(w: int, parts: int, conn: Any, compiled: Any,
         out += rt.close()
         c2 = time.process_time()
         phases["match"] = c2 - c1
-        result = _worker_result(rt, out, udfs, texts)
+        result: tuple[Any, Any, list[int]] = _worker_result(rt, out, udfs, texts)
+        if texts is not None:  # the lines go by a shared file, not pickled through the pipe
+            result = (result[0], _write_lines(folder, w, result[1]), result[2])
         phases["format"] = time.process_time() - c2
         res = ("ok", result, time.process_time(), phases)
     except SystemExit:
@@ -810,6 +816,32 @@ def _read_part(w: int, parts: int, compiled: Any, read: Callable[[int], PartRead
     first = int(ts[0]) if n else 0
     last = int(ts[-1]) if n else 0
     return ("read", n, got.ids_taken, first, last, used, got.info), own, got.time
+
+
+def _read_ipc(path: str) -> pa.Table:
+    """The table of an Arrow IPC stream file, memory-mapped (no copy, no parse)."""
+    source = pa.memory_map(path)  # (the arrays keep the mapping; it goes with them)
+    return pa.ipc.open_stream(source).read_all()
+
+
+def _write_lines(folder: str, w: int, lines: list[pa.Array]) -> str:
+    """Write worker ``w``'s output lines (string arrays) as an Arrow IPC stream file in
+    ``folder`` for the calling process to map (:func:`_read_lines`); its path."""
+    path = os.path.join(folder, f"lines-{w}.arrow")
+    if len({a.type for a in lines}) > 1:  # (one stream has one schema)
+        lines = [a.cast(pa.large_string()) for a in lines]
+    schema = pa.schema([("line", lines[0].type if lines else pa.string())])
+    with pa.OSFile(path, "wb") as sink, pa.ipc.new_stream(sink, schema) as wr:
+        for a in lines:
+            wr.write_batch(pa.record_batch([a], schema=schema))
+    return path
+
+
+def _read_lines(path: str) -> list[pa.Array]:
+    """The lines :func:`_write_lines` wrote, mapped from the file (which may go now)."""
+    lines = [c for c in _read_ipc(path).column(0).chunks if len(c)]
+    os.unlink(path)
+    return lines
 
 
 def _merged(results: list[Any], udfs: list[Any], before: list[list[int]], workers: int,
