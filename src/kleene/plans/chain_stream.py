@@ -149,13 +149,7 @@ def _chunk(segs: list[tuple[KleeneBlock, int, int, int]], total: int) -> MatchCo
     lo_b = np.empty_like(hi_b)
     lo_b[0] = 0
     lo_b[1:] = hi_b[:-1]
-    arr: np.ndarray[Any, Any] | list[Any] = ids
-    if ids and all(type(x) is int for x in ids):
-        try:
-            arr = np.asarray(ids, np.int64)
-        except OverflowError:
-            arr = ids
-    return MatchColumns(blk0.query, blk0.names, arr,
+    return MatchColumns(blk0.query, blk0.names, id_array(ids),
                         (np.asarray(s_a, np.int64)[seg], lo_b, np.asarray(s_c, np.int64)[seg]),
                         (None, hi_b, None),
                         np.asarray(s_ats, np.int64)[seg], np.asarray(s_cts, np.int64)[seg],
@@ -271,13 +265,7 @@ class SeqBlock(MatchBlock):
         total = len(cols[0])
         rows = [np.asarray(c, np.int64) + o for c, o in zip(cols, offs, strict=True)]
         rows.append(np.full(total, len(ids) - 1, np.int64))
-        arr: np.ndarray[Any, Any] | list[Any] = ids
-        if ids and all(type(x) is int for x in ids):
-            try:
-                arr = np.asarray(ids, np.int64)
-            except OverflowError:
-                arr = ids
-        return MatchColumns(self.query, self.names, arr, tuple(rows[k] for k in self.comp),
+        return MatchColumns(self.query, self.names, id_array(ids), tuple(rows[k] for k in self.comp),
                             (None,) * len(self.comp),
                             np.asarray(self.ts0, np.int64)[np.asarray(cols[0], np.int64)],
                             np.full(total, self.c_ts, np.int64),
@@ -285,3 +273,13 @@ class SeqBlock(MatchBlock):
 
 
 __all__ = ["MAX_SPAN", "KleeneBlock", "SeqBlock"]
+
+
+def id_array(ids: list[Any]) -> np.ndarray[Any, Any] | list[Any]:
+    """Event ids as an int64 array when every one is an int that fits, else the list."""
+    if ids and all(type(x) is int for x in ids):
+        try:
+            return np.asarray(ids, np.int64)
+        except OverflowError:
+            pass
+    return ids

@@ -241,17 +241,23 @@ def _add_udf_counts(f: Any, calls: int, second: int) -> None:
         f.rows += second
 
 
+def _reply_and_exit(conn: Any, res: Any) -> None:
+    """A forked worker's last act: its reply, pickled, then ``os._exit`` (no clean-up of the
+    parent's state copied into the child)."""
+    try:
+        conn.send_bytes(pickle.dumps(res, protocol=pickle.HIGHEST_PROTOCOL))
+    finally:
+        conn.close()
+        os._exit(0)
+
+
 def _child(w: int, conn: Any) -> None:
     gc.disable()  # a collection would touch (and copy) every page inherited from the parent
     try:
         res: Any = ("ok", _work(w))
     except BaseException as e:  # noqa: BLE001 - reported to the parent, one line
         res = ("error", f"{type(e).__name__}: {e}", traceback.format_exc()[-2000:])
-    try:
-        conn.send_bytes(pickle.dumps(res, protocol=pickle.HIGHEST_PROTOCOL))
-    finally:
-        conn.close()
-        os._exit(0)
+    _reply_and_exit(conn, res)
 
 
 def run_parallel(compiled: Any, events: EventBatch, workers: int,
@@ -405,11 +411,7 @@ def _feed_child(w: int, conn: Any, compiled: Any, options: dict[str, Any], tinfo
             res = ("ok", _worker_result(rt, out, udfs, texts), time.process_time())
     except BaseException as e:  # noqa: BLE001 - one push over the share reports it
         res = ("redo", f"{type(e).__name__}: {e}")
-    try:
-        conn.send_bytes(pickle.dumps(res, protocol=pickle.HIGHEST_PROTOCOL))
-    finally:
-        conn.close()
-        os._exit(0)
+    _reply_and_exit(conn, res)
 
 
 class KeyedFeed:
@@ -770,11 +772,7 @@ def _part_child(w: int, parts: int, conn: Any, compiled: Any,
         os._exit(0)
     except BaseException as e:  # noqa: BLE001 - the usual run reports it
         res = ("redo", f"{type(e).__name__}: {e}")
-    try:
-        conn.send_bytes(pickle.dumps(res, protocol=pickle.HIGHEST_PROTOCOL))
-    finally:
-        conn.close()
-        os._exit(0)
+    _reply_and_exit(conn, res)
 
 
 def _read_part(w: int, parts: int, compiled: Any, read: Callable[[int], PartRead],
