@@ -368,57 +368,19 @@ def plots(results: dict[str, Any], out_dir: Path) -> list[Path]:
             made.append(path)
     rows = results.get("sink")
     if rows:
-        fig, (ax, ax2) = plt.subplots(1, 2, figsize=(9, 3.2))
-        for where, mode, label in ((True, "sink", "push_to (WHERE)"),
-                                   (False, "sink", "push_to (no WHERE)"),
-                                   (True, "list", "push, lists dropped (WHERE)")):
-            pts = [r for r in rows if r["where"] is where and r["mode"] == mode]
-            if pts:
-                ax.plot([r["window_s"] for r in pts], [r["matches_per_s"] for r in pts],
-                        marker="o", label=label)
-                ax2.plot([r["matches"] for r in pts],
-                         [r["rss_peak_mb"] - r["rss_before_mb"] for r in pts], marker="o",
-                         label=label)
-        ax.axhline(2e6, color="grey", ls=":", label="target 2M/s")
-        ax.set_xlabel("window (s)")
-        ax.set_ylabel("matches/s (CPU)")
-        ax.set_yscale("log")
-        ax.set_title("Enumeration into a null sink")
-        ax.legend(fontsize=7)
-        ax2.set_xscale("log")
-        ax2.set_xlabel("matches of the run")
-        ax2.set_ylabel("peak RSS - RSS before (MB)")
-        ax2.set_title("Memory against the output")
-        fig.tight_layout()
-        path = out_dir / "linkedcep_sink.png"
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
-        made.append(path)
+        series = [(label, [r for r in rows if r["where"] is where and r["mode"] == mode])
+                  for where, mode, label in ((True, "sink", "push_to (WHERE)"),
+                                             (False, "sink", "push_to (no WHERE)"),
+                                             (True, "list", "push, lists dropped (WHERE)"))]
+        made.append(_sink_plot(plt, series, "Enumeration into a null sink",
+                               out_dir / "linkedcep_sink.png", target=True))
     rows = results.get("sink3")
     if rows:
-        fig, (ax, ax2) = plt.subplots(1, 2, figsize=(9, 3.2))
-        for mode, label in (("sink", "push_to (SeqBlock)"), ("list", "push, lists dropped")):
-            pts = [r for r in rows if r["mode"] == mode]
-            if pts:
-                ax.plot([r["window_s"] for r in pts], [r["matches_per_s"] for r in pts],
-                        marker="o", label=label)
-                ax2.plot([r["matches"] for r in pts],
-                         [r["rss_peak_mb"] - r["rss_before_mb"] for r in pts], marker="o",
-                         label=label)
-        ax.set_xlabel("window (s)")
-        ax.set_ylabel("matches/s (CPU)")
-        ax.set_yscale("log")
-        ax.set_title("SEQ(a, b, c) into a null sink")
-        ax.legend(fontsize=7)
-        ax2.set_xscale("log")
-        ax2.set_xlabel("matches of the run")
-        ax2.set_ylabel("peak RSS - RSS before (MB)")
-        ax2.set_title("Memory against the output")
-        fig.tight_layout()
-        path = out_dir / "linkedcep_sink_seq3.png"
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
-        made.append(path)
+        series = [(label, [r for r in rows if r["mode"] == mode])
+                  for mode, label in (("sink", "push_to (SeqBlock)"),
+                                      ("list", "push, lists dropped"))]
+        made.append(_sink_plot(plt, series, "SEQ(a, b, c) into a null sink",
+                               out_dir / "linkedcep_sink_seq3.png", target=False))
     rows = results.get("explosion")
     if rows:
         fig, ax = plt.subplots(figsize=(5, 3))
@@ -523,3 +485,31 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def _sink_plot(plt: Any, series: list[tuple[str, list[dict[str, Any]]]], title: str,
+               path: Path, *, target: bool) -> Path:
+    """A null-sink figure: matches/s against the window, and memory against the output."""
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(9, 3.2))
+    for label, pts in series:
+        if pts:
+            ax.plot([r["window_s"] for r in pts], [r["matches_per_s"] for r in pts],
+                    marker="o", label=label)
+            ax2.plot([r["matches"] for r in pts],
+                     [r["rss_peak_mb"] - r["rss_before_mb"] for r in pts], marker="o",
+                     label=label)
+    if target:
+        ax.axhline(2e6, color="grey", ls=":", label="target 2M/s")
+    ax.set_xlabel("window (s)")
+    ax.set_ylabel("matches/s (CPU)")
+    ax.set_yscale("log")
+    ax.set_title(title)
+    ax.legend(fontsize=7)
+    ax2.set_xscale("log")
+    ax2.set_xlabel("matches of the run")
+    ax2.set_ylabel("peak RSS - RSS before (MB)")
+    ax2.set_title("Memory against the output")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path

@@ -94,27 +94,9 @@ def test_stream_equals_the_oracle_and_push_in_order() -> None:
     rng = random.Random(1313)
     matches = columns = 0
     for _ in range(250):
-        q, recs = _kleene_case(rng)
-        aq = analyze(q)
-        want = oracle(aq, EventBatch.from_records(recs))
-        cuts = sorted(rng.sample(range(1, len(recs)), rng.randint(0, 3)))
-        chunk = rng.randint(1, 40)
-        rt = start(aq, plan="chain")
-        assert rt.matcher.kleene_join  # type: ignore[attr-defined]
-        sink = Collect()
-        n = _pushes(rt, recs, cuts, sink, chunk)
-        assert _key(sink.matches) == _key(want), f"{q} over {recs}, cuts {cuts}"
-        assert n == len(want) == rt.counters.matches
-        assert all(len(p) <= chunk for p in sink.pieces)
-        plain = start(aq, plan="chain")
-        got: list[Match] = []
-        for i, j in zip([0, *cuts], [*cuts, len(recs)], strict=True):
-            if j > i:
-                got += plain.push(EventBatch.from_records(recs[i:j]))
-        got += plain.close()
-        assert _key(got) == _key(want)
-        matches += len(want)
-        columns += sink.columns
+        m, c = _streamed_like_oracle_and_push(rng, _kleene_case, "kleene_join")
+        matches += m
+        columns += c
     assert matches > 3000 and columns > 200  # many matches, written as columns
 
 
@@ -352,27 +334,9 @@ def test_seq_of_singles_streams_blocks_equal_to_the_oracle_and_push() -> None:
     rng = random.Random(1314)
     matches = columns = 0
     for _ in range(250):
-        q, recs = _seq_case(rng)
-        aq = analyze(q)
-        want = oracle(aq, EventBatch.from_records(recs))
-        cuts = sorted(rng.sample(range(1, len(recs)), rng.randint(0, 3)))
-        chunk = rng.randint(1, 40)
-        rt = start(aq, plan="chain")
-        assert rt.matcher.fast_join is not None  # type: ignore[attr-defined]
-        sink = Collect()
-        n = _pushes(rt, recs, cuts, sink, chunk)
-        assert _key(sink.matches) == _key(want), f"{q} over {recs}, cuts {cuts}"
-        assert n == len(want) == rt.counters.matches
-        assert all(len(p) <= chunk for p in sink.pieces)
-        plain = start(aq, plan="chain")
-        got: list[Match] = []
-        for i, j in zip([0, *cuts], [*cuts, len(recs)], strict=True):
-            if j > i:
-                got += plain.push(EventBatch.from_records(recs[i:j]))
-        got += plain.close()
-        assert _key(got) == _key(want)
-        matches += len(want)
-        columns += sink.columns
+        m, c = _streamed_like_oracle_and_push(rng, _seq_case, "fast_join")
+        matches += m
+        columns += c
     assert matches > 10_000 and columns > 300
 
 
@@ -454,3 +418,29 @@ def test_seq_of_singles_snapshot_between_streaming_calls() -> None:
     rt2.push_to(EventBatch.from_records(recs[51:]), sink, chunk=33)
     rt2.close_to(sink)
     assert _key(sink.matches) == _key(want) and len(want) > 500 and sink.columns
+
+
+def _streamed_like_oracle_and_push(rng: random.Random, case: Any, join: str) -> tuple[int, int]:
+    """One random case of ``case`` through ``push_to`` in split pushes and random chunks: the
+    oracle's matches in order, counted, in pieces of at most the chunk, and ``push``'s; the
+    chain plan uses the join named ``join``. Returns (matches, matches written as columns)."""
+    q, recs = case(rng)
+    aq = analyze(q)
+    want = oracle(aq, EventBatch.from_records(recs))
+    cuts = sorted(rng.sample(range(1, len(recs)), rng.randint(0, 3)))
+    chunk = rng.randint(1, 40)
+    rt = start(aq, plan="chain")
+    assert getattr(rt.matcher, join)
+    sink = Collect()
+    n = _pushes(rt, recs, cuts, sink, chunk)
+    assert _key(sink.matches) == _key(want), f"{q} over {recs}, cuts {cuts}"
+    assert n == len(want) == rt.counters.matches
+    assert all(len(p) <= chunk for p in sink.pieces)
+    plain = start(aq, plan="chain")
+    got: list[Match] = []
+    for i, j in zip([0, *cuts], [*cuts, len(recs)], strict=True):
+        if j > i:
+            got += plain.push(EventBatch.from_records(recs[i:j]))
+    got += plain.close()
+    assert _key(got) == _key(want)
+    return len(want), sink.columns
