@@ -3,7 +3,13 @@
 Peak memory comes from two sources and the larger is reported:
 
 * ``os.wait4``'s ``ru_maxrss`` for the child: on Linux this is the peak RSS of the child or of
-  any of its descendants it waited for (``RUSAGE_BOTH`` of the zombie), exact for one process;
+  any of its descendants it waited for (``RUSAGE_BOTH`` of the zombie), exact for one process.
+  The child is started by a small launcher process (:data:`_LAUNCHER`), which waits for it and
+  reports its ``ru_maxrss``: Linux carries the forking process's memory high-water mark over
+  ``exec`` into the child's ``ru_maxrss``, so a child forked straight from a large process
+  (pytest after a heavy test, a benchmark holding its data) would report at least that
+  process's size (800 MB for an empty child of an 800 MB parent, measured); the launcher is
+  small, so its children are measured as if started from a shell;
 * a sampler thread that sums the RSS of the child's whole process tree from ``/proc`` every
   50 ms, which catches a JVM started by PyFlink (the child may never reap it).
 
@@ -13,14 +19,16 @@ A child reports its own numbers (engine-only seconds, matches...) by printing on
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
-import resource
+import signal
 import subprocess
+import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -94,10 +102,24 @@ class Measurement:
                 **({"stderr_tail": self.stderr_tail} if not self.ok else {})}
 
 
-def _limit_memory(mb: int) -> Callable[[], None]:
-    def apply() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (mb << 20, mb << 20))
-    return apply
+# Runs the command (argv[3:]) with its stdin/stdout/stderr, waits for it, and writes
+# "status maxrss_kb wall_s" to fd argv[1]; argv[2] is an address-space cap in MB (0: none).
+# Started with -S (no site): a fresh, small process whatever the size of its parent.
+_LAUNCHER = """\
+import os, resource, subprocess, sys, time
+fd, mb = int(sys.argv[1]), int(sys.argv[2])
+if mb:
+    resource.setrlimit(resource.RLIMIT_AS, (mb << 20, mb << 20))
+t0 = time.perf_counter()
+try:
+    p = subprocess.Popen(sys.argv[3:])
+except OSError as e:
+    print(f"cannot start {sys.argv[3]!r}: {e}", file=sys.stderr)
+    os.write(fd, b"32512 0 0")
+    sys.exit(127)
+_, status, ru = os.wait4(p.pid, 0)
+os.write(fd, f"{status} {ru.ru_maxrss} {time.perf_counter() - t0}".encode())
+"""
 
 
 def run(cmd: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: Path | None = None,
@@ -107,21 +129,26 @@ def run(cmd: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: Path |
 
     ``mem_limit_mb`` caps the child's address space (RLIMIT_AS), so a runaway workload fails
     with MemoryError instead of starving the (shared) machine; not for JVMs, which reserve
-    far more address space than they use.
+    far more address space than they use. On ``timeout`` the child's whole process group is
+    killed.
     """
     full_env = {**os.environ, **(env or {})}
     load0 = loadavg()
+    rfd, wfd = os.pipe()
     t0 = time.perf_counter()
-    proc = subprocess.Popen(list(cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env=full_env, cwd=cwd,
-                            preexec_fn=_limit_memory(mem_limit_mb) if mem_limit_mb else None)
+    proc = subprocess.Popen(
+        [sys.executable, "-S", "-c", _LAUNCHER, str(wfd), str(mem_limit_mb or 0), *cmd],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=full_env, cwd=cwd,
+        pass_fds=(wfd,), start_new_session=True)
+    os.close(wfd)
     peak_tree = 0
     stop = threading.Event()
 
     def sample() -> None:
         nonlocal peak_tree
         while not stop.wait(0.05):
-            peak_tree = max(peak_tree, tree_rss_kb(proc.pid))
+            own = _rss_kb(proc.pid)  # the launcher itself is not the workload
+            peak_tree = max(peak_tree, tree_rss_kb(proc.pid) - own)
 
     sampler = threading.Thread(target=sample, daemon=True) if sample_tree else None
     if sampler:
@@ -133,31 +160,35 @@ def run(cmd: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: Path |
     for r in readers:
         r.start()
     deadline = None if timeout is None else t0 + timeout
-    status, ru = 0, None
-    while True:
-        pid, status, ru = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            break
+    killed = False
+    while proc.poll() is None:
         if deadline is not None and time.perf_counter() > deadline:
-            proc.kill()
-            pid, status, ru = os.wait4(proc.pid, 0)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            killed = True
+            proc.wait()
             break
         time.sleep(0.005)
     wall = time.perf_counter() - t0
+    with os.fdopen(rfd, "rb") as f:
+        report = f.read().split()
     stop.set()
     if sampler:
         sampler.join()
     for r in readers:
         r.join()
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    rc = proc.returncode
+    maxrss_kb = 0
+    if len(report) == 3 and not killed:
+        status, maxrss_kb, wall = int(report[0]), int(report[1]), float(report[2])
+        rc = os.waitstatus_to_exitcode(status)
+    else:  # killed (timeout) or the launcher failed
+        rc = proc.returncode if proc.returncode else -signal.SIGKILL
     stdout = b"".join(out_chunks).decode(errors="replace")
     stderr = b"".join(err_chunks).decode(errors="replace")
     result: dict[str, Any] = {}
     for line in stdout.splitlines():
         if line.startswith("RESULT "):
             result = json.loads(line[len("RESULT "):])
-    maxrss_kb = ru.ru_maxrss if ru is not None else 0
     if platform.system() == "Darwin":  # bytes there
         maxrss_kb //= 1024
     return Measurement(list(cmd), wall, rc, max(maxrss_kb, peak_tree) / 1024.0, load0,

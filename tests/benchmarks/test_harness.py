@@ -24,6 +24,24 @@ def test_measure_reads_peak_rss_and_result_of_the_child() -> None:
     assert len(m.load_before) == 3
 
 
+def test_measure_does_not_charge_a_child_for_its_large_parent() -> None:
+    # Linux carries the forking process's high-water mark over exec into the child's
+    # ru_maxrss; the harness starts children from a small launcher so that a benchmark (or
+    # pytest) holding 400 MB still measures a small child as small.
+    held = bytearray(400 * 1024 * 1024)
+    held[::4096] = b"x" * len(held[::4096])
+    m = measure.run([sys.executable, "-c", "print('RESULT {}')"])
+    assert m.ok and m.result == {}
+    assert m.peak_rss_mb < 100
+    assert len(held) == 400 * 1024 * 1024
+
+
+def test_measure_timeout_kills_the_child_and_says_so() -> None:
+    m = measure.run([sys.executable, "-c", "import time; time.sleep(30)"], timeout=0.5)
+    assert not m.ok and m.returncode < 0
+    assert m.wall_s < 10
+
+
 def test_measure_memory_limit_turns_a_runaway_into_a_failure() -> None:
     m = measure.run([sys.executable, "-c", "b = bytearray(2 * 1024**3)"], mem_limit_mb=1000)
     assert not m.ok
