@@ -501,5 +501,5 @@ def utf8_bytes(texts: pa.Array) -> memoryview:
     return memoryview(bufs[2])[start:end]
 
 
-__all__ = ["Unformattable", "column_match_texts", "csv_lines", "json_texts", "jsonl_lines", "match_texts", "row_keys",
-           "time_pieces", "utf8_bytes"]
+__all__ = ["Unformattable", "column_match_texts", "csv_lines", "json_texts", "jsonl_lines",
+           "match_texts", "row_keys", "time_pieces", "utf8_bytes"]

@@ -639,7 +639,9 @@ class ParquetWriter(MatchWriter):
 
     Matches are buffered as columns (a chunk's times and bindings texts as Arrow arrays, its
     RETURN fields as lists); a row group's columns are converted as a whole, exactly as rows
-    were (the same values in, the same file out)."""
+    were (the same values in, the same file out). A :class:`MatchTable`'s column parts (and
+    the chain plan's blocks, expanded a chunk at a time) are buffered from their columns, with
+    no ``Match`` object: the same rows in the same order, so the same row groups."""
 
     def __init__(self, path: str, time: TimeInfo, row_group_size: int = 65_536) -> None:
         super().__init__(time)
