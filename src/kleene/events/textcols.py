@@ -333,6 +333,12 @@ def jsonl_column_lines(mc: MatchColumns, time: TimeInfo) -> pa.Array:
     return join(pieces, n)
 
 
+def column_match_texts(mc: MatchColumns) -> pa.Array:
+    """:func:`match_texts` of a column part (the CSV and Parquet ``match`` cell, braces
+    included), from its ids; raises :class:`Unformattable` as :func:`jsonl_column_lines`."""
+    return join(["{", *_column_texts(mc), "}"], len(mc))
+
+
 def match_texts(matches: Sequence[Match], bindings_text: Callable[[Any], str]) -> pa.Array:
     """The bindings' JSON object of each match (the CSV and Parquet ``match`` cell);
     ``bindings_text`` formats one match's bindings when they differ in shape."""
@@ -478,7 +484,7 @@ def csv_column_lines(mc: MatchColumns, time: TimeInfo, header: Sequence[str]) ->
             part = slice(0, n) if col == "start" else slice(n, 2 * n)
             pieces += [p if isinstance(p, str) else p[part] for p in times]
         elif col == "match":
-            pieces.append(csv_quote(join(["{", *_column_texts(mc), "}"], n)))
+            pieces.append(csv_quote(column_match_texts(mc)))
     pieces.append("\n")
     return join(pieces, n)
 
@@ -495,5 +501,5 @@ def utf8_bytes(texts: pa.Array) -> memoryview:
     return memoryview(bufs[2])[start:end]
 
 
-__all__ = ["Unformattable", "csv_lines", "json_texts", "jsonl_lines", "match_texts", "row_keys",
-           "time_pieces", "utf8_bytes"]
+__all__ = ["Unformattable", "column_match_texts", "csv_lines", "json_texts", "jsonl_lines",
+           "match_texts", "row_keys", "time_pieces", "utf8_bytes"]

@@ -42,7 +42,7 @@ from ..codegen import build
 from ..errors import InputError
 from .match import Match
 from .matchtable import MatchBlocks, MatchColumns, MatchTable
-from .model import TimeInfo
+from .model import TimeInfo, int64_array
 
 OUTPUT_FORMATS = ("jsonl", "csv", "parquet")
 
@@ -639,7 +639,9 @@ class ParquetWriter(MatchWriter):
 
     Matches are buffered as columns (a chunk's times and bindings texts as Arrow arrays, its
     RETURN fields as lists); a row group's columns are converted as a whole, exactly as rows
-    were (the same values in, the same file out)."""
+    were (the same values in, the same file out). A :class:`MatchTable`'s column parts (and
+    the chain plan's blocks, expanded a chunk at a time) are buffered from their columns, with
+    no ``Match`` object: the same rows in the same order, so the same row groups."""
 
     def __init__(self, path: str, time: TimeInfo, row_group_size: int = 65_536) -> None:
         super().__init__(time)
@@ -658,6 +660,18 @@ class ParquetWriter(MatchWriter):
     def write(self, matches: Iterable[Match]) -> None:
         from .textcols import match_texts, row_keys
 
+        if isinstance(matches, MatchTable):
+            # column parts buffered from their columns (no Match objects), the rest as usual:
+            # the same rows, in the same order, so the same row groups
+            for part in matches.parts:
+                if isinstance(part, MatchColumns):
+                    self._write_columns(part)
+                elif isinstance(part, MatchBlocks):  # expanded a bounded chunk at a time
+                    for mc in part.columns(_BLOCK_CHUNK):
+                        self._write_columns(mc)
+                else:
+                    self.write(part)
+            return
         ms = matches if isinstance(matches, list) else list(matches)
         if not ms:
             return
@@ -677,19 +691,53 @@ class ParquetWriter(MatchWriter):
             cols[col] = [v[k] for v in vals]
         self._add((len(ms), cols))
 
-    def _times(self, ts: list[Any]) -> Any:
-        """Start or end times as the column's Arrow array (a list when it cannot be)."""
-        try:
-            us = pa.array(ts, pa.int64())
-        except (OverflowError, pa.ArrowException, TypeError):
-            return ts if self.time.kind == "datetime" else [self.time.to_output(t) for t in ts]
+    _COLUMN_CHUNK = 65_536
+    """Matches of a column part buffered per step (a bounded ``match`` text array each)."""
+
+    def _write_columns(self, mc: MatchColumns) -> None:
+        """Buffer a column part as one segment per step: ``query`` repeated, ``start`` and
+        ``end`` from the time arrays, ``match`` from the ids (:func:`kleene.events.textcols.
+        column_match_texts`); no RETURN columns (a column part has no RETURN values). What
+        cannot be formatted from columns goes through its ``Match`` objects (same rows)."""
+        from .textcols import Unformattable, column_match_texts
+
+        n = len(mc)
+        step = self._COLUMN_CHUNK
+        for i in range(0, n, step):
+            part = mc.slice(i, min(i + step, n)) if n > step else mc
+            try:
+                texts = column_match_texts(part)
+            except (Unformattable, pa.ArrowCapacityError):
+                self.write(part.matches())
+                continue
+            k = len(part)
+            query = (pa.repeat(pa.scalar(mc.query, pa.string()), k) if type(mc.query) is str
+                     else [mc.query] * k)
+            self._add((k, {"query": query, "start": self._times(part.start),
+                           "end": self._times(part.end), "match": texts}))
+
+    def _times(self, ts: list[Any] | np.ndarray[Any, Any]) -> Any:
+        """Start or end times as the column's Arrow array (a list when it cannot be); ``ts``
+        a list of Python values or a column part's array (read as the ``Match`` objects would
+        hold it: ``tolist``)."""
+        if isinstance(ts, np.ndarray) and ts.dtype == np.int64:
+            us = int64_array(ts)
+        else:
+            if isinstance(ts, np.ndarray):
+                ts = ts.tolist()
+            try:
+                us = pa.array(ts, pa.int64())
+            except (OverflowError, pa.ArrowException, TypeError):
+                return ts if self.time.kind == "datetime" else [self.time.to_output(t)
+                                                                 for t in ts]
         if self.time.kind == "datetime":
             return us.cast(self._ts_type())
         if self.time.unit == "us":
             return us
         a = us.to_numpy(zero_copy_only=False)
         if us.null_count or (len(a) and np.abs(a).max() >= 1 << 53):
-            return [self.time.to_output(t) for t in ts]
+            return [self.time.to_output(t) for t in (ts.tolist() if isinstance(ts, np.ndarray)
+                                                     else ts)]
         return pa.array(a / self.time.unit_us, pa.float64())
 
     def write_rows(self, matches: Iterable[Match]) -> None:
