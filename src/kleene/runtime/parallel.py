@@ -723,6 +723,9 @@ def _part_child(w: int, parts: int, conn: Any, compiled: Any,
     part, renumbered in the whole input, match it and reply as :func:`_feed_child`."""
     gc.freeze()
     gc.disable()  # as _work: no collection of the inherited pages, nor of the many matches
+    # the workers share the cores: Arrow threads beyond a worker's share of them (the CSV
+    # parser's, csvfile._Parser) only take turns with the other workers, at a cost
+    pa.set_cpu_count(max(1, default_workers() // parts))
     res: Any
     phases: dict[str, float] = {}
     try:
