@@ -906,23 +906,13 @@ _MERGE_CHUNK = 65_536
 """Output lines per merged string array."""
 
 
-_LARGE_TEXTS = 1 << 30
-"""Bytes of lines from which the merge takes them as large strings (64-bit offsets)."""
-
-
 def _merged_texts(parts: list[pa.Array], order: np.ndarray[Any, Any]) -> Iterator[pa.Array]:
-    """The lines of ``parts`` (concatenated) in ``order``, a string array per chunk. Taken
-    from the parts as one chunked array (half the time of concatenating them first: the
-    lines are copied once); as large strings from 1 GiB of lines on (no 2 GiB limit)."""
+    """The lines of ``parts`` (concatenated) in ``order``, a string array per chunk."""
     if not parts:
         return
-    if len({p.type for p in parts}) > 1 or sum(p.nbytes for p in parts) >= _LARGE_TEXTS:
-        parts = [p.cast(pa.large_string()) for p in parts]
-    every = pa.chunked_array(parts)
+    every = pa.concat_arrays([p.cast(pa.large_string()) for p in parts])  # no 2 GiB limit
     for i in range(0, len(order), _MERGE_CHUNK):
-        for piece in every.take(pa.array(order[i:i + _MERGE_CHUNK])).chunks:
-            if len(piece):
-                yield piece
+        yield every.take(pa.array(order[i:i + _MERGE_CHUNK]))
 
 
 # ---------------------------------------------------------------------------------------------
