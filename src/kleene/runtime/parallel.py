@@ -139,7 +139,7 @@ def _dense_codes(table: pa.Table, attrs: Sequence[str]
     a column is missing, the table empty or the code space larger than ``_DENSE_MAX``."""
     if not attrs or table.num_rows == 0 or any(a not in table.column_names for a in attrs):
         return None
-    codes = np.zeros(table.num_rows, dtype=np.int64)
+    codes: np.ndarray[Any, Any] | None = None
     dicts: list[list[Any]] = []
     space = 1
     for a in attrs:
@@ -151,8 +151,13 @@ def _dense_codes(table: pa.Table, attrs: Sequence[str]
         space *= max(len(vals), 1)
         if space > _DENSE_MAX:
             return None
-        codes = codes * len(vals) + enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        idx = enc.indices.to_numpy(zero_copy_only=False)
+        if codes is None:  # one key column: its dictionary indices are the codes (no copy)
+            codes = idx if len(attrs) == 1 else idx.astype(np.int64)
+        else:
+            codes = codes * len(vals) + idx.astype(np.int64)
         dicts.append(vals)
+    assert codes is not None
     return codes, dicts
 
 
