@@ -202,6 +202,34 @@ def test_byte_ranges_read_as_the_whole_file(tmp_path: Path, eol: str, parts_n: i
     assert pa.concat_tables(got).equals(pa.concat_tables(tables))
 
 
+def test_byte_ranges_read_in_one_arrow_thread_as_the_whole_file_in_many(
+        tmp_path: Path) -> None:
+    """A keyed worker reads its range with Arrow's pool cut to its share of the cores (one
+    thread here: typed blocks of over 1 MiB parsed in one thread); its events are those of
+    the whole file read with every thread, block for block."""
+    csv = _write(tmp_path / "x.csv", _lines(120_000))
+    opts = ReadOptions(event_type="Stock", block_bytes=5 << 18)  # 1.25 MiB
+    whole = iter_events(csv, opts, sort_chunks=False)
+    want = pa.concat_tables([b.table for b in whole])
+    cut = csv_byte_ranges(str(csv), opts, 2)
+    assert cut is not None and csv.stat().st_size > 2 * (5 << 18)  # blocks Arrow threads
+    head, ranges = cut
+    threads = pa.cpu_count()
+    pa.set_cpu_count(1)
+    try:
+        got, offset = [], 0
+        for s, e in ranges:
+            st = EventStream(CsvRangeSource(str(csv), opts, head, s, e), opts,
+                             sort_chunks=False, decisions=whole.decisions)
+            for b in st:
+                t = b.table
+                got.append(t.set_column(0, "__id", pa.array(t.column(0).to_numpy() + offset)))
+            offset += st.report.rows_read + st.report.blank_lines
+    finally:
+        pa.set_cpu_count(threads)
+    assert pa.concat_tables(got).equals(want) and want.num_rows == 120_000
+
+
 def test_no_byte_ranges_for_compressed_or_odd_inputs(tmp_path: Path) -> None:
     gz = tmp_path / "x.csv.gz"
     gz.write_bytes(b"\x1f\x8b\x08\x00")

@@ -210,3 +210,77 @@ def test_compile_with_workers_starts_a_stream_over_workers() -> None:
         assert _keys(got) == _keys(one.push(events) + one.close()) and len(got) > 3
     finally:
         par.shutdown()
+
+
+def _flat(pieces: list[Any]) -> list[tuple[Any, ...]]:
+    return [m.key() for p in pieces for m in p]
+
+
+def test_push_to_writes_in_pieces_what_push_and_one_runtime_return() -> None:
+    """push_to / advance_to / close_to over workers: each call's pieces (at most ``chunk``
+    matches each, none empty) concatenate to what ``push`` over workers and one Runtime
+    return for it, also across a snapshot restored into a new stream."""
+    events = _stock(240, symbols=5)
+    compiled = kleene.compile(STOCK).compiled_plan
+    t = events.table
+    calls: list[tuple[str, Any]] = []
+    for a in range(0, 240, 37):
+        calls.append(("push", EventBatch(t.slice(a, 37), events.time)))
+        if a == 74:
+            calls.append(("advance", int(t.column(TS)[min(a + 36, 239)].as_py()) + 1))
+    calls.append(("close", None))
+    sinking = ParallelStream(compiled, 2)
+    plain = ParallelStream(compiled, 2)
+    one = Runtime(compiled)
+    written = []
+    try:
+        for i, (op, arg) in enumerate(calls):
+            if i == 3:  # continue in a restored stream
+                blob = sinking.snapshot()
+                sinking.shutdown()
+                sinking = ParallelStream(compiled, 2)
+                sinking.restore(blob)
+            pieces: list[Any] = []
+            if op == "push":
+                n = sinking.push_to(arg, pieces.append, chunk=3)
+            elif op == "advance":
+                n = sinking.advance_to(arg, pieces.append, chunk=3)
+            else:
+                n = sinking.close_to(pieces.append, chunk=3)
+            want = _do(one, (op, arg))
+            assert _flat(pieces) == _keys(_do(plain, (op, arg))) == _keys(want), f"call {i}"
+            assert n == len(want) and all(0 < len(p) <= 3 for p in pieces)
+            written.append(n)
+        assert sinking.workers == 2 and sum(written) == one.counters.matches
+        assert max(written) > 3  # some call wrote several pieces
+        assert sinking.counters.matches == one.counters.matches
+    finally:
+        sinking.shutdown()
+        plain.shutdown()
+
+
+def test_push_to_in_one_runtime_writes_what_runtime_push_to_writes() -> None:
+    compiled = kleene.compile("PATTERN SEQ(Stock a, Stock b) WHERE b.price > a.price"
+                              ).compiled_plan
+    par = ParallelStream(compiled, 2)
+    assert par.workers == 1
+    one = Runtime(compiled)
+    events = _stock(30, symbols=3)
+    got: list[Any] = []
+    want: list[Any] = []
+    assert par.push_to(events, got.append, chunk=4) == one.push_to(events, want.append,
+                                                                   chunk=4)
+    assert par.close_to(got.append) == one.close_to(want.append)
+    assert _flat(got) == _flat(want) and len(got) > 1
+
+
+@pytest.mark.parametrize("chunk", [0, -1, True, 2.5])
+def test_push_to_refuses_a_bad_chunk_before_pushing(chunk: Any) -> None:
+    compiled = kleene.compile(PAIRS).compiled_plan
+    par = ParallelStream(compiled, 2)
+    try:
+        with pytest.raises(EngineError, match="chunk must be a positive number"):
+            par.push_to(_stock(20, symbols=2), lambda p: None, chunk=chunk)
+        assert par.counters.events_in == 0  # nothing was pushed
+    finally:
+        par.shutdown()

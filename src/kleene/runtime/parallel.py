@@ -50,6 +50,7 @@ import traceback
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import field
+from numbers import Integral
 from operator import itemgetter
 from typing import Any
 
@@ -64,8 +65,10 @@ from ..frozen import dataclass
 from .engine import (
     _FAR_PAST,
     GPOS_COL,
+    SINK_CHUNK,
     Counters,
     Runtime,
+    Sink,
     default_workers,
     key_codes,
     safe_loads,
@@ -136,7 +139,7 @@ def _dense_codes(table: pa.Table, attrs: Sequence[str]
     a column is missing, the table empty or the code space larger than ``_DENSE_MAX``."""
     if not attrs or table.num_rows == 0 or any(a not in table.column_names for a in attrs):
         return None
-    codes = np.zeros(table.num_rows, dtype=np.int64)
+    codes: np.ndarray[Any, Any] | None = None
     dicts: list[list[Any]] = []
     space = 1
     for a in attrs:
@@ -148,8 +151,13 @@ def _dense_codes(table: pa.Table, attrs: Sequence[str]
         space *= max(len(vals), 1)
         if space > _DENSE_MAX:
             return None
-        codes = codes * len(vals) + enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        idx = enc.indices.to_numpy(zero_copy_only=False)
+        if codes is None:  # one key column: its dictionary indices are the codes (no copy)
+            codes = idx if len(attrs) == 1 else idx.astype(np.int64)
+        else:
+            codes = codes * len(vals) + idx.astype(np.int64)
         dicts.append(vals)
+    assert codes is not None
     return codes, dicts
 
 
@@ -720,6 +728,9 @@ def _part_child(w: int, parts: int, conn: Any, compiled: Any,
     part, renumbered in the whole input, match it and reply as :func:`_feed_child`."""
     gc.freeze()
     gc.disable()  # as _work: no collection of the inherited pages, nor of the many matches
+    # the workers share the cores: Arrow threads beyond a worker's share of them (the CSV
+    # parser's, csvfile._Parser) only take turns with the other workers, at a cost
+    pa.set_cpu_count(max(1, default_workers() // parts))
     res: Any
     phases: dict[str, float] = {}
     try:
@@ -1041,6 +1052,40 @@ class ParallelStream:
         self.shutdown()
         return out
 
+    # streaming output: the same calls, the matches written to a sink in bounded pieces
+    def push_to(self, batch: EventBatch, sink: Sink, *, chunk: int = SINK_CHUNK) -> int:
+        """:meth:`push`, with the call's matches written to ``sink`` in output order, in
+        pieces of at most ``chunk`` matches (lists of ``Match``; in one runtime, what
+        :meth:`Runtime.push_to` writes); returns how many. The pieces concatenated are what
+        :meth:`push` returns; the matches and counters are those of one runtime.
+
+        Example:
+            >>> import kleene
+            >>> q = "PATTERN SEQ(A a, B b) PARTITION BY k"
+            >>> par = kleene.compile(q, workers=2).start()
+            >>> pieces = []
+            >>> par.push_to(EventBatch.from_records([{"type": t, "ts": i, "k": i % 2}
+            ...     for i, t in enumerate("AABB")]), pieces.append, chunk=1)
+            2
+            >>> par.close_to(pieces.append, chunk=1), [len(p) for p in pieces]
+            (0, [1, 1])
+        """
+        if self._one is not None:
+            return self._one.push_to(batch, sink, chunk=chunk)
+        return _write_pieces(lambda: self.push(batch), sink, chunk)
+
+    def advance_to(self, watermark_us: int, sink: Sink, *, chunk: int = SINK_CHUNK) -> int:
+        """:meth:`advance`, with the matches written to ``sink`` (see :meth:`push_to`)."""
+        if self._one is not None:
+            return self._one.advance_to(watermark_us, sink, chunk=chunk)
+        return _write_pieces(lambda: self.advance(watermark_us), sink, chunk)
+
+    def close_to(self, sink: Sink, *, chunk: int = SINK_CHUNK) -> int:
+        """:meth:`close`, with the matches written to ``sink`` (see :meth:`push_to`)."""
+        if self._one is not None:
+            return self._one.close_to(sink, chunk=chunk)
+        return _write_pieces(self.close, sink, chunk)
+
     @property
     def late(self) -> EventBatch | None:
         """Events that arrived behind the frontier (never silently lost)."""
@@ -1208,6 +1253,18 @@ class ParallelStream:
             p.start()
             theirs.close()
             self._procs.append((p, mine))
+
+
+def _write_pieces(call: Callable[[], list[Match]], sink: Sink, chunk: int) -> int:
+    """The matches ``call`` returns, written to ``sink`` in pieces of at most ``chunk`` (a
+    bad ``chunk`` fails before the call, as :meth:`Runtime.push_to` does); how many."""
+    if isinstance(chunk, bool) or not isinstance(chunk, Integral) or chunk < 1:
+        raise EngineError(f"chunk must be a positive number of matches, not {chunk!r}")
+    out = call()
+    step = int(chunk)
+    for i in range(0, len(out), step):
+        sink(out[i:i + step])
+    return len(out)
 
 
 def _ipc(t: pa.Table) -> bytes:

@@ -209,7 +209,11 @@ def _has_line_break(table: pa.Table) -> bool:
 
 
 def _one_core() -> bool:
-    """Whether this process may run on one processor only (``taskset -c 0``, a container)."""
+    """Whether this process may run on one processor only (``taskset -c 0``, a container), or
+    Arrow's CPU pool has one thread (``pa.set_cpu_count(1)``: a keyed worker that shares the
+    cores with the others, kleene.runtime.parallel)."""
+    if pa.cpu_count() <= 1:
+        return True
     try:
         return len(os.sched_getaffinity(0)) <= 1
     except AttributeError:  # (not Linux)

@@ -127,7 +127,9 @@ class CsvRangeSource(CsvSource):
         return split(self._chunks(), self.options.batch_size)
 
     def _chunks(self) -> Iterator[Raw]:
-        stream = pa.PythonFile(_Range(self.path, self.head, self.start, self.end), mode="r")
+        # the Python file itself, not wrapped in pa.PythonFile: the blocks are read into
+        # their buffers (readinto), where Arrow's wrapper would copy every block twice more
+        stream = _Range(self.path, self.head, self.start, self.end)
         return parse_csv(stream, self.path, self.options, self.types, sample=False)
 
 
