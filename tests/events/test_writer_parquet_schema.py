@@ -177,3 +177,19 @@ def test_csv_writer_refuses_a_return_field_not_in_the_header() -> None:
         w.write([_m(2, x=3), _m(3, y=1)])  # row path (fields differ)
     w.close()
     assert out.getvalue().splitlines()[1:] == ['q,0,0,"{""a"": 0}",1', 'q,1,1,"{""a"": 1}",']
+
+
+def test_a_copy_that_cannot_be_made_is_one_error_and_leaves_nothing(tmp_path: Path) -> None:
+    """The file written so far is gone when the schema must widen: an InputError naming the
+    output (the CLI's exit 2), close() adds no second error, no copy is left beside it."""
+    from kleene.errors import InputError
+
+    path = tmp_path / "o.parquet"
+    w = ParquetWriter(str(path), TimeInfo(), row_group_size=2)
+    w.write([_m(0, x=1), _m(1, x=2)])
+    path.unlink()
+    with pytest.raises(InputError, match="cannot write the output file") as e:
+        w.write([_m(2, x=0.5), _m(3, x=1.5)])
+    assert str(path) in str(e.value) and "\n" not in str(e.value)
+    w.close()
+    assert list(tmp_path.iterdir()) == []

@@ -8,6 +8,12 @@ produced them::
 CSV and Parquet flatten it: columns ``query``, ``start``, ``end``, ``match`` (the bindings as a
 JSON object string, since variables differ between queries) and one column per RETURN field.
 Parquet keeps ``start``/``end`` as ``timestamp[us]`` for datetime input.
+CSV's header is the first match's columns; a later match with a RETURN field the header lacks
+is an :class:`InputError` (the value is not dropped). A Parquet file has one schema that fits
+every row group: a column first seen later is null before it, a null column takes the later
+type, int widens to float (in lists too), values without a common type are JSON text (as
+within one row group); when the schema changes, the row groups written so far are copied into
+the new one (``ParquetWriter._rewrite``), so the file reads as one row group of all matches.
 
 Writers are incremental (``write`` many times, then ``close``) so a streaming run can write
 matches as they come; JSON Lines and CSV hold no matches in memory, Parquet buffers up to
@@ -665,7 +671,12 @@ class ParquetWriter(MatchWriter):
     RETURN fields as lists); a row group's columns are converted as a whole, exactly as rows
     were (the same values in, the same file out). A :class:`MatchTable`'s column parts (and
     the chain plan's blocks, expanded a chunk at a time) are buffered from their columns, with
-    no ``Match`` object: the same rows in the same order, so the same row groups."""
+    no ``Match`` object: the same rows in the same order, so the same row groups.
+
+    The file's schema is the first row group's until a later one does not fit it (a new
+    column, a null column, int then float, no common type): then it widens (:meth:`_fit`) and
+    the row groups written so far are copied into ``path.kleene-N`` in the wider schema, the
+    rest is written there and :meth:`close` renames it to ``path``."""
 
     def __init__(self, path: str, time: TimeInfo, row_group_size: int = 65_536) -> None:
         super().__init__(time)
@@ -680,6 +691,7 @@ class ParquetWriter(MatchWriter):
         self._written: str | None = None
         """The file being written when the schema had to change (:meth:`_rewrite`)."""
         self._rewrites = 0
+        self._failed = False
 
     def _ts_type(self) -> pa.DataType:
         if self.time.kind == "datetime":
@@ -924,12 +936,15 @@ class ParquetWriter(MatchWriter):
                 os.remove(fresh)
             if isinstance(e, _NoFit):
                 raise
+            self._failed = True  # (close: nothing more to write)
             raise InputError(f"cannot write the output file: {e}", path=self.path) from None
         if self._written is not None:
             os.remove(self._written)
         self._writer, self._written, self._json = writer, fresh, as_json
 
     def close(self) -> None:
+        if self._failed:
+            return
         try:
             if self._segments or self._writer is None:
                 group, self._segments, self._buffered = self._segments, [], 0
