@@ -45,6 +45,7 @@ CASES: dict[str, list[Any]] = {
     "field-only-in-a-later-segment": [[_m(0)], [_m(1, x=1)], [_m(2)], [_m(3, y=2.5)]],
     "big-int-then-float": [[_m(0, x=2**60), _m(1, x=1)], [_m(2, x=0.5), _m(3, x=None)]],
     "float-then-big-int": [[_m(0, x=0.5), _m(1, x=1.5)], [_m(2, x=2**60 + 1), _m(3, x=1)]],
+    "beyond-int64": [[_m(0, x=1), _m(1, x=2)], [_m(2, x=2**70), _m(3, x=3)]],  # (traceback)
     "int-float-null-text": [[_m(0, x=None), _m(1, x=None)], [_m(2, x=1), _m(3, x=2)],
                             [_m(4, x=0.5), _m(5, x=1.0)], [_m(6, x="t"), _m(7, x=None)]],
 }
@@ -135,18 +136,21 @@ SET = ("NAME first PATTERN SEQ(A a, B b) WITHIN 1 minute\n;\n"
 """A query set whose first query returns nothing and the second a field."""
 
 
-def _set_run(tmp_path: Path, out: str) -> Any:
+def _set_run(tmp_path: Path, out: str, *extra: str) -> Any:
     (tmp_path / "set.kleene").write_text(SET)
     src = tmp_path / "in.csv"
     src.write_text("id,ts,type,v\n1,1,A,3\n2,2,B,4\n3,3,A,5\n4,4,B,6\n")
     return _run([str(tmp_path / "set.kleene"), "-i", str(src), "--id-col", "id",
-                 "--time-unit", "s", "-o", str(tmp_path / out)])
+                 "--time-unit", "s", "-o", str(tmp_path / out), *extra])
 
 
-def test_cli_query_set_parquet_keeps_the_second_querys_values(tmp_path: Path) -> None:
+@pytest.mark.parametrize("extra", [(), ("--stream", "--batch-size", "2")],
+                         ids=["whole", "stream"])
+def test_cli_query_set_parquet_keeps_the_second_querys_values(tmp_path: Path,
+                                                              extra: tuple[str, ...]) -> None:
     """The first match has no RETURN field: the column ``x`` was left out of the file."""
-    assert _set_run(tmp_path, "o.jsonl").exit_code == 0
-    res = _set_run(tmp_path, "o.parquet")
+    assert _set_run(tmp_path, "o.jsonl", *extra).exit_code == 0
+    res = _set_run(tmp_path, "o.parquet", *extra)
     assert res.exit_code == 0, res.output
     rows = pq.read_table(tmp_path / "o.parquet").to_pylist()
     lines = [json.loads(s) for s in (tmp_path / "o.jsonl").read_text().splitlines()]
