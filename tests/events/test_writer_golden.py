@@ -214,7 +214,12 @@ def _csv(matches: list[Match], time: TimeInfo, *, per_match: bool = False) -> st
 @pytest.mark.parametrize("time", TIMES, ids=lambda t: f"{t.kind}-{t.unit}-{t.tz}")
 @pytest.mark.parametrize("uniform", [True, False], ids=["one-shape", "mixed-shapes"])
 def test_csv_10k_random_matches_byte_identical(time: TimeInfo, uniform: bool) -> None:
-    matches = random_matches(8, 10_000, uniform=uniform) + rare_matches()
+    # the rare matches' field ``v`` renamed to a header column: CSV refuses a RETURN field its
+    # header (the first match's) lacks (test_writer_parquet_schema.py); it was left out
+    rare = [Match(m.query, m.bindings, m.start, m.end,
+                  {"i" if k == "v" else k: v for k, v in m.values.items()})
+            for m in rare_matches()]
+    matches = random_matches(8, 10_000, uniform=uniform) + rare
     expected = _csv(matches, time, per_match=True)
     assert expected.count("\n") > 10_000
     assert _csv(matches, time) == expected

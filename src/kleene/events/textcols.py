@@ -433,7 +433,8 @@ def csv_texts(values: Sequence[Any]) -> pa.Array:
 def csv_lines(matches: Sequence[Match], time: TimeInfo, header: Sequence[str],
               bindings_text: Callable[[Any], str]) -> pa.Array:
     """Each match's CSV line under ``header`` (a match's cell of a column it lacks is empty,
-    one of a column not in the header is left out), newline included.
+    one of a column not in the header is left out here: :class:`kleene.events.writers.
+    CsvWriter` refuses such a match first), newline included.
 
     Raises :class:`Unformattable` when the matches' RETURN fields differ, or a time cannot be
     formatted here."""

@@ -8,6 +8,12 @@ produced them::
 CSV and Parquet flatten it: columns ``query``, ``start``, ``end``, ``match`` (the bindings as a
 JSON object string, since variables differ between queries) and one column per RETURN field.
 Parquet keeps ``start``/``end`` as ``timestamp[us]`` for datetime input.
+CSV's header is the first match's columns; a later match with a RETURN field the header lacks
+is an :class:`InputError` (the value is not dropped). A Parquet file has one schema that fits
+every row group: a column first seen later is null before it, a null column takes the later
+type, int widens to float (in lists too), values without a common type are JSON text (as
+within one row group); when the schema changes, the row groups written so far are copied into
+the new one (``ParquetWriter._rewrite``), so the file reads as one row group of all matches.
 
 Writers are incremental (``write`` many times, then ``close``) so a streaming run can write
 matches as they come; JSON Lines and CSV hold no matches in memory, Parquet buffers up to
@@ -30,6 +36,7 @@ import datetime as _dt
 import io
 import json
 import math
+import os
 import sys
 from collections.abc import Iterable, Mapping
 from types import TracebackType
@@ -549,6 +556,27 @@ class CsvWriter(_TextWriter):
         self._writer: Any = None
         self._header: list[str] | None = None
         self._fmt = _LineFormatter(time)
+        self._path = dest if isinstance(dest, str) else None
+        self._fits: set[tuple[str, ...]] = set()
+        """RETURN field tuples checked against the header (:meth:`_check`)."""
+
+    def _check(self, m: Match) -> None:
+        """A match whose RETURN field has no column in the header (written from the first
+        match) stops the run with a one-line error rather than losing the value."""
+        fields = tuple(m.values)
+        if fields in self._fits:
+            return
+        from .textcols import row_keys
+
+        assert self._header is not None
+        missing = [c for c in row_keys(fields) if c not in self._header]
+        if missing:
+            raise InputError(
+                f"CSV output: query {m.query!r} returns {', '.join(missing)}, which the CSV "
+                f"header ({', '.join(self._header)}, from the first match) has no column for; "
+                f"write JSON Lines or Parquet (--format), or RETURN the same fields in every "
+                f"query of the set", path=self._path)
+        self._fits.add(fields)
 
     def write(self, matches: Iterable[Match]) -> None:
         from .textcols import Unformattable, csv_lines, row_keys, utf8_bytes
@@ -579,6 +607,7 @@ class CsvWriter(_TextWriter):
             except (Unformattable, pa.ArrowCapacityError):
                 self._rows(part)
                 continue
+            self._check(part[0])  # (csv_lines: the part's matches return the same fields)
             self.out.write(bytes(utf8_bytes(text)).decode("utf-8"))
             self.count += len(part)
 
@@ -620,6 +649,7 @@ class CsvWriter(_TextWriter):
 
     def _rows(self, matches: Iterable[Match]) -> None:
         for m in matches:
+            self._check(m)
             self._writer.writerow(csv_cells(_flat(m, self.time, self._fmt)))
             self.count += 1
 
@@ -641,7 +671,12 @@ class ParquetWriter(MatchWriter):
     RETURN fields as lists); a row group's columns are converted as a whole, exactly as rows
     were (the same values in, the same file out). A :class:`MatchTable`'s column parts (and
     the chain plan's blocks, expanded a chunk at a time) are buffered from their columns, with
-    no ``Match`` object: the same rows in the same order, so the same row groups."""
+    no ``Match`` object: the same rows in the same order, so the same row groups.
+
+    The file's schema is the first row group's until a later one does not fit it (a new
+    column, a null column, int then float, no common type): then it widens (:meth:`_fit`) and
+    the row groups written so far are copied into ``path.kleene-N`` in the wider schema, the
+    rest is written there and :meth:`close` renames it to ``path``."""
 
     def __init__(self, path: str, time: TimeInfo, row_group_size: int = 65_536) -> None:
         super().__init__(time)
@@ -651,6 +686,12 @@ class ParquetWriter(MatchWriter):
         self._buffered = 0
         self._writer: Any = None
         self._fmt = _LineFormatter(time)
+        self._json: set[str] = set()
+        """The file's columns written as JSON text."""
+        self._written: str | None = None
+        """The file being written when the schema had to change (:meth:`_rewrite`)."""
+        self._rewrites = 0
+        self._failed = False
 
     def _ts_type(self) -> pa.DataType:
         if self.time.kind == "datetime":
@@ -778,32 +819,42 @@ class ParquetWriter(MatchWriter):
             self._buffered -= taken
             self._flush(group)
 
-    def _column(self, group: list[_Segment], name: str, kind: pa.DataType | None) -> pa.Array:
-        """One column of a row group: typed (``kind``) or as ``pa.array`` infers it."""
+    def _column(self, group: list[_Segment], name: str,
+                kind: pa.DataType | None) -> tuple[pa.Array, bool]:
+        """One column of a row group: typed (``kind``) or as ``pa.array`` infers it; and
+        whether it is JSON text (values that have no common Arrow type, each as JSON)."""
         if kind is not None:
             return pa.concat_arrays([
                 v if isinstance(v, pa.Array) else pa.array(v, pa.int64()).cast(kind)
                 if name in ("start", "end") and self.time.kind == "datetime"
                 else pa.array(v, kind)
-                for n, cols in group for v in [cols.get(name, [None] * n)]])
+                for n, cols in group for v in [cols.get(name, [None] * n)]]), False
         values: list[Any] = []
         for n, cols in group:
             values += cols.get(name, [None] * n)
         try:
-            return pa.array(values)
-        except (pa.ArrowException, TypeError, ValueError):
-            return pa.array([json.dumps(_clean(v), default=_json_default) for v in values])
+            return pa.array(values), False
+        except (pa.ArrowException, TypeError, ValueError, OverflowError):
+            return pa.array([json.dumps(_clean(v), default=_json_default) for v in values],
+                            pa.string()), True
 
     def _flush(self, group: list[_Segment]) -> None:
         import pyarrow.parquet as pq
 
-        names = list(group[0][1]) if group else ["query", "start", "end", "match"]
+        # every column of every segment, in the order they first appear (a column part has
+        # no RETURN columns; a query set's queries may return different fields)
+        names: dict[str, None] = dict.fromkeys(("query", "start", "end", "match"))
+        for _, seg in group:
+            names.update(dict.fromkeys(seg))
         kinds = {"start": self._ts_type(), "end": self._ts_type(), "query": pa.string(),
                  "match": pa.string()}
         cols: dict[str, pa.Array] = {}
+        as_json: set[str] = set()
         for name in names:
             if group:
-                cols[name] = self._column(group, name, kinds.get(name))
+                cols[name], is_json = self._column(group, name, kinds.get(name))
+                if is_json:
+                    as_json.add(name)
             else:
                 cols[name] = pa.array([], kinds[name])
         table = pa.table(cols)
@@ -812,17 +863,157 @@ class ParquetWriter(MatchWriter):
                 self._writer = pq.ParquetWriter(self.path, table.schema)
             except OSError as e:
                 raise InputError(f"cannot write the output file: {e}", path=self.path) from None
-        else:
-            table = table.cast(self._writer.schema)
+            self._json = as_json
+        elif not (table.schema.equals(self._writer.schema)
+                  and as_json == self._json & set(names)):
+            table = self._fit(table, as_json)
         self._writer.write_table(table)
 
+    def _fit(self, table: pa.Table, as_json: set[str]) -> pa.Table:
+        """A row group whose columns differ from the file's, in a schema that holds both:
+        a new column is added (null in the rows before), a null column takes the other's
+        type, int widens to float (also in lists), and values with no common type become
+        JSON text (see :func:`_common_type`). When the file's schema must change, the row
+        groups written so far are rewritten in the new one (:meth:`_rewrite`)."""
+        schema: pa.Schema = self._writer.schema
+        fields: list[pa.Field] = []
+        to_json: set[str] = set()
+        for f in schema:
+            if f.name not in table.column_names:
+                fields.append(f)
+                if f.name in self._json:
+                    to_json.add(f.name)
+                continue
+            other = table.schema.field(f.name).type
+            if f.name in self._json or f.name in as_json:
+                kind: pa.DataType | None = None
+            else:
+                kind = _common_type(f.type, other)
+            if kind is None:
+                fields.append(pa.field(f.name, pa.string()))
+                to_json.add(f.name)
+            else:
+                fields.append(pa.field(f.name, kind))
+        for name in table.column_names:
+            if name not in schema.names:
+                fields.append(table.schema.field(name))
+                if name in as_json:
+                    to_json.add(name)
+        target = pa.schema(fields)
+        while True:
+            try:
+                if not (target.equals(schema) and to_json == self._json):
+                    self._rewrite(target, to_json)
+                return _convert(table, as_json, target, to_json)
+            except _NoFit as e:  # an int too large for a float: the column is JSON text
+                to_json.add(e.column)
+                target = target.set(target.get_field_index(e.column),
+                                    pa.field(e.column, pa.string()))
+
+    def _rewrite(self, target: pa.Schema, as_json: set[str]) -> None:
+        """Copy the row groups written so far into a file of schema ``target`` (one row
+        group at a time, the same groups); the rest is written there, and :meth:`close`
+        puts it in place of ``path``. Raises :class:`_NoFit` (nothing changed but the
+        writer closed) when a column's values do not fit its type in ``target``."""
+        import pyarrow.parquet as pq
+
+        self._writer.close()
+        done = self._written or self.path
+        fresh = f"{self.path}.kleene-{self._rewrites}"
+        self._rewrites += 1
+        writer: Any = None
+        try:
+            old = pq.ParquetFile(done)
+            writer = pq.ParquetWriter(fresh, target)
+            for i in range(old.num_row_groups):
+                writer.write_table(_convert(old.read_row_group(i), self._json, target,
+                                            as_json))
+            old.close()
+        except (OSError, _NoFit) as e:
+            if writer is not None:
+                writer.close()
+            if os.path.exists(fresh):
+                os.remove(fresh)
+            if isinstance(e, _NoFit):
+                raise
+            self._failed = True  # (close: nothing more to write)
+            raise InputError(f"cannot write the output file: {e}", path=self.path) from None
+        if self._written is not None:
+            os.remove(self._written)
+        self._writer, self._written, self._json = writer, fresh, as_json
+
     def close(self) -> None:
-        if self._segments or self._writer is None:
-            group, self._segments, self._buffered = self._segments, [], 0
-            self._flush(group)
+        if self._failed:
+            return
+        try:
+            if self._segments or self._writer is None:
+                group, self._segments, self._buffered = self._segments, [], 0
+                self._flush(group)
+        except BaseException:
+            if self._writer is not None:
+                self._writer.close()
+                self._writer = None
+            if self._written is not None:  # the copy is not left beside the output
+                os.remove(self._written)
+                self._written = None
+            raise
         if self._writer is not None:
             self._writer.close()
             self._writer = None
+            if self._written is not None:
+                os.replace(self._written, self.path)
+                self._written = None
+
+
+class _NoFit(Exception):
+    """A column's values do not fit the type it was to be widened to (``column``)."""
+
+    def __init__(self, column: str) -> None:
+        super().__init__(column)
+        self.column = column
+
+
+def _common_type(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
+    """The type both ``a`` and ``b`` values fit in, as ``pa.array`` would infer it for the
+    two together: null takes the other type, an int and a float make a float, lists of
+    such; None when there is none (the column is then JSON text)."""
+    if a.equals(b):
+        return a
+    if pa.types.is_null(a):
+        return b
+    if pa.types.is_null(b):
+        return a
+    if {a, b} == {pa.int64(), pa.float64()}:
+        return pa.float64()
+    if pa.types.is_list(a) and pa.types.is_list(b):
+        inner = _common_type(a.value_type, b.value_type)
+        return None if inner is None else pa.list_(inner)
+    return None
+
+
+def _convert(table: pa.Table, as_json: set[str], target: pa.Schema,
+             to_json: set[str]) -> pa.Table:
+    """``table`` (columns in ``as_json`` are JSON text) in schema ``target`` (columns in
+    ``to_json`` are JSON text): missing columns are null (``"null"`` as JSON text, as a
+    row group of mixed values writes a missing value), others cast or written as JSON."""
+    n = table.num_rows
+    columns: list[Any] = []
+    for f in target:
+        if f.name not in table.column_names:
+            columns.append(pa.array(["null"] * n, pa.string()) if f.name in to_json
+                           else pa.nulls(n, f.type))
+            continue
+        col = table.column(f.name)
+        if f.name in to_json and f.name not in as_json:
+            col = pa.array([json.dumps(_clean(v), default=_json_default)
+                            for v in col.to_pylist()], pa.string())
+        elif not col.type.equals(f.type):
+            try:
+                col = col.cast(f.type)
+            except pa.ArrowInvalid:  # an int beyond 2**53 for a float
+                raise _NoFit(f.name) from None
+        columns.append(col)
+    return pa.Table.from_arrays(columns, schema=target)
 
 
 def open_writer(dest: str | IO[str] | None, fmt: str, time: TimeInfo) -> MatchWriter:
