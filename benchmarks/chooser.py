@@ -5,6 +5,8 @@
     PYTHONPATH=src python -m benchmarks.chooser score /tmp/chooser.json
     PYTHONPATH=src python -m benchmarks.chooser fit --input /tmp/chooser.json FAEM_DIR ...
     PYTHONPATH=src python -m benchmarks.chooser faem-rescore FAEM_DIR [--verbose] [--write]
+    PYTHONPATH=src python -m benchmarks.chooser refit-seq /tmp/chooser.json
+    PYTHONPATH=src python -m benchmarks.chooser score --verbose /tmp/chooser.json
 
 ``measure`` runs every point -- the LinkedCEP Experiment 1/2 queries on the ABC generator and on
 Aarhus (benchmarks/linkedcep.py), the Kleene explosion (enumeration and ``count_only``), a few
@@ -22,6 +24,8 @@ folders of FAEM's figures (``benchmarks.faem --out``): every tree shape, the NFA
 plan at every point are samples (``--input`` adds a term of one per input event to every
 plan, to see the runtime's own per-event work). ``faem-rescore`` scores FAEM's figures with
 the sources' chooser: within 10 %, Spearman per figure, the chosen plan against the NFA.
+``refit-seq`` refits the chain's SEQ-of-singles constants on the NFA's scale (session 10:
+the chain's generated per-event loop); ``score --verbose`` prints every point's choice.
 """
 
 from __future__ import annotations
@@ -160,18 +164,112 @@ def chosen(row: dict[str, Any], stats: dict[str, Any]) -> tuple[str, dict[str, f
                               if c.cost is not None}
 
 
-def score(data: dict[str, Any], tol: float = 0.10) -> list[tuple[str, int, int]]:
-    """Per set: points where the chosen plan is within ``tol`` of the best measured plan."""
+def score(data: dict[str, Any], tol: float = 0.10,
+          verbose: bool = False) -> list[tuple[str, int, int]]:
+    """Per set: points where the chosen plan is within ``tol`` of the best measured plan.
+    ``verbose``: one line per point -- the chosen plan, the best measured plan, the chosen
+    plan's time over the best's, and the estimates (``OFF`` where it chose wrong)."""
     out: dict[str, list[int]] = {}
     for row in data["points"]:
         sec = row["seconds"]
-        best = min(sec.values())
-        ch, _est = chosen(row, data["stats"])
+        best_plan = min(sec, key=lambda p: sec[p])
+        best = sec[best_plan]
+        ch, est = chosen(row, data["stats"])
         ok = ch in sec and sec[ch] <= (1 + tol) * best
         out.setdefault(row["set"], [0, 0])
         out[row["set"]][0] += ok
         out[row["set"]][1] += 1
+        if verbose:
+            ratio = sec[ch] / best if ch in sec and best > 0 else float("nan")
+            print(f"  {row['set']:16} {row['label']:12} chose {ch:5} best {best_plan:5} "
+                  f"{ratio:6.2f}x {'ok ' if ok else 'OFF'}  measured "
+                  + " ".join(f"{p} {1e3 * v:.1f}ms" for p, v in sec.items())
+                  + "  estimates " + " ".join(f"{p} {v:.3g}" for p, v in est.items()))
     return [(k, v[0], v[1]) for k, v in out.items()]
+
+
+def _is_seq(row: dict[str, Any], stats: dict[str, Any]) -> bool:
+    """Does the chain plan run the point with its generated SEQ-of-singles join and loop
+    (``chain.seq_shape``, measured statistics, enumerating)?"""
+    from kleene.plans.chain import seq_shape
+
+    st = _stats(stats[row["dataset"]], row["count_only"])
+    if row["count_only"] or st.source == "defaults":
+        return False
+    return bool(seq_shape(choose(analyze(row["query"]), plan="chain", stats=st).plan))
+
+
+def _fit2(a: Any, ly: Any) -> Any:
+    """Non-negative ``c`` minimising the soft-l1 loss of ``log(a @ c) - ly`` for two terms
+    (numpy only: scipy is not in the project's environment). A coarse log grid, then three
+    finer ones around the best point; a zero coefficient is one grid value."""
+    import numpy as np
+
+    def loss(c0: Any, c1: Any) -> Any:
+        pred = np.log(np.maximum(np.multiply.outer(c0, a[:, 0])
+                                 + np.multiply.outer(c1, a[:, 1]), 1e-300))
+        r = pred - ly
+        return (2 * (np.sqrt(1 + r * r) - 1)).sum(axis=-1)
+
+    lo, hi = np.full(2, -6.0), np.full(2, 3.0)  # log10 bounds of each coefficient
+    best = np.zeros(2)
+    for _ in range(4):
+        g0 = np.concatenate([[0.0], 10 ** np.linspace(lo[0], hi[0], 121)])
+        g1 = np.concatenate([[0.0], 10 ** np.linspace(lo[1], hi[1], 121)])
+        ll = loss(g0[:, None], g1[None, :])
+        i, j = np.unravel_index(int(np.argmin(ll)), ll.shape)
+        best = np.array([g0[i], g1[j]])
+        step = (hi - lo) / 120 * 3
+        with np.errstate(divide="ignore"):
+            centre = np.log10(np.maximum(best, 1e-6))
+        lo, hi = centre - step, centre + step
+    return best
+
+
+def refit_seq(data: dict[str, Any]) -> tuple[float, float]:
+    """The chain's constants for a SEQ of single variables (``CHAIN_SEQ_EVENT``,
+    ``CHAIN_SEQ_MATCH``), refitted on a ``measure`` run, on the NFA's scale as the chooser
+    compares them: at each point where both plans ran, the chain's target is the NFA's
+    *estimate* times the measured chain/NFA time ratio, and ``events x a + matches x b``
+    (the chain's terms) is fitted to it by least squares on the log error (``soft_l1``, a,
+    b >= 0; numpy only). So a point where the NFA's estimate is off by some factor still asks the chain
+    for the measured ratio -- the only thing the choice reads. Also prints the plain fit
+    (the chain's µs per event over the NFA's µs per unit of its estimate, one factor for
+    the whole run) for comparison."""
+    import numpy as np
+
+    from kleene.plans import chain
+
+    xs: list[list[float]] = []
+    ratio_y: list[float] = []
+    us_y: list[float] = []
+    nfa_unit: list[float] = []
+    for row in data["points"]:
+        sec = row["seconds"]
+        if not {"nfa", "chain"} <= set(sec) or not _is_seq(row, data["stats"]):
+            continue
+        if not (0 < sec["nfa"] < float("inf") and 0 < sec["chain"] < float("inf")):
+            continue
+        st = _stats(data["stats"][row["dataset"]], False)
+        aq = analyze(row["query"])
+        t = chain.chain_terms(choose(aq, plan="chain", stats=st).plan, st)
+        est = chosen(row, data["stats"])[1]["nfa"]
+        xs.append([t["events"], t["matches"]])
+        ratio_y.append(est * sec["chain"] / sec["nfa"])
+        us = 1e6 * sec["chain"] / row["events"]
+        us_y.append(us)
+        nfa_unit.append(1e6 * sec["nfa"] / row["events"] / est)
+    a = np.array(xs)
+    unit = float(np.exp(np.median(np.log(nfa_unit))))
+    out: dict[str, list[float]] = {}
+    for name, y in (("ratio", np.array(ratio_y)), ("plain", np.array(us_y) / unit)):
+        coef = _fit2(a, np.log(y))
+        err = float(np.median(np.abs(a @ coef / y - 1)))
+        out[name] = [float(c) for c in coef]
+        print(f"chain seq ({name} fit) n={len(y)}  CHAIN_SEQ_EVENT={coef[0]:.3g}  "
+              f"CHAIN_SEQ_MATCH={coef[1]:.3g}  (units); median relative error {err:.2f}")
+    print(f"the NFA's unit on this run: {unit:.3g} µs per unit of its estimate (median)")
+    return out["ratio"][0], out["ratio"][1]
 
 
 def terms(row: dict[str, Any], stats: dict[str, Any]) -> dict[str, dict[str, float]]:
@@ -421,7 +519,8 @@ def faem_rescore(folder: Path, verbose: bool = False, write: bool = False) -> tu
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("mode", choices=("measure", "fit", "score", "faem-rescore"))
+    ap.add_argument("mode", choices=("measure", "fit", "score", "faem-rescore",
+                                     "refit-seq"))
     ap.add_argument("path", nargs="*", default=[],
                     help="the JSON of a measure run; faem-rescore: a folder of faem_fig*.json; "
                          "fit: any number of either")
@@ -435,7 +534,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--input", action="store_true",
                     help="fit: one more term per plan, one per input event (an ablation)")
     ap.add_argument("--loss", default="soft_l1", help="fit: scipy least_squares' loss")
-    ap.add_argument("--verbose", action="store_true", help="faem-rescore: every point")
+    ap.add_argument("--verbose", action="store_true",
+                    help="faem-rescore, score: every point")
     ap.add_argument("--write", action="store_true",
                     help="faem-rescore: store the new choices in the files (for --report)")
     ap.add_argument("--explosion-events", type=int, default=3000)
@@ -451,6 +551,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.mode == "faem-rescore":
         for p in args.path:
             faem_rescore(Path(p), args.verbose, args.write)
+        return 0
+    if args.mode == "refit-seq":
+        for p in args.path:
+            refit_seq(_load(Path(p), args.no_keys))
         return 0
     if args.mode == "fit":
         global LOSS
@@ -469,7 +573,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     for p in args.path:
         total = [0, 0]
-        for set_, ok, n in score(_load(Path(p), args.no_keys)):
+        for set_, ok, n in score(_load(Path(p), args.no_keys), verbose=args.verbose):
             print(f"{set_:16} chosen within 10% of the best: {ok}/{n}")
             total[0] += ok
             total[1] += n
