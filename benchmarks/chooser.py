@@ -7,6 +7,7 @@
     PYTHONPATH=src python -m benchmarks.chooser faem-rescore FAEM_DIR [--verbose] [--write]
     PYTHONPATH=src python -m benchmarks.chooser refit-seq /tmp/chooser.json
     PYTHONPATH=src python -m benchmarks.chooser score --verbose /tmp/chooser.json
+    PYTHONPATH=src python -m benchmarks.chooser faem-remeasure FAEM_DIR OUT_DIR [--plans nfa,chain]
 
 ``measure`` runs every point -- the LinkedCEP Experiment 1/2 queries on the ABC generator and on
 Aarhus (benchmarks/linkedcep.py), the Kleene explosion (enumeration and ``count_only``), a few
@@ -25,7 +26,8 @@ plan at every point are samples (``--input`` adds a term of one per input event 
 plan, to see the runtime's own per-event work). ``faem-rescore`` scores FAEM's figures with
 the sources' chooser: within 10 %, Spearman per figure, the chosen plan against the NFA.
 ``refit-seq`` refits the chain's SEQ-of-singles constants on the NFA's scale (session 10:
-the chain's generated per-event loop); ``score --verbose`` prints every point's choice.
+the chain's generated per-event loop); ``score --verbose`` prints every point's choice;
+``faem-remeasure`` measures some plans of FAEM's stored figures again (the others' times kept).
 """
 
 from __future__ import annotations
@@ -47,6 +49,9 @@ from kleene.plans.registry import Stats, choose, start
 from . import datasets, faem, linkedcep, queries
 
 PLANS = ("nfa", "chain", "tree")
+SEQ3 = "PATTERN SEQ(Stock a, Stock b, Stock c) PARTITION BY symbol WITHIN {window}"
+"""The stock stream's SEQ of three singles (benchmarks.linkedcep's ``sink3`` shape): up to
+~70 matches per event at 60 s, where the LinkedCEP points make at most a few."""
 
 
 def _stats(d: dict[str, Any], count_only: bool) -> Stats:
@@ -133,6 +138,11 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         points.append(("explosion count", "stock", f"W{w}", q, True))
     for w in (1000, 2500, 5000):
         points.append(("faem", "faem", f"W={w} none", faem.query(None, window=w), False))
+    for w in (5, 10, 20, 30, 60):  # session 10: a SEQ of singles with many matches per event
+        points.append(("seq3 stock", "stock", f"W{w}", SEQ3.format(window=f"{w} seconds"),
+                       False))
+    if args.only:
+        points = [p for p in points if p[0] in args.only.split(",")]
     rows = []
     t_start = time.time()
     for si, (set_, ds, label, q, count) in enumerate(points):
@@ -270,6 +280,53 @@ def refit_seq(data: dict[str, Any]) -> tuple[float, float]:
               f"CHAIN_SEQ_MATCH={coef[1]:.3g}  (units); median relative error {err:.2f}")
     print(f"the NFA's unit on this run: {unit:.3g} µs per unit of its estimate (median)")
     return out["ratio"][0], out["ratio"][1]
+
+
+def seq_region(data: dict[str, Any], tol: float = 0.10) -> dict[tuple[float, float], int]:
+    """The chooser's score (points within ``tol`` of the best plan, every point of the run)
+    for each pair of the chain's SEQ constants on a grid (per event 0.60-2.40, per match
+    0.30-2.00, steps of 0.05), the other plans' estimates as the sources make them; prints
+    the best score and, per event constant, the range of match constants that reach it."""
+    import numpy as np
+
+    from kleene.plans import chain
+    from kleene.plans.registry import REGISTRY
+
+    # ties: registry order, as the chooser breaks them ("kleene.plans.nfa:PLAN" -> "nfa")
+    order = [r.split(":")[0].rsplit(".", 1)[1] for r in REGISTRY]
+    pts: list[tuple[dict[str, float], float, float | None, float | None, Any]] = []
+    for row in data["points"]:
+        sec = row["seconds"]
+        ch, est = chosen(row, data["stats"])
+        if _is_seq(row, data["stats"]):
+            st = _stats(data["stats"][row["dataset"]], False)
+            t = chain.chain_terms(choose(analyze(row["query"]), plan="chain", stats=st).plan,
+                                  st)
+            pts.append((sec, min(sec.values()), t["events"], t["matches"],
+                        {k: v for k, v in est.items() if k != "chain"}))
+        else:
+            pts.append((sec, min(sec.values()), None, None, ch))
+    grid_a = np.round(np.arange(0.6, 2.401, 0.05), 3)
+    grid_b = np.round(np.arange(0.3, 2.001, 0.05), 3)
+    res: dict[tuple[float, float], int] = {}
+    for a in grid_a:
+        for b in grid_b:
+            ok = 0
+            for sec, best, e, m, other in pts:
+                if e is None or m is None:
+                    pick = other
+                else:
+                    c = {**other, "chain": a * e + b * m}
+                    pick = min(c, key=lambda k: (c[k], order.index(k) if k in order else 99))
+                ok += pick in sec and sec[pick] <= (1 + tol) * best
+            res[(float(a), float(b))] = ok
+    top = max(res.values())
+    print(f"score over the grid: best {top}/{len(pts)}; where it is reached:")
+    for a in grid_a:
+        bs = [b for b in grid_b if res[(float(a), float(b))] == top]
+        if bs:
+            print(f"  per event {a:.2f}: per match {min(bs):.2f}-{max(bs):.2f}")
+    return res
 
 
 def terms(row: dict[str, Any], stats: dict[str, Any]) -> dict[str, dict[str, float]]:
@@ -517,10 +574,53 @@ def faem_rescore(folder: Path, verbose: bool = False, write: bool = False) -> tu
     return ok_all, n_all
 
 
+def faem_remeasure(folder: Path, out: Path, plans: Sequence[str], repeat: int) -> None:
+    """FAEM's stored figures with ``plans`` (e.g. the NFA and the chain, whose code changed
+    since the figures were measured) measured again at every point where they were stored,
+    on the same streams (the figure's event count, scale, seed and populations), alternating
+    within each repetition, medians; the other plans' stored times are kept. Writes the
+    updated ``faem_fig*.json`` to ``out`` (for ``faem-rescore out``)."""
+    out.mkdir(parents=True, exist_ok=True)
+    for f in sorted(folder.glob("faem_fig*.json"), key=lambda p: int(p.stem[8:])):
+        data = json.loads(f.read_text())
+        fig = f.stem[8:]
+        n = data["events"]
+        cache: dict[Any, EventBatch] = {}
+        for pt in data["points"]:
+            todo = [p for p in plans if p in pt["plans"]]
+            if not todo:
+                continue
+            pops = faem.TABLE1
+            if fig == "8":
+                pops = (*faem.TABLE1[:3], faem.TABLE1[3] * int(pt["label"][1:]))
+            key = tuple(pops)
+            if key not in cache:
+                ev = faem.generate(n if fig != "11" else max(n, 300_000), data["scale"],
+                                   seed=data["seed"], populations=pops)
+                cache[key] = EventBatch(ev.table.slice(0, n), ev.time)
+            ev = cache[key]
+            st = _stats(pt["stats"], False)
+            aq = analyze(pt["query"])
+            times: dict[str, list[float]] = {p: [] for p in todo}
+            for _ in range(repeat):
+                for p in todo:
+                    times[p].append(faem._run(aq, ev, p, st)[0])
+            for p in todo:
+                old = pt["plans"][p]["seconds"]
+                pt["plans"][p] = {**pt["plans"][p], "seconds": statistics.median(times[p]),
+                                  "stored_seconds": old}
+            print(f"fig {fig} {pt['label']:<14} " + "  ".join(
+                f"{p} {pt['plans'][p]['stored_seconds']:.4f} -> {pt['plans'][p]['seconds']:.4f}"
+                for p in todo), flush=True)
+        data["remeasured"] = {"plans": list(plans), "repeat": repeat,
+                              "at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+        (out / f.name).write_text(json.dumps(data, indent=1, default=str))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("mode", choices=("measure", "fit", "score", "faem-rescore",
-                                     "refit-seq"))
+                                     "refit-seq", "faem-remeasure"))
     ap.add_argument("path", nargs="*", default=[],
                     help="the JSON of a measure run; faem-rescore: a folder of faem_fig*.json; "
                          "fit: any number of either")
@@ -538,6 +638,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="faem-rescore, score: every point")
     ap.add_argument("--write", action="store_true",
                     help="faem-rescore: store the new choices in the files (for --report)")
+    ap.add_argument("--only", default="",
+                    help="measure: only these sets, comma-separated (e.g. 'seq3 stock')")
+    ap.add_argument("--plans", default="nfa,chain",
+                    help="faem-remeasure: the plans to measure again")
     ap.add_argument("--explosion-events", type=int, default=3000)
     ap.add_argument("--faem-events", type=int, default=60_000)
     args = ap.parse_intermixed_args(argv)
@@ -552,9 +656,16 @@ def main(argv: list[str] | None = None) -> int:
         for p in args.path:
             faem_rescore(Path(p), args.verbose, args.write)
         return 0
+    if args.mode == "faem-remeasure":
+        if len(args.path) != 2:
+            ap.error("faem-remeasure needs FAEM_DIR OUT_DIR")
+        faem_remeasure(Path(args.path[0]), Path(args.path[1]), args.plans.split(","),
+                       args.repeat)
+        return 0
     if args.mode == "refit-seq":
         for p in args.path:
             refit_seq(_load(Path(p), args.no_keys))
+            seq_region(_load(Path(p), args.no_keys))
         return 0
     if args.mode == "fit":
         global LOSS

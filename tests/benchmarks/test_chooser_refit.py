@@ -55,3 +55,11 @@ def test_verbose_score_marks_the_wrong_choices(capsys: pytest.CaptureFixture[str
     out = capsys.readouterr().out
     assert (set_, ok, n) == ("exp2 abc", 0, len(data["points"]))
     assert out.count(" OFF ") == n and out.count("best tree") == n
+
+
+def test_seq_region_scores_the_true_constants_best() -> None:
+    """With times made by known constants, those constants choose right everywhere."""
+    data = _data(1.3, 0.4)
+    res = chooser.seq_region(data)
+    assert res[(1.3, 0.4)] == len(data["points"]) == max(res.values())
+    assert min(res.values()) < len(data["points"])  # some constants choose wrong
