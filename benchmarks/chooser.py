@@ -49,9 +49,31 @@ from kleene.plans.registry import Stats, choose, start
 from . import datasets, faem, linkedcep, queries
 
 PLANS = ("nfa", "chain", "tree")
+SEQ2 = "PATTERN SEQ(Stock a, Stock b) WHERE a.price > 50 PARTITION BY symbol WITHIN {window}"
 SEQ3 = "PATTERN SEQ(Stock a, Stock b, Stock c) PARTITION BY symbol WITHIN {window}"
 """The stock stream's SEQ of three singles (benchmarks.linkedcep's ``sink3`` shape): up to
 ~70 matches per event at 60 s, where the LinkedCEP points make at most a few."""
+
+
+def _traffic(n: int) -> EventBatch:
+    """The first ``n`` Aarhus observations as ``Traffic`` events (workload 3's columns)."""
+    import gzip
+
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    from kleene.events.model import ID, TS, TYPE, TimeInfo
+
+    with gzip.open(datasets.AARHUS_DIR / datasets.AARHUS_FILES[0], "rb") as f:
+        head = b"".join(f.readline() for _ in range(n + 1))
+    t = pacsv.read_csv(pa.py_buffer(head))
+    ts = t.column("TIMESTAMP").cast(pa.timestamp("us")).cast(pa.int64())
+    cols: dict[str, Any] = {ID: pa.array(np.arange(t.num_rows)), TS: ts,
+                            TYPE: pa.array(["Traffic"] * t.num_rows)}
+    for c in ("REPORT_ID", "avgSpeed", "vehicleCount"):
+        cols[c] = t.column(c)
+    return EventBatch(pa.table(cols), TimeInfo())
 
 
 def _stats(d: dict[str, Any], count_only: bool) -> Stats:
@@ -106,6 +128,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                                      "abc2": linkedcep.abc_stream(n_abc2)}
     if datasets.aarhus_available() is None:
         inputs["aarhus"] = linkedcep.aarhus_stream(n_aar)
+        inputs["traffic"] = _traffic(n_aar)
     csv = datasets.stock_csv(args.explosion_events)
     from kleene.events.readers import ReadOptions, read_events
 
@@ -141,6 +164,13 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     for w in (5, 10, 20, 30, 60):  # session 10: a SEQ of singles with many matches per event
         points.append(("seq3 stock", "stock", f"W{w}", SEQ3.format(window=f"{w} seconds"),
                        False))
+    for w in (2, 5, 10, 20):  # two singles, a filter on the first
+        points.append(("seq2 stock", "stock", f"W{w}", SEQ2.format(window=f"{w} seconds"),
+                       False))
+    if "traffic" in inputs:  # workload 3: two singles, selective filters, few matches
+        for w in (10, 30, 60):
+            points.append(("selective", "traffic", f"W{w}",
+                           queries.SELECTIVE.replace("30 minutes", f"{w} minutes"), False))
     if args.only:
         points = [p for p in points if p[0] in args.only.split(",")]
     rows = []

@@ -1486,12 +1486,13 @@ def chain_cost(plan: Plan, stats: Stats) -> float:
     join: :data:`CHAIN_SEQ_EVENT` and :data:`CHAIN_SEQ_MATCH`; ``SEQ(a, b+, c)`` with
     conditions between ``a`` and ``c`` only (:func:`kleene_plan_shape`) its mask join:
     :data:`CHAIN_KLEENE_MATCH` per match -- both with measured statistics only (with the
-    defaults every query keeps the plan it had before those joins). The SEQ shape's
-    per-event constant is refitted (session 10, 2026-12-01: 1.11 in place of
-    :data:`CHAIN_SEQ_EVENT`'s 2.0) since its per-event loop is generated (:mod:`.chain_seq`;
-    the join, and so :data:`CHAIN_SEQ_MATCH`, did not change): ``benchmarks/chooser.py
-    refit-seq`` on the LinkedCEP Experiment 1 and 2 points (docs/benchmarks.md, "The chooser
-    after the chain's generated loop"). Where the NFA's live runs exceed its default ``max_runs_per_partition``
+    defaults every query keeps the plan it had before those joins). The SEQ shape's two
+    constants are refitted since its per-event loop is generated (:mod:`.chain_seq`): 1.11
+    per event and 1.36 per match in place of :data:`CHAIN_SEQ_EVENT` (2.0) and
+    :data:`CHAIN_SEQ_MATCH` (0.73) -- session 10, 2026-12-01, ``benchmarks/chooser.py
+    refit-seq`` on the LinkedCEP Experiment 1 and 2 points, on the NFA's scale as the chooser
+    compares them (docs/benchmarks.md, "The chooser after the chain's generated loop").
+    Where the NFA's live runs exceed its default ``max_runs_per_partition``
     (100,000) the NFA stops with CapacityError while the chain stores none of them: the
     estimate is then capped below the NFA's (only with measured statistics, and for PARTITION
     BY / equivalence only when they count the keys: the cap is per key)."""
@@ -1508,10 +1509,10 @@ def chain_cost(plan: Plan, stats: Stats) -> float:
     elif stats.source != "defaults" and (seq_shape(plan) or kleene_plan_shape(plan)):
         # only with measured statistics: with the defaults (an assumed 1,000 events per
         # window) the default plan of these queries stays the NFA, as before these joins
-        # the SEQ shape's refit (docs above): 1.11 per event in place of CHAIN_SEQ_EVENT,
-        # which predates the generated per-event loop
+        # the SEQ shape's refit (docs above): 1.11 and 1.36 in place of CHAIN_SEQ_EVENT and
+        # CHAIN_SEQ_MATCH, which predate the generated per-event loop
         seq = seq_shape(plan)
-        per_match = CHAIN_SEQ_MATCH if seq else CHAIN_KLEENE_MATCH
+        per_match = 1.36 if seq else CHAIN_KLEENE_MATCH
         cost = (1.11 if seq else CHAIN_EVENT) * t["events"] + per_match * t["matches"]
         if t["matches"] >= 1e18:
             cost = 1e18  # a saturated estimate stays saturated (a constant below 1 would not)
