@@ -342,6 +342,7 @@ def seq_region(data: dict[str, Any], tol: float = 0.10) -> dict[tuple[float, flo
     for a in grid_a:
         for b in grid_b:
             ok = 0
+            lost = 0.0
             for sec, best, e, m, other in pts:
                 if e is None or m is None:
                     pick = other
@@ -349,14 +350,38 @@ def seq_region(data: dict[str, Any], tol: float = 0.10) -> dict[tuple[float, flo
                     c = {**other, "chain": a * e + b * m}
                     pick = min(c, key=lambda k: (c[k], order.index(k) if k in order else 99))
                 ok += pick in sec and sec[pick] <= (1 + tol) * best
+                lost += sec.get(pick, best) - best if best < float("inf") else 0.0
             res[(float(a), float(b))] = ok
+            LOST[(float(a), float(b))] = LOST.get((float(a), float(b)), 0.0) + lost
     top = max(res.values())
-    print(f"score over the grid: best {top}/{len(pts)}; where it is reached:")
+    print(f"score over the grid: best {top}/{len(pts)}; where it is reached (per match range; "
+          "CPU ms lost against the best plan, summed over the points, at its ends):")
     for a in grid_a:
         bs = [b for b in grid_b if res[(float(a), float(b))] == top]
         if bs:
-            print(f"  per event {a:.2f}: per match {min(bs):.2f}-{max(bs):.2f}")
+            lo, hi = (float(a), float(min(bs))), (float(a), float(max(bs)))
+            print(f"  per event {a:.2f}: per match {min(bs):.2f}-{max(bs):.2f} "
+                  f"(lost {1e3 * _lost(pts, *lo, order):.1f} / "
+                  f"{1e3 * _lost(pts, *hi, order):.1f} ms)")
     return res
+
+
+LOST: dict[tuple[float, float], float] = {}
+"""CPU seconds lost against the best plan per pair of constants, summed over every
+``seq_region`` call of the process (several runs: ``refit-seq A.json B.json ...``)."""
+
+
+def _lost(pts: list[Any], a: float, b: float, order: list[str]) -> float:
+    lost = 0.0
+    for sec, best, e, m, other in pts:
+        if e is None or m is None:
+            pick = other
+        else:
+            c = {**other, "chain": a * e + b * m}
+            pick = min(c, key=lambda k: (c[k], order.index(k) if k in order else 99))
+        if best < float("inf"):
+            lost += sec.get(pick, best) - best
+    return lost
 
 
 def terms(row: dict[str, Any], stats: dict[str, Any]) -> dict[str, dict[str, float]]:
@@ -693,9 +718,16 @@ def main(argv: list[str] | None = None) -> int:
                        args.repeat)
         return 0
     if args.mode == "refit-seq":
+        scores: dict[tuple[float, float], int] = {}
         for p in args.path:
             refit_seq(_load(Path(p), args.no_keys))
-            seq_region(_load(Path(p), args.no_keys))
+            for k, v in seq_region(_load(Path(p), args.no_keys)).items():
+                scores[k] = scores.get(k, 0) + v
+        if len(args.path) > 1:  # the runs together: the best total, then the least time lost
+            top = max(scores.values())
+            pick = min((k for k, v in scores.items() if v == top), key=lambda k: LOST[k])
+            print(f"all runs: best total score {top}; of those, the least CPU lost: per event "
+                  f"{pick[0]:.2f}, per match {pick[1]:.2f} ({1e3 * LOST[pick]:.1f} ms)")
         return 0
     if args.mode == "fit":
         global LOSS

@@ -1487,11 +1487,13 @@ def chain_cost(plan: Plan, stats: Stats) -> float:
     conditions between ``a`` and ``c`` only (:func:`kleene_plan_shape`) its mask join:
     :data:`CHAIN_KLEENE_MATCH` per match -- both with measured statistics only (with the
     defaults every query keeps the plan it had before those joins). The SEQ shape's two
-    constants are refitted since its per-event loop is generated (:mod:`.chain_seq`): 1.11
-    per event and 1.36 per match in place of :data:`CHAIN_SEQ_EVENT` (2.0) and
+    constants are refitted since its per-event loop is generated (:mod:`.chain_seq`): 1.12
+    per event and 0.93 per match in place of :data:`CHAIN_SEQ_EVENT` (2.0) and
     :data:`CHAIN_SEQ_MATCH` (0.73) -- session 10, 2026-12-01, ``benchmarks/chooser.py
-    refit-seq`` on the LinkedCEP Experiment 1 and 2 points, on the NFA's scale as the chooser
-    compares them (docs/benchmarks.md, "The chooser after the chain's generated loop").
+    refit-seq`` on four runs of the LinkedCEP Experiment 1 and 2 points and SEQs of two and
+    three singles on the stock and Aarhus streams: the pair with the best total score that
+    loses the least CPU time at its misses (docs/benchmarks.md, "The chooser after the
+    chain's generated loop").
     Where the NFA's live runs exceed its default ``max_runs_per_partition``
     (100,000) the NFA stops with CapacityError while the chain stores none of them: the
     estimate is then capped below the NFA's (only with measured statistics, and for PARTITION
@@ -1509,11 +1511,11 @@ def chain_cost(plan: Plan, stats: Stats) -> float:
     elif stats.source != "defaults" and (seq_shape(plan) or kleene_plan_shape(plan)):
         # only with measured statistics: with the defaults (an assumed 1,000 events per
         # window) the default plan of these queries stays the NFA, as before these joins
-        # the SEQ shape's refit (docs above): 1.11 and 1.36 in place of CHAIN_SEQ_EVENT and
+        # the SEQ shape's refit (docs above): 1.12 and 0.93 in place of CHAIN_SEQ_EVENT and
         # CHAIN_SEQ_MATCH, which predate the generated per-event loop
         seq = seq_shape(plan)
-        per_match = 1.36 if seq else CHAIN_KLEENE_MATCH
-        cost = (1.11 if seq else CHAIN_EVENT) * t["events"] + per_match * t["matches"]
+        per_match = 0.93 if seq else CHAIN_KLEENE_MATCH
+        cost = (1.12 if seq else CHAIN_EVENT) * t["events"] + per_match * t["matches"]
         if t["matches"] >= 1e18:
             cost = 1e18  # a saturated estimate stays saturated (a constant below 1 would not)
     else:
