@@ -5,6 +5,9 @@
     PYTHONPATH=src python -m benchmarks.chooser score /tmp/chooser.json
     PYTHONPATH=src python -m benchmarks.chooser fit --input /tmp/chooser.json FAEM_DIR ...
     PYTHONPATH=src python -m benchmarks.chooser faem-rescore FAEM_DIR [--verbose] [--write]
+    PYTHONPATH=src python -m benchmarks.chooser refit-seq /tmp/chooser.json
+    PYTHONPATH=src python -m benchmarks.chooser score --verbose /tmp/chooser.json
+    PYTHONPATH=src python -m benchmarks.chooser faem-remeasure FAEM_DIR OUT_DIR [--plans nfa,chain]
 
 ``measure`` runs every point -- the LinkedCEP Experiment 1/2 queries on the ABC generator and on
 Aarhus (benchmarks/linkedcep.py), the Kleene explosion (enumeration and ``count_only``), a few
@@ -22,6 +25,9 @@ folders of FAEM's figures (``benchmarks.faem --out``): every tree shape, the NFA
 plan at every point are samples (``--input`` adds a term of one per input event to every
 plan, to see the runtime's own per-event work). ``faem-rescore`` scores FAEM's figures with
 the sources' chooser: within 10 %, Spearman per figure, the chosen plan against the NFA.
+``refit-seq`` refits the chain's SEQ-of-singles constants on the NFA's scale (session 10:
+the chain's generated per-event loop); ``score --verbose`` prints every point's choice;
+``faem-remeasure`` measures some plans of FAEM's stored figures again (the others' times kept).
 """
 
 from __future__ import annotations
@@ -43,6 +49,31 @@ from kleene.plans.registry import Stats, choose, start
 from . import datasets, faem, linkedcep, queries
 
 PLANS = ("nfa", "chain", "tree")
+SEQ2 = "PATTERN SEQ(Stock a, Stock b) WHERE a.price > 50 PARTITION BY symbol WITHIN {window}"
+SEQ3 = "PATTERN SEQ(Stock a, Stock b, Stock c) PARTITION BY symbol WITHIN {window}"
+"""The stock stream's SEQ of three singles (benchmarks.linkedcep's ``sink3`` shape): up to
+~70 matches per event at 60 s, where the LinkedCEP points make at most a few."""
+
+
+def _traffic(n: int) -> EventBatch:
+    """The first ``n`` Aarhus observations as ``Traffic`` events (workload 3's columns)."""
+    import gzip
+
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    from kleene.events.model import ID, TS, TYPE, TimeInfo
+
+    with gzip.open(datasets.AARHUS_DIR / datasets.AARHUS_FILES[0], "rb") as f:
+        head = b"".join(f.readline() for _ in range(n + 1))
+    t = pacsv.read_csv(pa.py_buffer(head))
+    ts = t.column("TIMESTAMP").cast(pa.timestamp("us")).cast(pa.int64())
+    cols: dict[str, Any] = {ID: pa.array(np.arange(t.num_rows)), TS: ts,
+                            TYPE: pa.array(["Traffic"] * t.num_rows)}
+    for c in ("REPORT_ID", "avgSpeed", "vehicleCount"):
+        cols[c] = t.column(c)
+    return EventBatch(pa.table(cols), TimeInfo())
 
 
 def _stats(d: dict[str, Any], count_only: bool) -> Stats:
@@ -97,6 +128,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                                      "abc2": linkedcep.abc_stream(n_abc2)}
     if datasets.aarhus_available() is None:
         inputs["aarhus"] = linkedcep.aarhus_stream(n_aar)
+        inputs["traffic"] = _traffic(n_aar)
     csv = datasets.stock_csv(args.explosion_events)
     from kleene.events.readers import ReadOptions, read_events
 
@@ -129,6 +161,18 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         points.append(("explosion count", "stock", f"W{w}", q, True))
     for w in (1000, 2500, 5000):
         points.append(("faem", "faem", f"W={w} none", faem.query(None, window=w), False))
+    for w in (5, 10, 20, 30, 60):  # session 10: a SEQ of singles with many matches per event
+        points.append(("seq3 stock", "stock", f"W{w}", SEQ3.format(window=f"{w} seconds"),
+                       False))
+    for w in (2, 5, 10, 20):  # two singles, a filter on the first
+        points.append(("seq2 stock", "stock", f"W{w}", SEQ2.format(window=f"{w} seconds"),
+                       False))
+    if "traffic" in inputs:  # workload 3: two singles, selective filters, few matches
+        for w in (10, 30, 60):
+            points.append(("selective", "traffic", f"W{w}",
+                           queries.SELECTIVE.replace("30 minutes", f"{w} minutes"), False))
+    if args.only:
+        points = [p for p in points if p[0] in args.only.split(",")]
     rows = []
     t_start = time.time()
     for si, (set_, ds, label, q, count) in enumerate(points):
@@ -160,18 +204,184 @@ def chosen(row: dict[str, Any], stats: dict[str, Any]) -> tuple[str, dict[str, f
                               if c.cost is not None}
 
 
-def score(data: dict[str, Any], tol: float = 0.10) -> list[tuple[str, int, int]]:
-    """Per set: points where the chosen plan is within ``tol`` of the best measured plan."""
+def score(data: dict[str, Any], tol: float = 0.10,
+          verbose: bool = False) -> list[tuple[str, int, int]]:
+    """Per set: points where the chosen plan is within ``tol`` of the best measured plan.
+    ``verbose``: one line per point -- the chosen plan, the best measured plan, the chosen
+    plan's time over the best's, and the estimates (``OFF`` where it chose wrong)."""
     out: dict[str, list[int]] = {}
     for row in data["points"]:
         sec = row["seconds"]
-        best = min(sec.values())
-        ch, _est = chosen(row, data["stats"])
+        best_plan = min(sec, key=lambda p: sec[p])
+        best = sec[best_plan]
+        ch, est = chosen(row, data["stats"])
         ok = ch in sec and sec[ch] <= (1 + tol) * best
         out.setdefault(row["set"], [0, 0])
         out[row["set"]][0] += ok
         out[row["set"]][1] += 1
+        if verbose:
+            ratio = sec[ch] / best if ch in sec and best > 0 else float("nan")
+            print(f"  {row['set']:16} {row['label']:12} chose {ch:5} best {best_plan:5} "
+                  f"{ratio:6.2f}x {'ok ' if ok else 'OFF'}  measured "
+                  + " ".join(f"{p} {1e3 * v:.1f}ms" for p, v in sec.items())
+                  + "  estimates " + " ".join(f"{p} {v:.3g}" for p, v in est.items()))
     return [(k, v[0], v[1]) for k, v in out.items()]
+
+
+def _is_seq(row: dict[str, Any], stats: dict[str, Any]) -> bool:
+    """Does the chain plan run the point with its generated SEQ-of-singles join and loop
+    (``chain.seq_shape``, measured statistics, enumerating)?"""
+    from kleene.plans.chain import seq_shape
+
+    st = _stats(stats[row["dataset"]], row["count_only"])
+    if row["count_only"] or st.source == "defaults":
+        return False
+    return bool(seq_shape(choose(analyze(row["query"]), plan="chain", stats=st).plan))
+
+
+def _fit2(a: Any, ly: Any) -> Any:
+    """Non-negative ``c`` minimising the soft-l1 loss of ``log(a @ c) - ly`` for two terms
+    (numpy only: scipy is not in the project's environment). A coarse log grid, then three
+    finer ones around the best point; a zero coefficient is one grid value."""
+    import numpy as np
+
+    def loss(c0: Any, c1: Any) -> Any:
+        pred = np.log(np.maximum(np.multiply.outer(c0, a[:, 0])
+                                 + np.multiply.outer(c1, a[:, 1]), 1e-300))
+        r = pred - ly
+        return (2 * (np.sqrt(1 + r * r) - 1)).sum(axis=-1)
+
+    lo, hi = np.full(2, -6.0), np.full(2, 3.0)  # log10 bounds of each coefficient
+    best = np.zeros(2)
+    for _ in range(4):
+        g0 = np.concatenate([[0.0], 10 ** np.linspace(lo[0], hi[0], 121)])
+        g1 = np.concatenate([[0.0], 10 ** np.linspace(lo[1], hi[1], 121)])
+        ll = loss(g0[:, None], g1[None, :])
+        i, j = np.unravel_index(int(np.argmin(ll)), ll.shape)
+        best = np.array([g0[i], g1[j]])
+        step = (hi - lo) / 120 * 3
+        with np.errstate(divide="ignore"):
+            centre = np.log10(np.maximum(best, 1e-6))
+        lo, hi = centre - step, centre + step
+    return best
+
+
+def refit_seq(data: dict[str, Any]) -> tuple[float, float]:
+    """The chain's constants for a SEQ of single variables (``CHAIN_SEQ_EVENT``,
+    ``CHAIN_SEQ_MATCH``), refitted on a ``measure`` run, on the NFA's scale as the chooser
+    compares them: at each point where both plans ran, the chain's target is the NFA's
+    *estimate* times the measured chain/NFA time ratio, and ``events x a + matches x b``
+    (the chain's terms) is fitted to it by least squares on the log error (``soft_l1``, a,
+    b >= 0; numpy only). So a point where the NFA's estimate is off by some factor still asks the chain
+    for the measured ratio -- the only thing the choice reads. Also prints the plain fit
+    (the chain's µs per event over the NFA's µs per unit of its estimate, one factor for
+    the whole run) for comparison."""
+    import numpy as np
+
+    from kleene.plans import chain
+
+    xs: list[list[float]] = []
+    ratio_y: list[float] = []
+    us_y: list[float] = []
+    nfa_unit: list[float] = []
+    for row in data["points"]:
+        sec = row["seconds"]
+        if not {"nfa", "chain"} <= set(sec) or not _is_seq(row, data["stats"]):
+            continue
+        if not (0 < sec["nfa"] < float("inf") and 0 < sec["chain"] < float("inf")):
+            continue
+        st = _stats(data["stats"][row["dataset"]], False)
+        aq = analyze(row["query"])
+        t = chain.chain_terms(choose(aq, plan="chain", stats=st).plan, st)
+        est = chosen(row, data["stats"])[1]["nfa"]
+        xs.append([t["events"], t["matches"]])
+        ratio_y.append(est * sec["chain"] / sec["nfa"])
+        us = 1e6 * sec["chain"] / row["events"]
+        us_y.append(us)
+        nfa_unit.append(1e6 * sec["nfa"] / row["events"] / est)
+    a = np.array(xs)
+    unit = float(np.exp(np.median(np.log(nfa_unit))))
+    out: dict[str, list[float]] = {}
+    for name, y in (("ratio", np.array(ratio_y)), ("plain", np.array(us_y) / unit)):
+        coef = _fit2(a, np.log(y))
+        err = float(np.median(np.abs(a @ coef / y - 1)))
+        out[name] = [float(c) for c in coef]
+        print(f"chain seq ({name} fit) n={len(y)}  CHAIN_SEQ_EVENT={coef[0]:.3g}  "
+              f"CHAIN_SEQ_MATCH={coef[1]:.3g}  (units); median relative error {err:.2f}")
+    print(f"the NFA's unit on this run: {unit:.3g} µs per unit of its estimate (median)")
+    return out["ratio"][0], out["ratio"][1]
+
+
+def seq_region(data: dict[str, Any], tol: float = 0.10) -> dict[tuple[float, float], int]:
+    """The chooser's score (points within ``tol`` of the best plan, every point of the run)
+    for each pair of the chain's SEQ constants on a grid (per event 0.60-2.40, per match
+    0.30-2.00, steps of 0.05), the other plans' estimates as the sources make them; prints
+    the best score and, per event constant, the range of match constants that reach it."""
+    import numpy as np
+
+    from kleene.plans import chain
+    from kleene.plans.registry import REGISTRY
+
+    # ties: registry order, as the chooser breaks them ("kleene.plans.nfa:PLAN" -> "nfa")
+    order = [r.split(":")[0].rsplit(".", 1)[1] for r in REGISTRY]
+    pts: list[tuple[dict[str, float], float, float | None, float | None, Any]] = []
+    for row in data["points"]:
+        sec = row["seconds"]
+        ch, est = chosen(row, data["stats"])
+        if _is_seq(row, data["stats"]):
+            st = _stats(data["stats"][row["dataset"]], False)
+            t = chain.chain_terms(choose(analyze(row["query"]), plan="chain", stats=st).plan,
+                                  st)
+            pts.append((sec, min(sec.values()), t["events"], t["matches"],
+                        {k: v for k, v in est.items() if k != "chain"}))
+        else:
+            pts.append((sec, min(sec.values()), None, None, ch))
+    grid_a = np.round(np.arange(0.6, 2.401, 0.05), 3)
+    grid_b = np.round(np.arange(0.3, 2.001, 0.05), 3)
+    res: dict[tuple[float, float], int] = {}
+    for a in grid_a:
+        for b in grid_b:
+            ok = 0
+            lost = 0.0
+            for sec, best, e, m, other in pts:
+                if e is None or m is None:
+                    pick = other
+                else:
+                    c = {**other, "chain": a * e + b * m}
+                    pick = min(c, key=lambda k: (c[k], order.index(k) if k in order else 99))
+                ok += pick in sec and sec[pick] <= (1 + tol) * best
+                lost += sec.get(pick, best) - best if best < float("inf") else 0.0
+            res[(float(a), float(b))] = ok
+            LOST[(float(a), float(b))] = LOST.get((float(a), float(b)), 0.0) + lost
+    top = max(res.values())
+    print(f"score over the grid: best {top}/{len(pts)}; where it is reached (per match range; "
+          "CPU ms lost against the best plan, summed over the points, at its ends):")
+    for a in grid_a:
+        bs = [b for b in grid_b if res[(float(a), float(b))] == top]
+        if bs:
+            lo, hi = (float(a), float(min(bs))), (float(a), float(max(bs)))
+            print(f"  per event {a:.2f}: per match {min(bs):.2f}-{max(bs):.2f} "
+                  f"(lost {1e3 * _lost(pts, *lo, order):.1f} / "
+                  f"{1e3 * _lost(pts, *hi, order):.1f} ms)")
+    return res
+
+
+LOST: dict[tuple[float, float], float] = {}
+"""CPU seconds lost against the best plan per pair of constants, summed over every
+``seq_region`` call of the process (several runs: ``refit-seq A.json B.json ...``)."""
+
+
+def _lost(pts: list[Any], a: float, b: float, order: list[str]) -> float:
+    lost = 0.0
+    for sec, best, e, m, other in pts:
+        if e is None or m is None:
+            pick = other
+        else:
+            c = {**other, "chain": a * e + b * m}
+            pick = min(c, key=lambda k: (c[k], order.index(k) if k in order else 99))
+        if best < float("inf"):
+            lost += sec.get(pick, best) - best
+    return lost
 
 
 def terms(row: dict[str, Any], stats: dict[str, Any]) -> dict[str, dict[str, float]]:
@@ -419,9 +629,53 @@ def faem_rescore(folder: Path, verbose: bool = False, write: bool = False) -> tu
     return ok_all, n_all
 
 
+def faem_remeasure(folder: Path, out: Path, plans: Sequence[str], repeat: int) -> None:
+    """FAEM's stored figures with ``plans`` (e.g. the NFA and the chain, whose code changed
+    since the figures were measured) measured again at every point where they were stored,
+    on the same streams (the figure's event count, scale, seed and populations), alternating
+    within each repetition, medians; the other plans' stored times are kept. Writes the
+    updated ``faem_fig*.json`` to ``out`` (for ``faem-rescore out``)."""
+    out.mkdir(parents=True, exist_ok=True)
+    for f in sorted(folder.glob("faem_fig*.json"), key=lambda p: int(p.stem[8:])):
+        data = json.loads(f.read_text())
+        fig = f.stem[8:]
+        n = data["events"]
+        cache: dict[Any, EventBatch] = {}
+        for pt in data["points"]:
+            todo = [p for p in plans if p in pt["plans"]]
+            if not todo:
+                continue
+            pops = faem.TABLE1
+            if fig == "8":
+                pops = (*faem.TABLE1[:3], faem.TABLE1[3] * int(pt["label"][1:]))
+            key = tuple(pops)
+            if key not in cache:
+                ev = faem.generate(n if fig != "11" else max(n, 300_000), data["scale"],
+                                   seed=data["seed"], populations=pops)
+                cache[key] = EventBatch(ev.table.slice(0, n), ev.time)
+            ev = cache[key]
+            st = _stats(pt["stats"], False)
+            aq = analyze(pt["query"])
+            times: dict[str, list[float]] = {p: [] for p in todo}
+            for _ in range(repeat):
+                for p in todo:
+                    times[p].append(faem._run(aq, ev, p, st)[0])
+            for p in todo:
+                old = pt["plans"][p]["seconds"]
+                pt["plans"][p] = {**pt["plans"][p], "seconds": statistics.median(times[p]),
+                                  "stored_seconds": old}
+            print(f"fig {fig} {pt['label']:<14} " + "  ".join(
+                f"{p} {pt['plans'][p]['stored_seconds']:.4f} -> {pt['plans'][p]['seconds']:.4f}"
+                for p in todo), flush=True)
+        data["remeasured"] = {"plans": list(plans), "repeat": repeat,
+                              "at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+        (out / f.name).write_text(json.dumps(data, indent=1, default=str))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("mode", choices=("measure", "fit", "score", "faem-rescore"))
+    ap.add_argument("mode", choices=("measure", "fit", "score", "faem-rescore",
+                                     "refit-seq", "faem-remeasure"))
     ap.add_argument("path", nargs="*", default=[],
                     help="the JSON of a measure run; faem-rescore: a folder of faem_fig*.json; "
                          "fit: any number of either")
@@ -435,9 +689,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--input", action="store_true",
                     help="fit: one more term per plan, one per input event (an ablation)")
     ap.add_argument("--loss", default="soft_l1", help="fit: scipy least_squares' loss")
-    ap.add_argument("--verbose", action="store_true", help="faem-rescore: every point")
+    ap.add_argument("--verbose", action="store_true",
+                    help="faem-rescore, score: every point")
     ap.add_argument("--write", action="store_true",
                     help="faem-rescore: store the new choices in the files (for --report)")
+    ap.add_argument("--only", default="",
+                    help="measure: only these sets, comma-separated (e.g. 'seq3 stock')")
+    ap.add_argument("--plans", default="nfa,chain",
+                    help="faem-remeasure: the plans to measure again")
     ap.add_argument("--explosion-events", type=int, default=3000)
     ap.add_argument("--faem-events", type=int, default=60_000)
     args = ap.parse_intermixed_args(argv)
@@ -451,6 +710,24 @@ def main(argv: list[str] | None = None) -> int:
     if args.mode == "faem-rescore":
         for p in args.path:
             faem_rescore(Path(p), args.verbose, args.write)
+        return 0
+    if args.mode == "faem-remeasure":
+        if len(args.path) != 2:
+            ap.error("faem-remeasure needs FAEM_DIR OUT_DIR")
+        faem_remeasure(Path(args.path[0]), Path(args.path[1]), args.plans.split(","),
+                       args.repeat)
+        return 0
+    if args.mode == "refit-seq":
+        scores: dict[tuple[float, float], int] = {}
+        for p in args.path:
+            refit_seq(_load(Path(p), args.no_keys))
+            for k, v in seq_region(_load(Path(p), args.no_keys)).items():
+                scores[k] = scores.get(k, 0) + v
+        if len(args.path) > 1:  # the runs together: the best total, then the least time lost
+            top = max(scores.values())
+            pick = min((k for k, v in scores.items() if v == top), key=lambda k: LOST[k])
+            print(f"all runs: best total score {top}; of those, the least CPU lost: per event "
+                  f"{pick[0]:.2f}, per match {pick[1]:.2f} ({1e3 * LOST[pick]:.1f} ms)")
         return 0
     if args.mode == "fit":
         global LOSS
@@ -469,7 +746,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     for p in args.path:
         total = [0, 0]
-        for set_, ok, n in score(_load(Path(p), args.no_keys)):
+        for set_, ok, n in score(_load(Path(p), args.no_keys), verbose=args.verbose):
             print(f"{set_:16} chosen within 10% of the best: {ok}/{n}")
             total[0] += ok
             total[1] += n

@@ -20,8 +20,9 @@ Example:
 from __future__ import annotations
 
 import pickle
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import field
+from numbers import Integral
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
@@ -33,11 +34,16 @@ from .api import CompiledQuery, QueryLike
 from .api import compile as compile_query
 from .errors import EngineError, QueryValidationError
 from .events import EventBatch, Match
+from .events.matchtable import MatchColumns, MatchTable, parts_in_chunks
 from .events.model import ID, TS, TYPE, TimeInfo
 from .frozen import dataclass
 
 if TYPE_CHECKING:
+    from .runtime.engine import Sink
     from .runtime.shared import SharedNetwork, SharedSpec
+
+SINK_CHUNK = 16_384
+"""Default of the most matches in one piece handed to a sink (``Runtime.push_to``'s)."""
 
 PLANS = ("auto", "shared", "separate")
 """``auto``: the shared network when at least two queries of the set can share it (else each
@@ -290,6 +296,11 @@ class QuerySetRuntime:
         self.counts: dict[str, int] = {}
         """Matches emitted per query name (also for removed queries)."""
         self._seen: list[dict[Any, tuple[int, int]]] = [{}, {}]
+        self._seen_from = (0, 0)
+        """Where the two calls :meth:`_remember` holds started."""
+        self._seen_lo = 0
+        """The first position it holds: a lazy query's match whose last event is before it
+        is placed as :meth:`_collect` places it (its end time, position -1)."""
         self.closed = False
         self.type_users: dict[str, int] = {}
         """Per event type, how many running queries read it (so :meth:`add` sees at once
@@ -430,6 +441,11 @@ class QuerySetRuntime:
     # ------------------------------------------------------------------ streaming
     def push(self, batch: EventBatch) -> list[Match]:
         """Add events; returns the matches they complete, in the set's output order."""
+        return self._push(batch, None)
+
+    def _push(self, batch: EventBatch, lazy: _Lazy | None) -> list[Match]:
+        """:meth:`push`; with ``lazy``, the outputs of the queries on their own plan are left
+        in it unread (for :meth:`push_to`) and the rest is returned sorted, uncounted."""
         self._check_open()
         if self.time is None:
             self.time = batch.time
@@ -470,33 +486,169 @@ class QuerySetRuntime:
             for mem in runtimes:
                 if mem.reads:
                     continue
-                self._collect(mem, mem.runtime.push(sub), produced)
+                if lazy is not None:
+                    lazy.add(mem, mem.runtime.push(sub))
+                else:
+                    self._collect(mem, mem.runtime.push(sub), produced)
             consumers = [m for m in runtimes if m.reads]
             if consumers:
                 if len(self.networks) > 1:
                     net_out.sort(key=itemgetter(0, 1))  # (position, query place), stable
                 self._consume(consumers, t, gpos0, net_out, batch.time, produced)
-        return self._finish(produced)
+        return self._finish(produced, lazy)
 
     def advance(self, watermark_us: int) -> list[Match]:
         """Promise no event below ``watermark_us`` will come (see Runtime.advance)."""
+        return self._advance(watermark_us, None)
+
+    def _advance(self, watermark_us: int, lazy: _Lazy | None) -> list[Match]:
         self._check_open()
         produced: Produced = []
         for m in list(self.members.values()):
             if m.runtime is not None:
-                self._collect(m, m.runtime.advance(watermark_us), produced)
+                self._take(m, m.runtime.advance(watermark_us), produced, lazy)
         self.frontier = max(self.frontier, int(watermark_us))
-        return self._finish(produced)
+        return self._finish(produced, lazy)
 
     def close(self) -> list[Match]:
         """End of stream: flush every query."""
+        return self._close(None)
+
+    def _close(self, lazy: _Lazy | None) -> list[Match]:
         self._check_open()
         produced: Produced = []
         for m in list(self.members.values()):
             if m.runtime is not None:
-                self._collect(m, m.runtime.close(), produced)
+                self._take(m, m.runtime.close(), produced, lazy)
         self.closed = True
-        return self._finish(produced)
+        return self._finish(produced, lazy)
+
+    def _take(self, m: _Member, out: list[Match], produced: Produced,
+              lazy: _Lazy | None) -> None:
+        if lazy is not None and not m.reads:
+            lazy.add(m, out)
+        else:
+            self._collect(m, out, produced)
+
+    # streaming output: the same calls, the matches written to a sink in bounded pieces
+    def push_to(self, batch: EventBatch, sink: Sink, *, chunk: int = SINK_CHUNK) -> int:
+        """:meth:`push`, with the call's matches written to ``sink`` in the set's output
+        order, in pieces of at most ``chunk`` matches (``MatchColumns`` or lists of
+        ``Match``, as ``Runtime.push_to``); returns how many. The outputs of the queries on
+        their own plan are read a piece at a time and merged with the rest by completing
+        event: where a query's plan describes its matches compactly (the chain plan's
+        blocks), memory stays flat in its output size (docs/engine.md, "Streaming output").
+        The pieces concatenated are what :meth:`push` returns; counters are the same.
+
+        Example:
+            >>> import kleene
+            >>> qs = kleene.compile_many(["NAME k PATTERN SEQ(A a, B+ b[], C c)",
+            ...                           "NAME s PATTERN SEQ(A a, C c)"])
+            >>> pieces: list[Any] = []
+            >>> rt = qs.start()
+            >>> rt.push_to(EventBatch.from_records([{"type": t, "ts": i} for i, t in
+            ...                                     enumerate("ABBC")]), pieces.append)
+            4
+        """
+        return self._to_sink(lambda lazy: self._push(batch, lazy), sink, chunk)
+
+    def advance_to(self, watermark_us: int, sink: Sink, *, chunk: int = SINK_CHUNK) -> int:
+        """:meth:`advance`, with the matches written to ``sink`` (see :meth:`push_to`)."""
+        return self._to_sink(lambda lazy: self._advance(watermark_us, lazy), sink, chunk)
+
+    def close_to(self, sink: Sink, *, chunk: int = SINK_CHUNK) -> int:
+        """:meth:`close`, with the matches written to ``sink`` (see :meth:`push_to`)."""
+        return self._to_sink(self._close, sink, chunk)
+
+    def _to_sink(self, call: Callable[[_Lazy | None], list[Match]], sink: Sink,
+                 chunk: int) -> int:
+        if isinstance(chunk, bool) or not isinstance(chunk, Integral) or chunk < 1:
+            raise EngineError(f"chunk must be a positive number of matches, not {chunk!r}")
+        chunk = int(chunk)
+        if (self.lateness or self.placed is not None or self.rt_options.get("count_only")
+                or not any(m.runtime is not None and not m.reads
+                           for m in self.members.values())):
+            # the lists of push (positions of late-sorted events, placeholders, the Spark
+            # task's entries): written in pieces
+            out = call(None)
+            for i in range(0, len(out), chunk):
+                sink(out[i:i + chunk])
+            return len(out)
+        lazy = _Lazy()
+        flags = [(m.runtime, m.runtime.columnar) for m in self.members.values()
+                 if m.runtime is not None and not m.reads]
+        for rt, _was in flags:
+            rt.columnar = True  # blocks and columns, read only when written
+        try:
+            eager = call(lazy)
+        finally:
+            for rt, was in flags:
+                rt.columnar = was
+        return self._merge_to(eager, lazy, sink, chunk)
+
+    def _merge_to(self, eager: list[Any], lazy: _Lazy, sink: Sink, chunk: int) -> int:
+        """Write the call's output: ``eager`` (sorted output entries) merged with each lazy
+        query's output, read a piece at a time, by the set's order key (completing event's
+        time and position, derived label, query place)."""
+        cursors: list[_Cursor] = []
+        if eager:
+            cursors.append(_Cursor(iter([eager]), self))
+        for m, out in lazy.outputs:
+            if len(out):
+                cursors.append(_Cursor(self._pieces(m, out, chunk), self))
+        cursors = [c for c in cursors if c.load()]
+        pending: list[Match] = []
+        n = 0
+
+        def flush() -> None:
+            nonlocal pending
+            if pending:
+                self._count(pending)
+                sink(pending)
+                pending = []
+
+        while cursors:
+            if len(cursors) == 1:
+                c, bound = cursors[0], None
+            else:
+                heads = sorted(((c.head(), i) for i, c in enumerate(cursors)))
+                c, bound = cursors[heads[0][1]], heads[1][0]
+            if c.cols is not None:
+                k = c.run_length(bound)
+                flush()
+                piece = c.cols.slice(c.i, c.i + k) if k < len(c.cols) - c.i or c.i else c.cols
+                self.counts[piece.query] += k
+                sink(piece)
+                n += k
+                c.i += k
+            else:
+                entries = c.entries
+                assert entries is not None
+                i = c.i
+                while i < len(entries) and (bound is None or entries[i][:4] < bound):
+                    pending.append(entries[i][4])
+                    i += 1
+                    if len(pending) == chunk:
+                        flush()
+                n += i - c.i
+                c.i = i
+            if c.done() and not c.load():
+                cursors.remove(c)
+        flush()
+        return n
+
+    def _pieces(self, m: _Member, out: list[Match],
+                chunk: int) -> Iterator[MatchColumns | Produced]:
+        """A lazy query's output a piece at a time: column pieces as they are, lists as
+        output entries (keyed as :meth:`push` keys them)."""
+        for part in (out.parts if isinstance(out, MatchTable) else [out]):
+            for piece in parts_in_chunks(part, chunk):
+                if isinstance(piece, MatchColumns):
+                    yield piece
+                else:
+                    entries: Produced = []
+                    self._collect(m, piece, entries)
+                    yield entries
 
     @property
     def late(self) -> EventBatch | None:
@@ -521,6 +673,14 @@ class QuerySetRuntime:
         ts = t.column(TS).to_numpy().tolist()
         self._seen = [self._seen[1], {i: (s, gpos0 + k)
                                       for k, (i, s) in enumerate(zip(ids, ts, strict=True))}]
+        self._seen_lo = self._seen_from[1]
+        self._seen_from = (self._seen_from[1], gpos0)
+
+    def _seen_start(self) -> None:
+        """The first position :meth:`_remember` still holds (after a restore)."""
+        firsts = [min(v[1] for v in d.values()) for d in self._seen if d]
+        self._seen_lo = firsts[0] if firsts else 0
+        self._seen_from = (self._seen_lo, firsts[-1] if firsts else 0)
 
     def _collect(self, m: _Member, matches: list[Match], produced: Produced) -> None:
         if m.reads:
@@ -541,8 +701,10 @@ class QuerySetRuntime:
                         best = p
             produced.append((best[0], best[1], (), m.order, x))
 
-    def _finish(self, produced: Produced) -> list[Match]:
+    def _finish(self, produced: Produced, lazy: _Lazy | None = None) -> list[Match]:
         produced.sort(key=_key4)
+        if lazy is not None:
+            return produced  # type: ignore[return-value]  # entries, merged by _merge_to
         if self.placed is not None:
             self.placed.extend(produced)
         return self._count([e[4] for e in produced])
@@ -690,11 +852,82 @@ class QuerySetRuntime:
         self.late_count = data["late_count"]
         self._seen = [{(tuple(k) if isinstance(k, list) else k): tuple(v) for k, v in d}
                       for d in data["seen"]]
+        self._seen_start()
         for n, (sid, ids) in data.get("consumers", {}).items():
             st = self.members[n].consumer
             if st is not None:
                 st.next_sid = sid
                 st.ids = {k: (v[0], v[1], v[2], tuple(v[3])) for k, v in ids}
+
+
+class _Lazy:
+    """The unread outputs of a call's queries on their own plan (for ``push_to``)."""
+
+    __slots__ = ("outputs",)
+
+    def __init__(self) -> None:
+        self.outputs: list[tuple[_Member, list[Match]]] = []
+
+    def add(self, m: _Member, out: list[Match]) -> None:
+        self.outputs.append((m, out))
+
+
+class _Cursor:
+    """One sorted source of a call's output, a piece at a time: output entries, or a column
+    piece of one query with its order keys as arrays (completing time, position)."""
+
+    __slots__ = ("pieces", "rt", "entries", "cols", "ts", "pos", "place", "i")
+
+    def __init__(self, pieces: Iterator[Any], rt: QuerySetRuntime) -> None:
+        self.pieces = pieces
+        self.rt = rt
+        self.entries: Produced | None = None
+        self.cols: MatchColumns | None = None
+        self.ts: np.ndarray[Any, Any] = np.empty(0, np.int64)
+        self.pos: np.ndarray[Any, Any] = np.empty(0, np.int64)
+        self.place = 0
+        self.i = 0
+
+    def load(self) -> bool:
+        """The next non-empty piece; False when there is none."""
+        for p in self.pieces:
+            if not len(p):
+                continue
+            self.i = 0
+            if isinstance(p, MatchColumns):
+                m = self.rt.members[p.query]
+                # the query's runtime saw the set's events from its start: its positions
+                # are the set's, shifted (no lateness: push_to keeps push's lists then)
+                pos = p.last_gpos.astype(np.int64) + (self.rt.next_gpos - m.runtime.next_gpos)
+                self.pos = np.where(pos >= self.rt._seen_lo, pos, -1)
+                self.ts = np.asarray(p.end, dtype=np.int64)
+                self.place = m.order
+                self.cols, self.entries = p, None
+            else:
+                self.entries, self.cols = p, None
+            return True
+        self.cols = self.entries = None
+        return False
+
+    def done(self) -> bool:
+        return self.i >= len(self.cols if self.cols is not None else self.entries or ())
+
+    def head(self) -> tuple[Any, ...]:
+        if self.cols is not None:
+            return (int(self.ts[self.i]), int(self.pos[self.i]), (), self.place)
+        assert self.entries is not None
+        return self.entries[self.i][:4]
+
+    def run_length(self, bound: tuple[Any, ...] | None) -> int:
+        """How many column matches from the cursor on sort before ``bound``."""
+        ts, pos = self.ts[self.i:], self.pos[self.i:]
+        if bound is None:
+            return len(ts)
+        a = int(np.searchsorted(ts, bound[0], "left"))
+        b = int(np.searchsorted(ts, bound[0], "right"))
+        if ((), self.place) < (bound[2], bound[3]):  # ties on the completing event
+            return a + int(np.searchsorted(pos[a:b], bound[1], "right"))
+        return a + int(np.searchsorted(pos[a:b], bound[1], "left"))
 
 
 __all__ = ["PLANS", "QuerySet", "QuerySetRuntime", "check_unique", "compile_many",

@@ -979,7 +979,8 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
     if touts.on:
         matches = touts.split(matches, out_time)
         touts.close()
-    n_found = _n_matches(matches) - (
+    deferred = isinstance(matches, _SetOutput)
+    n_found = 0 if deferred else _n_matches(matches) - (
         touts.count if touts.path is None and not isinstance(matches, _Count) else 0)
     if count:
         click.echo(n_found)
@@ -989,6 +990,8 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
         with output_target(output) as target, open_writer(target, out_fmt, out_time) as w:
             if isinstance(matches, _Lines):
                 w.write_texts(matches.texts)  # type: ignore[attr-defined]
+            elif isinstance(matches, _SetOutput):  # matched while written, a piece at a time
+                n_found = _engine_call("automaton", matches.write, w)
             else:
                 touts.writer(w).write(matches)
     finished = time.perf_counter()
@@ -1476,8 +1479,11 @@ def _compile_set(sources: list[QuerySource], dialect: str | None, udfs: Sequence
 
 
 def _run_query_set(qs: Any, events: Any, options: dict[str, Any]) -> list[Any]:
-    """A query set over the whole (ordered) input as one ``push``."""
+    """A query set over the whole (ordered) input as one ``push`` (``--count``), or the
+    :class:`_SetOutput` that pushes it while the matches are written."""
     runtime = qs.start(**options)
+    if not options.get("count_only"):
+        return _SetOutput(runtime, events)  # type: ignore[return-value]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         out: list[Any] = runtime.push(events)
@@ -1485,11 +1491,37 @@ def _run_query_set(qs: Any, events: Any, options: dict[str, Any]) -> list[Any]:
     return out
 
 
+class _SetOutput:
+    """A query set's run, made when written: ``push_to`` / ``close_to`` hand the writer its
+    matches a piece at a time in the set's order (the chain plan's blocks expanded only then,
+    as the one-query path's ``MatchTable`` is), so the output is never held whole."""
+
+    def __init__(self, runtime: Any, events: Any) -> None:
+        self.runtime = runtime
+        self.events = events
+
+    def write(self, w: Any) -> int:
+        """Match and write; returns how many matches were written."""
+        from ..events.matchtable import MatchTable
+
+        def sink(piece: Any) -> None:
+            w.write(MatchTable([piece]))
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            n = int(self.runtime.push_to(self.events, sink))
+            n += int(self.runtime.close_to(sink))
+        return n
+
+
 def _per_query(compiled: Any, matches: list[Any]) -> dict[str, int] | None:
     """Matches per query name, for a query set's summary."""
     names = getattr(compiled, "names", None)
     if names is None:
         return None
+    if isinstance(matches, _SetOutput):
+        return dict.fromkeys(names, 0) | {k: v for k, v in matches.runtime.counts.items()
+                                          if k in names}
     counts = dict.fromkeys(names, 0)
     for m in matches:
         counts[m.query] = counts.get(m.query, 0) + 1
@@ -1579,6 +1611,7 @@ def _run_streaming(compiled: Any, stream: Any, *, output: str | None, fmt: str, 
         runtime.columnar = True
     writer: MatchWriter | None = None
     n_matches = 0
+    pieces = is_set and not count  # a set writes its matches a piece at a time (push_to)
 
     def emit(matches: list[Any]) -> None:
         nonlocal writer, n_matches
@@ -1595,6 +1628,11 @@ def _run_streaming(compiled: Any, stream: Any, *, output: str | None, fmt: str, 
                 touts.writer(writer)
         writer.write(matches)
 
+    def sink(piece: Any) -> None:
+        from ..events.matchtable import MatchTable
+
+        emit(MatchTable([piece]))  # type: ignore[arg-type]  # a Sequence[Match]
+
     with output_target(output, keep_partial=True) as target:
         try:
             with warnings.catch_warnings():
@@ -1608,10 +1646,16 @@ def _run_streaming(compiled: Any, stream: Any, *, output: str | None, fmt: str, 
                         checked = True
                     if unread is not None:
                         unread.count(batch)
-                    emit(_engine_call(engine, runtime.push, batch))
+                    if pieces:
+                        _engine_call(engine, runtime.push_to, batch, sink)
+                    else:
+                        emit(_engine_call(engine, runtime.push, batch))
                     progress.show(f"streaming: {_percent(stream)}{stream.report.events:,} "
                                   f"events, {n_matches:,} matches")
-                emit(_engine_call(engine, runtime.close))
+                if pieces:
+                    _engine_call(engine, runtime.close_to, sink)
+                else:
+                    emit(_engine_call(engine, runtime.close))
             if not is_set:
                 _report_truncation(runtime.counters)
             if unread is not None:

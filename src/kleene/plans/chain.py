@@ -1486,7 +1486,15 @@ def chain_cost(plan: Plan, stats: Stats) -> float:
     join: :data:`CHAIN_SEQ_EVENT` and :data:`CHAIN_SEQ_MATCH`; ``SEQ(a, b+, c)`` with
     conditions between ``a`` and ``c`` only (:func:`kleene_plan_shape`) its mask join:
     :data:`CHAIN_KLEENE_MATCH` per match -- both with measured statistics only (with the
-    defaults every query keeps the plan it had before those joins). Where the NFA's live runs exceed its default ``max_runs_per_partition``
+    defaults every query keeps the plan it had before those joins). The SEQ shape's two
+    constants are refitted since its per-event loop is generated (:mod:`.chain_seq`): 1.12
+    per event and 0.93 per match in place of :data:`CHAIN_SEQ_EVENT` (2.0) and
+    :data:`CHAIN_SEQ_MATCH` (0.73) -- session 10, 2026-12-01, ``benchmarks/chooser.py
+    refit-seq`` on four runs of the LinkedCEP Experiment 1 and 2 points and SEQs of two and
+    three singles on the stock and Aarhus streams: the pair with the best total score that
+    loses the least CPU time at its misses (docs/benchmarks.md, "The chooser after the
+    chain's generated loop").
+    Where the NFA's live runs exceed its default ``max_runs_per_partition``
     (100,000) the NFA stops with CapacityError while the chain stores none of them: the
     estimate is then capped below the NFA's (only with measured statistics, and for PARTITION
     BY / equivalence only when they count the keys: the cap is per key)."""
@@ -1503,9 +1511,11 @@ def chain_cost(plan: Plan, stats: Stats) -> float:
     elif stats.source != "defaults" and (seq_shape(plan) or kleene_plan_shape(plan)):
         # only with measured statistics: with the defaults (an assumed 1,000 events per
         # window) the default plan of these queries stays the NFA, as before these joins
-        per_match = CHAIN_SEQ_MATCH if seq_shape(plan) else CHAIN_KLEENE_MATCH
-        cost = (CHAIN_SEQ_EVENT if seq_shape(plan) else CHAIN_EVENT) * t["events"] \
-            + per_match * t["matches"]
+        # the SEQ shape's refit (docs above): 1.12 and 0.93 in place of CHAIN_SEQ_EVENT and
+        # CHAIN_SEQ_MATCH, which predate the generated per-event loop
+        seq = seq_shape(plan)
+        per_match = 0.93 if seq else CHAIN_KLEENE_MATCH
+        cost = (1.12 if seq else CHAIN_EVENT) * t["events"] + per_match * t["matches"]
         if t["matches"] >= 1e18:
             cost = 1e18  # a saturated estimate stays saturated (a constant below 1 would not)
     else:

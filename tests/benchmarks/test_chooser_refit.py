@@ -1,0 +1,65 @@
+"""benchmarks.chooser's session-10 modes do what they say: ``refit-seq`` recovers the chain's
+SEQ constants from times made with known ones, and ``score --verbose`` marks a wrong choice."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from benchmarks import chooser, linkedcep
+from kleene.plans import chain
+from kleene.plans.registry import Stats
+
+
+def _data(a: float, b: float) -> dict[str, Any]:
+    """A measure run on a small ABC stream: the NFA's time its estimate (one unit = 1 µs per
+    event), the chain's ``a x events + b x matches`` units; the tree slower than both."""
+    events = linkedcep.abc_stream(400)
+    stats = {"abc": chooser._stats_dict(Stats.from_events(events))}
+    points = []
+    for w in (20, 50, 100, 200):
+        for g in (0, 2, 4):
+            q = linkedcep.query_groups("abc")[g][0].format(window=f"{w} seconds")
+            row: dict[str, Any] = {"set": "exp2 abc", "dataset": "abc", "label": f"{g} {w}",
+                                   "query": q, "count_only": False, "events": len(events),
+                                   "seconds": {}}
+            est = chooser.chosen(row, stats)[1]
+            st = chooser._stats(stats["abc"], False)
+            from kleene.api import analyze
+            from kleene.plans.registry import choose
+
+            t = chain.chain_terms(choose(analyze(q), plan="chain", stats=st).plan, st)
+            nfa_s = est["nfa"] * len(events) * 1e-6
+            row["seconds"] = {"nfa": nfa_s,
+                              "chain": (a * t["events"] + b * t["matches"]) * len(events)
+                              * 1e-6,
+                              "tree": 3 * nfa_s}
+            points.append(row)
+    return {"stats": stats, "points": points}
+
+
+def test_refit_seq_recovers_the_constants() -> None:
+    a, b = 1.3, 0.4
+    data = _data(a, b)
+    assert all(chooser._is_seq(r, data["stats"]) for r in data["points"])
+    got_a, got_b = chooser.refit_seq(data)
+    assert got_a == pytest.approx(a, rel=0.02) and got_b == pytest.approx(b, rel=0.05)
+
+
+def test_verbose_score_marks_the_wrong_choices(capsys: pytest.CaptureFixture[str]) -> None:
+    data = _data(1.0, 0.5)
+    for row in data["points"]:  # make the tree the fastest: every choice is wrong
+        row["seconds"]["tree"] = 0.01 * min(row["seconds"].values())
+    [(set_, ok, n)] = chooser.score(data, verbose=True)
+    out = capsys.readouterr().out
+    assert (set_, ok, n) == ("exp2 abc", 0, len(data["points"]))
+    assert out.count(" OFF ") == n and out.count("best tree") == n
+
+
+def test_seq_region_scores_the_true_constants_best() -> None:
+    """With times made by known constants, those constants choose right everywhere."""
+    data = _data(1.3, 0.4)
+    res = chooser.seq_region(data)
+    assert res[(1.3, 0.4)] == len(data["points"]) == max(res.values())
+    assert min(res.values()) < len(data["points"])  # some constants choose wrong
