@@ -54,6 +54,7 @@ from ..runtime.policies import bindings_builder
 from ..semantic.analyzed import AnalyzedQuery
 from ..vocab import Emit, Strategy
 from . import registry
+from .chain_fwd import BLOCK_MIN, FwdJoin
 from .chain_stream import MAX_SPAN, KleeneBlock, SeqBlock
 from .registry import CompiledPlan, PlanKind, Stats, matches_estimate
 
@@ -324,6 +325,9 @@ class ChainMatcher(LinearMatcher):
         """Direct mode and :func:`kleene_shape`: :meth:`_join_kleene` joins."""
         self.kleene_end: list[Any] = []
         self.kleene_names = plan.name
+        self.fwd: FwdJoin | None = None
+        """The forward join (:class:`~.chain_fwd.FwdJoin`) of the general loop's shape, used
+        when the output is read lazily (``describe``); ``push`` keeps :meth:`combine`."""
         self.fast_join: Any = None
         """The generated join of :func:`fast_joiner` (direct mode, a SEQ of singles)."""
         self.describe = False
@@ -498,7 +502,9 @@ class ChainMatcher(LinearMatcher):
                 p.lfw.append(lw)
                 p.chain.append(not ext)
                 self.nodes_made += 1
-            full = budget is not None and len(out) >= budget and self.on_cap != "error"
+            # (blocks hold ``described`` matches beyond one entry each: the budget left)
+            eff = None if budget is None else budget - self.described
+            full = eff is not None and len(out) >= eff and self.on_cap != "error"
             for k, _snap, _lt, _lw, _made in new:
                 if not accept[k]:
                     continue
@@ -509,6 +515,17 @@ class ChainMatcher(LinearMatcher):
                     self.truncated_matches += 1
                     self.inexact = True
                     continue
+                if self.fwd is not None and self.describe:
+                    # lazy output: counted by the forward walk, written in output order
+                    room = max_matches
+                    if eff is not None:
+                        left = eff - len(out)
+                        room = left if room is None else min(room, left)
+                    wrote = self._join_fwd(st, e, bound_t, bound_w, out, room)
+                    if wrote is not None:
+                        nm += wrote
+                        eff = None if budget is None else budget - self.described
+                        continue
                 for c in self.combine(st, k, parts[k].size - 1, e, bound_t, bound_w):
                     nm += 1
                     if self.coverage:
@@ -516,19 +533,19 @@ class ChainMatcher(LinearMatcher):
                     else:
                         out.append(c)
                     if (max_matches is not None and nm > max_matches) or (
-                            budget is not None and len(out) > budget):
+                            eff is not None and len(out) > eff):
                         break
                 else:
                     continue
                 break
             nlive = self.live(st) if self.max_runs is not None and new else 0
             if ((max_matches is not None and nm > max_matches)
-                    or (budget is not None and len(out) > budget)
+                    or (eff is not None and len(out) > eff)
                     or (self.max_runs is not None and nlive > self.max_runs)):
                 if (max_matches is not None and nm > max_matches) or (
-                        budget is not None and len(out) > budget):
+                        eff is not None and len(out) > eff):
                     self.inexact = True  # the join stopped: what it did not write is uncounted
-                drop = event_caps(self, e, nm, out, max_matches, budget, nlive)
+                drop = event_caps(self, e, nm, out, max_matches, eff, nlive)
                 if drop:
                     self._drop_oldest(st, drop)
 
@@ -716,6 +733,46 @@ class ChainMatcher(LinearMatcher):
                     budget is not None and len(out) > budget):
                 self.inexact = True  # what the join did not write
                 break
+        return nm
+
+    def _join_fwd(self, st: ChainState, e: Rec, bound_t: int | None, bound_w: int | None,
+                  out: list[Any], room: int | None) -> int | None:
+        """The matches of the last state's newest node (record ``e``) by the forward walk
+        (:class:`~.chain_fwd.FwdJoin`), in the output order, counted exactly: fewer than
+        :data:`~.chain_fwd.BLOCK_MIN` as ``Match`` entries (keyed by ``(last position,
+        rank)``), more as one :class:`~.chain_fwd.FwdBlock`. None (nothing written) when
+        they are more than ``room``: the caller's lazy join then stops at the cap as for
+        ``push``."""
+        fj = self.fwd
+        assert fj is not None and self.direct is not None
+        parts = st.parts
+        last = self.n - 1
+        lg = parts[last].size - 1
+        P = [(p.recs, p.snaps, p.base) for p in parts]
+        his = fj.reach(P, lg)
+        lo0 = self._lo(parts[0], bound_t, bound_w)
+        if his[0] <= lo0:
+            return 0
+        small: list[Any] = []
+        nm = 0
+        R = [v[0] for v in P]
+        Bs = [v[2] for v in P]
+        name, binds = self.direct
+        cg, cts = e[GPOS], e[TS]
+        for path in fj.paths(P, lo0, his[0], e, lg):
+            nm += 1
+            if nm < BLOCK_MIN:
+                B = fj.bindings(path, R, Bs)
+                f = path[-1][1]
+                small.append(((cg, nm), Match(name, binds(B), R[0][f - Bs[0]][TS], cts, {}),
+                              None))
+            if room is not None and nm > room:
+                return None
+        if nm < BLOCK_MIN:
+            out.extend(small)
+            return nm
+        out.append(((cg,), fj.block(P, lo0, his, e, lg, nm), None))
+        self.described += nm - 1
         return nm
 
     def _join_seq_block(self, st: ChainState, c: Rec, lo: list[int], hi: int,
@@ -1682,6 +1739,8 @@ def _matcher(cp: CompiledPlan, options: MatcherOptions) -> Any:
             if kleene_shape(plan, m):
                 m.kleene_join = True
                 m.kleene_end = [pr.compiled.fn for pr, _sl in m.end_filters]
+            elif m.fast_join is None and FwdJoin.fits(plan, m):
+                m.fwd = FwdJoin(plan, m)  # the general join, forward, for lazy output
             # a SEQ of singles: the per-event loop and per-key state generated per query
             from .chain_seq import install
 
