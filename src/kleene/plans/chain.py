@@ -54,7 +54,7 @@ from ..runtime.policies import bindings_builder
 from ..semantic.analyzed import AnalyzedQuery
 from ..vocab import Emit, Strategy
 from . import registry
-from .chain_fwd import BLOCK_MIN, FwdJoin
+from .chain_fwd import BLOCK_MIN, FwdBlock, FwdJoin
 from .chain_stream import MAX_SPAN, KleeneBlock, SeqBlock
 from .registry import CompiledPlan, PlanKind, Stats, matches_estimate
 
@@ -744,7 +744,7 @@ class ChainMatcher(LinearMatcher):
         they are more than ``room``: the caller's lazy join then stops at the cap as for
         ``push``."""
         fj = self.fwd
-        assert fj is not None and self.direct is not None
+        assert fj is not None
         parts = st.parts
         last = self.n - 1
         lg = parts[last].size - 1
@@ -757,23 +757,40 @@ class ChainMatcher(LinearMatcher):
         nm = 0
         R = [v[0] for v in P]
         Bs = [v[2] for v in P]
-        name, binds = self.direct
+        direct = self.direct
         cg, cts = e[GPOS], e[TS]
         for path in fj.paths(P, lo0, his[0], e, lg):
             nm += 1
             if nm < BLOCK_MIN:
+                if direct is None:  # RETURN: candidates (the runtime computes the values)
+                    small.append(fj.candidate(path, R, Bs, e))
+                    continue
                 B = fj.bindings(path, R, Bs)
                 f = path[-1][1]
-                small.append(((cg, nm), Match(name, binds(B), R[0][f - Bs[0]][TS], cts, {}),
-                              None))
+                small.append(((cg, nm), Match(direct[0], direct[1](B), R[0][f - Bs[0]][TS],
+                                              cts, {}), None))
             if room is not None and nm > room:
                 return None
         if nm < BLOCK_MIN:
             out.extend(small)
             return nm
-        out.append(((cg,), fj.block(P, lo0, his, e, lg, nm), None))
+        blk = fj.block(P, lo0, his, e, lg, nm)
+        out.append(blk if direct is None else ((cg,), blk, None))
         self.described += nm - 1
         return nm
+
+    def sort_key(self, c: Candidate) -> tuple[Any, ...]:
+        """Output order (docs/semantics.md 10); a :class:`~.chain_fwd.FwdBlock` (RETURN,
+        lazy output) sorts as its last event (the only entry of that event)."""
+        if type(c) is FwdBlock:
+            return (c.L[GPOS], (-1,))
+        return super().sort_key(c)
+
+    def bind_to_match(self, to_match: Any) -> None:
+        """The runtime's candidate -> ``Match`` (RETURN values), for the forward join's
+        blocks."""
+        if self.fwd is not None and self.direct is None:
+            self.fwd.to_match = to_match
 
     def _join_seq_block(self, st: ChainState, c: Rec, lo: list[int], hi: int,
                         out: list[Any], max_matches: int | None,
@@ -1745,6 +1762,9 @@ def _matcher(cp: CompiledPlan, options: MatcherOptions) -> Any:
             from .chain_seq import install
 
             install(m)
+    elif (not options.count_only and not plan.negations and not m.has_trailing
+          and cp.spec.plain and plan.return_fns and FwdJoin.fits(plan, m)):
+        m.fwd = FwdJoin(plan, m)  # RETURN: candidates, or blocks that build them lazily
     return m
 
 

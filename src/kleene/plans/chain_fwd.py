@@ -23,8 +23,9 @@ a.x``, no ``b[i-1]`` or absolute index) when the element is bound; either prunes
 partial binding's subtree. The rest (aggregates, whole lists, pairs) is checked on the
 complete binding.
 
-Shape (:meth:`FwdJoin.fits`): direct mode (no NOT, policies, RETURN; every variable bound,
-at most one Kleene state), each state's source the state before it, the first state the only
+Shape (:meth:`FwdJoin.fits`): no NOT, no PICK / EMIT RECENT / CONSUME / AFTER MATCH SKIP
+(RETURN allowed: its values are computed as each match is written), every variable bound,
+at most one Kleene state, each state's source the state before it, the first state the only
 start and the last the only accepting one, a Kleene state's variable a list, and, for a
 Kleene state after the second, no type shared with the state before it (one event in both
 partitions would put two subtrees at the same position, whose matches interleave).
@@ -43,9 +44,11 @@ from typing import Any
 
 import numpy as np
 
+from ..events import Match
 from ..events.matchtable import MatchBlock, MatchColumns
 from ..plan.automaton import CompKind, Plan
-from ..plan.expr import GPOS, ID, TS
+from ..plan.expr import GPOS, ID, TS, WPOS
+from ..runtime.candidate import Candidate
 from .chain_stream import id_array
 
 BLOCK_MIN = 64
@@ -71,6 +74,9 @@ class FwdJoin:
         self.empty = list(m.empty_B)
         self.name = plan.name
         self.order = plan.order
+        self.to_match: Any = None
+        """With RETURN: the runtime's candidate -> ``Match`` (values computed as each match
+        is written; ``ChainMatcher.bind_to_match``); None: blocks write columns."""
         comp_of = {c.vars[0]: k for k, c in enumerate(comps)}
         self.comp = tuple(comp_of[v] for v in plan.order)
         self.end_fns = [pr.compiled.fn for pr, _sl in m.end_filters]
@@ -108,8 +114,8 @@ class FwdJoin:
         """The shape the forward join enumerates (see the module docstring)."""
         comps = plan.components
         n = len(comps)
-        if (m.direct is None or n < 2 or m.coverage or m.has_trailing or plan.negations
-                or plan.match_preds or plan.return_fns or not m.simple_key
+        if ((m.direct is None and not plan.return_fns) or n < 2 or m.coverage
+                or m.has_trailing or plan.negations or plan.match_preds or not m.simple_key
                 or m.srcs != [()] + [(k - 1,) for k in range(1, n)]
                 or m.starts_at != [True] + [False] * (n - 1)
                 or [bool(a) for a in m.accept_after] != [False] * (n - 1) + [True]):
@@ -245,6 +251,14 @@ class FwdJoin:
             Bl[cslot[kk]] = tuple(lst)
         return tuple(Bl)
 
+    def candidate(self, path: list[tuple[int, int]], R: list[list[Rec]], Bs: list[int],
+                  L: Rec) -> Candidate:
+        """The walk's stack as a complete candidate (RETURN: the runtime builds it)."""
+        B = self.bindings(path, R, Bs)
+        f = R[0][path[-1][1] - Bs[0]]
+        pos = tuple([R[k][g - Bs[k]][GPOS] for k, g in reversed(path)])
+        return Candidate(B, f[TS], f[WPOS], L[GPOS], L[TS], L[WPOS], pos)
+
     def _leaf_ok(self, path: list[tuple[int, int]], R: list[list[Rec]], Bs: list[int]) -> bool:
         B = self.bindings(path, R, Bs)
         return all(pr.check_all(B, sl) for pr, sl in self.leaf)
@@ -279,10 +293,15 @@ class FwdBlock(MatchBlock):
         return self.n
 
     @classmethod
-    def columns(cls, blocks: Sequence[MatchBlock], chunk: int) -> Iterator[MatchColumns]:
-        """Consecutive blocks' matches as column parts of at most ``chunk`` matches."""
+    def columns(cls, blocks: Sequence[MatchBlock], chunk: int
+                ) -> Iterator[MatchColumns | list[Match]]:
+        """Consecutive blocks' matches as column parts of at most ``chunk`` matches (with
+        RETURN: lists of ``Match`` with their values, built as they are written)."""
         if chunk < 1:
             raise ValueError(f"chunk must be a positive number of matches, not {chunk}")
+        if blocks and blocks[0].join.to_match is not None:  # type: ignore[attr-defined]
+            yield from cls._matches(blocks, chunk)
+            return
         piece = _Piece()
         for blk in blocks:
             assert isinstance(blk, FwdBlock)
@@ -299,6 +318,24 @@ class FwdBlock(MatchBlock):
                     offs = piece.add_block(blk, R)
         if piece.size:
             yield piece.columns(blocks[-1].join)  # type: ignore[attr-defined]
+
+
+    @staticmethod
+    def _matches(blocks: Sequence[MatchBlock], chunk: int) -> Iterator[list[Match]]:
+        out: list[Match] = []
+        for blk in blocks:
+            assert isinstance(blk, FwdBlock)
+            j = blk.join
+            to_match = j.to_match
+            R = [v[0] for v in blk.views]
+            Bs = [v[2] for v in blk.views]
+            for path in j.paths(blk.views, blk.lo0, blk.hi0, blk.L, blk.lg):
+                out.append(to_match(j.candidate(path, R, Bs, blk.L)))
+                if len(out) >= chunk:
+                    yield out
+                    out = []
+        if out:
+            yield out
 
 
 class _Piece:
