@@ -30,7 +30,8 @@ plan against kleene's NFA (the SASE-style baseline), alternately in the same run
 * The same for a SEQ of three single variables (``--only sink3``: :data:`SEQ3`, windows
   2-20 s, the list path up to 10 s), whose join writes ``SeqBlock`` s through ``push_to``.
 * The general join (``--only sinkg``: :data:`GENERAL`, a condition per list element, and
-  :data:`GENERAL_RETURN`, the same with RETURN), ``push_to`` into a null sink at windows
+  :data:`GENERAL_RETURN`, the same with RETURN, :data:`GENERAL_LEAF`, a condition on the whole
+  list), ``push_to`` and ``push`` into a null sink at windows
   ``--sinkg-windows``; with ``--base-src /tmp/kleene-base-s10/src`` each row runs on the old
   code too, alternately (old: every call's matches built and sorted, then written).
 
@@ -197,6 +198,10 @@ the storage does not decide it; ``--only sinkg``): the forward walk through ``pu
 GENERAL_RETURN = GENERAL + "RETURN a.price AS p0, count(b) AS nb\n"
 """The same with RETURN (``--only sinkg``, shape ``general_return``)."""
 
+GENERAL_LEAF = GENERAL.replace("b[i].price > a.price", "max(b.price) > a.price")
+"""A condition only the complete list decides (``--only sinkg``, shape ``general_leaf``):
+the walk cannot prune, so this is its overhead against the old join."""
+
 
 def sink_one(n: int, window: int, where: bool, mode: str, chunk: int = 250,
              shape: str = "kleene") -> dict[str, Any]:
@@ -211,6 +216,8 @@ def sink_one(n: int, window: int, where: bool, mode: str, chunk: int = 250,
         q = GENERAL
     elif shape == "general_return":
         q = GENERAL_RETURN
+    elif shape == "general_leaf":
+        q = GENERAL_LEAF
     events = stock_events(n)
     rt = start(analyze(q.format(window=f"{window} seconds")), plan="chain",
                max_matches_per_call=None, max_matches_per_event=None)
@@ -501,12 +508,12 @@ def main(argv: list[str] | None = None) -> int:
         results["sink3"] = sink_table(args.sink_events, (2, 5, 10, 20), log, list_upto=10,
                                       shape="seq3")
     if "sinkg" in only:
-        for shape in ("general", "general_return"):
+        for shape in ("general", "general_return", "general_leaf"):
             log(f"The general join ({shape}) into a null sink ({args.sink_events:,} stock "
                 f"events{', old = ' + args.base_src if args.base_src else ''})")
             results[f"sinkg_{shape}"] = sink_table(
                 args.sink_events, tuple(int(w) for w in args.sinkg_windows.split(",")), log,
-                list_upto=0, shape=shape, base_src=args.base_src)
+                list_upto=1000, shape=shape, base_src=args.base_src)
     if "explosion" in only:
         log(f"Kleene explosion ({args.explosion_events:,} stock events)")
         results["explosion"] = explosion(args.explosion_events, (5, 10, 20, 40, 60), log)

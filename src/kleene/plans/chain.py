@@ -326,8 +326,8 @@ class ChainMatcher(LinearMatcher):
         self.kleene_end: list[Any] = []
         self.kleene_names = plan.name
         self.fwd: FwdJoin | None = None
-        """The forward join (:class:`~.chain_fwd.FwdJoin`) of the general loop's shape, used
-        when the output is read lazily (``describe``); ``push`` keeps :meth:`combine`."""
+        """The forward join (:class:`~.chain_fwd.FwdJoin`) of the general loop's shape
+        (:meth:`_join_fwd`); :meth:`combine` where it does not apply, and past a cap."""
         self.fast_join: Any = None
         """The generated join of :func:`fast_joiner` (direct mode, a SEQ of singles)."""
         self.describe = False
@@ -515,8 +515,9 @@ class ChainMatcher(LinearMatcher):
                     self.truncated_matches += 1
                     self.inexact = True
                     continue
-                if self.fwd is not None and self.describe:
-                    # lazy output: counted by the forward walk, written in output order
+                if self.fwd is not None:
+                    # the forward walk: pruned by the conditions, made in output order;
+                    # lazy output (``describe``): counted, and written by blocks
                     room = max_matches
                     if eff is not None:
                         left = eff - len(out)
@@ -738,11 +739,12 @@ class ChainMatcher(LinearMatcher):
     def _join_fwd(self, st: ChainState, e: Rec, bound_t: int | None, bound_w: int | None,
                   out: list[Any], room: int | None) -> int | None:
         """The matches of the last state's newest node (record ``e``) by the forward walk
-        (:class:`~.chain_fwd.FwdJoin`), in the output order, counted exactly: fewer than
-        :data:`~.chain_fwd.BLOCK_MIN` as ``Match`` entries (keyed by ``(last position,
-        rank)``), more as one :class:`~.chain_fwd.FwdBlock`. None (nothing written) when
-        they are more than ``room``: the caller's lazy join then stops at the cap as for
-        ``push``."""
+        (:class:`~.chain_fwd.FwdJoin`), in the output order, counted exactly: as ``Match``
+        entries keyed by ``(last position, rank)`` (RETURN: candidates) -- when the output
+        is read lazily (``describe``) only if fewer than :data:`~.chain_fwd.BLOCK_MIN`,
+        else as one :class:`~.chain_fwd.FwdBlock`. None (nothing written) when they are
+        more than ``room``: the caller's :meth:`combine` then stops one past the cap, as
+        before (so capped output and counts do not change)."""
         fj = self.fwd
         assert fj is not None
         parts = st.parts
@@ -759,9 +761,10 @@ class ChainMatcher(LinearMatcher):
         Bs = [v[2] for v in P]
         direct = self.direct
         cg, cts = e[GPOS], e[TS]
+        lazy = self.describe
         for path in fj.paths(P, lo0, his[0], e, lg):
             nm += 1
-            if nm < BLOCK_MIN:
+            if nm < BLOCK_MIN or not lazy:
                 if direct is None:  # RETURN: candidates (the runtime computes the values)
                     small.append(fj.candidate(path, R, Bs, e))
                     continue
@@ -771,7 +774,7 @@ class ChainMatcher(LinearMatcher):
                                               cts, {}), None))
             if room is not None and nm > room:
                 return None
-        if nm < BLOCK_MIN:
+        if nm < BLOCK_MIN or not lazy:
             out.extend(small)
             return nm
         blk = fj.block(P, lo0, his, e, lg, nm)
