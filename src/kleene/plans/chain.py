@@ -782,10 +782,10 @@ class ChainMatcher(LinearMatcher):
         self.described += nm - 1
         return nm
 
-    def sort_key(self, c: Candidate) -> tuple[Any, ...]:
+    def sort_key(self, c: Candidate | FwdBlock) -> tuple[Any, ...]:
         """Output order (docs/semantics.md 10); a :class:`~.chain_fwd.FwdBlock` (RETURN,
         lazy output) sorts as its last event (the only entry of that event)."""
-        if type(c) is FwdBlock:
+        if isinstance(c, FwdBlock):
             return (c.L[GPOS], (-1,))
         return super().sort_key(c)
 
