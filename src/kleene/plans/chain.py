@@ -10,6 +10,9 @@ and come from adjacent events form a *chain* (the paper's doubly linked chain): 
 "exposed" -- a later node refers to the whole chain by its length. CoverMatch (Algorithm 1) is
 the construction; CombineMatch (Algorithm 2) enumerates a complete node's matches by reverse
 joining over the snapshots, lazily (a generator: one match at a time, nothing materialised first).
+Where the shape allows, the forward walk (:mod:`.chain_fwd`) enumerates them in the output order
+instead, pruning partial bindings by the conditions, and describes a last event's many matches
+as one block when the output is read lazily.
 
 Windows: a node keeps the latest first event any of its partial matches can have (``lf``). It
 never decreases along a partition, so the nodes a window still admits are a suffix of every
@@ -19,7 +22,8 @@ dead ends). Expired nodes are cut as a prefix.
 Predicates: one-variable conditions are the runtime's candidate masks and equality / PARTITION BY
 the routing, so the storage is exact for them. Every other conjunct (relating several events or
 list elements, closing a Kleene list) is checked on each joined match before it is written:
-correct, but then the number of matches the join visits can exceed the number written.
+correct, but then the number of matches the join visits can exceed the number written (the
+forward walk checks those it can on partial bindings).
 
 Counting (``count_only``): for the fragment SEQ + Kleene, one-variable predicates,
 equality / partition, time or count windows, and conjuncts relating the first (single) variable to

@@ -292,6 +292,11 @@ class FwdBlock(MatchBlock):
     def __len__(self) -> int:
         return self.n
 
+    @property
+    def last_gpos(self) -> int:
+        """The stream position of its matches' last event (as a candidate's)."""
+        return int(self.L[GPOS])
+
     @classmethod
     def columns(cls, blocks: Sequence[MatchBlock], chunk: int
                 ) -> Iterator[MatchColumns | list[Match]]:

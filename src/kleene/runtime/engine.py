@@ -492,9 +492,9 @@ class Runtime:
         """:meth:`push`, with the call's matches written to ``sink`` in output order, in
         pieces of at most ``chunk`` matches (:class:`~kleene.events.matchtable.MatchColumns`
         or lists of ``Match``); returns how many. Where the plan describes its matches
-        compactly (the chain plan's ``SEQ(a, b+, c)`` join and its SEQs of single
-        variables) no piece exists before it is written: memory stays flat in the output
-        size (docs/engine.md, "Streaming output").
+        compactly (the chain plan's ``SEQ(a, b+, c)`` join, its SEQs of single variables
+        and its general join's forward walk) no piece exists before it is written: memory
+        stays flat in the output size (docs/engine.md, "Streaming output").
         The caps mean what they mean for :meth:`push`.
 
         Example:
