@@ -1609,7 +1609,8 @@ def chain_text(plan: Plan) -> list[str]:
     filters = [p for v in plan.order for p in plan.vars[v].take + plan.vars[v].close]
     if filters:
         out.append(f"  {len(filters)} conjunct(s) checked on each joined match (not "
-                   "decided by the storage)")
+                   "decided by the storage; where the forward walk applies, on partial "
+                   "matches as they are joined)")
     return out + linear_text(plan)
 
 
