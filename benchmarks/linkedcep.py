@@ -29,6 +29,11 @@ plan against kleene's NFA (the SASE-style baseline), alternately in the same run
 
 * The same for a SEQ of three single variables (``--only sink3``: :data:`SEQ3`, windows
   2-20 s, the list path up to 10 s), whose join writes ``SeqBlock`` s through ``push_to``.
+* The general join (``--only sinkg``: :data:`GENERAL`, a condition per list element, and
+  :data:`GENERAL_RETURN`, the same with RETURN, :data:`GENERAL_LEAF`, a condition on the whole
+  list), ``push_to`` and ``push`` into a null sink at windows
+  ``--sinkg-windows``; with ``--base-src /tmp/kleene-base-s10/src`` each row runs on the old
+  code too, alternately (old: every call's matches built and sorted, then written).
 
 Times are CPU seconds of this process (``time.process_time``: the machine is shared), engine
 only (``evaluate`` on an in-memory batch). Each query runs on both plans, NFA first then chain,
@@ -181,6 +186,23 @@ USING skip-till-any-match
 ``(10 W)^2 / 2`` matches per event at a window of ``W`` seconds (``--only sink3``)."""
 
 
+GENERAL = """PATTERN SEQ(Stock a, Stock+ b[], Stock c)
+WHERE b[i].price > a.price AND c.price < a.price
+PARTITION BY symbol
+WITHIN {window}
+USING skip-till-any-match
+"""
+"""The chain plan's general join (a condition on each list element against the first event:
+the storage does not decide it; ``--only sinkg``): the forward walk through ``push_to``."""
+
+GENERAL_RETURN = GENERAL + "RETURN a.price AS p0, count(b) AS nb\n"
+"""The same with RETURN (``--only sinkg``, shape ``general_return``)."""
+
+GENERAL_LEAF = GENERAL.replace("b[i].price > a.price", "max(b.price) > a.price")
+"""A condition only the complete list decides (``--only sinkg``, shape ``general_leaf``):
+the walk cannot prune, so this is its overhead against the old join."""
+
+
 def sink_one(n: int, window: int, where: bool, mode: str, chunk: int = 250,
              shape: str = "kleene") -> dict[str, Any]:
     """One enumeration of the explosion query (``shape`` ``seq3``: :data:`SEQ3`) into a null
@@ -190,6 +212,12 @@ def sink_one(n: int, window: int, where: bool, mode: str, chunk: int = 250,
     q = queries.EXPLODE if where else queries.EXPLODE.replace("WHERE c.price > a.price\n", "")
     if shape == "seq3":
         q = SEQ3
+    elif shape == "general":
+        q = GENERAL
+    elif shape == "general_return":
+        q = GENERAL_RETURN
+    elif shape == "general_leaf":
+        q = GENERAL_LEAF
     events = stock_events(n)
     rt = start(analyze(q.format(window=f"{window} seconds")), plan="chain",
                max_matches_per_call=None, max_matches_per_event=None)
@@ -216,23 +244,31 @@ def sink_one(n: int, window: int, where: bool, mode: str, chunk: int = 250,
 
 
 def sink_table(n: int, windows: tuple[int, ...], log: Any, list_upto: int = 40,
-               shape: str = "kleene") -> list[dict[str, Any]]:
-    """:func:`sink_one` for every window, with and without the WHERE (``seq3``: no WHERE),
-    each in a fresh process (``python -m benchmarks.linkedcep --sink-one
-    W,WHERE,MODE,SHAPE``)."""
+               shape: str = "kleene", base_src: str | None = None) -> list[dict[str, Any]]:
+    """:func:`sink_one` for every window, with and without the WHERE (``seq3``, ``general``:
+    no choice), each in a fresh process (``python -m benchmarks.linkedcep --sink-one
+    W,WHERE,MODE,SHAPE``); with ``base_src`` (another tree's ``src``) each row also runs on
+    that code, alternately with this one (``code`` ``old`` / ``new`` in the rows)."""
+    import os
     import subprocess
 
     rows = []
-    for where in (True, False) if shape == "kleene" else (False,):
+    codes = [("new", None)] + ([("old", base_src)] if base_src else [])
+    for where in (True, False) if shape == "kleene" else (shape != "seq3",):
         for w in windows:
             lists = w <= list_upto and (where or shape != "kleene")
-            for mode in ("sink", "list") if lists else ("sink",):
+            for mode, (code, src) in [(m, c) for m in (("sink", "list") if lists
+                                                       else ("sink",)) for c in codes]:
+                env = dict(os.environ)
+                if src is not None:
+                    env["PYTHONPATH"] = src
                 res = subprocess.run(
                     [sys.executable, "-m", "benchmarks.linkedcep", "--sink-events", str(n),
                      "--sink-one", f"{w},{int(where)},{mode},{shape}"],
-                    check=True, capture_output=True, text=True)
+                    check=True, capture_output=True, text=True, env=env)
                 row = json.loads(res.stdout.strip().splitlines()[-1])
-                log(f"  W={w:>2}s {'WHERE' if where else 'no WHERE':8} {mode:4}: "
+                row["code"] = code
+                log(f"  W={w:>2}s {shape:14} {code} {mode:4}: "
                     f"{row['matches']:>12,} matches  {row['cpu_s']:7.2f} CPU s  "
                     f"{row['matches_per_s']:>12,.0f} matches/s  peak RSS "
                     f"{row['rss_peak_mb']:.0f} MB (before the run {row['rss_before_mb']:.0f})")
@@ -416,6 +452,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="stock events of the streaming-enumeration table (--only sink)")
     ap.add_argument("--sink-one", default=None, metavar="W,WHERE,MODE",
                     help="internal: one streaming-enumeration run, its JSON on stdout")
+    ap.add_argument("--base-src", default=None, metavar="DIR",
+                    help="--only sinkg: also run each row on this tree's src (old code), "
+                         "alternately")
+    ap.add_argument("--sinkg-windows", default="10,20,30,40",
+                    help="--only sinkg: the windows in seconds")
     ap.add_argument("--merge", default=None, metavar="PATHS",
                     help="comma-separated JSON results of earlier runs to plot with this one")
     ap.add_argument("--plots", default=None, metavar="DIR", help="write PNG plots here")
@@ -466,6 +507,13 @@ def main(argv: list[str] | None = None) -> int:
         log(f"SEQ of three singles into a null sink ({args.sink_events:,} stock events)")
         results["sink3"] = sink_table(args.sink_events, (2, 5, 10, 20), log, list_upto=10,
                                       shape="seq3")
+    if "sinkg" in only:
+        for shape in ("general", "general_return", "general_leaf"):
+            log(f"The general join ({shape}) into a null sink ({args.sink_events:,} stock "
+                f"events{', old = ' + args.base_src if args.base_src else ''})")
+            results[f"sinkg_{shape}"] = sink_table(
+                args.sink_events, tuple(int(w) for w in args.sinkg_windows.split(",")), log,
+                list_upto=1000, shape=shape, base_src=args.base_src)
     if "explosion" in only:
         log(f"Kleene explosion ({args.explosion_events:,} stock events)")
         results["explosion"] = explosion(args.explosion_events, (5, 10, 20, 40, 60), log)

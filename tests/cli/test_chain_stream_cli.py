@@ -20,7 +20,16 @@ SEQ3 = ("PATTERN SEQ(S a, S b, S c) PARTITION BY sym WITHIN 30 seconds "
         "USING skip-till-any-match")
 
 
-@pytest.mark.parametrize("query", [QUERY, SEQ3], ids=["kleene", "seq3"])
+GENERAL = ("PATTERN SEQ(S a, S+ b[], S c) WHERE b[i].price >= a.price AND c.price < a.price "
+           "PARTITION BY sym WITHIN 12 seconds USING skip-till-any-match")
+"""The general join (a condition per list element): the forward walk's blocks."""
+
+GENERAL_RETURN = GENERAL + " RETURN a.price AS p0, count(b) AS nb, max(b.price) AS top"
+"""The same with RETURN: blocks that build Matches with values as they are written."""
+
+
+@pytest.mark.parametrize("query", [QUERY, SEQ3, GENERAL, GENERAL_RETURN],
+                         ids=["kleene", "seq3", "general", "general_return"])
 @pytest.mark.parametrize("fmt", ["jsonl", "csv"])
 @pytest.mark.parametrize("stream", [False, True])
 def test_chain_output_is_the_nfas_byte_for_byte(tmp_path: Path, fmt: str,

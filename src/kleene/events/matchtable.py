@@ -92,9 +92,11 @@ class MatchBlock(ABC):
 
     @classmethod
     @abstractmethod
-    def columns(cls, blocks: Sequence[MatchBlock], chunk: int) -> Iterator[MatchColumns]:
+    def columns(cls, blocks: Sequence[MatchBlock], chunk: int
+                ) -> Iterator[MatchColumns | list[Match]]:
         """The matches of consecutive ``blocks`` (all of this class), in order, as column
-        parts of at most ``chunk`` matches each."""
+        parts of at most ``chunk`` matches each (or lists of ``Match`` where the matches
+        carry RETURN values, which columns do not hold)."""
 
 
 class MatchBlocks(Sequence[Match]):
@@ -108,8 +110,9 @@ class MatchBlocks(Sequence[Match]):
     def __len__(self) -> int:
         return self.n
 
-    def columns(self, chunk: int = 65_536) -> Iterator[MatchColumns]:
-        """The matches as column parts of at most ``chunk`` matches, in order."""
+    def columns(self, chunk: int = 65_536) -> Iterator[MatchColumns | list[Match]]:
+        """The matches as column parts (or ``Match`` lists) of at most ``chunk`` matches,
+        in order."""
         if self.blocks:
             yield from type(self.blocks[0]).columns(self.blocks, chunk)
 
@@ -117,12 +120,12 @@ class MatchBlocks(Sequence[Match]):
         """Every match as a ``Match`` (built now, not kept)."""
         out: list[Match] = []
         for mc in self.columns():
-            out += mc.matches()
+            out += mc if isinstance(mc, list) else mc.matches()
         return out
 
     def __iter__(self) -> Iterator[Match]:
         for mc in self.columns():
-            yield from mc.matches()
+            yield from mc if isinstance(mc, list) else mc.matches()
 
     @overload
     def __getitem__(self, i: int) -> Match: ...

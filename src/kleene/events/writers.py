@@ -363,7 +363,10 @@ class JsonLinesWriter(_TextWriter):
                     self._write_columns(part)
                 elif isinstance(part, MatchBlocks):  # expanded a bounded chunk at a time
                     for mc in part.columns(_BLOCK_CHUNK):
-                        self._write_columns(mc)
+                        if isinstance(mc, list):  # Matches with RETURN values
+                            self.write(mc)
+                        else:
+                            self._write_columns(mc)
                 else:
                     self.write(part)
             return
@@ -588,7 +591,10 @@ class CsvWriter(_TextWriter):
                     self._write_columns(part)
                 elif isinstance(part, MatchBlocks):  # expanded a bounded chunk at a time
                     for mc in part.columns(_BLOCK_CHUNK):
-                        self._write_columns(mc)
+                        if isinstance(mc, list):  # Matches with RETURN values
+                            self.write(mc)
+                        else:
+                            self._write_columns(mc)
                 else:
                     self.write(part)
             return

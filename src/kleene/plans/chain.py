@@ -10,6 +10,9 @@ and come from adjacent events form a *chain* (the paper's doubly linked chain): 
 "exposed" -- a later node refers to the whole chain by its length. CoverMatch (Algorithm 1) is
 the construction; CombineMatch (Algorithm 2) enumerates a complete node's matches by reverse
 joining over the snapshots, lazily (a generator: one match at a time, nothing materialised first).
+Where the shape allows, the forward walk (:mod:`.chain_fwd`) enumerates them in the output order
+instead, pruning partial bindings by the conditions, and describes a last event's many matches
+as one block when the output is read lazily.
 
 Windows: a node keeps the latest first event any of its partial matches can have (``lf``). It
 never decreases along a partition, so the nodes a window still admits are a suffix of every
@@ -19,7 +22,8 @@ dead ends). Expired nodes are cut as a prefix.
 Predicates: one-variable conditions are the runtime's candidate masks and equality / PARTITION BY
 the routing, so the storage is exact for them. Every other conjunct (relating several events or
 list elements, closing a Kleene list) is checked on each joined match before it is written:
-correct, but then the number of matches the join visits can exceed the number written.
+correct, but then the number of matches the join visits can exceed the number written (the
+forward walk checks those it can on partial bindings).
 
 Counting (``count_only``): for the fragment SEQ + Kleene, one-variable predicates,
 equality / partition, time or count windows, and conjuncts relating the first (single) variable to
@@ -54,6 +58,7 @@ from ..runtime.policies import bindings_builder
 from ..semantic.analyzed import AnalyzedQuery
 from ..vocab import Emit, Strategy
 from . import registry
+from .chain_fwd import BLOCK_MIN, FwdBlock, FwdJoin
 from .chain_stream import MAX_SPAN, KleeneBlock, SeqBlock
 from .registry import CompiledPlan, PlanKind, Stats, matches_estimate
 
@@ -324,6 +329,9 @@ class ChainMatcher(LinearMatcher):
         """Direct mode and :func:`kleene_shape`: :meth:`_join_kleene` joins."""
         self.kleene_end: list[Any] = []
         self.kleene_names = plan.name
+        self.fwd: FwdJoin | None = None
+        """The forward join (:class:`~.chain_fwd.FwdJoin`) of the general loop's shape
+        (:meth:`_join_fwd`); :meth:`combine` where it does not apply, and past a cap."""
         self.fast_join: Any = None
         """The generated join of :func:`fast_joiner` (direct mode, a SEQ of singles)."""
         self.describe = False
@@ -498,7 +506,9 @@ class ChainMatcher(LinearMatcher):
                 p.lfw.append(lw)
                 p.chain.append(not ext)
                 self.nodes_made += 1
-            full = budget is not None and len(out) >= budget and self.on_cap != "error"
+            # (blocks hold ``described`` matches beyond one entry each: the budget left)
+            eff = None if budget is None else budget - self.described
+            full = eff is not None and len(out) >= eff and self.on_cap != "error"
             for k, _snap, _lt, _lw, _made in new:
                 if not accept[k]:
                     continue
@@ -509,6 +519,18 @@ class ChainMatcher(LinearMatcher):
                     self.truncated_matches += 1
                     self.inexact = True
                     continue
+                if self.fwd is not None:
+                    # the forward walk: pruned by the conditions, made in output order;
+                    # lazy output (``describe``): counted, and written by blocks
+                    room = max_matches
+                    if eff is not None:
+                        left = eff - len(out)
+                        room = left if room is None else min(room, left)
+                    wrote = self._join_fwd(st, e, bound_t, bound_w, out, room)
+                    if wrote is not None:
+                        nm += wrote
+                        eff = None if budget is None else budget - self.described
+                        continue
                 for c in self.combine(st, k, parts[k].size - 1, e, bound_t, bound_w):
                     nm += 1
                     if self.coverage:
@@ -516,19 +538,19 @@ class ChainMatcher(LinearMatcher):
                     else:
                         out.append(c)
                     if (max_matches is not None and nm > max_matches) or (
-                            budget is not None and len(out) > budget):
+                            eff is not None and len(out) > eff):
                         break
                 else:
                     continue
                 break
             nlive = self.live(st) if self.max_runs is not None and new else 0
             if ((max_matches is not None and nm > max_matches)
-                    or (budget is not None and len(out) > budget)
+                    or (eff is not None and len(out) > eff)
                     or (self.max_runs is not None and nlive > self.max_runs)):
                 if (max_matches is not None and nm > max_matches) or (
-                        budget is not None and len(out) > budget):
+                        eff is not None and len(out) > eff):
                     self.inexact = True  # the join stopped: what it did not write is uncounted
-                drop = event_caps(self, e, nm, out, max_matches, budget, nlive)
+                drop = event_caps(self, e, nm, out, max_matches, eff, nlive)
                 if drop:
                     self._drop_oldest(st, drop)
 
@@ -717,6 +739,65 @@ class ChainMatcher(LinearMatcher):
                 self.inexact = True  # what the join did not write
                 break
         return nm
+
+    def _join_fwd(self, st: ChainState, e: Rec, bound_t: int | None, bound_w: int | None,
+                  out: list[Any], room: int | None) -> int | None:
+        """The matches of the last state's newest node (record ``e``) by the forward walk
+        (:class:`~.chain_fwd.FwdJoin`), in the output order, counted exactly: as ``Match``
+        entries keyed by ``(last position, rank)`` (RETURN: candidates) -- when the output
+        is read lazily (``describe``) only if fewer than :data:`~.chain_fwd.BLOCK_MIN`,
+        else as one :class:`~.chain_fwd.FwdBlock`. None (nothing written) when they are
+        more than ``room``: the caller's :meth:`combine` then stops one past the cap, as
+        before (so capped output and counts do not change)."""
+        fj = self.fwd
+        assert fj is not None
+        parts = st.parts
+        last = self.n - 1
+        lg = parts[last].size - 1
+        P = [(p.recs, p.snaps, p.base) for p in parts]
+        his = fj.reach(P, lg)
+        lo0 = self._lo(parts[0], bound_t, bound_w)
+        if his[0] <= lo0:
+            return 0
+        small: list[Any] = []
+        nm = 0
+        R = [v[0] for v in P]
+        Bs = [v[2] for v in P]
+        direct = self.direct
+        cg, cts = e[GPOS], e[TS]
+        lazy = self.describe
+        for path in fj.paths(P, lo0, his[0], e, lg):
+            nm += 1
+            if nm < BLOCK_MIN or not lazy:
+                if direct is None:  # RETURN: candidates (the runtime computes the values)
+                    small.append(fj.candidate(path, R, Bs, e))
+                    continue
+                B = fj.bindings(path, R, Bs)
+                f = path[-1][1]
+                small.append(((cg, nm), Match(direct[0], direct[1](B), R[0][f - Bs[0]][TS],
+                                              cts, {}), None))
+            if room is not None and nm > room:
+                return None
+        if nm < BLOCK_MIN or not lazy:
+            out.extend(small)
+            return nm
+        blk = fj.block(P, lo0, his, e, lg, nm)
+        out.append(blk if direct is None else ((cg,), blk, None))
+        self.described += nm - 1
+        return nm
+
+    def sort_key(self, c: Candidate | FwdBlock) -> tuple[Any, ...]:
+        """Output order (docs/semantics.md 10); a :class:`~.chain_fwd.FwdBlock` (RETURN,
+        lazy output) sorts as its last event (the only entry of that event)."""
+        if isinstance(c, FwdBlock):
+            return (c.L[GPOS], (-1,))
+        return super().sort_key(c)
+
+    def bind_to_match(self, to_match: Any) -> None:
+        """The runtime's candidate -> ``Match`` (RETURN values), for the forward join's
+        blocks."""
+        if self.fwd is not None and self.direct is None:
+            self.fwd.to_match = to_match
 
     def _join_seq_block(self, st: ChainState, c: Rec, lo: list[int], hi: int,
                         out: list[Any], max_matches: int | None,
@@ -1538,7 +1619,8 @@ def chain_text(plan: Plan) -> list[str]:
     filters = [p for v in plan.order for p in plan.vars[v].take + plan.vars[v].close]
     if filters:
         out.append(f"  {len(filters)} conjunct(s) checked on each joined match (not "
-                   "decided by the storage)")
+                   "decided by the storage; where the forward walk applies, on partial "
+                   "matches as they are joined)")
     return out + linear_text(plan)
 
 
@@ -1692,10 +1774,15 @@ def _matcher(cp: CompiledPlan, options: MatcherOptions) -> Any:
             if kleene_shape(plan, m):
                 m.kleene_join = True
                 m.kleene_end = [pr.compiled.fn for pr, _sl in m.end_filters]
+            elif m.fast_join is None and FwdJoin.fits(plan, m):
+                m.fwd = FwdJoin(plan, m)  # the general join, forward, for lazy output
             # a SEQ of singles: the per-event loop and per-key state generated per query
             from .chain_seq import install
 
             install(m)
+    elif (not options.count_only and not plan.negations and not m.has_trailing
+          and cp.spec.plain and plan.return_fns and FwdJoin.fits(plan, m)):
+        m.fwd = FwdJoin(plan, m)  # RETURN: candidates, or blocks that build them lazily
     return m
 
 

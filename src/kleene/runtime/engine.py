@@ -343,6 +343,9 @@ class Runtime:
         bind = getattr(self.matcher, "bind_consumed", None)
         if bind is not None:  # the task engine discards the tasks of consumed events
             bind(lambda: self.policies.consumed)
+        bind_build = getattr(self.matcher, "bind_to_match", None)
+        if bind_build is not None:  # blocks that build Matches (RETURN) when written
+            bind_build(self.policies.to_match)
         self.direct = getattr(self.matcher, "direct", None) is not None
         self.keyed_direct = self.direct and bool(getattr(self.matcher, "output_keys", False))
         self.plain: bool | None = None
@@ -489,9 +492,9 @@ class Runtime:
         """:meth:`push`, with the call's matches written to ``sink`` in output order, in
         pieces of at most ``chunk`` matches (:class:`~kleene.events.matchtable.MatchColumns`
         or lists of ``Match``); returns how many. Where the plan describes its matches
-        compactly (the chain plan's ``SEQ(a, b+, c)`` join and its SEQs of single
-        variables) no piece exists before it is written: memory stays flat in the output
-        size (docs/engine.md, "Streaming output").
+        compactly (the chain plan's ``SEQ(a, b+, c)`` join, its SEQs of single variables
+        and its general join's forward walk) no piece exists before it is written: memory
+        stays flat in the output size (docs/engine.md, "Streaming output").
         The caps mean what they mean for :meth:`push`.
 
         Example:
@@ -1133,7 +1136,8 @@ class Runtime:
             k = self.policies.release_cut([c for _k, c, _x in ready], k)
             ready, self.held = ready[:k], ready[k:] + self.held
         cands: list[Any] = [c for _k, c, _ in ready]
-        if self.direct and any(isinstance(c, MatchBlock) for c in cands):
+        if (self.direct or self._sinking or self.columnar) and any(
+                isinstance(c, MatchBlock) for c in cands):
             return self._release_blocks(ready)  # type: ignore[return-value]
         if self.direct:
             # finished Matches (a restored snapshot may still hold candidates)

@@ -1,0 +1,412 @@
+"""Forward CombineMatch for the chain plan's general join (docs/engine.md, "Streaming output").
+
+:meth:`~kleene.plans.chain.ChainMatcher.combine` walks a complete node's chains backwards and
+so makes its matches in another order than the output order (docs/semantics.md 10: the last
+event, then the *first* event, then the events from the second-to-last down to the second).
+:class:`FwdJoin` enumerates them in the output order itself, lazily: the first node
+outermost (ascending), then a depth-first walk back from the last node in which every step
+takes the predecessors in ascending stream position and only those from which the fixed first
+node is still reachable. Going back to the first node ends the walk, and as that node is
+earlier than every other, "the positions run out first" comes first, as the order wants.
+
+Reachability is a prefix: the first-state nodes a node of state ``j >= 1`` reaches are those
+below a bound ``F_j`` that never decreases along the partition (snapshots never do), and
+``F_j(i) > f`` exactly when the node's snapshot of state ``j - 1`` exceeds ``m_{j-1}(f)``,
+the first node of that state reaching ``f``. So ``m_j(f)`` is one bisection per state and
+first node, and every node the walk visits leads to at least one match with first node
+``f`` (no dead ends): the work is the output, plus the conditions that prune it.
+
+Conditions the storage does not decide are evaluated during the walk: a conjunct over single
+variables at the step that binds the earliest of its middle variables (the first and the
+last are bound before the walk), a per-element conjunct of the Kleene list (``b[i].x >
+a.x``, no ``b[i-1]`` or absolute index) when the element is bound; either prunes the
+partial binding's subtree. The rest (aggregates, whole lists, pairs) is checked on the
+complete binding.
+
+Shape (:meth:`FwdJoin.fits`): no NOT, no PICK / EMIT RECENT / CONSUME / AFTER MATCH SKIP
+(RETURN allowed: its values are computed as each match is written), every variable bound,
+at most one Kleene state, each state's source the state before it, the first state the only
+start and the last the only accepting one, a Kleene state's variable a list, and, for a
+Kleene state after the second, no type shared with the state before it (one event in both
+partitions would put two subtrees at the same position, whose matches interleave).
+
+A last event's matches are counted by one walk (:meth:`FwdJoin.count`) -- exact, so caps and
+counters keep their meaning -- and, when they are :data:`BLOCK_MIN` or more, described by a
+:class:`FwdBlock` (a copy of the reachable nodes) that walks again when it is written, a piece
+of at most ``chunk`` matches at a time, as :class:`~kleene.events.matchtable.MatchColumns`.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..events import Match
+from ..events.matchtable import MatchBlock, MatchColumns
+from ..plan.automaton import CompKind, Plan
+from ..plan.expr import GPOS, ID, TS, WPOS
+from ..runtime.candidate import Candidate
+from .chain_stream import id_array
+
+BLOCK_MIN = 64
+"""A last event with this many matches or more is written as one :class:`FwdBlock`; fewer are
+built as ``Match`` objects during the counting walk (a block's copy would cost more)."""
+
+Rec = tuple[Any, ...]
+View = tuple[list[Rec], list[tuple[int, ...]], int]
+"""One partition as the walk reads it: records, snapshots, global index of the first."""
+
+
+class FwdJoin:
+    """The forward join of one matcher's plan: its shape and where each conjunct is checked."""
+
+    def __init__(self, plan: Plan, m: Any) -> None:
+        comps = plan.components
+        n = self.n = len(comps)
+        self.last = n - 1
+        self.kleene = [c.kind is CompKind.KLEENE for c in comps]
+        self.kk = self.kleene.index(True) if any(self.kleene) else -1
+        self.cslot = list(m.cslot)
+        self.is_list = list(m.is_list)
+        self.empty = list(m.empty_B)
+        self.name = plan.name
+        self.order = plan.order
+        self.to_match: Any = None
+        """With RETURN: the runtime's candidate -> ``Match`` (values computed as each match
+        is written; ``ChainMatcher.bind_to_match``); None: blocks write columns."""
+        comp_of = {c.vars[0]: k for k, c in enumerate(comps)}
+        self.comp = tuple(comp_of[v] for v in plan.order)
+        self.end_fns = [pr.compiled.fn for pr, _sl in m.end_filters]
+        self.s0, self.s_last = m.end_slots
+        step: list[list[Any]] = [[] for _ in range(n)]
+        leaf: list[Any] = []
+        kk = self.kk
+        kvar = comps[kk].vars[0] if kk >= 0 else None
+        for pr, sl in m.filters:
+            ks = {comp_of.get(v, -1) for v in pr.vars}
+            mids = ks - {0, n - 1}
+            simple = (pr.general is None and not pr.opt_slots and not pr.prev
+                      and not pr.abs_need and -1 not in ks)
+            if not mids or not simple or (kk in (0, n - 1) and kk in ks):
+                leaf.append((pr, sl))
+                continue
+            at = min(mids)
+            if kk in ks:
+                if pr.iter_var == kvar and at == kk:
+                    step[kk].append(pr.compiled.fn)  # per element, the rest bound
+                else:
+                    leaf.append((pr, sl))
+            elif pr.iter_var is None:
+                step[at].append(pr.compiled.fn)
+            else:
+                leaf.append((pr, sl))
+        self.step = [tuple(s) for s in step]
+        self.leaf = tuple(leaf)
+        self.bind = [k != kk and any(self.step[:k]) for k in range(n)]
+        """States whose node the walk puts into the bindings it checks (read by a
+        conjunct of an earlier state, bound after them)."""
+
+    @staticmethod
+    def fits(plan: Plan, m: Any) -> bool:
+        """The shape the forward join enumerates (see the module docstring)."""
+        comps = plan.components
+        n = len(comps)
+        if ((m.direct is None and not plan.return_fns) or n < 2 or m.coverage
+                or m.has_trailing or plan.negations or plan.match_preds or not m.simple_key
+                or m.srcs != [()] + [(k - 1,) for k in range(1, n)]
+                or m.starts_at != [True] + [False] * (n - 1)
+                or [bool(a) for a in m.accept_after] != [False] * (n - 1) + [True]):
+            return False
+        for k, c in enumerate(comps):
+            if c.kind is CompKind.KLEENE:
+                if not m.is_list[k] or c.min != 1 or c.max is not None:
+                    return False
+                if k >= 2 and (not c.types or not comps[k - 1].types
+                               or set(c.types) & set(comps[k - 1].types)):
+                    return False
+            elif c.kind is not CompKind.SINGLE or m.is_list[k]:
+                return False
+        return True
+
+    # ---------------------------------------------------------------------------------------
+    def reach(self, P: Sequence[View], lg: int) -> list[int]:
+        """Per partition, one past the last node the last node ``lg`` reaches."""
+        his = [0] * self.n
+        his[self.last] = lg + 1
+        for k in range(self.last, 0, -1):
+            recs, snaps, base = P[k]
+            h = his[k] - base
+            his[k - 1] = snaps[h - 1][0] if h > 0 else 0
+        return his
+
+    def paths(self, P: Sequence[View], lo0: int, hi0: int, L: Rec, lg: int
+              ) -> Iterator[list[tuple[int, int]]]:
+        """Every match ending with node ``lg`` (record ``L``) of the last partition whose
+        first node is in ``[lo0, hi0)``, in the output order, as the walk's stack: (state,
+        global index) pairs from the last node back to the first. The list is reused: read
+        it before the next one."""
+        n, last = self.n, self.last
+        kleene = self.kleene
+        step, leaf = self.step, self.leaf
+        end_fns = self.end_fns
+        cslot = self.cslot
+        R = [v[0] for v in P]
+        S = [v[1] for v in P]
+        Bs = [v[2] for v in P]
+        Bm = list(self.empty)
+        s0, s_last = self.s0, self.s_last
+        E = list(self.empty)
+        E[s_last] = L
+        if not self.is_list[last]:
+            Bm[cslot[last]] = L
+        k0_kleene = kleene[0]
+        m = [0] * n
+        path: list[tuple[int, int]] = []
+        list_at = self.kk
+        bind = self.bind
+        for f in range(lo0, hi0):
+            frec = R[0][f - Bs[0]]
+            if end_fns:
+                E[s0] = frec
+                Et = tuple(E)
+                if not all(fn(Et, 0) is True for fn in end_fns):
+                    continue
+            if not k0_kleene:
+                Bm[cslot[0]] = frec
+            m[0] = f
+            dead = False
+            for j in range(1, n):
+                sj, bj = S[j], Bs[j]
+                m[j] = bj + bisect_right(sj, (m[j - 1],))
+                if m[j] - bj >= len(sj):
+                    dead = j < last
+                    break
+            if dead:
+                continue
+            path.clear()
+            path.append((last, lg))
+            frames: list[list[int]] = []
+            frames.append(self._frame(S, Bs, m, f, last, lg))
+            while frames:
+                fr = frames[-1]
+                k, a, ae, b, be = fr
+                if a < ae and (b >= be or R[k - 1][a - Bs[k - 1]][GPOS]
+                               < R[k][b - Bs[k]][GPOS]):
+                    j, y = k - 1, a
+                    fr[1] = a + 1
+                elif b < be:
+                    j, y = k, b
+                    fr[3] = b + 1
+                else:
+                    frames.pop()
+                    path.pop()
+                    continue
+                if j == 0 and y == f:
+                    path.append((0, f))
+                    if not leaf or self._leaf_ok(path, R, Bs):
+                        yield path
+                    path.pop()
+                    continue
+                fns = step[j]
+                if fns:
+                    rec = R[j][y - Bs[j]]
+                    Bm[cslot[j]] = (rec,) if j == list_at else rec
+                    Bt = tuple(Bm)
+                    if not all(fn(Bt, 0) is True for fn in fns):
+                        continue
+                elif bind[j]:  # a later step's conjunct reads it
+                    Bm[cslot[j]] = R[j][y - Bs[j]]
+                path.append((j, y))
+                frames.append(self._frame(S, Bs, m, f, j, y))
+
+    def _frame(self, S: list[list[tuple[int, ...]]], Bs: list[int], m: list[int], f: int,
+               k: int, g: int) -> list[int]:
+        """The predecessors of node ``g`` of state ``k`` that reach first node ``f``: state
+        ``k - 1``'s ``[a, ae)`` and (Kleene) its own ``[b, be)``, as ``[k, a, ae, b, be]``."""
+        if k == 0:  # a Kleene first state: its own earlier nodes from f on
+            return [0, 0, 0, f, g]
+        s = S[k][g - Bs[k]][0]
+        a = m[k - 1]
+        ae = min(s, f + 1) if k == 1 and not self.kleene[0] else s
+        if self.kleene[k]:
+            return [k, a, ae, m[k], g]
+        return [k, a, ae, 0, 0]
+
+    def bindings(self, path: list[tuple[int, int]], R: list[list[Rec]], Bs: list[int]
+                 ) -> tuple[Any, ...]:
+        """The binding tuple of one walk's stack."""
+        Bl = list(self.empty)
+        cslot, kk = self.cslot, self.kk
+        lst: list[Rec] = []
+        for k, g in reversed(path):
+            rec = R[k][g - Bs[k]]
+            if k == kk:
+                lst.append(rec)
+            else:
+                Bl[cslot[k]] = rec
+        if kk >= 0:
+            Bl[cslot[kk]] = tuple(lst)
+        return tuple(Bl)
+
+    def candidate(self, path: list[tuple[int, int]], R: list[list[Rec]], Bs: list[int],
+                  L: Rec) -> Candidate:
+        """The walk's stack as a complete candidate (RETURN: the runtime builds it)."""
+        B = self.bindings(path, R, Bs)
+        f = R[0][path[-1][1] - Bs[0]]
+        pos = tuple([R[k][g - Bs[k]][GPOS] for k, g in reversed(path)])
+        return Candidate(B, f[TS], f[WPOS], L[GPOS], L[TS], L[WPOS], pos)
+
+    def _leaf_ok(self, path: list[tuple[int, int]], R: list[list[Rec]], Bs: list[int]) -> bool:
+        B = self.bindings(path, R, Bs)
+        return all(pr.check_all(B, sl) for pr, sl in self.leaf)
+
+    def block(self, P: Sequence[View], lo0: int, his: list[int], L: Rec, lg: int,
+              n: int) -> FwdBlock:
+        """A copy of the nodes the matches of ``lg`` can use, as a :class:`FwdBlock`."""
+        starts = [lo0] + [0] * self.last
+        for j in range(1, self.n):
+            sj, bj = P[j][1], P[j][2]
+            starts[j] = bj + bisect_right(sj, (starts[j - 1],))
+        views = []
+        for j, (recs, snaps, base) in enumerate(P):
+            a, b = starts[j] - base, his[j] - base
+            views.append((recs[a:b], snaps[a:b], starts[j]))
+        return FwdBlock(self, views, lo0, his[0], L, lg, n)
+
+
+class FwdBlock(MatchBlock):
+    """The ``n`` matches ending with one last event ``L`` (node ``lg`` of the last
+    partition) of :class:`FwdJoin`'s shape: a copy of the nodes its walk reads; walked again
+    when written, a piece at a time."""
+
+    __slots__ = ("join", "views", "lo0", "hi0", "L", "lg", "n")
+
+    def __init__(self, join: FwdJoin, views: list[View], lo0: int, hi0: int, L: Rec, lg: int,
+                 n: int) -> None:
+        self.join, self.views, self.lo0, self.hi0 = join, views, lo0, hi0
+        self.L, self.lg, self.n = L, lg, n
+
+    def __len__(self) -> int:
+        return self.n
+
+    @property
+    def last_gpos(self) -> int:
+        """The stream position of its matches' last event (as a candidate's)."""
+        return int(self.L[GPOS])
+
+    @classmethod
+    def columns(cls, blocks: Sequence[MatchBlock], chunk: int
+                ) -> Iterator[MatchColumns | list[Match]]:
+        """Consecutive blocks' matches as column parts of at most ``chunk`` matches (with
+        RETURN: lists of ``Match`` with their values, built as they are written)."""
+        if chunk < 1:
+            raise ValueError(f"chunk must be a positive number of matches, not {chunk}")
+        if blocks and blocks[0].join.to_match is not None:  # type: ignore[attr-defined]
+            yield from cls._matches(blocks, chunk)
+            return
+        piece = _Piece()
+        for blk in blocks:
+            assert isinstance(blk, FwdBlock)
+            j = blk.join
+            R = [v[0] for v in blk.views]
+            Bs = [v[2] for v in blk.views]
+            offs = piece.add_block(blk, R)
+            comp, kk = j.comp, j.kk
+            for path in j.paths(blk.views, blk.lo0, blk.hi0, blk.L, blk.lg):
+                piece.add(path, comp, kk, offs, Bs, R, blk.L)
+                if piece.size >= chunk:
+                    yield piece.columns(j)
+                    piece = _Piece()
+                    offs = piece.add_block(blk, R)
+        if piece.size:
+            yield piece.columns(blocks[-1].join)  # type: ignore[attr-defined]
+
+
+    @staticmethod
+    def _matches(blocks: Sequence[MatchBlock], chunk: int) -> Iterator[list[Match]]:
+        out: list[Match] = []
+        for blk in blocks:
+            assert isinstance(blk, FwdBlock)
+            j = blk.join
+            to_match = j.to_match
+            R = [v[0] for v in blk.views]
+            Bs = [v[2] for v in blk.views]
+            for path in j.paths(blk.views, blk.lo0, blk.hi0, blk.L, blk.lg):
+                out.append(to_match(j.candidate(path, R, Bs, blk.L)))
+                if len(out) >= chunk:
+                    yield out
+                    out = []
+        if out:
+            yield out
+
+
+class _Piece:
+    """One column part being filled: the ids of the blocks it reads and, per variable, a row
+    per match (the Kleene list's as offsets into ``items``)."""
+
+    def __init__(self) -> None:
+        self.ids: list[Any] = []
+        self.size = 0
+        self.cols: list[list[int]] | None = None
+        self.items: list[int] = []
+        self.bounds: list[int] = []
+        self.start: list[int] = []
+        self.end: list[int] = []
+        self.last: list[int] = []
+
+    def add_block(self, blk: FwdBlock, R: list[list[Rec]]) -> list[int]:
+        offs = []
+        for recs in R:
+            offs.append(len(self.ids))
+            self.ids += [r[ID] for r in recs]
+        return offs
+
+    def add(self, path: list[tuple[int, int]], comp: tuple[int, ...], kk: int,
+            offs: list[int], Bs: list[int], R: list[list[Rec]], L: Rec) -> None:
+        if self.cols is None:
+            self.cols = [[] for _ in comp]
+        at = [0] * (len(path) and max(comp) + 1)
+        for k, g in path:
+            if k != kk:
+                at[k] = offs[k] + g - Bs[k]
+        if kk >= 0:
+            lo = len(self.items)
+            self.items += [offs[k] + g - Bs[k] for k, g in reversed(path) if k == kk]
+            self.bounds.append(lo)
+        for i, k in enumerate(comp):
+            self.cols[i].append(at[k] if k != kk else len(self.bounds) - 1)
+        f = path[-1][1]
+        self.start.append(R[0][f - Bs[0]][TS])
+        self.end.append(L[TS])
+        self.last.append(L[GPOS])
+        self.size += 1
+
+    def columns(self, j: FwdJoin) -> MatchColumns:
+        assert self.cols is not None
+        kk = j.kk
+        lo: list[Any] = []
+        hi: list[Any] = []
+        items: list[Any] = []
+        if kk >= 0:
+            b = np.asarray(self.bounds + [len(self.items)], np.int64)
+            it = np.asarray(self.items, np.int64)
+        for i, k in enumerate(j.comp):
+            if k == kk:
+                rows = np.asarray(self.cols[i], np.int64)
+                lo.append(b[rows])
+                hi.append(b[rows + 1])
+                items.append(it)
+            else:
+                lo.append(np.asarray(self.cols[i], np.int64))
+                hi.append(None)
+                items.append(None)
+        return MatchColumns(j.name, j.order, id_array(self.ids), tuple(lo), tuple(hi),
+                            np.asarray(self.start, np.int64), np.asarray(self.end, np.int64),
+                            np.asarray(self.last, np.int64),
+                            tuple(items) if kk >= 0 else None)
+
+
+__all__ = ["BLOCK_MIN", "FwdBlock", "FwdJoin"]

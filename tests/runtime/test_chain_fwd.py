@@ -1,0 +1,299 @@
+"""Streaming output of the chain plan's general join (the forward walk, ``kleene.plans
+.chain_fwd``; docs/engine.md, "Streaming output"): conditions between events the storage does
+not decide, lists anywhere, SEQs with such conditions. ``push_to``'s pieces, concatenated,
+are ``push``'s matches and the oracle's, in order, over split pushes and snapshots; caps and
+counters as for ``push``; blocks hold no match before it is written."""
+
+from __future__ import annotations
+
+import random
+import warnings
+from typing import Any
+
+import pytest
+
+from kleene.api import analyze
+from kleene.errors import CapacityError
+from kleene.events import EventBatch, Match
+from kleene.events.matchtable import MatchColumns
+from kleene.plans import chain
+from kleene.plans.chain_fwd import FwdBlock
+from kleene.plans.registry import start
+from kleene.testing.oracle import evaluate as oracle
+
+
+class Collect:
+    """A sink that keeps the pieces."""
+
+    def __init__(self) -> None:
+        self.pieces: list[MatchColumns | list[Match]] = []
+
+    def __call__(self, piece: MatchColumns | list[Match]) -> None:
+        self.pieces.append(piece)
+
+    @property
+    def matches(self) -> list[Match]:
+        out: list[Match] = []
+        for p in self.pieces:
+            out += p.matches() if isinstance(p, MatchColumns) else p
+        return out
+
+    @property
+    def columns(self) -> int:
+        return sum(len(p) for p in self.pieces if isinstance(p, MatchColumns))
+
+
+def _key(ms: list[Match]) -> list[tuple[Any, ...]]:
+    return [(m.query, m.bindings, m.start, m.end, m.values) for m in ms]
+
+
+def _case(rng: random.Random) -> tuple[str, list[dict[str, object]]]:
+    """A random query of the general join's fragment: 2-4 variables, at most one Kleene list
+    anywhere, conditions between events (singles, list elements, aggregates, pairs)."""
+    n = rng.choice((2, 3, 3, 4))
+    kk = rng.randrange(n) if rng.random() < 0.7 else -1
+    alphabet = rng.choice(("AB", "ABC", "S", "ABS"))
+    types = [rng.choice(alphabet) for _ in range(n)]
+    names = [f"v{i}" for i in range(n)]
+    items = [f"{t}+ {v}[]" if i == kk else f"{t} {v}"
+             for i, (t, v) in enumerate(zip(types, names, strict=True))]
+    conds: list[str] = []
+    singles = [v for i, v in enumerate(names) if i != kk]
+    for _ in range(rng.randint(1, 3)):
+        r = rng.random()
+        op = rng.choice((">", ">=", "<", "!=", "="))
+        if kk >= 0 and r < 0.35:
+            other = rng.choice(singles) if singles else None
+            if other is not None:
+                conds.append(f"{names[kk]}[i].x {op} {other}.x")
+        elif kk >= 0 and r < 0.45:
+            conds.append(f"{names[kk]}[i].x >= {names[kk]}[i-1].x")
+        elif kk >= 0 and r < 0.55:
+            conds.append(f"count({names[kk]}) {rng.choice(('<=', '>='))} {rng.randint(1, 3)}")
+        elif len(singles) >= 2:
+            a, b = rng.sample(singles, 2)
+            conds.append(f"{a}.x {op} {b}.x")
+    if rng.random() < 0.2:
+        conds.append("[k]")
+    q = "PATTERN SEQ(" + ", ".join(items) + ")"
+    if conds:
+        q += " WHERE " + " AND ".join(conds)
+    if rng.random() < 0.3:
+        q += " PARTITION BY k"
+    w = rng.random()
+    if w < 0.5:
+        q += f" WITHIN {rng.randint(2, 8)} seconds"
+    elif w < 0.7:
+        q += f" WITHIN {rng.randint(3, 9)} EVENTS"
+    if rng.random() < 0.3:
+        rets = [f"{names[0]}.x AS x0" if kk != 0 else f"count({names[0]}) AS x0"]
+        if kk >= 0:
+            rets.append(f"sum({names[kk]}.x) AS s")
+        q += " RETURN " + ", ".join(rets)
+    ids: list[Any] = [f"e{i}" for i in range(40)] if rng.random() < 0.5 else list(range(40))
+    recs: list[dict[str, object]] = []
+    ts = 0
+    for i in range(rng.randint(5, 12 if kk >= 0 else 22)):
+        ts += rng.choice((0, 1, 1, 2))
+        recs.append({"id": ids[i], "type": rng.choice(alphabet), "ts": ts,
+                     "x": rng.randint(0, 3), "k": rng.choice("uv")})
+    return q, recs
+
+
+def _split(rt: Any, recs: list[dict[str, object]], cuts: list[int], sink: Collect | None,
+           chunk: int, snap_at: int | None = None) -> tuple[Any, list[Match]]:
+    """Push ``recs`` in pieces (to ``sink`` with ``push_to`` when given), restoring from a
+    snapshot into a new runtime after piece ``snap_at``; returns the last runtime and
+    ``push``'s matches."""
+    got: list[Match] = []
+    bounds = list(zip([0, *cuts], [*cuts, len(recs)], strict=True))
+    for n, (i, j) in enumerate(bounds):
+        if j > i:
+            batch = EventBatch.from_records(recs[i:j])
+            if sink is not None:
+                rt.push_to(batch, sink, chunk=chunk)
+            else:
+                got += rt.push(batch)
+        if n == snap_at:
+            blob = rt.snapshot()
+            rt = start(rt.compiled, plan="chain")
+            rt.restore(blob)
+    if sink is not None:
+        rt.close_to(sink, chunk=chunk)
+    else:
+        got += rt.close()
+    return rt, got
+
+
+@pytest.mark.parametrize("block_min", [64, 1])
+def test_forward_walk_equals_the_oracle_and_push_in_order(block_min: int,
+                                                          monkeypatch: Any) -> None:
+    """Random general-join queries, split pushes, a snapshot between two of them, chunks of
+    1-30: push_to's pieces are the oracle's matches in its order, and push's; with
+    ``BLOCK_MIN`` 1 every last event's matches go through a block."""
+    monkeypatch.setattr(chain, "BLOCK_MIN", block_min)
+    rng = random.Random(2613 + block_min)
+    walked = matches = columns = 0
+    for _ in range(220):
+        q, recs = _case(rng)
+        aq = analyze(q)
+        want = oracle(aq, EventBatch.from_records(recs))
+        cuts = sorted(rng.sample(range(1, len(recs)), rng.randint(0, 3)))
+        snap_at = rng.randrange(len(cuts) + 1) if rng.random() < 0.5 else None
+        chunk = rng.randint(1, 30)
+        rt = start(aq, plan="chain")
+        walked += rt.matcher.fwd is not None
+        sink = Collect()
+        last, _ = _split(rt, recs, cuts, sink, chunk, snap_at)
+        assert _key(sink.matches) == _key(want), f"{q} over {recs}, cuts {cuts}"
+        assert last.counters.matches == len(want) or snap_at is not None
+        assert all(len(p) <= chunk for p in sink.pieces)
+        _, got = _split(start(aq, plan="chain"), recs, cuts, None, chunk, snap_at)
+        assert _key(got) == _key(want)
+        matches += len(want)
+        columns += sink.columns
+    assert walked > 150 and matches > 2000
+    assert columns > (matches // 3 if block_min == 1 else 200)  # (RETURN: Match lists)
+
+
+def _explosion(n: int, seed: int = 5, ret: bool = False) -> tuple[str, EventBatch]:
+    rng = random.Random(seed)
+    recs = [{"id": i, "type": "S", "ts": i, "x": rng.randint(0, 9)} for i in range(n)]
+    q = ("PATTERN SEQ(S a, S+ b[], S c) WHERE b[i].x > a.x AND c.x < a.x WITHIN 16 seconds")
+    return q, EventBatch.from_records(recs)
+
+
+def test_a_call_holds_blocks_and_pieces_are_bounded() -> None:
+    """~44k matches in one call: the runtime holds at most one entry per event before it
+    writes, every piece holds at most ``chunk`` matches, almost all of them as columns, and
+    they are the NFA's in order."""
+    q, events = _explosion(120)
+    aq = analyze(q)
+    nfa = start(aq, plan="nfa", max_matches_per_call=None)
+    want = nfa.push(events) + nfa.close()
+    rt = start(aq, plan="chain", max_matches_per_call=None)
+    assert rt.matcher.fwd is not None
+    held: list[int] = []
+    release = rt._release_blocks  # type: ignore[attr-defined]
+
+    def spy(ready: list[Any]) -> Any:
+        held.append(len(ready))
+        assert sum(isinstance(h[1], FwdBlock) for h in ready) > 10
+        return release(ready)
+
+    rt._release_blocks = spy  # type: ignore[attr-defined]
+    sink = Collect()
+    n = rt.push_to(events, sink, chunk=500) + rt.close_to(sink, chunk=500)
+    assert n == len(want) > 20_000
+    assert held and sum(held) <= len(events) * chain.BLOCK_MIN
+    assert max(map(len, sink.pieces)) <= 500 and sink.columns > 0.9 * n
+    assert _key(sink.matches) == _key(want)
+
+
+def _outcome(rt: Any, events: EventBatch, stream: bool) -> tuple[Any, ...]:
+    sink = Collect()
+    got: list[Match] = []
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            for i in range(0, len(events), 11):
+                part = events.slice(i, 11)
+                if stream:
+                    rt.push_to(part, sink, chunk=64)
+                else:
+                    got += rt.push(part)
+            if stream:
+                rt.close_to(sink, chunk=64)
+            else:
+                got += rt.close()
+    except CapacityError as exc:
+        return ("error", str(exc), exc.cap)
+    ms = sink.matches if stream else got
+    c = rt.counters
+    return (_key(ms), c.matches, c.truncated_matches, c.truncated_runs, c.truncated_exact)
+
+
+@pytest.mark.parametrize("on_cap", ["error", "truncate"])
+@pytest.mark.parametrize("per_event,per_call", [
+    (None, None), (150, None), (None, 2000), (300, 1500), (5000, 50_000)])
+def test_caps_mean_what_they_mean_for_push(on_cap: str, per_event: int | None,
+                                           per_call: int | None) -> None:
+    """push_to under max_matches_per_event / max_matches_per_call, error and truncate: the
+    same matches, errors and counters as push (the walk counts a node's matches exactly
+    before any is written; past the room the lazy join stops at the cap as for push)."""
+    q, events = _explosion(50, seed=11)
+    aq = analyze(q)
+    opts = {"max_matches_per_event": per_event, "max_matches_per_call": per_call,
+            "on_cap": on_cap}
+    plain = _outcome(start(aq, plan="chain", **opts), events, stream=False)
+    streamed = _outcome(start(aq, plan="chain", **opts), events, stream=True)
+    assert streamed == plain
+    if per_event is None and per_call is None:
+        assert plain[1] > 5_000
+
+
+def test_shapes_outside_the_walk_keep_their_path() -> None:
+    """A Kleene state after the second sharing a type with the state before it, NOT, PICK,
+    two Kleene states: no forward walk (their output is built as for push and written in
+    pieces)."""
+    for q in ("PATTERN SEQ(A a, B b, B+ c[], C d) WHERE c[i].x > a.x",
+              "PATTERN SEQ(A a, NOT C n, B+ b[], C c) WHERE b[i].x > a.x",
+              "PATTERN SEQ(A a, B+ b[], C+ c[]) WHERE b[i].x > a.x",
+              "PATTERN SEQ(A a, B+ b[], C c) WHERE b[i].x > a.x EMIT RECENT"):
+        assert start(analyze(q), plan="chain").matcher.fwd is None, q
+    assert start(analyze("PATTERN SEQ(A a, B b, C+ c[], D d) WHERE c[i].x > a.x"),
+                 plan="chain").matcher.fwd is not None
+
+
+def test_return_values_are_computed_as_each_match_is_written() -> None:
+    """RETURN over a call with ~12k matches through push_to: lists of ``Match`` (the values
+    do not fit columns) of at most ``chunk``, the blocks built lazily, equal to push's and
+    the NFA's values in order."""
+    q, events = _explosion(50, seed=11)
+    q += " RETURN a.x AS x0, count(b) AS nb, max(b.x) AS top"
+    aq = analyze(q)
+    nfa = start(aq, plan="nfa", max_matches_per_call=None)
+    want = nfa.push(events) + nfa.close()
+    rt = start(aq, plan="chain", max_matches_per_call=None)
+    assert rt.matcher.fwd is not None
+    held: list[int] = []
+    release = rt._release_blocks  # type: ignore[attr-defined]
+
+    def spy(ready: list[Any]) -> Any:
+        held.append(sum(isinstance(h[1], FwdBlock) for h in ready))
+        return release(ready)
+
+    rt._release_blocks = spy  # type: ignore[attr-defined]
+    sink = Collect()
+    n = rt.push_to(events, sink, chunk=300) + rt.close_to(sink, chunk=300)
+    assert n == len(want) > 10_000 and sum(held) > 10
+    assert all(isinstance(p, list) and len(p) <= 300 for p in sink.pieces)
+    assert _key(sink.matches) == _key(want)
+    plain = start(aq, plan="chain", max_matches_per_call=None)
+    assert _key(plain.push(events) + plain.close()) == _key(want)
+
+
+def test_traced_memory_of_a_streamed_call_is_far_below_its_matches() -> None:
+    """~44k matches in one push_to call: the traced peak is a small fraction of what their
+    Match objects take (about 400 B each, docs/engine.md "Bounded memory") -- the call holds
+    blocks and one piece, not the matches."""
+    import tracemalloc
+
+    q, events = _explosion(120)
+    aq = analyze(q)
+    rt = start(aq, plan="chain", max_matches_per_call=None)
+    n = 0
+
+    def count(piece: Any) -> None:
+        nonlocal n
+        n += len(piece)
+
+    tracemalloc.start()
+    try:
+        rt.push_to(events, count, chunk=500)
+        rt.close_to(count, chunk=500)
+        _cur, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert n > 40_000
+    assert peak < n * 400 / 10, (peak, n)
