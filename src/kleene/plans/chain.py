@@ -85,18 +85,17 @@ condition ``a.x OP c.y``: O(log starts), ~1 s per 470k-340k events from 5 s to 6
 same unit. Measured on the LinkedCEP explosion benchmark (docs/benchmarks.md), not refitted by
 ``benchmarks/chooser.py`` (1.7 in the unit before the FAEM refit, 1.27 µs; the same µs in
 today's unit, 0.99 µs)."""
-CHAIN_SEQ_EVENT = 2.0
+CHAIN_SEQ_EVENT = 1.12
 """Work per input event for a SEQ of single variables whose conditions the storage decides
-(:func:`seq_shape`: the generated join and :meth:`ChainMatcher._process_seq`), same unit.
-From LinkedCEP's Experiments 1-3 (docs/benchmarks.md, 2026-11-24): on Aarhus at the 50-minute
-window, few matches and runs, the chain's CPU is 1.3-1.5x the NFA's (per-key state included),
-and the NFA's estimate there counts more offered runs than it visits, so the constant is the
-value that makes the picks right at the 50 window on both streams (1.4 still picked the chain
-for 20 of 50 Aarhus queries); not refitted by ``benchmarks/chooser.py``."""
-CHAIN_SEQ_MATCH = 0.73
-"""Work to join and write one match for that shape, same unit: ``NFA_MATCH`` (0.825) / 1.13,
-the chain's advantage on the ABC stream at the 50 s window, where the NFA offers each event
-to the fewest runs (same measurement)."""
+(:func:`seq_shape`: the generated per-event loop of :mod:`.chain_seq` and the generated join),
+same unit. Refitted in session 10 (2026-12-01) after the loop was generated, with
+``benchmarks/chooser.py refit-seq`` on four runs of the LinkedCEP Experiment 1 and 2 points and
+SEQs of two and three singles on the stock and Aarhus streams: of the pairs with the best total
+score, the one that loses the least CPU at its misses (docs/benchmarks.md, "The chooser after
+the chain's generated loop"). Was 2.0 (fitted by hand on 2026-11-24 for the interpreted loop)."""
+CHAIN_SEQ_MATCH = 0.93
+"""Work to join and write one match for that shape, same unit and the same refit (was 0.73:
+``NFA_MATCH`` / 1.13, the chain's advantage on the ABC stream at 50 s)."""
 CHAIN_KLEENE_MATCH = 0.9
 """Work to join and write one match of ``SEQ(a, b+ b[], c)`` with at most conditions between
 ``a`` and ``c`` (:func:`kleene_plan_shape`: :meth:`ChainMatcher._join_kleene`), same unit;
@@ -1567,14 +1566,7 @@ def chain_cost(plan: Plan, stats: Stats) -> float:
     join: :data:`CHAIN_SEQ_EVENT` and :data:`CHAIN_SEQ_MATCH`; ``SEQ(a, b+, c)`` with
     conditions between ``a`` and ``c`` only (:func:`kleene_plan_shape`) its mask join:
     :data:`CHAIN_KLEENE_MATCH` per match -- both with measured statistics only (with the
-    defaults every query keeps the plan it had before those joins). The SEQ shape's two
-    constants are refitted since its per-event loop is generated (:mod:`.chain_seq`): 1.12
-    per event and 0.93 per match in place of :data:`CHAIN_SEQ_EVENT` (2.0) and
-    :data:`CHAIN_SEQ_MATCH` (0.73) -- session 10, 2026-12-01, ``benchmarks/chooser.py
-    refit-seq`` on four runs of the LinkedCEP Experiment 1 and 2 points and SEQs of two and
-    three singles on the stock and Aarhus streams: the pair with the best total score that
-    loses the least CPU time at its misses (docs/benchmarks.md, "The chooser after the
-    chain's generated loop").
+    defaults every query keeps the plan it had before those joins).
     Where the NFA's live runs exceed its default ``max_runs_per_partition``
     (100,000) the NFA stops with CapacityError while the chain stores none of them: the
     estimate is then capped below the NFA's (only with measured statistics, and for PARTITION
@@ -1592,11 +1584,9 @@ def chain_cost(plan: Plan, stats: Stats) -> float:
     elif stats.source != "defaults" and (seq_shape(plan) or kleene_plan_shape(plan)):
         # only with measured statistics: with the defaults (an assumed 1,000 events per
         # window) the default plan of these queries stays the NFA, as before these joins
-        # the SEQ shape's refit (docs above): 1.12 and 0.93 in place of CHAIN_SEQ_EVENT and
-        # CHAIN_SEQ_MATCH, which predate the generated per-event loop
         seq = seq_shape(plan)
-        per_match = 0.93 if seq else CHAIN_KLEENE_MATCH
-        cost = (1.12 if seq else CHAIN_EVENT) * t["events"] + per_match * t["matches"]
+        per_match = CHAIN_SEQ_MATCH if seq else CHAIN_KLEENE_MATCH
+        cost = (CHAIN_SEQ_EVENT if seq else CHAIN_EVENT) * t["events"] + per_match * t["matches"]
         if t["matches"] >= 1e18:
             cost = 1e18  # a saturated estimate stays saturated (a constant below 1 would not)
     else:
