@@ -89,3 +89,27 @@ def test_demo_parquet_from_the_cli_is_the_golden_table(tmp_path: Path) -> None:
     new, old = pq.read_table(dest), pq.read_table(FIXTURES / "demo.parquet")
     assert new.schema == old.schema
     assert new.to_pylist() == old.to_pylist()
+
+
+GENERAL = ("PATTERN SEQ(S a, S+ b[], S c) WHERE b[i].price > a.price AND c.price < a.price "
+           "PARTITION BY sym WITHIN 12 seconds USING skip-till-any-match")
+"""The chain's general join (a condition between list elements and ``a``): FwdBlocks."""
+
+
+@pytest.mark.parametrize("ret", ["", " RETURN a.price AS p, count(b) AS n"],
+                         ids=["columns", "return"])
+@pytest.mark.parametrize("stream", [False, True])
+def test_parquet_of_the_general_join_is_the_nfas_file(tmp_path: Path, ret: str,
+                                                      stream: bool) -> None:
+    # with RETURN the forward walk's blocks are written as pieces of Match objects (their
+    # values computed as they are written), without it as columns: both the NFA's file
+    src = _input(tmp_path, "int")
+    extra = ["--stream", "--batch-size", "64"] if stream else []
+    nfa = _run(src, GENERAL + ret, tmp_path / "nfa.parquet", "--plan", "nfa", "--workers", "1",
+               *extra)
+    got = _run(src, GENERAL + ret, tmp_path / "chain.parquet", "--plan", "chain",
+               "--workers", "1", *extra)
+    assert got == nfa
+    table = pq.read_table(tmp_path / "chain.parquet")
+    assert table.num_rows > 64
+    assert ("p" in table.column_names) == bool(ret)

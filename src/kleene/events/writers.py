@@ -715,7 +715,10 @@ class ParquetWriter(MatchWriter):
                     self._write_columns(part)
                 elif isinstance(part, MatchBlocks):  # expanded a bounded chunk at a time
                     for mc in part.columns(_BLOCK_CHUNK):
-                        self._write_columns(mc)
+                        if isinstance(mc, list):  # Matches with RETURN values
+                            self.write(mc)
+                        else:
+                            self._write_columns(mc)
                 else:
                     self.write(part)
             return
