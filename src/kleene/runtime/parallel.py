@@ -40,10 +40,12 @@ coordinator's state and each worker's runtime snapshot.
 from __future__ import annotations
 
 import gc
-import multiprocessing
 import os
 import pickle
 import shutil
+import signal
+import struct
+import sys
 import tempfile
 import time
 import traceback
@@ -320,6 +322,8 @@ def _fork_and_merge(compiled: Any, events: EventBatch, workers: int,
                     dest: np.ndarray[Any, Any], options: dict[str, Any],
                     udfs: Mapping[str, Any] | None,
                     texts: Callable[[list[Match]], list[pa.Array]] | None) -> ParallelRun:
+    import multiprocessing  # (only here: run_parts forks bare)
+
     ctx = multiprocessing.get_context("fork")
     count_only = bool(options.get("count_only"))
     _JOB.update(compiled=compiled, table=events.table, dest=dest, options=options,
@@ -557,6 +561,8 @@ class KeyedFeed:
                        self.texts, count_only=self.count_only)
 
     def _start(self) -> None:
+        import multiprocessing  # (only here: run_parts forks bare)
+
         ctx = multiprocessing.get_context("fork")
         self.before = [_udf_counts(f) for f in self.udfs]
         self.dir = tempfile.mkdtemp(prefix="kleene-feed-", dir=_share_dir())
@@ -646,19 +652,13 @@ def run_parts(compiled: Any, parts: int, read: Callable[[int], PartRead],
     texts = None if count_only else texts
     counted = _counted(udfs)
     before = [_udf_counts(f) for f in counted]
-    ctx = multiprocessing.get_context("fork")
     folder = tempfile.mkdtemp(prefix="kleene-parts-", dir=_share_dir())
     procs: list[tuple[Any, Any]] = []
     w0 = time.perf_counter()
     try:
         for w in range(parts):
-            mine, theirs = ctx.Pipe(duplex=True)
-            p = ctx.Process(target=_part_child,
-                            args=(w, parts, theirs, compiled, read, options, texts, counted,
-                                  folder, offset_ids), daemon=True)
-            p.start()
-            theirs.close()
-            procs.append((p, mine))
+            procs.append(_fork(_part_child, w, parts, compiled, read, options, texts,
+                               counted, folder, offset_ids, others=procs))
         reads = [_reply(p, conn) for p, conn in procs]
         infos = [r[6] if r[0] == "read" else None for r in reads]
         why = next((str(r[1]) for r in reads if r[0] != "read"), None)
@@ -685,10 +685,7 @@ def run_parts(compiled: Any, parts: int, read: Callable[[int], PartRead],
             res = _reply(p, conn)
             if res[0] != "ok":
                 return PartsRun(None, infos, str(res[1]), read_s)
-            lasts, lines, counts = res[1]
-            if isinstance(lines, str):  # the worker's lines, in a shared file (_write_lines)
-                lines = _read_lines(lines)
-            results.append((lasts, lines, counts))
+            results.append(res[1])
             cpu[f"worker {w + 1}"] = res[2]
             for k, v in res[3].items():
                 cpu[f"worker {w + 1} {k}"] = v
@@ -696,6 +693,15 @@ def run_parts(compiled: Any, parts: int, read: Callable[[int], PartRead],
         workers, reason = parts, None
         if len(used) < 2:
             workers, reason = 1, "every partition key hashes to one worker"
+        if texts is not None:  # the workers write the merged lines too (_merged_by_workers)
+            merged = _merged_by_workers(procs, results, folder, cpu)
+            if isinstance(merged, str):
+                return PartsRun(None, infos, merged, read_s)
+            results = [(lasts, [], cnt) for lasts, _path, cnt in results]
+            run = _merged(results, counted, before, workers, reason, cpu, None,
+                          count_only=True)
+            run.texts = merged
+            return PartsRun(run, infos, None, read_s)
         run = _merged(results, counted, before, workers, reason, cpu, texts,
                       count_only=count_only)
         return PartsRun(run, infos, None, read_s)
@@ -707,6 +713,120 @@ def run_parts(compiled: Any, parts: int, read: Callable[[int], PartRead],
                 p.kill()
                 p.join()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+class _Pipe:
+    """One end of a pair of pipes that carries whole messages as ``multiprocessing``'s
+    ``Connection`` does (``send_bytes``, ``recv_bytes``; :class:`EOFError` once the other end
+    is closed), without importing it: a run in parts forks its workers bare (:func:`_fork`)."""
+
+    def __init__(self, rfd: int, wfd: int) -> None:
+        self.rfd, self.wfd = rfd, wfd
+
+    def send_bytes(self, data: bytes) -> None:
+        view = memoryview(struct.pack("<Q", len(data)) + data) if len(data) < 1 << 16 else None
+        if view is None:
+            self._write(memoryview(struct.pack("<Q", len(data))))
+            view = memoryview(data)
+        self._write(view)
+
+    def _write(self, view: memoryview) -> None:
+        while len(view):
+            view = view[os.write(self.wfd, view):]
+
+    def recv_bytes(self) -> bytes:
+        (n,) = struct.unpack("<Q", self._read(8))
+        return bytes(self._read(n))
+
+    def _read(self, n: int) -> bytearray:
+        buf = bytearray(n)
+        view, got = memoryview(buf), 0
+        while got < n:
+            k = os.readv(self.rfd, [view[got:]])
+            if k == 0:
+                raise EOFError
+            got += k
+        return buf
+
+    def close(self) -> None:
+        for fd in (self.rfd, self.wfd):
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self.rfd = self.wfd = -1
+
+
+class _Forked:
+    """A worker forked by :func:`_fork`: ``multiprocessing.Process``'s ``pid``, ``exitcode``,
+    ``join``, ``is_alive`` and ``kill``, as :func:`run_parts` uses them."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.exitcode: int | None = None
+
+    def _poll(self, flags: int) -> bool:
+        if self.exitcode is None:
+            try:
+                pid, status = os.waitpid(self.pid, flags)
+            except ChildProcessError:
+                self.exitcode = -1
+                return True
+            if pid == 0:
+                return False
+            self.exitcode = os.waitstatus_to_exitcode(status)
+        return True
+
+    def is_alive(self) -> bool:
+        return not self._poll(os.WNOHANG)
+
+    def join(self, timeout: float | None = None) -> None:
+        if timeout is None:
+            self._poll(0)
+            return
+        end = time.monotonic() + timeout
+        while not self._poll(os.WNOHANG) and time.monotonic() < end:
+            time.sleep(0.005)
+
+    def kill(self) -> None:
+        if self.exitcode is None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def _fork(target: Callable[..., None], w: int, *args: Any,
+          others: Sequence[tuple[_Forked, _Pipe]] = ()) -> tuple[_Forked, _Pipe]:
+    """Fork a worker that runs ``target(w, args[0], conn, *args[1:])`` (``conn``: its end of
+    the pipes) and leaves with ``os._exit``; (the worker, this process's end). The worker
+    closes its copies of the ``others``' pipes (so that each sees EOF when this process
+    closes its end, whatever its siblings do). A bare
+    ``os.fork``, as ``multiprocessing``'s fork start method does, without its ~18 ms of
+    imports in the calling process (docs/engine.md, "Reading in parts")."""
+    down_r, down_w = os.pipe()  # parent -> worker
+    up_r, up_w = os.pipe()  # worker -> parent
+    for stream in (sys.stdout, sys.stderr):  # nothing buffered is written twice
+        try:
+            stream.flush()
+        except (AttributeError, OSError, ValueError):
+            pass
+    pid = os.fork()
+    if pid == 0:  # the worker
+        code = 1
+        try:
+            os.close(down_w)
+            os.close(up_r)
+            for _p, conn in others:
+                conn.close()
+            target(w, args[0], _Pipe(down_r, up_w), *args[1:])
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(down_r)
+    os.close(up_w)
+    return _Forked(pid), _Pipe(up_r, down_w)
 
 
 def _reply(p: Any, conn: Any) -> Any:
@@ -774,10 +894,20 @@ def _part_child(w: int, parts: int, conn: Any, compiled: Any,
         c2 = time.process_time()
         phases["match"] = c2 - c1
         result: tuple[Any, Any, list[int]] = _worker_result(rt, out, udfs, texts)
+        del out
         if texts is not None:  # the lines go by a shared file, not pickled through the pipe
             result = (result[0], _write_lines(folder, w, result[1]), result[2])
         phases["format"] = time.process_time() - c2
         res = ("ok", result, time.process_time(), phases)
+        if texts is not None:  # then its piece of the merged output (_merged_by_workers)
+            conn.send_bytes(pickle.dumps(res, protocol=pickle.HIGHEST_PROTOCOL))
+            try:
+                msg = conn.recv_bytes()
+            except (EOFError, OSError):
+                raise SystemExit from None
+            c3 = time.process_time()
+            _write_merged_piece(*pickle.loads(msg)[1:])  # noqa: S301
+            res = ("written", time.process_time(), time.process_time() - c3)
     except SystemExit:
         conn.close()
         os._exit(0)
@@ -835,22 +965,88 @@ def _read_ipc(path: str) -> pa.Table:
 
 def _write_lines(folder: str, w: int, lines: list[pa.Array]) -> str:
     """Write worker ``w``'s output lines (string arrays) as an Arrow IPC stream file in
-    ``folder`` for the calling process to map (:func:`_read_lines`); its path."""
+    ``folder`` for the workers to map (:func:`_merged_by_workers`); its path."""
     path = os.path.join(folder, f"lines-{w}.arrow")
-    if len({a.type for a in lines}) > 1:  # (one stream has one schema)
-        lines = [a.cast(pa.large_string()) for a in lines]
-    schema = pa.schema([("line", lines[0].type if lines else pa.string())])
+    # one array (no 2 GiB limit): the merge takes lines from the workers' arrays by index
+    one = (pa.concat_arrays([a.cast(pa.large_string()) for a in lines]) if lines
+           else pa.array([], pa.large_string()))
+    schema = pa.schema([("line", pa.large_string())])
     with pa.OSFile(path, "wb") as sink, pa.ipc.new_stream(sink, schema) as wr:
-        for a in lines:
-            wr.write_batch(pa.record_batch([a], schema=schema))
+        wr.write_batch(pa.record_batch([one], schema=schema))
     return path
 
 
-def _read_lines(path: str) -> list[pa.Array]:
-    """The lines :func:`_write_lines` wrote, mapped from the file (which may go now)."""
-    lines = [c for c in _read_ipc(path).column(0).chunks if len(c)]
-    os.unlink(path)
-    return lines
+def _mapped_lines(path: str) -> pa.Array:
+    """The one array of lines :func:`_write_lines` wrote, mapped from its file."""
+    chunks = _read_ipc(path).column(0).chunks
+    return chunks[0] if len(chunks) == 1 else pa.concat_arrays(chunks)
+
+
+def _merged_by_workers(procs: list[tuple[Any, Any]], results: list[Any], folder: str,
+                       cpu: dict[str, float]) -> list[pa.Array] | str:
+    """The merged output lines of the part workers' results (``(lasts, lines file,
+    counters)``), written by the workers themselves: this process orders the lines by their
+    last events' positions (as :func:`_merged`) and cuts the output into one byte range per
+    worker; worker ``w`` takes its range's lines from every worker's lines file and writes
+    them at their offset in one shared file (:func:`_write_merged_piece`). The result is that
+    file's bytes, mapped, as one string array -- or why a worker failed (the usual run
+    reports it)."""
+    c0 = time.process_time()
+    lasts = np.concatenate([np.asarray(k, dtype=np.int64) for k, _p, _c in results])
+    order = np.argsort(lasts, kind="stable")
+    lens = []
+    for _k, path, _c in results:
+        a = _mapped_lines(path)
+        offs = np.frombuffer(a.buffers()[1], dtype=np.int64)[a.offset:a.offset + len(a) + 1]
+        lens.append(np.diff(offs))
+    ends = np.empty(len(order) + 1, dtype=np.int64)
+    ends[0] = 0
+    np.cumsum(np.concatenate(lens)[order], out=ends[1:])
+    total = int(ends[-1])
+    merged = os.path.join(folder, "merged.jsonl")
+    with open(merged, "wb") as f:
+        f.truncate(total)
+    paths = [p for _k, p, _c in results]
+    cuts = np.searchsorted(ends, [total * w // len(procs) for w in range(len(procs))] + [total],
+                           side="left").tolist()
+    cuts[-1] = len(order)
+    for w, (_p, conn) in enumerate(procs):
+        lo, hi = cuts[w], cuts[w + 1]
+        conn.send_bytes(pickle.dumps(("write", merged, paths, order[lo:hi], int(ends[lo])),
+                                     protocol=pickle.HIGHEST_PROTOCOL))
+    cpu["merge"] = time.process_time() - c0
+    for w, (p, conn) in enumerate(procs):
+        res = _reply(p, conn)
+        if res[0] != "written":
+            return str(res[1])
+        cpu[f"worker {w + 1}"] = res[1]
+        cpu[f"worker {w + 1} write"] = res[2]
+    if not len(order):
+        return []
+    data = pa.memory_map(merged).read_buffer(total)  # (mapped: the file may go now)
+    return [pa.LargeStringArray.from_buffers(len(order), pa.py_buffer(ends), data)]
+
+
+def _write_merged_piece(merged: str, paths: list[str],
+                        order: np.ndarray[Any, Any], at: int) -> None:
+    """A part worker's piece of the merged output: the lines ``order`` (indices into the
+    workers' lines files, concatenated) written from byte ``at`` of ``merged``."""
+    if not len(order):
+        return
+    every = pa.chunked_array([_mapped_lines(p) for p in paths], pa.large_string())
+    from ..events.textcols import utf8_bytes
+
+    fd = os.open(merged, os.O_WRONLY)
+    try:
+        for i in range(0, len(order), _MERGE_CHUNK):
+            for chunk in every.take(pa.array(order[i:i + _MERGE_CHUNK])).chunks:
+                data = utf8_bytes(chunk)
+                while len(data):
+                    k = os.pwrite(fd, data, at)
+                    at += k
+                    data = data[k:]
+    finally:
+        os.close(fd)
 
 
 def _merged(results: list[Any], udfs: list[Any], before: list[list[int]], workers: int,
@@ -1245,6 +1441,8 @@ class ParallelStream:
         return replies
 
     def _start(self) -> None:
+        import multiprocessing  # (only here: run_parts forks bare)
+
         ctx = multiprocessing.get_context("fork")
         for _w in range(self.workers):
             mine, theirs = ctx.Pipe(duplex=True)
