@@ -685,7 +685,10 @@ def run_parts(compiled: Any, parts: int, read: Callable[[int], PartRead],
             res = _reply(p, conn)
             if res[0] != "ok":
                 return PartsRun(None, infos, str(res[1]), read_s)
-            results.append(res[1])
+            lasts, lines, counts = res[1]
+            if isinstance(lines, str):  # the worker's lines, in a shared file (_write_lines)
+                lines = _read_lines(lines)
+            results.append((lasts, lines, counts))
             cpu[f"worker {w + 1}"] = res[2]
             for k, v in res[3].items():
                 cpu[f"worker {w + 1} {k}"] = v
@@ -693,15 +696,6 @@ def run_parts(compiled: Any, parts: int, read: Callable[[int], PartRead],
         workers, reason = parts, None
         if len(used) < 2:
             workers, reason = 1, "every partition key hashes to one worker"
-        if texts is not None:  # the workers write the merged lines too (_merged_by_workers)
-            merged = _merged_by_workers(procs, results, folder, cpu)
-            if isinstance(merged, str):
-                return PartsRun(None, infos, merged, read_s)
-            results = [(lasts, [], cnt) for lasts, _path, cnt in results]
-            run = _merged(results, counted, before, workers, reason, cpu, None,
-                          count_only=True)
-            run.texts = merged
-            return PartsRun(run, infos, None, read_s)
         run = _merged(results, counted, before, workers, reason, cpu, texts,
                       count_only=count_only)
         return PartsRun(run, infos, None, read_s)
@@ -834,6 +828,7 @@ def _reply(p: Any, conn: Any) -> Any:
     try:
         return pickle.loads(conn.recv_bytes())  # noqa: S301 - our own child's bytes
     except EOFError:
+        p.join(timeout=1)  # (its exit code)
         raise EngineError(f"keyed parallel run: worker process {p.pid} died "
                           f"(exit code {p.exitcode})") from None
 
@@ -894,20 +889,10 @@ def _part_child(w: int, parts: int, conn: Any, compiled: Any,
         c2 = time.process_time()
         phases["match"] = c2 - c1
         result: tuple[Any, Any, list[int]] = _worker_result(rt, out, udfs, texts)
-        del out
         if texts is not None:  # the lines go by a shared file, not pickled through the pipe
             result = (result[0], _write_lines(folder, w, result[1]), result[2])
         phases["format"] = time.process_time() - c2
         res = ("ok", result, time.process_time(), phases)
-        if texts is not None:  # then its piece of the merged output (_merged_by_workers)
-            conn.send_bytes(pickle.dumps(res, protocol=pickle.HIGHEST_PROTOCOL))
-            try:
-                msg = conn.recv_bytes()
-            except (EOFError, OSError):
-                raise SystemExit from None
-            c3 = time.process_time()
-            _write_merged_piece(*pickle.loads(msg)[1:])  # noqa: S301
-            res = ("written", time.process_time(), time.process_time() - c3)
     except SystemExit:
         conn.close()
         os._exit(0)
@@ -965,88 +950,22 @@ def _read_ipc(path: str) -> pa.Table:
 
 def _write_lines(folder: str, w: int, lines: list[pa.Array]) -> str:
     """Write worker ``w``'s output lines (string arrays) as an Arrow IPC stream file in
-    ``folder`` for the workers to map (:func:`_merged_by_workers`); its path."""
+    ``folder`` for the calling process to map (:func:`_read_lines`); its path."""
     path = os.path.join(folder, f"lines-{w}.arrow")
-    # one array (no 2 GiB limit): the merge takes lines from the workers' arrays by index
-    one = (pa.concat_arrays([a.cast(pa.large_string()) for a in lines]) if lines
-           else pa.array([], pa.large_string()))
-    schema = pa.schema([("line", pa.large_string())])
+    if len({a.type for a in lines}) > 1:  # (one stream has one schema)
+        lines = [a.cast(pa.large_string()) for a in lines]
+    schema = pa.schema([("line", lines[0].type if lines else pa.string())])
     with pa.OSFile(path, "wb") as sink, pa.ipc.new_stream(sink, schema) as wr:
-        wr.write_batch(pa.record_batch([one], schema=schema))
+        for a in lines:
+            wr.write_batch(pa.record_batch([a], schema=schema))
     return path
 
 
-def _mapped_lines(path: str) -> pa.Array:
-    """The one array of lines :func:`_write_lines` wrote, mapped from its file."""
-    chunks = _read_ipc(path).column(0).chunks
-    return chunks[0] if len(chunks) == 1 else pa.concat_arrays(chunks)
-
-
-def _merged_by_workers(procs: list[tuple[Any, Any]], results: list[Any], folder: str,
-                       cpu: dict[str, float]) -> list[pa.Array] | str:
-    """The merged output lines of the part workers' results (``(lasts, lines file,
-    counters)``), written by the workers themselves: this process orders the lines by their
-    last events' positions (as :func:`_merged`) and cuts the output into one byte range per
-    worker; worker ``w`` takes its range's lines from every worker's lines file and writes
-    them at their offset in one shared file (:func:`_write_merged_piece`). The result is that
-    file's bytes, mapped, as one string array -- or why a worker failed (the usual run
-    reports it)."""
-    c0 = time.process_time()
-    lasts = np.concatenate([np.asarray(k, dtype=np.int64) for k, _p, _c in results])
-    order = np.argsort(lasts, kind="stable")
-    lens = []
-    for _k, path, _c in results:
-        a = _mapped_lines(path)
-        offs = np.frombuffer(a.buffers()[1], dtype=np.int64)[a.offset:a.offset + len(a) + 1]
-        lens.append(np.diff(offs))
-    ends = np.empty(len(order) + 1, dtype=np.int64)
-    ends[0] = 0
-    np.cumsum(np.concatenate(lens)[order], out=ends[1:])
-    total = int(ends[-1])
-    merged = os.path.join(folder, "merged.jsonl")
-    with open(merged, "wb") as f:
-        f.truncate(total)
-    paths = [p for _k, p, _c in results]
-    cuts = np.searchsorted(ends, [total * w // len(procs) for w in range(len(procs))] + [total],
-                           side="left").tolist()
-    cuts[-1] = len(order)
-    for w, (_p, conn) in enumerate(procs):
-        lo, hi = cuts[w], cuts[w + 1]
-        conn.send_bytes(pickle.dumps(("write", merged, paths, order[lo:hi], int(ends[lo])),
-                                     protocol=pickle.HIGHEST_PROTOCOL))
-    cpu["merge"] = time.process_time() - c0
-    for w, (p, conn) in enumerate(procs):
-        res = _reply(p, conn)
-        if res[0] != "written":
-            return str(res[1])
-        cpu[f"worker {w + 1}"] = res[1]
-        cpu[f"worker {w + 1} write"] = res[2]
-    if not len(order):
-        return []
-    data = pa.memory_map(merged).read_buffer(total)  # (mapped: the file may go now)
-    return [pa.LargeStringArray.from_buffers(len(order), pa.py_buffer(ends), data)]
-
-
-def _write_merged_piece(merged: str, paths: list[str],
-                        order: np.ndarray[Any, Any], at: int) -> None:
-    """A part worker's piece of the merged output: the lines ``order`` (indices into the
-    workers' lines files, concatenated) written from byte ``at`` of ``merged``."""
-    if not len(order):
-        return
-    every = pa.chunked_array([_mapped_lines(p) for p in paths], pa.large_string())
-    from ..events.textcols import utf8_bytes
-
-    fd = os.open(merged, os.O_WRONLY)
-    try:
-        for i in range(0, len(order), _MERGE_CHUNK):
-            for chunk in every.take(pa.array(order[i:i + _MERGE_CHUNK])).chunks:
-                data = utf8_bytes(chunk)
-                while len(data):
-                    k = os.pwrite(fd, data, at)
-                    at += k
-                    data = data[k:]
-    finally:
-        os.close(fd)
+def _read_lines(path: str) -> list[pa.Array]:
+    """The lines :func:`_write_lines` wrote, mapped from the file (which may go now)."""
+    lines = [c for c in _read_ipc(path).column(0).chunks if len(c)]
+    os.unlink(path)
+    return lines
 
 
 def _merged(results: list[Any], udfs: list[Any], before: list[list[int]], workers: int,
