@@ -328,3 +328,66 @@ def test_a_worker_that_dies_is_an_error_of_the_run(
     assert r.exit_code != 0
     assert "worker process" in r.stderr and "died (exit code 3)" in r.stderr
     assert not list(tmp_path.glob("o.jsonl*"))
+
+
+BIG = 120_000
+"""Rows of a file whose first block is large enough for the sample of its first lines to
+decide its types (csvfile._SAMPLE_MIN): the calling process then reads only that sample."""
+
+
+@pytest.fixture
+def looks(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Whether each sample look of the CLI decided the types (cli.main._sample_look)."""
+    from kleene.cli import main
+
+    seen: list[bool] = []
+    look = main._sample_look
+
+    def spy(*a: object) -> object:
+        got = look(*a)  # type: ignore[arg-type]
+        seen.append(got is not None)
+        return got
+
+    monkeypatch.setattr(main, "_sample_look", spy)
+    return seen
+
+
+def test_parts_with_the_types_decided_by_the_sample(
+        tmp_path: Path, parts: list[parallel.PartsRun], looks: list[bool]) -> None:
+    csv = _write(tmp_path / "stock.csv", _lines(BIG))
+    one, two, err = _one_and_two(csv, tmp_path)
+    assert one == two and one.count(b"\n") > 1000
+    assert looks == [True] and parts[0].run is not None and parts[0].run.workers == 2
+    assert "2 workers, each reading a part of the input" in err
+    small = _write(tmp_path / "small.csv", _lines(N))  # the whole first block decides
+    one, two, err = _one_and_two(small, tmp_path)
+    assert one == two and looks == [True, False] and parts[1].run is not None
+
+
+def test_a_column_widened_after_the_sample_reads_in_one_process(
+        tmp_path: Path, parts: list[parallel.PartsRun], looks: list[bool]) -> None:
+    """Integer prices in the sample, a fraction later in the first block: one reader widens
+    the column to floats; the parts, read with the sample's types, would not agree."""
+    lines = _lines(BIG)
+    lines = [lines[0]] + [",".join([*r.split(",")[:3], str(int(float(r.split(",")[3]))),
+                                    r.split(",")[4]]) for r in lines[1:]]
+    row = lines[40_000].split(",")
+    lines[40_000] = ",".join([*row[:3], "101.5", row[4]])
+    csv = _write(tmp_path / "stock.csv", lines)
+    one, two, err = _one_and_two(csv, tmp_path)
+    assert one == two and one.count(b"\n") > 10
+    assert looks == [True] and parts[0].run is None
+    assert "read in one process: a column's type widened" in err
+
+
+def test_a_bad_row_in_the_sample_is_reported_as_one_reader_does(
+        tmp_path: Path, parts: list[parallel.PartsRun], looks: list[bool]) -> None:
+    lines = _lines(BIG)
+    lines[100] = "oops"
+    csv = _write(tmp_path / "stock.csv", lines)
+    one, two, err = _one_and_two(csv, tmp_path, "--on-bad-row", "skip")
+    assert one == two and one.count(b"\n") > 100 and looks == [False]
+    assert "1   (1 skipped" in err
+    _o, err1 = _run(csv, tmp_path / "x.jsonl", "--workers", "1", ok=False)
+    _o, err2 = _run(csv, tmp_path / "y.jsonl", "--workers", "2", ok=False)
+    assert err1 == err2 and ("row 100" in err1 or "line 101" in err1), err1
