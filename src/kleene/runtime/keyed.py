@@ -1,6 +1,7 @@
 """When keyed parallelism applies and when it pays (issue 15): the decisions, without the
-machinery (:mod:`kleene.runtime.parallel` imports ``multiprocessing``; a run that stays in one
-process imports neither).
+machinery (:mod:`kleene.runtime.parallel`, which imports numpy, the runtime, and
+``multiprocessing`` where it forks with it; a run that stays in one process imports none of
+them).
 """
 
 from __future__ import annotations
