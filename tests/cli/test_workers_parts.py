@@ -264,3 +264,132 @@ def test_a_run_the_estimate_keeps_in_one_process_imports_no_worker_machinery(
     assert done.returncode == 0, done.stderr
     assert "1 worker: 2 workers estimated" in done.stderr
     assert done.stdout.splitlines()[-1] == "IMPORTED []"
+
+
+def test_parts_to_stdout_and_with_one_key_give_the_output_of_one_reader(
+        tmp_path: Path, parts: list[parallel.PartsRun]) -> None:
+    """The merged lines of the workers to standard output, and when every key hashes to one
+    worker (the other has no lines)."""
+    csv = _write(tmp_path / "stock.csv", _lines(N))
+    one, _ = _run(csv, tmp_path / "one.jsonl", "--workers", "1")
+    r = CliRunner().invoke(cli, ["run", QUERY, "-i", str(csv), "--event-type", "Stock",
+                                 "--workers", "2", "--quiet"])
+    assert r.exit_code == 0, r.output
+    assert r.stdout.encode() == one and parts[0].run is not None
+    assert parts[0].run.workers == 2
+    lines = _lines(N)
+    single = [lines[0]] + [ln.replace(ln.split(",")[1], "S1", 1) for ln in lines[1:]]
+    csv = _write(tmp_path / "one_key.csv", single)
+    one, two, err = _one_and_two(csv, tmp_path)
+    assert one == two and one.count(b"\n") > 10
+    assert parts[-1].run is not None and parts[-1].run.workers == 1, err
+    texts = parts[-1].run.texts
+    assert texts is not None and sum(len(t) for t in texts) == one.count(b"\n")
+
+
+def test_a_run_in_parts_imports_no_multiprocessing_shutil_or_tempfile(tmp_path: Path) -> None:
+    """The part workers are forked bare (os.fork and pipes), their folder made and removed
+    with os calls: a run in parts does not pay the imports of multiprocessing, shutil and
+    tempfile in the calling process (start-up time)."""
+    import os
+    import subprocess
+    import sys
+
+    import kleene
+
+    run = ("import sys\nfrom kleene.cli.main import main\ntry:\n    main(['run', *sys.argv[1:]])\n"
+           "except SystemExit as e:\n    assert not e.code, e.code\n"
+           "print('IMPORTED', sorted(m for m in sys.modules if m.startswith('multiprocessing')"
+           " or m in ('shutil', 'tempfile')))\n")
+    csv = _write(tmp_path / "stock.csv", _lines(N))
+    env = {**os.environ, "PYTHONPATH": str(Path(kleene.__file__).parents[1])}
+    done = subprocess.run([sys.executable, "-c", run, QUERY, "-i", str(csv), "--event-type",
+                           "Stock", "-o", str(tmp_path / "o.jsonl"), "--workers", "2"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "2 workers, each reading a part of the input" in done.stderr
+    assert done.stdout.splitlines()[-1] == "IMPORTED []"
+    one, _ = _run(csv, tmp_path / "one.jsonl", "--workers", "1")
+    assert (tmp_path / "o.jsonl").read_bytes() == one
+
+
+def test_a_worker_that_dies_is_an_error_of_the_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A part worker (forked bare) that dies after reading (here: it exits at once when it
+    would hand its matches back) is the run's error, naming the worker and its exit code,
+    and leaves no output file."""
+    import os
+
+    def dies(*a: object, **k: object) -> None:
+        os._exit(3)
+
+    csv = _write(tmp_path / "stock.csv", _lines(N))
+    monkeypatch.setattr(parallel, "_worker_result", dies)
+    r = CliRunner().invoke(cli, ["run", QUERY, "-i", str(csv), "--event-type", "Stock",
+                                 "-o", str(tmp_path / "o.jsonl"), "--workers", "2"])
+    assert r.exit_code != 0
+    assert "worker process" in r.stderr and "died (exit code 3)" in r.stderr
+    assert not list(tmp_path.glob("o.jsonl*"))
+
+
+BIG = 120_000
+"""Rows of a file whose first block is large enough for the sample of its first lines to
+decide its types (csvfile._SAMPLE_MIN): the calling process then reads only that sample."""
+
+
+@pytest.fixture
+def looks(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Whether each sample look of the CLI decided the types (cli.main._sample_look)."""
+    from kleene.cli import main
+
+    seen: list[bool] = []
+    look = main._sample_look
+
+    def spy(*a: object) -> object:
+        got = look(*a)  # type: ignore[arg-type]
+        seen.append(got is not None)
+        return got
+
+    monkeypatch.setattr(main, "_sample_look", spy)
+    return seen
+
+
+def test_parts_with_the_types_decided_by_the_sample(
+        tmp_path: Path, parts: list[parallel.PartsRun], looks: list[bool]) -> None:
+    csv = _write(tmp_path / "stock.csv", _lines(BIG))
+    one, two, err = _one_and_two(csv, tmp_path)
+    assert one == two and one.count(b"\n") > 1000
+    assert looks == [True] and parts[0].run is not None and parts[0].run.workers == 2
+    assert "2 workers, each reading a part of the input" in err
+    small = _write(tmp_path / "small.csv", _lines(N))  # the whole first block decides
+    one, two, err = _one_and_two(small, tmp_path)
+    assert one == two and looks == [True, False] and parts[1].run is not None
+
+
+def test_a_column_widened_after_the_sample_reads_in_one_process(
+        tmp_path: Path, parts: list[parallel.PartsRun], looks: list[bool]) -> None:
+    """Integer prices in the sample, a fraction later in the first block: one reader widens
+    the column to floats; the parts, read with the sample's types, would not agree."""
+    lines = _lines(BIG)
+    lines = [lines[0]] + [",".join([*r.split(",")[:3], str(int(float(r.split(",")[3]))),
+                                    r.split(",")[4]]) for r in lines[1:]]
+    row = lines[40_000].split(",")
+    lines[40_000] = ",".join([*row[:3], "101.5", row[4]])
+    csv = _write(tmp_path / "stock.csv", lines)
+    one, two, err = _one_and_two(csv, tmp_path)
+    assert one == two and one.count(b"\n") > 10
+    assert looks == [True] and parts[0].run is None
+    assert "read in one process: a column's type widened" in err
+
+
+def test_a_bad_row_in_the_sample_is_reported_as_one_reader_does(
+        tmp_path: Path, parts: list[parallel.PartsRun], looks: list[bool]) -> None:
+    lines = _lines(BIG)
+    lines[100] = "oops"
+    csv = _write(tmp_path / "stock.csv", lines)
+    one, two, err = _one_and_two(csv, tmp_path, "--on-bad-row", "skip")
+    assert one == two and one.count(b"\n") > 100 and looks == [False]
+    assert "1   (1 skipped" in err
+    _o, err1 = _run(csv, tmp_path / "x.jsonl", "--workers", "1", ok=False)
+    _o, err2 = _run(csv, tmp_path / "y.jsonl", "--workers", "2", ok=False)
+    assert err1 == err2 and ("row 100" in err1 or "line 101" in err1), err1

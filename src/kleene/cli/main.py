@@ -906,10 +906,18 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
     feed: Any = None  # keyed workers that match while the input is read (_keyed_feed)
     parted: Any = None  # keyed workers that read the input in parts (_in_parts)
     plain = out_fmt == "jsonl" and not touts.on and plot_path is None
-    for b in stream:
+    early: Any = None  # keyed workers in parts, the types decided by a sample (_in_parts)
+    if plain and not query_set:
+        early = _in_parts(compiled, None, stream, input_path, options, unread,
+                          {**caps, "count_only": count}, workers, explicit_unit)
+        if early is not None and early.single:  # one process pays best
+            workers = 1
+        elif early is not None:
+            parted = early
+    for b in (stream if parted is None else ()):
         if not batches:  # the columns are known: a misspelt attribute fails before reading on
             _check_schema(compiled, b, input_path, types=False)
-            if plain and not query_set:
+            if plain and not query_set and early is None:
                 parted = _in_parts(compiled, b, stream, input_path, options, unread,
                                    {**caps, "count_only": count}, workers, explicit_unit)
                 if parted is not None and parted.single:  # one process pays best
@@ -1261,7 +1269,11 @@ def _in_parts(compiled: Any, first: Any, stream: Any, input_path: str, read_opti
     """Keyed workers that each read a part of a CSV file (byte ranges cut at line starts),
     exchange events by key hash and match (:func:`~kleene.runtime.parallel.run_parts`), when
     the query spreads over workers and the input can be cut; None otherwise. ``first``: the
-    first chunk of ``stream``, whose type decisions every part reads with. The result of the
+    first chunk of ``stream``, whose type decisions every part reads with -- or None before
+    ``stream`` is read: then the types are decided by the sample of the first lines that
+    decides them in one reader (:class:`~kleene.events.sources.csvfile.CsvSampleSource`;
+    the first block is not parsed here), the query checked against its columns, and
+    ``stream`` closed; None when no sample decides (the first chunk will). The result of the
     run is that of reading in this process, byte for byte; a part with a bad row, a widened
     column or rows out of order makes this process read the input after all."""
     if (getattr(compiled, "compiled_plan", None) is None or not compiled.backend.streaming
@@ -1272,7 +1284,7 @@ def _in_parts(compiled: Any, first: Any, stream: Any, input_path: str, read_opti
     from ..events.readers import BadRowPolicy
 
     if (ro.id_col is not None or BadRowPolicy.parse(ro.on_bad_row).path is not None
-            or stream.decisions is None):
+            or (first is not None and stream.decisions is None)):
         return None  # ids checked unique over the whole input; one dead-letter file
     n = _default_workers() if workers is None else workers
     from ..runtime.keyed import parts_pay, sequential_reason  # (no multiprocessing)
@@ -1293,6 +1305,14 @@ def _in_parts(compiled: Any, first: Any, stream: Any, input_path: str, read_opti
         if why is not None:
             _WORKERS["label"] = f", 1 worker: {why}"
             return _Parts(None, why, 0.0, first, single=True)
+    if first is None:
+        looked = _sample_look(input_path, ro)
+        if looked is None:
+            return None
+        first, sampled = looked
+        _check_schema(compiled, first, input_path, types=False)
+        stream.close()
+        stream = sampled
     from ..runtime.parallel import run_parts
 
     stream.close()
@@ -1324,6 +1344,27 @@ def _in_parts(compiled: Any, first: Any, stream: Any, input_path: str, read_opti
                         events=events, skipped=0, dead_lettered=0, out_of_order=0,
                         time=stream.time, bad_examples=(), blank_lines=blank, nulled=nulled)
     return _Parts(done.run, None, forked + done.read_s, first, report, frozenset(types))
+
+
+def _sample_look(path: str, ro: Any) -> tuple[Any, Any] | None:
+    """The first lines of a CSV file that decide its types as its reader decides them, as
+    an event chunk, and their (closed) stream, whose decisions and time format are the
+    reader's; None when no sample decides so, or when the first lines hold a bad row or
+    anything else the reader reports (the usual read reports it, at its line)."""
+    from dataclasses import replace
+
+    from ..events.readers import EventStream
+    from ..events.sources.csvfile import CsvSampleSource
+
+    look = replace(ro, on_bad_row="skip")
+    try:
+        with EventStream(CsvSampleSource(path, look), look, sort_chunks=False) as st:
+            first = next(st, None)
+            if first is None or st.decisions is None or st.report.bad_rows:
+                return None
+    except KleeneError:
+        return None
+    return first, st
 
 
 def _estimated_events(path: str, ranges: list[tuple[int, int]]) -> int:

@@ -1,6 +1,7 @@
 """When keyed parallelism applies and when it pays (issue 15): the decisions, without the
-machinery (:mod:`kleene.runtime.parallel` imports ``multiprocessing``; a run that stays in one
-process imports neither).
+machinery (:mod:`kleene.runtime.parallel`, which imports numpy, the runtime, and
+``multiprocessing`` where it forks with it; a run that stays in one process imports none of
+them).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def sequential_reason(compiled: Any, n_events: int, workers: int) -> str | None:
 
 PARTS_COST = {
     "start_s": 0.45,      # interpreter, imports, compile: both ways, in the calling process
-    "parts_s": 0.20,      # with parts: the first chunk read here, the peek, forks, the merge
+    "parts_s": 0.20,      # with parts: the type sample read here, the peek, forks, the merge
     "read_us": 0.55,      # reading one event in one process (CSV, per event)
     "part_read_us": 0.66,  # ... in parts (blocks start afresh in each part)
     "exchange_us": 0.36,  # splitting by key hash, the IPC files, gathering (all workers)

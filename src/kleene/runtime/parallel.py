@@ -40,11 +40,11 @@ coordinator's state and each worker's runtime snapshot.
 from __future__ import annotations
 
 import gc
-import multiprocessing
 import os
 import pickle
-import shutil
-import tempfile
+import signal
+import struct
+import sys
 import time
 import traceback
 import zlib
@@ -320,6 +320,8 @@ def _fork_and_merge(compiled: Any, events: EventBatch, workers: int,
                     dest: np.ndarray[Any, Any], options: dict[str, Any],
                     udfs: Mapping[str, Any] | None,
                     texts: Callable[[list[Match]], list[pa.Array]] | None) -> ParallelRun:
+    import multiprocessing  # (only here: run_parts forks bare)
+
     ctx = multiprocessing.get_context("fork")
     count_only = bool(options.get("count_only"))
     _JOB.update(compiled=compiled, table=events.table, dest=dest, options=options,
@@ -517,7 +519,7 @@ class KeyedFeed:
                 p.kill()
                 p.join()
         if self.dir is not None:
-            shutil.rmtree(self.dir, ignore_errors=True)
+            _remove_folder(self.dir)
             self.dir = None
 
     def finish(self) -> ParallelRun | None:
@@ -557,9 +559,11 @@ class KeyedFeed:
                        self.texts, count_only=self.count_only)
 
     def _start(self) -> None:
+        import multiprocessing  # (only here: run_parts forks bare)
+
         ctx = multiprocessing.get_context("fork")
         self.before = [_udf_counts(f) for f in self.udfs]
-        self.dir = tempfile.mkdtemp(prefix="kleene-feed-", dir=_share_dir())
+        self.dir = _share_folder("kleene-feed-")
         self.sent = 0
         for w in range(self.workers):
             mine, theirs = ctx.Pipe(duplex=True)
@@ -646,19 +650,13 @@ def run_parts(compiled: Any, parts: int, read: Callable[[int], PartRead],
     texts = None if count_only else texts
     counted = _counted(udfs)
     before = [_udf_counts(f) for f in counted]
-    ctx = multiprocessing.get_context("fork")
-    folder = tempfile.mkdtemp(prefix="kleene-parts-", dir=_share_dir())
+    folder = _share_folder("kleene-parts-")
     procs: list[tuple[Any, Any]] = []
     w0 = time.perf_counter()
     try:
         for w in range(parts):
-            mine, theirs = ctx.Pipe(duplex=True)
-            p = ctx.Process(target=_part_child,
-                            args=(w, parts, theirs, compiled, read, options, texts, counted,
-                                  folder, offset_ids), daemon=True)
-            p.start()
-            theirs.close()
-            procs.append((p, mine))
+            procs.append(_fork(_part_child, w, parts, compiled, read, options, texts,
+                               counted, folder, offset_ids, others=procs))
         reads = [_reply(p, conn) for p, conn in procs]
         infos = [r[6] if r[0] == "read" else None for r in reads]
         why = next((str(r[1]) for r in reads if r[0] != "read"), None)
@@ -706,7 +704,121 @@ def run_parts(compiled: Any, parts: int, read: Callable[[int], PartRead],
             if p.is_alive():
                 p.kill()
                 p.join()
-        shutil.rmtree(folder, ignore_errors=True)
+        _remove_folder(folder)
+
+
+class _Pipe:
+    """One end of a pair of pipes that carries whole messages as ``multiprocessing``'s
+    ``Connection`` does (``send_bytes``, ``recv_bytes``; :class:`EOFError` once the other end
+    is closed), without importing it: a run in parts forks its workers bare (:func:`_fork`)."""
+
+    def __init__(self, rfd: int, wfd: int) -> None:
+        self.rfd, self.wfd = rfd, wfd
+
+    def send_bytes(self, data: bytes) -> None:
+        view = memoryview(struct.pack("<Q", len(data)) + data) if len(data) < 1 << 16 else None
+        if view is None:
+            self._write(memoryview(struct.pack("<Q", len(data))))
+            view = memoryview(data)
+        self._write(view)
+
+    def _write(self, view: memoryview) -> None:
+        while len(view):
+            view = view[os.write(self.wfd, view):]
+
+    def recv_bytes(self) -> bytes:
+        (n,) = struct.unpack("<Q", self._read(8))
+        return bytes(self._read(n))
+
+    def _read(self, n: int) -> bytearray:
+        buf = bytearray(n)
+        view, got = memoryview(buf), 0
+        while got < n:
+            k = os.readv(self.rfd, [view[got:]])
+            if k == 0:
+                raise EOFError
+            got += k
+        return buf
+
+    def close(self) -> None:
+        for fd in (self.rfd, self.wfd):
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self.rfd = self.wfd = -1
+
+
+class _Forked:
+    """A worker forked by :func:`_fork`: ``multiprocessing.Process``'s ``pid``, ``exitcode``,
+    ``join``, ``is_alive`` and ``kill``, as :func:`run_parts` uses them."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.exitcode: int | None = None
+
+    def _poll(self, flags: int) -> bool:
+        if self.exitcode is None:
+            try:
+                pid, status = os.waitpid(self.pid, flags)
+            except ChildProcessError:
+                self.exitcode = -1
+                return True
+            if pid == 0:
+                return False
+            self.exitcode = os.waitstatus_to_exitcode(status)
+        return True
+
+    def is_alive(self) -> bool:
+        return not self._poll(os.WNOHANG)
+
+    def join(self, timeout: float | None = None) -> None:
+        if timeout is None:
+            self._poll(0)
+            return
+        end = time.monotonic() + timeout
+        while not self._poll(os.WNOHANG) and time.monotonic() < end:
+            time.sleep(0.005)
+
+    def kill(self) -> None:
+        if self.exitcode is None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def _fork(target: Callable[..., None], w: int, *args: Any,
+          others: Sequence[tuple[_Forked, _Pipe]] = ()) -> tuple[_Forked, _Pipe]:
+    """Fork a worker that runs ``target(w, args[0], conn, *args[1:])`` (``conn``: its end of
+    the pipes) and leaves with ``os._exit``; (the worker, this process's end). The worker
+    closes its copies of the ``others``' pipes (so that each sees EOF when this process
+    closes its end, whatever its siblings do). A bare
+    ``os.fork``, as ``multiprocessing``'s fork start method does, without its ~18 ms of
+    imports in the calling process (docs/engine.md, "Reading in parts")."""
+    down_r, down_w = os.pipe()  # parent -> worker
+    up_r, up_w = os.pipe()  # worker -> parent
+    for stream in (sys.stdout, sys.stderr):  # nothing buffered is written twice
+        try:
+            stream.flush()
+        except (AttributeError, OSError, ValueError):
+            pass
+    pid = os.fork()
+    if pid == 0:  # the worker
+        code = 1
+        try:
+            os.close(down_w)
+            os.close(up_r)
+            for _p, conn in others:
+                conn.close()
+            target(w, args[0], _Pipe(down_r, up_w), *args[1:])
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(down_r)
+    os.close(up_w)
+    return _Forked(pid), _Pipe(up_r, down_w)
 
 
 def _reply(p: Any, conn: Any) -> Any:
@@ -714,6 +826,7 @@ def _reply(p: Any, conn: Any) -> Any:
     try:
         return pickle.loads(conn.recv_bytes())  # noqa: S301 - our own child's bytes
     except EOFError:
+        p.join(timeout=1)  # (its exit code)
         raise EngineError(f"keyed parallel run: worker process {p.pid} died "
                           f"(exit code {p.exitcode})") from None
 
@@ -884,11 +997,48 @@ def _share_dir() -> str | None:
     """Where :class:`KeyedFeed` writes the shares: /dev/shm (memory) when it has 1 GiB free
     (a container's may have 64 MiB), else the temporary directory."""
     try:
-        if shutil.disk_usage("/dev/shm").free >= 1 << 30:
+        st = os.statvfs("/dev/shm")
+        if st.f_bavail * st.f_frsize >= 1 << 30:
             return "/dev/shm"
     except OSError:
         pass
     return None
+
+
+def _share_folder(prefix: str) -> str:
+    """A new private folder for the workers' files in :func:`_share_dir` (as
+    ``tempfile.mkdtemp``, without importing ``tempfile`` and ``shutil``, ~14 ms of the calling
+    process's start of a run in parts)."""
+    base = _share_dir()
+    if base is None:
+        import tempfile
+
+        return tempfile.mkdtemp(prefix=prefix)
+    while True:
+        path = os.path.join(base, f"{prefix}{os.getpid()}-{os.urandom(6).hex()}")
+        try:
+            os.mkdir(path, 0o700)
+            return path
+        except FileExistsError:
+            continue
+
+
+def _remove_folder(path: str) -> None:
+    """Remove a folder of :func:`_share_folder` and its files (errors ignored)."""
+    try:
+        with os.scandir(path) as entries:
+            for e in entries:
+                if e.is_dir(follow_symlinks=False):
+                    import shutil
+
+                    shutil.rmtree(e.path, ignore_errors=True)
+                else:
+                    os.unlink(e.path)
+        os.rmdir(path)
+    except OSError:
+        import shutil
+
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _sum_counters(rows: Iterator[list[int]] | list[list[int]]) -> Counters:
@@ -1245,6 +1395,8 @@ class ParallelStream:
         return replies
 
     def _start(self) -> None:
+        import multiprocessing  # (only here: run_parts forks bare)
+
         ctx = multiprocessing.get_context("fork")
         for _w in range(self.workers):
             mine, theirs = ctx.Pipe(duplex=True)

@@ -509,6 +509,41 @@ def parse_csv(stream: Any, path: str, options: ReadOptions, types: dict[str, Any
         stream.close()
 
 
+class CsvSampleSource(CsvSource):
+    """The first lines of a CSV file that decide its column types as its whole reader
+    decides them (a large first block's sample, :meth:`_Parser.sample`), as one chunk of
+    rows (its first ``_SAMPLE_ROWS``; the whole sample decides) -- no chunk when its whole
+    first block decides. Keyed workers that each read a part
+    of the file need only those types from the calling process (issue 15): the first block
+    itself is not parsed here. The chunk's ids are its rows' indices (blank lines not
+    counted): it is for its columns and types, not for its events."""
+
+    def chunks(self) -> Iterator[Raw]:
+        return _sample_chunks(open_stream(self.path, self.tracker), self.path, self.options)
+
+
+_SAMPLE_ROWS = 64
+"""Rows of :class:`CsvSampleSource`'s chunk (converted to the decided types)."""
+
+
+def _sample_chunks(stream: Any, path: str, options: ReadOptions) -> Iterator[Raw]:
+    blocks: Iterator[bytearray] | None = None
+    try:
+        lines = _Blocks(stream, path, options)
+        parser = _Parser(lines.names, lines.delimiter)
+        blocks = iter(lines)
+        chunk = next(blocks, None)
+        first = None if chunk is None else parser.sample(chunk)
+        if first is not None and first.sample is not None:
+            n = min(first.sample.num_rows, _SAMPLE_ROWS)  # (the sample decides the types)
+            yield Raw(first.sample.slice(0, n), np.arange(n, dtype=np.int64), first.text_cols,
+                      [], n, sample=first.sample)
+    finally:
+        if blocks is not None:
+            blocks.close()  # type: ignore[attr-defined]  # (waits for a read under way)
+        stream.close()
+
+
 def count_csv_rows(path: str, options: ReadOptions) -> tuple[int, int]:
     """The ids a CSV file takes as the reader numbers them, and its empty lines: every line
     after the header takes an id (a row is one line; bad ones count, and so do empty lines,
@@ -525,4 +560,4 @@ def count_csv_rows(path: str, options: ReadOptions) -> tuple[int, int]:
         stream.close()
 
 
-__all__ = ["CsvSource", "count_csv_rows", "csv_header", "delimiter_of"]
+__all__ = ["CsvSampleSource", "CsvSource", "count_csv_rows", "csv_header", "delimiter_of"]
