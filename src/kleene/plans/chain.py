@@ -106,6 +106,22 @@ refitted by ``benchmarks/chooser.py``."""
 CHAIN_COUNT_START = 0.098
 """Work per live start event and state when counting with a condition between the first
 variable and a later one (one count vector per live start), same unit."""
+CHAIN_FWD_EVENT = 8.0
+"""Work per input event for the general join's forward walk through a Kleene state
+(:class:`~.chain_fwd.FwdJoin`: conditions the storage does not decide, e.g. ``b[i].price >
+a.price``, with or without RETURN; the plan-level shape in :func:`chain_cost`), same unit;
+measured statistics only. Fitted in session 10 (2026-12-01, after the walk replaced the
+reverse join) with ``benchmarks/chooser.py refit-fwd`` on three runs of the general-join
+points (stock, ABC, Aarhus; docs/benchmarks.md, "The chooser and the general join, forward"):
+of the pairs with the best total score (45 of 48) the ones that lose the least CPU form a
+narrow band (per event 6-16 with per match 1.05-1.1 down to 0.78-0.97); this pair is in it,
+near the walk's measured cost per event at small windows (about 3-5x the NFA's). The ratio
+fit (``refit-seq``'s method) gives 5.8-6.5 and 1.3, which misses more points. The walk over
+single variables only (no Kleene state) keeps :data:`CHAIN_EVENT` / :data:`CHAIN_MATCH`:
+it measured 2.2-4.5x slower than the NFA at every point, which those already pick."""
+CHAIN_FWD_MATCH = 1.04
+"""Work to walk to and write one match of that shape, same unit and the same refit (the
+reverse join it replaced: :data:`CHAIN_MATCH`, 2.93)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -1573,6 +1589,28 @@ def chain_cost(plan: Plan, stats: Stats) -> float:
     BY / equivalence only when they count the keys: the cap is per key)."""
     from .nfa import linear_cost, linear_terms
 
+    def fwd_shape(plan: Plan) -> bool:
+        # FwdJoin.fits as the chooser sees it (no matcher: no coverage or policies known),
+        # with one Kleene state
+        comps = plan.components
+        if len(comps) < 2 or plan.negations or plan.match_preds:
+            return False
+        if sum(c.kind is CompKind.KLEENE for c in comps) != 1:
+            return False  # singles only: measured 2-5x slower than the NFA, CHAIN_EVENT
+        for k, c in enumerate(comps):
+            list_var = plan.vars[c.vars[0]].is_list
+            if c.min != 1:
+                return False
+            if c.kind is CompKind.KLEENE:
+                if not list_var or c.min != 1 or c.max is not None:
+                    return False
+                if k >= 2 and (not c.types or not comps[k - 1].types
+                               or set(c.types) & set(comps[k - 1].types)):
+                    return False
+            elif c.kind is not CompKind.SINGLE or list_var:
+                return False
+        return True
+
     t = chain_terms(plan, stats)
     pair = countable(plan) if stats.count_only and not plan.negations else None
     if pair is not None and (any(pair) or plan.window_us is not None
@@ -1589,6 +1627,10 @@ def chain_cost(plan: Plan, stats: Stats) -> float:
         cost = (CHAIN_SEQ_EVENT if seq else CHAIN_EVENT) * t["events"] + per_match * t["matches"]
         if t["matches"] >= 1e18:
             cost = 1e18  # a saturated estimate stays saturated (a constant below 1 would not)
+    elif stats.source != "defaults" and fwd_shape(plan):
+        cost = CHAIN_FWD_EVENT * t["events"] + CHAIN_FWD_MATCH * t["matches"]
+        if t["matches"] >= 1e18:
+            cost = 1e18
     else:
         cost = CHAIN_EVENT * t["events"] + CHAIN_MATCH * t["matches"]
     if stats.source == "defaults":
