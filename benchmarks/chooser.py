@@ -13,8 +13,11 @@
 ``measure`` runs every point -- the LinkedCEP Experiment 1/2 queries on the ABC generator and on
 Aarhus (benchmarks/linkedcep.py), the Kleene explosion (enumeration and ``count_only``), a few
 ABC queries in ``count_only`` and FAEM's points without Kleene (benchmarks/faem.py, where the
-NFA, the chain and the tree all run the same query) -- on each plan that supports it, plans
-alternating inside each repetition, and keeps the median CPU seconds (``time.process_time``,
+NFA, the chain and the tree all run the same query), SEQs of singles on the stock and Aarhus
+streams, and the chain's general join, forward (:data:`GENERAL_SETS`: a condition per Kleene
+element against the first event, with and without RETURN, and singles with conditions
+between them, on the stock, ABC and Aarhus streams; NFA and chain only) -- on each plan that
+supports it, plans alternating inside each repetition, and keeps the median CPU seconds (``time.process_time``,
 engine only). A plan that stops with CapacityError at the default caps costs infinity.
 ``fit`` reads those times with the cost terms of the current sources (expected live runs,
 matches, start events, tree join work, from the same statistics the chooser gets) and fits

@@ -116,7 +116,8 @@ points (stock, ABC, Aarhus; docs/benchmarks.md, "The chooser and the general joi
 of the pairs with the best total score (45 of 48) the ones that lose the least CPU form a
 narrow band (per event 6-16 with per match 1.05-1.1 down to 0.78-0.97); this pair is in it,
 near the walk's measured cost per event at small windows (about 3-5x the NFA's). The ratio
-fit (``refit-seq``'s method) gives 5.8-6.5 and 1.3, which misses more points. The walk over
+fit (``refit-seq``'s method) gives 5.8-6.5 and 1.3 and takes the NFA at stock 50 s, where
+the NFA stops at its cap. The walk over
 single variables only (no Kleene state) keeps :data:`CHAIN_EVENT` / :data:`CHAIN_MATCH`:
 it measured 2.2-4.5x slower than the NFA at every point, which those already pick."""
 CHAIN_FWD_MATCH = 1.04
@@ -1582,7 +1583,10 @@ def chain_cost(plan: Plan, stats: Stats) -> float:
     join: :data:`CHAIN_SEQ_EVENT` and :data:`CHAIN_SEQ_MATCH`; ``SEQ(a, b+, c)`` with
     conditions between ``a`` and ``c`` only (:func:`kleene_plan_shape`) its mask join:
     :data:`CHAIN_KLEENE_MATCH` per match -- both with measured statistics only (with the
-    defaults every query keeps the plan it had before those joins).
+    defaults every query keeps the plan it had before those joins). The general join's
+    forward walk through one Kleene state (the shape of :meth:`.chain_fwd.FwdJoin.fits`, seen
+    on the plan) costs :data:`CHAIN_FWD_EVENT` and :data:`CHAIN_FWD_MATCH`, also with
+    measured statistics only.
     Where the NFA's live runs exceed its default ``max_runs_per_partition``
     (100,000) the NFA stops with CapacityError while the chain stores none of them: the
     estimate is then capped below the NFA's (only with measured statistics, and for PARTITION
