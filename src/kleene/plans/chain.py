@@ -115,11 +115,11 @@ reverse join) with ``benchmarks/chooser.py refit-fwd`` on three runs of the gene
 points (stock, ABC, Aarhus; docs/benchmarks.md, "The chooser and the general join, forward"):
 of the pairs with the best total score (45 of 48) the ones that lose the least CPU form a
 narrow band (per event 6-16 with per match 1.05-1.1 down to 0.78-0.97); this pair is in it,
-near the walk's measured cost per event at small windows (about 3-5x the NFA's). The ratio
+near the walk's measured cost per event at small windows (2-5x the NFA's). The ratio
 fit (``refit-seq``'s method) gives 5.8-6.5 and 1.3 and takes the NFA at stock 50 s, where
-the NFA stops at its cap. The walk over
-single variables only (no Kleene state) keeps :data:`CHAIN_EVENT` / :data:`CHAIN_MATCH`:
-it measured 2.2-4.5x slower than the NFA at every point, which those already pick."""
+the NFA stops at its cap. The walk over single variables only (no Kleene state) keeps
+:data:`CHAIN_EVENT` / :data:`CHAIN_MATCH`: it measured 2.2-4.5x slower than the NFA at every
+point, which those already pick."""
 CHAIN_FWD_MATCH = 1.04
 """Work to walk to and write one match of that shape, same unit and the same refit (the
 reverse join it replaced: :data:`CHAIN_MATCH`, 2.93)."""
@@ -1593,20 +1593,20 @@ def chain_cost(plan: Plan, stats: Stats) -> float:
     BY / equivalence only when they count the keys: the cap is per key)."""
     from .nfa import linear_cost, linear_terms
 
-    def fwd_shape(plan: Plan) -> bool:
+    def fwd_shape(p: Plan) -> bool:
         # FwdJoin.fits as the chooser sees it (no matcher: no coverage or policies known),
         # with one Kleene state
-        comps = plan.components
-        if len(comps) < 2 or plan.negations or plan.match_preds:
+        comps = p.components
+        if len(comps) < 2 or p.negations or p.match_preds:
             return False
         if sum(c.kind is CompKind.KLEENE for c in comps) != 1:
             return False  # singles only: measured 2-5x slower than the NFA, CHAIN_EVENT
         for k, c in enumerate(comps):
-            list_var = plan.vars[c.vars[0]].is_list
+            list_var = p.vars[c.vars[0]].is_list
             if c.min != 1:
                 return False
             if c.kind is CompKind.KLEENE:
-                if not list_var or c.min != 1 or c.max is not None:
+                if not list_var or c.max is not None:
                     return False
                 if k >= 2 and (not c.types or not comps[k - 1].types
                                or set(c.types) & set(comps[k - 1].types)):
