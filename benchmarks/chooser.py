@@ -6,14 +6,18 @@
     PYTHONPATH=src python -m benchmarks.chooser fit --input /tmp/chooser.json FAEM_DIR ...
     PYTHONPATH=src python -m benchmarks.chooser faem-rescore FAEM_DIR [--verbose] [--write]
     PYTHONPATH=src python -m benchmarks.chooser refit-seq /tmp/chooser.json
+    PYTHONPATH=src python -m benchmarks.chooser refit-fwd /tmp/chooser.json ...
     PYTHONPATH=src python -m benchmarks.chooser score --verbose /tmp/chooser.json
     PYTHONPATH=src python -m benchmarks.chooser faem-remeasure FAEM_DIR OUT_DIR [--plans nfa,chain]
 
 ``measure`` runs every point -- the LinkedCEP Experiment 1/2 queries on the ABC generator and on
 Aarhus (benchmarks/linkedcep.py), the Kleene explosion (enumeration and ``count_only``), a few
 ABC queries in ``count_only`` and FAEM's points without Kleene (benchmarks/faem.py, where the
-NFA, the chain and the tree all run the same query) -- on each plan that supports it, plans
-alternating inside each repetition, and keeps the median CPU seconds (``time.process_time``,
+NFA, the chain and the tree all run the same query), SEQs of singles on the stock and Aarhus
+streams, and the chain's general join, forward (:data:`GENERAL_SETS`: a condition per Kleene
+element against the first event, with and without RETURN, and singles with conditions
+between them, on the stock, ABC and Aarhus streams; NFA and chain only) -- on each plan that
+supports it, plans alternating inside each repetition, and keeps the median CPU seconds (``time.process_time``,
 engine only). A plan that stops with CapacityError at the default caps costs infinity.
 ``fit`` reads those times with the cost terms of the current sources (expected live runs,
 matches, start events, tree join work, from the same statistics the chooser gets) and fits
@@ -28,6 +32,8 @@ the sources' chooser: within 10 %, Spearman per figure, the chosen plan against 
 ``refit-seq`` refits the chain's SEQ-of-singles constants on the NFA's scale (session 10:
 the chain's generated per-event loop); ``score --verbose`` prints every point's choice;
 ``faem-remeasure`` measures some plans of FAEM's stored figures again (the others' times kept).
+``refit-fwd`` does what ``refit-seq`` does for the chain's general join, forward
+(``CHAIN_FWD_EVENT`` / ``CHAIN_FWD_MATCH``: the points of :data:`GENERAL_SETS`, session 10).
 """
 
 from __future__ import annotations
@@ -53,6 +59,24 @@ SEQ2 = "PATTERN SEQ(Stock a, Stock b) WHERE a.price > 50 PARTITION BY symbol WIT
 SEQ3 = "PATTERN SEQ(Stock a, Stock b, Stock c) PARTITION BY symbol WITHIN {window}"
 """The stock stream's SEQ of three singles (benchmarks.linkedcep's ``sink3`` shape): up to
 ~70 matches per event at 60 s, where the LinkedCEP points make at most a few."""
+SEQ3X = ("PATTERN SEQ(Stock a, Stock b, Stock c) WHERE b.price > a.price AND c.price < b.price "
+         "PARTITION BY symbol WITHIN {window}")
+"""Three stock singles with conditions between them: not the generated SEQ join (the storage
+does not decide ``b.price > a.price``) but the chain's general join, forward."""
+GEN_ABC = "PATTERN SEQ(A a, B+ b[], C c) WHERE b[i].x > a.x AND c.y < a.y WITHIN {window}"
+"""The general join on the ABC stream (one unpartitioned stream): a condition per list element
+against the first event, and one between the first and the last."""
+GEN_ABC_RETURN = GEN_ABC + " RETURN a.x AS ax, count(b) AS nb"
+SEQ3X_ABC = "PATTERN SEQ(A a, B b, C c) WHERE b.x > a.x AND c.y < a.y WITHIN {window}"
+GEN_TRAFFIC = ("PATTERN SEQ(Traffic a, Traffic+ b[], Traffic c) WHERE b[i].avgSpeed < a.avgSpeed "
+               "AND c.avgSpeed > a.avgSpeed PARTITION BY REPORT_ID WITHIN {window}")
+"""Aarhus: a slowdown on one road segment (every reading after ``a`` slower than ``a``) ended
+by a faster reading; one observation per segment every 5 minutes."""
+GENERAL_SETS = ("general stock", "general return stock", "seq3x stock", "general abc",
+                "general return abc", "seq3x abc", "general traffic")
+"""The chain's general join, forward (``chain_fwd``; session 10): measured on the NFA and the
+chain only -- the tree's estimate there is 8-500x the NFA's, and it runs 15 s or stops at its
+cap where the others take 0.2 s."""
 
 
 def _traffic(n: int) -> EventBatch:
@@ -171,12 +195,26 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         for w in (10, 30, 60):
             points.append(("selective", "traffic", f"W{w}",
                            queries.SELECTIVE.replace("30 minutes", f"{w} minutes"), False))
+    gen: list[tuple[str, str, str, list[str]]] = [  # session 10: the general join, forward
+        ("general stock", "stock", linkedcep.GENERAL, ["5", "10", "20", "30", "40", "50"]),
+        ("general return stock", "stock", linkedcep.GENERAL_RETURN, ["10", "20", "30", "40"]),
+        ("seq3x stock", "stock", SEQ3X, ["5", "10", "20", "40"]),
+        ("general abc", "abc2", GEN_ABC, ["10", "20", "30", "40"]),
+        ("general return abc", "abc2", GEN_ABC_RETURN, ["20", "30"]),
+        ("seq3x abc", "abc2", SEQ3X_ABC, ["20", "50", "100"]),
+    ]
+    if "traffic" in inputs:
+        gen.append(("general traffic", "traffic", GEN_TRAFFIC, ["15", "30", "45", "60"]))
+    for set_, ds, tmpl, ws in gen:
+        unit_ = "minutes" if ds == "traffic" else "seconds"
+        for w in ws:
+            points.append((set_, ds, f"W{w}", tmpl.format(window=f"{w} {unit_}"), False))
     if args.only:
         points = [p for p in points if p[0] in args.only.split(",")]
     rows = []
     t_start = time.time()
     for si, (set_, ds, label, q, count) in enumerate(points):
-        plans = supported(q)
+        plans = [p for p in supported(q) if p != "tree" or set_ not in GENERAL_SETS]
         times: dict[str, list[float]] = {p: [] for p in plans}
         for _ in range(args.repeat):
             for p in plans:
@@ -239,6 +277,26 @@ def _is_seq(row: dict[str, Any], stats: dict[str, Any]) -> bool:
     return bool(seq_shape(choose(analyze(row["query"]), plan="chain", stats=st).plan))
 
 
+def _is_fwd(row: dict[str, Any], stats: dict[str, Any]) -> bool:
+    """Does the chain plan run the point with its general join, forward, through a Kleene
+    state (the matcher has a :class:`~kleene.plans.chain_fwd.FwdJoin`; measured statistics,
+    enumerating), where
+    ``chain_cost`` uses ``CHAIN_FWD_EVENT`` / ``CHAIN_FWD_MATCH``? Asked of the compiled
+    matcher itself, not of the chooser's plan-level test (tests/runtime/test_chooser.py checks
+    that they agree)."""
+    from kleene.plans.chain import kleene_plan_shape, seq_shape
+
+    st = _stats(stats[row["dataset"]], row["count_only"])
+    if row["count_only"] or st.source == "defaults":
+        return False
+    rt = start(analyze(row["query"]), plan="chain", stats=st)
+    plan = rt.compiled.plan
+    if seq_shape(plan) or kleene_plan_shape(plan):
+        return False
+    kleene = any(c.kind.name == "KLEENE" for c in plan.components)
+    return kleene and getattr(rt.matcher, "fwd", None) is not None
+
+
 def _fit2(a: Any, ly: Any) -> Any:
     """Non-negative ``c`` minimising the soft-l1 loss of ``log(a @ c) - ly`` for two terms
     (numpy only: scipy is not in the project's environment). A coarse log grid, then three
@@ -266,7 +324,9 @@ def _fit2(a: Any, ly: Any) -> Any:
     return best
 
 
-def refit_seq(data: dict[str, Any]) -> tuple[float, float]:
+def refit_seq(data: dict[str, Any], pred: Callable[[dict[str, Any], dict[str, Any]], bool]
+              = _is_seq, names: tuple[str, str] = ("CHAIN_SEQ_EVENT", "CHAIN_SEQ_MATCH")
+              ) -> tuple[float, float]:
     """The chain's constants for a SEQ of single variables (``CHAIN_SEQ_EVENT``,
     ``CHAIN_SEQ_MATCH``), refitted on a ``measure`` run, on the NFA's scale as the chooser
     compares them: at each point where both plans ran, the chain's target is the NFA's
@@ -286,7 +346,7 @@ def refit_seq(data: dict[str, Any]) -> tuple[float, float]:
     nfa_unit: list[float] = []
     for row in data["points"]:
         sec = row["seconds"]
-        if not {"nfa", "chain"} <= set(sec) or not _is_seq(row, data["stats"]):
+        if not {"nfa", "chain"} <= set(sec) or not pred(row, data["stats"]):
             continue
         if not (0 < sec["nfa"] < float("inf") and 0 < sec["chain"] < float("inf")):
             continue
@@ -306,13 +366,16 @@ def refit_seq(data: dict[str, Any]) -> tuple[float, float]:
         coef = _fit2(a, np.log(y))
         err = float(np.median(np.abs(a @ coef / y - 1)))
         out[name] = [float(c) for c in coef]
-        print(f"chain seq ({name} fit) n={len(y)}  CHAIN_SEQ_EVENT={coef[0]:.3g}  "
-              f"CHAIN_SEQ_MATCH={coef[1]:.3g}  (units); median relative error {err:.2f}")
+        print(f"chain ({name} fit) n={len(y)}  {names[0]}={coef[0]:.3g}  "
+              f"{names[1]}={coef[1]:.3g}  (units); median relative error {err:.2f}")
     print(f"the NFA's unit on this run: {unit:.3g} µs per unit of its estimate (median)")
     return out["ratio"][0], out["ratio"][1]
 
 
-def seq_region(data: dict[str, Any], tol: float = 0.10) -> dict[tuple[float, float], int]:
+def seq_region(data: dict[str, Any], tol: float = 0.10,
+               pred: Callable[[dict[str, Any], dict[str, Any]], bool] = _is_seq,
+               grid: tuple[float, float, float, float, float] = (0.6, 2.4, 0.3, 2.0, 0.05)
+               ) -> dict[tuple[float, float], int]:
     """The chooser's score (points within ``tol`` of the best plan, every point of the run)
     for each pair of the chain's SEQ constants on a grid (per event 0.60-2.40, per match
     0.30-2.00, steps of 0.05), the other plans' estimates as the sources make them; prints
@@ -328,7 +391,7 @@ def seq_region(data: dict[str, Any], tol: float = 0.10) -> dict[tuple[float, flo
     for row in data["points"]:
         sec = row["seconds"]
         ch, est = chosen(row, data["stats"])
-        if _is_seq(row, data["stats"]):
+        if pred(row, data["stats"]):
             st = _stats(data["stats"][row["dataset"]], False)
             t = chain.chain_terms(choose(analyze(row["query"]), plan="chain", stats=st).plan,
                                   st)
@@ -336,8 +399,9 @@ def seq_region(data: dict[str, Any], tol: float = 0.10) -> dict[tuple[float, flo
                         {k: v for k, v in est.items() if k != "chain"}))
         else:
             pts.append((sec, min(sec.values()), None, None, ch))
-    grid_a = np.round(np.arange(0.6, 2.401, 0.05), 3)
-    grid_b = np.round(np.arange(0.3, 2.001, 0.05), 3)
+    a0, a1, b0, b1, step = grid
+    grid_a = np.round(np.arange(a0, a1 + step / 2, step), 3)
+    grid_b = np.round(np.arange(b0, b1 + step / 2, step), 3)
     res: dict[tuple[float, float], int] = {}
     for a in grid_a:
         for b in grid_b:
@@ -350,7 +414,7 @@ def seq_region(data: dict[str, Any], tol: float = 0.10) -> dict[tuple[float, flo
                     c = {**other, "chain": a * e + b * m}
                     pick = min(c, key=lambda k: (c[k], order.index(k) if k in order else 99))
                 ok += pick in sec and sec[pick] <= (1 + tol) * best
-                lost += sec.get(pick, best) - best if best < float("inf") else 0.0
+                lost += _loss(sec, pick, best)
             res[(float(a), float(b))] = ok
             LOST[(float(a), float(b))] = LOST.get((float(a), float(b)), 0.0) + lost
     top = max(res.values())
@@ -379,9 +443,17 @@ def _lost(pts: list[Any], a: float, b: float, order: list[str]) -> float:
         else:
             c = {**other, "chain": a * e + b * m}
             pick = min(c, key=lambda k: (c[k], order.index(k) if k in order else 99))
-        if best < float("inf"):
-            lost += sec.get(pick, best) - best
+        lost += _loss(sec, pick, best)
     return lost
+
+
+def _loss(sec: dict[str, float], pick: str, best: float) -> float:
+    """CPU seconds the pick loses against the best plan; a pick that stops at its cap (inf)
+    is a miss in the score and adds the best plan's own time here (finite, comparable)."""
+    if best == float("inf"):
+        return 0.0
+    got = sec.get(pick, best)
+    return best if got == float("inf") else got - best
 
 
 def terms(row: dict[str, Any], stats: dict[str, Any]) -> dict[str, dict[str, float]]:
@@ -675,7 +747,7 @@ def faem_remeasure(folder: Path, out: Path, plans: Sequence[str], repeat: int) -
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("mode", choices=("measure", "fit", "score", "faem-rescore",
-                                     "refit-seq", "faem-remeasure"))
+                                     "refit-seq", "refit-fwd", "faem-remeasure"))
     ap.add_argument("path", nargs="*", default=[],
                     help="the JSON of a measure run; faem-rescore: a folder of faem_fig*.json; "
                          "fit: any number of either")
@@ -717,11 +789,17 @@ def main(argv: list[str] | None = None) -> int:
         faem_remeasure(Path(args.path[0]), Path(args.path[1]), args.plans.split(","),
                        args.repeat)
         return 0
-    if args.mode == "refit-seq":
+    if args.mode in ("refit-seq", "refit-fwd"):
+        fwd = args.mode == "refit-fwd"
+        pred = _is_fwd if fwd else _is_seq
+        names = ("CHAIN_FWD_EVENT", "CHAIN_FWD_MATCH") if fwd else ("CHAIN_SEQ_EVENT",
+                                                                    "CHAIN_SEQ_MATCH")
+        grid = (0.5, 8.0, 0.05, 3.0, 0.05) if fwd else (0.6, 2.4, 0.3, 2.0, 0.05)
         scores: dict[tuple[float, float], int] = {}
         for p in args.path:
-            refit_seq(_load(Path(p), args.no_keys))
-            for k, v in seq_region(_load(Path(p), args.no_keys)).items():
+            refit_seq(_load(Path(p), args.no_keys), pred, names)
+            for k, v in seq_region(_load(Path(p), args.no_keys), pred=pred,
+                                   grid=grid).items():
                 scores[k] = scores.get(k, 0) + v
         if len(args.path) > 1:  # the runs together: the best total, then the least time lost
             top = max(scores.values())

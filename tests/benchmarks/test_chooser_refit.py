@@ -63,3 +63,44 @@ def test_seq_region_scores_the_true_constants_best() -> None:
     res = chooser.seq_region(data)
     assert res[(1.3, 0.4)] == len(data["points"]) == max(res.values())
     assert min(res.values()) < len(data["points"])  # some constants choose wrong
+
+
+def _fwd_data(a: float, b: float) -> dict[str, Any]:
+    """Like :func:`_data` for the chain's general join, forward (a condition on each list
+    element): the chain's time ``a x events + b x matches`` units, the NFA's its estimate."""
+    from kleene.api import analyze
+    from kleene.plans.registry import choose
+
+    events = linkedcep.abc_stream(400)
+    stats = {"abc": chooser._stats_dict(Stats.from_events(events))}
+    points = []
+    for tmpl in (chooser.GEN_ABC, chooser.GEN_ABC_RETURN):
+        for w in (5, 10, 20, 30, 40):
+            q = tmpl.format(window=f"{w} seconds")
+            row: dict[str, Any] = {"set": "general abc", "dataset": "abc", "label": f"W{w}",
+                                   "query": q, "count_only": False, "events": len(events),
+                                   "seconds": {}}
+            est = chooser.chosen(row, stats)[1]
+            st = chooser._stats(stats["abc"], False)
+            t = chain.chain_terms(choose(analyze(q), plan="chain", stats=st).plan, st)
+            row["seconds"] = {"nfa": est["nfa"] * len(events) * 1e-6,
+                              "chain": (a * t["events"] + b * t["matches"]) * len(events)
+                              * 1e-6}
+            points.append(row)
+    return {"stats": stats, "points": points}
+
+
+def test_refit_fwd_recovers_the_constants_and_scores_them_best() -> None:
+    """``refit-fwd``: the points of the forward walk through a Kleene state are found (not
+    the singles-only walk), their constants recovered, and those constants score best."""
+    a, b = 6.0, 1.2
+    data = _fwd_data(a, b)
+    assert all(chooser._is_fwd(r, data["stats"]) for r in data["points"])
+    assert not any(chooser._is_seq(r, data["stats"]) for r in data["points"])
+    single = {**data["points"][0], "query": chooser.SEQ3X_ABC.format(window="20 seconds")}
+    assert not chooser._is_fwd(single, data["stats"])
+    got_a, got_b = chooser.refit_seq(data, chooser._is_fwd)
+    assert got_a == pytest.approx(a, rel=0.02) and got_b == pytest.approx(b, rel=0.05)
+    res = chooser.seq_region(data, pred=chooser._is_fwd, grid=(4.0, 8.0, 0.6, 1.8, 0.2))
+    assert res[(a, b)] == len(data["points"]) == max(res.values())
+    assert min(res.values()) < len(data["points"])

@@ -87,5 +87,65 @@ def test_explain_shows_estimates_and_the_mode() -> None:
             assert row.lstrip().startswith("*") == (name == chosen)
 
 
+GENERAL = """PATTERN SEQ(Stock a, Stock+ b[], Stock c)
+WHERE b[i].price > a.price AND c.price < a.price
+PARTITION BY symbol
+WITHIN {window}"""
+
+FWD_OR_NOT = [  # (query, the matcher walks forward, the chooser costs it so)
+    (GENERAL, True, True),
+    (GENERAL + "\nRETURN a.price AS p, count(b) AS nb", True, True),
+    ("PATTERN SEQ(Stock a, Stock+ b, Stock c) WHERE b.price > a.price "
+     "PARTITION BY symbol WITHIN {window}", True, True),
+    # singles only: the walk, but costed as the reverse join (2-5x slower than the NFA)
+    ("PATTERN SEQ(Stock a, Stock b, Stock c) WHERE b.price > a.price AND c.price < b.price "
+     "PARTITION BY symbol WITHIN {window}", True, False),
+    ("PATTERN SEQ(Stock a, Stock b) WHERE b.price > a.price PARTITION BY symbol "
+     "WITHIN {window} RETURN a.price AS p", True, False),
+    (EXPLODE, False, False),  # the mask join (kleene_plan_shape)
+    ("PATTERN SEQ(Stock a, Stock b, Stock c) PARTITION BY symbol WITHIN {window}",
+     False, False),  # the generated SEQ join
+    ("PATTERN SEQ(Stock a, NOT Stock n, Stock+ b[], Stock c) WHERE b[i].price > a.price "
+     "PARTITION BY symbol WITHIN {window}", False, False),  # NOT: the reverse join
+]
+
+
+def test_the_forward_join_is_costed_with_its_own_constants() -> None:
+    """With measured statistics the chain's estimate uses ``CHAIN_FWD_EVENT`` /
+    ``CHAIN_FWD_MATCH`` exactly where the compiled matcher enumerates with the forward walk
+    (``FwdJoin``) through a Kleene state (the chooser's plan-level test agrees with the
+    matcher's), and ``CHAIN_EVENT`` / ``CHAIN_MATCH`` with default statistics."""
+    from kleene.plans import chain
+
+    assert (chain.CHAIN_FWD_EVENT, chain.CHAIN_FWD_MATCH) != (chain.CHAIN_EVENT,
+                                                              chain.CHAIN_MATCH)
+    measured = Stats.from_events(_stock(3000))
+    for text, walks, fwd in FWD_OR_NOT:
+        q = analyze(text.format(window="5 seconds"))
+        rt = start(q, plan="chain", stats=measured)
+        assert (rt.matcher.fwd is not None) == walks, text
+        for st, (a, b) in ((measured, (chain.CHAIN_FWD_EVENT, chain.CHAIN_FWD_MATCH)),
+                           (Stats(), (chain.CHAIN_EVENT, chain.CHAIN_MATCH))):
+            cp = choose(q, plan="chain", stats=st)
+            t = chain.chain_terms(cp.plan, st)
+            est = next(c.cost for c in cp.choice.candidates if c.name == "chain")
+            assert est is not None
+            if est >= 1e18:
+                continue  # defaults: a Kleene estimate saturates
+            uses = abs(est - (a * t["events"] + b * t["matches"])) <= 1e-9 * est
+            assert uses == (fwd or st is not measured), (text, st.source)
+
+
+def test_general_join_on_the_nfa_at_small_windows_and_the_chain_at_large() -> None:
+    """A condition on each list element (``b[i].price > a.price``), measured statistics: the
+    NFA at 5 s (the walk measured 3.5-4x slower there, docs/benchmarks.md "The chooser and
+    the general join, forward") and the chain at 60 s (from 50 s the NFA stops at its cap of
+    live runs per partition); the choice, not the speed, is asserted."""
+    stats = Stats.from_events(_stock(3000))
+    assert choose(analyze(GENERAL.format(window="5 seconds")), stats=stats).choice.chosen == "nfa"
+    assert choose(analyze(GENERAL.format(window="60 seconds")),
+                  stats=stats).choice.chosen == "chain"
+
+
 def _fields(st: Stats) -> dict[str, object]:
     return {f: getattr(st, f) for f in Stats.__dataclass_fields__}

@@ -106,6 +106,23 @@ refitted by ``benchmarks/chooser.py``."""
 CHAIN_COUNT_START = 0.098
 """Work per live start event and state when counting with a condition between the first
 variable and a later one (one count vector per live start), same unit."""
+CHAIN_FWD_EVENT = 8.0
+"""Work per input event for the general join's forward walk through a Kleene state
+(:class:`~.chain_fwd.FwdJoin`: conditions the storage does not decide, e.g. ``b[i].price >
+a.price``, with or without RETURN; the plan-level shape in :func:`chain_cost`), same unit;
+measured statistics only. Fitted in session 10 (2026-12-01, after the walk replaced the
+reverse join) with ``benchmarks/chooser.py refit-fwd`` on three runs of the general-join
+points (stock, ABC, Aarhus; docs/benchmarks.md, "The chooser and the general join, forward"):
+of the pairs with the best total score (45 of 48) the ones that lose the least CPU form a
+narrow band (per event 6-16 with per match 1.05-1.1 down to 0.78-0.97); this pair is in it,
+near the walk's measured cost per event at small windows (2-5x the NFA's). The ratio
+fit (``refit-seq``'s method) gives 5.8-6.5 and 1.3 and takes the NFA at stock 50 s, where
+the NFA stops at its cap. The walk over single variables only (no Kleene state) keeps
+:data:`CHAIN_EVENT` / :data:`CHAIN_MATCH`: it measured 2.2-4.5x slower than the NFA at every
+point, which those already pick."""
+CHAIN_FWD_MATCH = 1.04
+"""Work to walk to and write one match of that shape, same unit and the same refit (the
+reverse join it replaced: :data:`CHAIN_MATCH`, 2.93)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -1566,12 +1583,37 @@ def chain_cost(plan: Plan, stats: Stats) -> float:
     join: :data:`CHAIN_SEQ_EVENT` and :data:`CHAIN_SEQ_MATCH`; ``SEQ(a, b+, c)`` with
     conditions between ``a`` and ``c`` only (:func:`kleene_plan_shape`) its mask join:
     :data:`CHAIN_KLEENE_MATCH` per match -- both with measured statistics only (with the
-    defaults every query keeps the plan it had before those joins).
+    defaults every query keeps the plan it had before those joins). The general join's
+    forward walk through one Kleene state (the shape of :meth:`.chain_fwd.FwdJoin.fits`, seen
+    on the plan) costs :data:`CHAIN_FWD_EVENT` and :data:`CHAIN_FWD_MATCH`, also with
+    measured statistics only.
     Where the NFA's live runs exceed its default ``max_runs_per_partition``
     (100,000) the NFA stops with CapacityError while the chain stores none of them: the
     estimate is then capped below the NFA's (only with measured statistics, and for PARTITION
     BY / equivalence only when they count the keys: the cap is per key)."""
     from .nfa import linear_cost, linear_terms
+
+    def fwd_shape(p: Plan) -> bool:
+        # FwdJoin.fits as the chooser sees it (no matcher: no coverage or policies known),
+        # with one Kleene state
+        comps = p.components
+        if len(comps) < 2 or p.negations or p.match_preds:
+            return False
+        if sum(c.kind is CompKind.KLEENE for c in comps) != 1:
+            return False  # singles only: measured 2-5x slower than the NFA, CHAIN_EVENT
+        for k, c in enumerate(comps):
+            list_var = p.vars[c.vars[0]].is_list
+            if c.min != 1:
+                return False
+            if c.kind is CompKind.KLEENE:
+                if not list_var or c.max is not None:
+                    return False
+                if k >= 2 and (not c.types or not comps[k - 1].types
+                               or set(c.types) & set(comps[k - 1].types)):
+                    return False
+            elif c.kind is not CompKind.SINGLE or list_var:
+                return False
+        return True
 
     t = chain_terms(plan, stats)
     pair = countable(plan) if stats.count_only and not plan.negations else None
@@ -1589,6 +1631,10 @@ def chain_cost(plan: Plan, stats: Stats) -> float:
         cost = (CHAIN_SEQ_EVENT if seq else CHAIN_EVENT) * t["events"] + per_match * t["matches"]
         if t["matches"] >= 1e18:
             cost = 1e18  # a saturated estimate stays saturated (a constant below 1 would not)
+    elif stats.source != "defaults" and fwd_shape(plan):
+        cost = CHAIN_FWD_EVENT * t["events"] + CHAIN_FWD_MATCH * t["matches"]
+        if t["matches"] >= 1e18:
+            cost = 1e18
     else:
         cost = CHAIN_EVENT * t["events"] + CHAIN_MATCH * t["matches"]
     if stats.source == "defaults":
