@@ -298,6 +298,28 @@ class MatchWriter:
         """Write matches in the given order."""
         raise NotImplementedError
 
+    def _write_columns(self, mc: MatchColumns) -> None:
+        """Write one column part (no ``Match`` objects); the default reads its matches."""
+        self.write(mc.matches())
+
+    def _write_table(self, table: MatchTable) -> None:
+        """Write a :class:`MatchTable` part by part, in order: column parts through
+        :meth:`_write_columns` (formatted or buffered from their columns), the chain plan's
+        blocks expanded a bounded chunk at a time (pieces of columns, or of ``Match`` objects
+        when they carry RETURN values), lists of ``Match`` through :meth:`write`. The same
+        rows in the same order as ``write(list(table))``."""
+        for part in table.parts:
+            if isinstance(part, MatchColumns):
+                self._write_columns(part)
+            elif isinstance(part, MatchBlocks):
+                for piece in part.columns(_BLOCK_CHUNK):
+                    if isinstance(piece, list):
+                        self.write(piece)
+                    else:
+                        self._write_columns(piece)
+            else:
+                self.write(part)
+
     def close(self) -> None:
         """Flush and release the destination (stdout is flushed, never closed)."""
 
@@ -357,18 +379,7 @@ class JsonLinesWriter(_TextWriter):
 
     def write(self, matches: Iterable[Match]) -> None:
         if isinstance(matches, MatchTable):
-            # column parts formatted from their columns (no Match objects), the rest as usual
-            for part in matches.parts:
-                if isinstance(part, MatchColumns):
-                    self._write_columns(part)
-                elif isinstance(part, MatchBlocks):  # expanded a bounded chunk at a time
-                    for mc in part.columns(_BLOCK_CHUNK):
-                        if isinstance(mc, list):  # Matches with RETURN values
-                            self.write(mc)
-                        else:
-                            self._write_columns(mc)
-                else:
-                    self.write(part)
+            self._write_table(matches)
             return
         ms = matches if isinstance(matches, list) else list(matches)
         if self.timeouts and any(m.expired is not None for m in ms):
@@ -585,18 +596,7 @@ class CsvWriter(_TextWriter):
         from .textcols import Unformattable, csv_lines, row_keys, utf8_bytes
 
         if isinstance(matches, MatchTable):
-            # column parts formatted from their columns (no Match objects), the rest as usual
-            for part in matches.parts:
-                if isinstance(part, MatchColumns):
-                    self._write_columns(part)
-                elif isinstance(part, MatchBlocks):  # expanded a bounded chunk at a time
-                    for mc in part.columns(_BLOCK_CHUNK):
-                        if isinstance(mc, list):  # Matches with RETURN values
-                            self.write(mc)
-                        else:
-                            self._write_columns(mc)
-                else:
-                    self.write(part)
+            self._write_table(matches)
             return
         ms = matches if isinstance(matches, list) else list(matches)
         if not ms:
@@ -708,19 +708,7 @@ class ParquetWriter(MatchWriter):
         from .textcols import match_texts, row_keys
 
         if isinstance(matches, MatchTable):
-            # column parts buffered from their columns (no Match objects), the rest as usual:
-            # the same rows, in the same order, so the same row groups
-            for part in matches.parts:
-                if isinstance(part, MatchColumns):
-                    self._write_columns(part)
-                elif isinstance(part, MatchBlocks):  # expanded a bounded chunk at a time
-                    for mc in part.columns(_BLOCK_CHUNK):
-                        if isinstance(mc, list):  # Matches with RETURN values
-                            self.write(mc)
-                        else:
-                            self._write_columns(mc)
-                else:
-                    self.write(part)
+            self._write_table(matches)
             return
         ms = matches if isinstance(matches, list) else list(matches)
         if not ms:
