@@ -408,11 +408,7 @@ def seq_region(data: dict[str, Any], tol: float = 0.10,
             ok = 0
             lost = 0.0
             for sec, best, e, m, other in pts:
-                if e is None or m is None:
-                    pick = other
-                else:
-                    c = {**other, "chain": a * e + b * m}
-                    pick = min(c, key=lambda k: (c[k], order.index(k) if k in order else 99))
+                pick = _pick(other, e, m, float(a), float(b), order)
                 ok += pick in sec and sec[pick] <= (1 + tol) * best
                 lost += _loss(sec, pick, best)
             res[(float(a), float(b))] = ok
@@ -438,13 +434,19 @@ LOST: dict[tuple[float, float], float] = {}
 def _lost(pts: list[Any], a: float, b: float, order: list[str]) -> float:
     lost = 0.0
     for sec, best, e, m, other in pts:
-        if e is None or m is None:
-            pick = other
-        else:
-            c = {**other, "chain": a * e + b * m}
-            pick = min(c, key=lambda k: (c[k], order.index(k) if k in order else 99))
-        lost += _loss(sec, pick, best)
+        lost += _loss(sec, _pick(other, e, m, a, b, order), best)
     return lost
+
+
+def _pick(other: Any, e: float | None, m: float | None, a: float, b: float,
+          order: list[str]) -> Any:
+    """The chooser's pick at one point with the chain's constants ``a`` (per event) and ``b``
+    (per match): ``other`` (the fixed pick) where the chain's terms do not apply, else the
+    cheapest of ``other``'s estimates and the chain's (ties in ``order``)."""
+    if e is None or m is None:
+        return other
+    c = {**other, "chain": a * e + b * m}
+    return min(c, key=lambda k: (c[k], order.index(k) if k in order else 99))
 
 
 def _loss(sec: dict[str, float], pick: str, best: float) -> float:
