@@ -233,16 +233,21 @@ def test_caps_mean_what_they_mean_for_push(on_cap: str, per_event: int | None,
 
 
 def test_shapes_outside_the_walk_keep_their_path() -> None:
-    """A Kleene state after the second sharing a type with the state before it, NOT, PICK,
-    two Kleene states: no forward walk (their output is built as for push and written in
-    pieces)."""
+    """A node whose predecessor partitions (but the first state's) share an event type
+    (a Kleene state after the second and the state before it; two ``*`` closures of one
+    type before a state), NOT, PICK: no forward walk (their output is built as for push and
+    written in pieces). Two Kleene states, ``*`` closures, a Kleene last state: walked."""
     for q in ("PATTERN SEQ(A a, B b, B+ c[], C d) WHERE c[i].x > a.x",
+              "PATTERN SEQ(A a, B* b[], B* c[], D d) WHERE b[i].x > a.x",
               "PATTERN SEQ(A a, NOT C n, B+ b[], C c) WHERE b[i].x > a.x",
-              "PATTERN SEQ(A a, B+ b[], C+ c[]) WHERE b[i].x > a.x",
               "PATTERN SEQ(A a, B+ b[], C c) WHERE b[i].x > a.x EMIT RECENT"):
         assert start(analyze(q), plan="chain").matcher.fwd is None, q
-    assert start(analyze("PATTERN SEQ(A a, B b, C+ c[], D d) WHERE c[i].x > a.x"),
-                 plan="chain").matcher.fwd is not None
+    for q in ("PATTERN SEQ(A a, B b, C+ c[], D d) WHERE c[i].x > a.x",
+              "PATTERN SEQ(A a, B+ b[], C+ c[]) WHERE b[i].x > a.x",
+              "PATTERN SEQ(A a, B* b[], C c)",
+              "PATTERN SEQ(A a, B* b[], B c) WHERE b[i].x > a.x",
+              "PATTERN SEQ(A a, B+ b[], C* c[], D d)"):
+        assert start(analyze(q), plan="chain").matcher.fwd is not None, q
 
 
 def test_return_values_are_computed_as_each_match_is_written() -> None:
@@ -297,3 +302,97 @@ def test_traced_memory_of_a_streamed_call_is_far_below_its_matches() -> None:
         tracemalloc.stop()
     assert n > 40_000
     assert peak < n * 400 / 10, (peak, n)
+
+
+def _case_lists(rng: random.Random) -> tuple[str, list[dict[str, object]]]:
+    """A random query of the walk's wider shapes: 3-5 variables, one or two Kleene lists
+    inside (``+`` or ``*``, so a state may have several sources), conditions between events
+    and list elements, aggregates."""
+    n = rng.choice((3, 4, 4, 5))
+    ks = sorted(rng.sample(range(1, n - 1), min(n - 2, rng.choice((1, 2, 2)))))
+    if len(ks) == 1 and rng.random() < 0.3 and n >= 4:
+        ks.append(ks[0] + 1 if ks[0] + 1 < n - 1 else ks[0] - 1)
+        ks.sort()
+    ends = [k for k in (0, n - 1) if rng.random() < 0.15]  # a Kleene first / last state
+    types = list(rng.choice(("ABCDE", "ABCDE", "ABCAB", "ABACA")))[:n]
+    names = [f"v{i}" for i in range(n)]
+    items = []
+    for i, (t, v) in enumerate(zip(types, names, strict=True)):
+        if i in ends and len(ends) < 2:
+            items.append(f"{t}+ {v}[]")
+        elif i in ks:
+            items.append(f"{t}{rng.choice('+**') if len(ks) > 1 else rng.choice('*+')} {v}[]")
+        else:
+            items.append(f"{t} {v}")
+    ks += ends if len(ends) < 2 else []
+    singles = [v for i, v in enumerate(names) if i not in ks]
+    conds: list[str] = []
+    for _ in range(rng.randint(0, 3)):
+        r = rng.random()
+        op = rng.choice((">", ">=", "<", "!=", "="))
+        lk = names[rng.choice(ks)]
+        if r < 0.4:
+            conds.append(f"{lk}[i].x {op} {rng.choice(singles)}.x")
+        elif r < 0.5:
+            conds.append(f"{lk}[i].x >= {lk}[i-1].x")
+        elif r < 0.6:
+            conds.append(f"count({lk}) {rng.choice(('<=', '>='))} {rng.randint(0, 2)}")
+        elif len(singles) >= 2:
+            a, b = rng.sample(singles, 2)
+            conds.append(f"{a}.x {op} {b}.x")
+    q = "PATTERN SEQ(" + ", ".join(items) + ")"
+    if conds:
+        q += " WHERE " + " AND ".join(conds)
+    if rng.random() < 0.3:
+        q += " PARTITION BY k"
+    w = rng.random()
+    if w < 0.5:
+        q += f" WITHIN {rng.randint(2, 8)} seconds"
+    elif w < 0.7:
+        q += f" WITHIN {rng.randint(3, 9)} EVENTS"
+    if rng.random() < 0.25:
+        q += f" RETURN {singles[0]}.x AS x0, count({names[ks[0]]}) AS nb"
+    ids: list[Any] = [f"e{i}" for i in range(40)] if rng.random() < 0.5 else list(range(40))
+    recs: list[dict[str, object]] = []
+    ts = 0
+    for i in range(rng.randint(6, 17)):
+        ts += rng.choice((0, 1, 1, 2))
+        recs.append({"id": ids[i], "type": rng.choice(types), "ts": ts,
+                     "x": rng.randint(0, 3), "k": rng.choice("uv")})
+    return q, recs
+
+
+@pytest.mark.parametrize("block_min", [64, 1])
+def test_star_closures_and_two_lists_equal_the_oracle_in_order(block_min: int,
+                                                               monkeypatch: Any) -> None:
+    """``*`` closures (a state with several sources) and two Kleene states: push_to's pieces
+    over split pushes, a snapshot and chunks of 1-30 are the oracle's matches in its order,
+    and push's; with ``BLOCK_MIN`` 1 every last event's matches go through a block."""
+    monkeypatch.setattr(chain, "BLOCK_MIN", block_min)
+    rng = random.Random(7717 + block_min)
+    walked = matches = columns = stars = twos = 0
+    for _ in range(260):
+        q, recs = _case_lists(rng)
+        aq = analyze(q)
+        want = oracle(aq, EventBatch.from_records(recs))
+        cuts = sorted(rng.sample(range(1, len(recs)), rng.randint(0, 3)))
+        snap_at = rng.randrange(len(cuts) + 1) if rng.random() < 0.5 else None
+        chunk = rng.randint(1, 30)
+        rt = start(aq, plan="chain")
+        fwd = rt.matcher.fwd
+        if fwd is not None and not fwd.chain:
+            walked += 1
+            stars += "*" in q
+            twos += len(fwd.lists) == 2
+        sink = Collect()
+        last, _ = _split(rt, recs, cuts, sink, chunk, snap_at)
+        assert _key(sink.matches) == _key(want), f"{q} over {recs}, cuts {cuts}"
+        assert last.counters.matches == len(want) or snap_at is not None
+        assert all(len(p) <= chunk for p in sink.pieces)
+        _, got = _split(start(aq, plan="chain"), recs, cuts, None, chunk, snap_at)
+        assert _key(got) == _key(want), q
+        matches += len(want)
+        columns += sink.columns
+    assert walked > 150 and stars > 60 and twos > 60 and matches > 1000, (
+        walked, stars, twos, matches)
+    assert columns > (matches // 3 if block_min == 1 else 50)

@@ -795,7 +795,7 @@ class ChainMatcher(LinearMatcher):
     def bind_to_match(self, to_match: Any) -> None:
         """The runtime's candidate -> ``Match`` (RETURN values), for the forward join's
         blocks."""
-        if self.fwd is not None and self.direct is None:
+        if self.fwd is not None and self.direct is None and self.plan.return_fns:
             self.fwd.to_match = to_match
 
     def _join_seq_block(self, st: ChainState, c: Rec, lo: list[int], hi: int,
@@ -1771,8 +1771,11 @@ def _matcher(cp: CompiledPlan, options: MatcherOptions) -> Any:
 
             install(m)
     elif (not options.count_only and not plan.negations and not m.has_trailing
-          and cp.spec.plain and plan.return_fns and FwdJoin.fits(plan, m)):
-        m.fwd = FwdJoin(plan, m)  # RETURN: candidates, or blocks that build them lazily
+          and cp.spec.plain and (plan.return_fns or not m.simple_key)
+          and FwdJoin.fits(plan, m)):
+        # RETURN, or lists no direct entry keys (two Kleene states, a ``*``): candidates,
+        # or blocks that write columns (RETURN: build them lazily)
+        m.fwd = FwdJoin(plan, m)
     return m
 
 
