@@ -19,6 +19,7 @@ from kleene.events.matchtable import MatchColumns
 from kleene.plans import chain
 from kleene.plans.chain_fwd import FwdBlock
 from kleene.plans.registry import start
+from kleene.testing.oracle import OracleLimitError
 from kleene.testing.oracle import evaluate as oracle
 
 
@@ -233,21 +234,21 @@ def test_caps_mean_what_they_mean_for_push(on_cap: str, per_event: int | None,
 
 
 def test_shapes_outside_the_walk_keep_their_path() -> None:
-    """A node whose predecessor partitions (but the first state's) share an event type
-    (a Kleene state after the second and the state before it; two ``*`` closures of one
-    type before a state), NOT, PICK: no forward walk (their output is built as for push and
-    written in pieces). Two Kleene states, ``*`` closures, a Kleene last state: walked."""
-    for q in ("PATTERN SEQ(A a, B b, B+ c[], C d) WHERE c[i].x > a.x",
-              "PATTERN SEQ(A a, B* b[], B* c[], D d) WHERE b[i].x > a.x",
-              "PATTERN SEQ(A a, NOT C n, B+ b[], C c) WHERE b[i].x > a.x",
+    """NOT, PICK / EMIT RECENT: no forward walk (their output is built as for push and
+    written in pieces). Two Kleene states, ``*`` closures, a Kleene last state, predecessor
+    partitions sharing a type: walked."""
+    for q in ("PATTERN SEQ(A a, NOT C n, B+ b[], C c) WHERE b[i].x > a.x",
               "PATTERN SEQ(A a, B+ b[], C c) WHERE b[i].x > a.x EMIT RECENT"):
         assert start(analyze(q), plan="chain").matcher.fwd is None, q
-    for q in ("PATTERN SEQ(A a, B b, C+ c[], D d) WHERE c[i].x > a.x",
-              "PATTERN SEQ(A a, B+ b[], C+ c[]) WHERE b[i].x > a.x",
-              "PATTERN SEQ(A a, B* b[], C c)",
-              "PATTERN SEQ(A a, B* b[], B c) WHERE b[i].x > a.x",
-              "PATTERN SEQ(A a, B+ b[], C* c[], D d)"):
-        assert start(analyze(q), plan="chain").matcher.fwd is not None, q
+    for q, shared in (("PATTERN SEQ(A a, B b, C+ c[], D d) WHERE c[i].x > a.x", False),
+                      ("PATTERN SEQ(A a, B+ b[], C+ c[]) WHERE b[i].x > a.x", False),
+                      ("PATTERN SEQ(A a, B* b[], C c)", False),
+                      ("PATTERN SEQ(A a, B* b[], B c) WHERE b[i].x > a.x", False),
+                      ("PATTERN SEQ(A a, B+ b[], C* c[], D d)", False),
+                      ("PATTERN SEQ(A a, B b, B+ c[], C d) WHERE c[i].x > a.x", True),
+                      ("PATTERN SEQ(A a, B* b[], B* c[], D d) WHERE b[i].x > a.x", True)):
+        fwd = start(analyze(q), plan="chain").matcher.fwd
+        assert fwd is not None and fwd.shared == shared, q
 
 
 def test_return_values_are_computed_as_each_match_is_written() -> None:
@@ -315,6 +316,10 @@ def _case_lists(rng: random.Random) -> tuple[str, list[dict[str, object]]]:
         ks.sort()
     ends = [k for k in (0, n - 1) if rng.random() < 0.15]  # a Kleene first / last state
     types = list(rng.choice(("ABCDE", "ABCDE", "ABCAB", "ABACA")))[:n]
+    if rng.random() < 0.35:  # a list of the type before it: one event in both partitions
+        k = rng.choice(ks)
+        if k >= 2 or (k == 1 and k + 1 < n and k + 1 not in ks):
+            types[k] = types[k - 1] if k >= 2 else types[k + 1]
     names = [f"v{i}" for i in range(n)]
     items = []
     for i, (t, v) in enumerate(zip(types, names, strict=True)):
@@ -370,11 +375,15 @@ def test_star_closures_and_two_lists_equal_the_oracle_in_order(block_min: int,
     and push's; with ``BLOCK_MIN`` 1 every last event's matches go through a block."""
     monkeypatch.setattr(chain, "BLOCK_MIN", block_min)
     rng = random.Random(7717 + block_min)
-    walked = matches = columns = stars = twos = 0
+    walked = matches = columns = stars = twos = shared = big = 0
     for _ in range(260):
         q, recs = _case_lists(rng)
         aq = analyze(q)
-        want = oracle(aq, EventBatch.from_records(recs))
+        try:
+            want = oracle(aq, EventBatch.from_records(recs))
+        except OracleLimitError:  # a brute-force reference: too many partial matches
+            big += 1
+            continue
         cuts = sorted(rng.sample(range(1, len(recs)), rng.randint(0, 3)))
         snap_at = rng.randrange(len(cuts) + 1) if rng.random() < 0.5 else None
         chunk = rng.randint(1, 30)
@@ -384,6 +393,7 @@ def test_star_closures_and_two_lists_equal_the_oracle_in_order(block_min: int,
             walked += 1
             stars += "*" in q
             twos += len(fwd.lists) == 2
+            shared += fwd.shared
         sink = Collect()
         last, _ = _split(rt, recs, cuts, sink, chunk, snap_at)
         assert _key(sink.matches) == _key(want), f"{q} over {recs}, cuts {cuts}"
@@ -393,6 +403,7 @@ def test_star_closures_and_two_lists_equal_the_oracle_in_order(block_min: int,
         assert _key(got) == _key(want), q
         matches += len(want)
         columns += sink.columns
-    assert walked > 150 and stars > 60 and twos > 60 and matches > 1000, (
-        walked, stars, twos, matches)
+    assert walked > 200 and stars > 60 and twos > 60 and shared > 40 and matches > 1000, (
+        walked, stars, twos, shared, matches)
+    assert big < 10
     assert columns > (matches // 3 if block_min == 1 else 50)

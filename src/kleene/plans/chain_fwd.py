@@ -89,8 +89,10 @@ class FwdJoin:
                       and len(self.lists) <= 1)
         """The first shape (a chain of states, at most one Kleene): :meth:`_paths_chain`,
         else the general walk :meth:`_paths_general`."""
-        self.preds = [tuple(self.srcs[k]) + ((k,) if self.kleene[k] else ()) for k in range(n)]
-        """Per state, the partitions of its nodes' predecessors (sources, then its own)."""
+        self.shared = self._shared(plan, m)
+        """One event may be in two predecessor partitions of a node: :meth:`_paths_shared`."""
+        if self.shared:
+            self.chain = False
         step: list[list[Any]] = [[] for _ in range(n)]
         leaf: list[Any] = []
         kvar = {comps[k].vars[0]: k for k in self.lists}
@@ -137,18 +139,25 @@ class FwdJoin:
                     return False
             elif c.kind is not CompKind.SINGLE or m.is_list[k]:
                 return False
-        # a node's predecessor partitions (but the first state's: only the first node)
-        # share no event type, so no two of its subtrees start at the same position
-        for k in range(1, n):
-            preds = [j for j in m.srcs[k] if j > 0] + ([k] if comps[k].kind
-                                                        is CompKind.KLEENE else [])
+        return True
+
+    @staticmethod
+    def _shared(plan: Plan, m: Any) -> bool:
+        """Do two predecessor partitions of a node (but a single first state's: only the
+        first node) share an event type? Then two of its subtrees may start at the same position
+        (one event in both), and :meth:`_paths_shared` walks them together."""
+        comps = plan.components
+        k0 = comps[0].kind is CompKind.KLEENE  # then more than the first node of state 0
+        for k in range(1, len(comps)):
+            preds = [j for j in m.srcs[k] if j > 0 or k0] + ([k] if comps[k].kind
+                                                             is CompKind.KLEENE else [])
             seen: set[str] = set()
             for j in preds:
                 ts = comps[j].types
                 if len(preds) > 1 and (not ts or seen & set(ts)):
-                    return False
+                    return True
                 seen |= set(ts or ())
-        return True
+        return False
 
     # ---------------------------------------------------------------------------------------
     def reach(self, P: Sequence[View], lg: int) -> list[int]:
@@ -195,6 +204,8 @@ class FwdJoin:
         it before the next one."""
         if self.chain:
             return self._paths_chain(P, lo0, hi0, L, lg)
+        if self.shared:
+            return self._paths_shared(P, lo0, hi0, L, lg)
         return self._paths_general(P, lo0, hi0, L, lg)
 
     def _paths_general(self, P: Sequence[View], lo0: int, hi0: int, L: Rec, lg: int
@@ -224,19 +235,7 @@ class FwdJoin:
         bind = self.bind
 
         def frame(k: int, g: int, f: int) -> list[int]:
-            fr = [k]
-            snap = S[k][g - Bs[k]]
-            for idx, j in enumerate(srcs[k]):
-                a, e = m[j], snap[idx]
-                if j == 0 and k0_single and e > f + 1:
-                    e = f + 1
-                if a < e:
-                    fr += (j, a, e)
-            if kleene[k]:
-                a = m[k] if k else f
-                if a < g:
-                    fr += (k, a, g)
-            return fr
+            return self._ranges(S, Bs, m, k, g, f)
 
         for f in range(lo0, hi0):
             frec = R[0][f - Bs[0]]
@@ -365,6 +364,119 @@ class FwdJoin:
                     Bm[cslot[j]] = R[j][y - Bs[j]]
                 path.append((j, y))
                 frames.append(self._frame(S, Bs, m, f, j, y))
+
+    def _ranges(self, S: list[list[tuple[int, ...]]], Bs: list[int], m: list[int], k: int,
+                g: int, f: int) -> list[int]:
+        """The predecessors of node ``g`` of state ``k`` that reach first node ``f``, as
+        ``[k, j, a, end, ...]``: one ``[a, end)`` range per predecessor partition ``j``."""
+        fr = [k]
+        snap = S[k][g - Bs[k]]
+        for idx, j in enumerate(self.srcs[k]):
+            a, e = m[j], snap[idx]
+            if j == 0 and not self.kleene[0] and e > f + 1:
+                e = f + 1
+            if a < e:
+                fr += (j, a, e)
+        if self.kleene[k]:
+            a = m[k] if k else f
+            if a < g:
+                fr += (k, a, g)
+        return fr
+
+    def _paths_shared(self, P: Sequence[View], lo0: int, hi0: int, L: Rec, lg: int
+                      ) -> Iterator[list[tuple[int, int]]]:
+        """:meth:`paths` where one event may be in two predecessor partitions of a node:
+        the walk goes over position sequences, each step holding every partial binding
+        with those positions (its *alternatives*: the same events in other states), and
+        takes the next position over all of them, ascending. Alternatives that reach the
+        first node together are matches of the same events, written in the order of their
+        bindings (docs/semantics.md 10, rule 4: per variable in pattern order, its
+        positions)."""
+        last = self.last
+        kleene = self.kleene
+        step, leaf = self.step, self.leaf
+        end_fns = self.end_fns
+        cslot = self.cslot
+        R = [v[0] for v in P]
+        S = [v[1] for v in P]
+        Bs = [v[2] for v in P]
+        Bm0 = list(self.empty)
+        s0, s_last = self.s0, self.s_last
+        E = list(self.empty)
+        E[s_last] = L
+        if not self.is_list[last]:
+            Bm0[cslot[last]] = L
+        k0_single = not kleene[0]
+        m = [0] * self.n
+        bind = self.bind
+        comp = self.comp
+        for f in range(lo0, hi0):
+            frec = R[0][f - Bs[0]]
+            if end_fns:
+                E[s0] = frec
+                Et = tuple(E)
+                if not all(fn(Et, 0) is True for fn in end_fns):
+                    continue
+            if k0_single:
+                Bm0[cslot[0]] = frec
+            self.firsts(P, f, m)
+            if m[last] > lg:
+                continue  # lg does not reach f
+            # an alternative: (its stack, its node's ranges, its bindings for the steps)
+            levels: list[list[tuple[tuple[tuple[int, int], ...], list[int], list[Any]]]] = [
+                [(((last, lg),), self._ranges(S, Bs, m, last, lg, f), list(Bm0))]]
+            while levels:
+                alts = levels[-1]
+                p = -1
+                for _pt, fr, _b in alts:
+                    for i in range(1, len(fr), 3):
+                        a = fr[i + 1]
+                        if a < fr[i + 2]:
+                            j = fr[i]
+                            gp = R[j][a - Bs[j]][GPOS]
+                            if p < 0 or gp < p:
+                                p = gp
+                if p < 0:
+                    levels.pop()
+                    continue
+                nxt: list[tuple[tuple[tuple[int, int], ...], list[int], list[Any]]] = []
+                done: list[tuple[tuple[int, int], ...]] = []
+                for pt, fr, Bm in alts:
+                    for i in range(1, len(fr), 3):
+                        a = fr[i + 1]
+                        if a >= fr[i + 2]:
+                            continue
+                        j = fr[i]
+                        rec = R[j][a - Bs[j]]
+                        if rec[GPOS] != p:
+                            continue
+                        fr[i + 1] = a + 1
+                        if j == 0 and a == f:
+                            done.append(pt + ((0, f),))
+                            continue
+                        fns = step[j]
+                        B2 = Bm
+                        if fns:
+                            B2 = list(Bm)
+                            B2[cslot[j]] = (rec,) if kleene[j] else rec
+                            Bt = tuple(B2)
+                            if not all(fn(Bt, 0) is True for fn in fns):
+                                continue
+                        elif bind[j]:
+                            B2 = list(Bm)
+                            B2[cslot[j]] = rec
+                        nxt.append((pt + ((j, a),), self._ranges(S, Bs, m, j, a, f), B2))
+                if done:
+                    if len(done) > 1:
+                        done.sort(key=lambda pt: tuple(
+                            tuple([R[k][g - Bs[k]][GPOS] for k, g in reversed(pt) if k == c])
+                            for c in comp))
+                    for pt in done:
+                        path = list(pt)
+                        if not leaf or self._leaf_ok(path, R, Bs):
+                            yield path
+                if nxt:
+                    levels.append(nxt)
 
     def _frame(self, S: list[list[tuple[int, ...]]], Bs: list[int], m: list[int], f: int,
                k: int, g: int) -> list[int]:
