@@ -157,11 +157,21 @@ def test_forward_walk_equals_the_oracle_and_push_in_order(block_min: int,
     assert columns > (matches // 3 if block_min == 1 else 200)  # (RETURN: Match lists)
 
 
-def _explosion(n: int, seed: int = 5, ret: bool = False) -> tuple[str, EventBatch]:
+SHAPES = {
+    "plus": "PATTERN SEQ(S a, S+ b[], S c) WHERE b[i].x > a.x AND c.x < a.x WITHIN 16 seconds",
+    "star": "PATTERN SEQ(S a, S* b[], S c) WHERE b[i].x > a.x AND c.x < a.x WITHIN 16 seconds",
+    "two_lists": ("PATTERN SEQ(S a, S+ b[], S+ c[], S d) WHERE b[i].x > a.x AND c[i].x <= a.x"
+                  " AND d.x < a.x WITHIN 12 seconds"),
+}
+SHAPES["plus_return"] = SHAPES["plus"] + " RETURN a.x AS x0, count(b) AS nb"
+"""The explosion, and the walk's wider shapes over it (a ``*`` closure; two lists of one
+type: one event in both partitions); RETURN: candidates, not direct entries."""
+
+
+def _explosion(n: int, seed: int = 5, shape: str = "plus") -> tuple[str, EventBatch]:
     rng = random.Random(seed)
     recs = [{"id": i, "type": "S", "ts": i, "x": rng.randint(0, 9)} for i in range(n)]
-    q = ("PATTERN SEQ(S a, S+ b[], S c) WHERE b[i].x > a.x AND c.x < a.x WITHIN 16 seconds")
-    return q, EventBatch.from_records(recs)
+    return SHAPES[shape], EventBatch.from_records(recs)
 
 
 def test_a_call_holds_blocks_and_pieces_are_bounded() -> None:
@@ -214,15 +224,17 @@ def _outcome(rt: Any, events: EventBatch, stream: bool) -> tuple[Any, ...]:
     return (_key(ms), c.matches, c.truncated_matches, c.truncated_runs, c.truncated_exact)
 
 
+@pytest.mark.parametrize("shape", sorted(SHAPES))
 @pytest.mark.parametrize("on_cap", ["error", "truncate"])
 @pytest.mark.parametrize("per_event,per_call", [
     (None, None), (150, None), (None, 2000), (300, 1500), (5000, 50_000)])
 def test_caps_mean_what_they_mean_for_push(on_cap: str, per_event: int | None,
-                                           per_call: int | None) -> None:
+                                           per_call: int | None, shape: str) -> None:
     """push_to under max_matches_per_event / max_matches_per_call, error and truncate: the
     same matches, errors and counters as push (the walk counts a node's matches exactly
     before any is written; past the room the lazy join stops at the cap as for push)."""
-    q, events = _explosion(50, seed=11)
+    q, events = _explosion(50, seed=11, shape=shape)
+    assert start(analyze(q), plan="chain").matcher.fwd is not None
     aq = analyze(q)
     opts = {"max_matches_per_event": per_event, "max_matches_per_call": per_call,
             "on_cap": on_cap}

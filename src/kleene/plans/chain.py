@@ -768,14 +768,14 @@ class ChainMatcher(LinearMatcher):
         for path in fj.paths(P, lo0, his[0], e, lg):
             nm += 1
             if nm < BLOCK_MIN or not lazy:
-                if direct is None:  # RETURN: candidates (the runtime computes the values)
+                if direct is None:  # candidates (RETURN: the runtime computes the values)
                     small.append(fj.candidate(path, R, Bs, e))
-                    continue
-                B = fj.bindings(path, R, Bs)
-                f = path[-1][1]
-                small.append(((cg, nm), Match(direct[0], direct[1](B), R[0][f - Bs[0]][TS],
-                                              cts, {}), None))
-            if room is not None and nm > room:
+                else:
+                    B = fj.bindings(path, R, Bs)
+                    f = path[-1][1]
+                    small.append(((cg, nm), Match(direct[0], direct[1](B),
+                                                  R[0][f - Bs[0]][TS], cts, {}), None))
+            if room is not None and nm > room:  # (a candidate too: the cap stops at room + 1)
                 return None
         if nm < BLOCK_MIN or not lazy:
             out.extend(small)

@@ -39,8 +39,8 @@ of at most ``chunk`` matches at a time, as :class:`~kleene.events.matchtable.Mat
 from __future__ import annotations
 
 from bisect import bisect_right
-from operator import itemgetter
 from collections.abc import Iterator, Sequence
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -219,7 +219,6 @@ class FwdJoin:
         step, leaf = self.step, self.leaf
         end_fns = self.end_fns
         cslot = self.cslot
-        srcs = self.srcs
         R = [v[0] for v in P]
         S = [v[1] for v in P]
         Bs = [v[2] for v in P]
