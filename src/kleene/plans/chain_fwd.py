@@ -9,26 +9,37 @@ takes the predecessors in ascending stream position and only those from which th
 node is still reachable. Going back to the first node ends the walk, and as that node is
 earlier than every other, "the positions run out first" comes first, as the order wants.
 
-Reachability is a prefix: the first-state nodes a node of state ``j >= 1`` reaches are those
-below a bound ``F_j`` that never decreases along the partition (snapshots never do), and
-``F_j(i) > f`` exactly when the node's snapshot of state ``j - 1`` exceeds ``m_{j-1}(f)``,
-the first node of that state reaching ``f``. So ``m_j(f)`` is one bisection per state and
-first node, and every node the walk visits leads to at least one match with first node
-``f`` (no dead ends): the work is the output, plus the conditions that prune it.
+Reachability is a suffix: the nodes of state ``j >= 1`` from which first node ``f`` is
+reached are those from ``m_j(f)`` on, since a node reaches ``f`` exactly when one of its
+snapshots exceeds that source's ``m_s(f)`` and snapshots never decrease along a partition. So
+``m_j(f)`` is one bisection per source and state (:meth:`FwdJoin.firsts`), and every node the
+walk visits leads to at least one match with first node ``f`` (no dead ends): the work is
+the output, plus the conditions that prune it.
+
+A node's predecessors are one range per *predecessor partition*: each source state's (a
+``*`` closure that may be skipped gives a state several sources) and, for a Kleene state, its
+own earlier nodes; the walk takes their heads in ascending stream position
+(:meth:`FwdJoin._paths_chain` for a chain with at most one Kleene state, two ranges;
+:meth:`FwdJoin._paths_general` otherwise). Where two predecessor partitions of a node share
+an event type (``SEQ(a, b, b+ c[], d)``, two lists of one type), one event may head both and
+the two subtrees' matches interleave: :meth:`FwdJoin._paths_shared` then walks position
+sequences, each step holding every partial binding with those positions (the same events in
+other states) and taking the next position over all of them; bindings that reach the first
+node together are matches of the same events, written in the order of their bindings
+(docs/semantics.md 10, rule 4).
 
 Conditions the storage does not decide are evaluated during the walk: a conjunct over single
 variables at the step that binds the earliest of its middle variables (the first and the
-last are bound before the walk), a per-element conjunct of the Kleene list (``b[i].x >
-a.x``, no ``b[i-1]`` or absolute index) when the element is bound; either prunes the
-partial binding's subtree. The rest (aggregates, whole lists, pairs) is checked on the
+last are bound before the walk), a per-element conjunct of a Kleene list (``b[i].x >
+a.x``, no ``b[i-1]``, absolute index or other list) when the element is bound; either prunes
+the partial binding's subtree. The rest (aggregates, whole lists, pairs) is checked on the
 complete binding.
 
 Shape (:meth:`FwdJoin.fits`): no NOT, no PICK / EMIT RECENT / CONSUME / AFTER MATCH SKIP
-(RETURN allowed: its values are computed as each match is written), every variable bound,
-at most one Kleene state, each state's source the state before it, the first state the only
-start and the last the only accepting one, a Kleene state's variable a list, and, for a
-Kleene state after the second, no type shared with the state before it (one event in both
-partitions would put two subtrees at the same position, whose matches interleave).
+(RETURN allowed: its values are computed as each match is written), single variables and
+Kleene lists (``+``; ``*`` inside: not first or last), every state after the first with a
+source, the first state the only start and the last the only accepting one. Bounded
+repetitions (``{m,n}``) are not chain plans at all.
 
 A last event's matches are counted by one walk (:meth:`FwdJoin.count`) -- exact, so caps and
 counters keep their meaning -- and, when they are :data:`BLOCK_MIN` or more, described by a
