@@ -31,7 +31,8 @@ plan against kleene's NFA (the SASE-style baseline), alternately in the same run
   2-20 s, the list path up to 10 s), whose join writes ``SeqBlock`` s through ``push_to``.
 * The general join (``--only sinkg``: :data:`GENERAL`, a condition per list element, and
   :data:`GENERAL_RETURN`, the same with RETURN, :data:`GENERAL_LEAF`, a condition on the whole
-  list), ``push_to`` and ``push`` into a null sink at windows
+  list; ``--sinkg-shapes`` adds :data:`GENERAL_STAR`, a ``*`` closure, and :data:`GENERAL_TWO`,
+  two lists of one type), ``push_to`` and ``push`` into a null sink at windows
   ``--sinkg-windows``; with ``--base-src /tmp/kleene-base-s10/src`` each row runs on the old
   code too, alternately (old: every call's matches built and sorted, then written).
 
@@ -203,6 +204,25 @@ GENERAL_LEAF = GENERAL.replace("b[i].price > a.price", "max(b.price) > a.price")
 the walk cannot prune, so this is its overhead against the old join."""
 
 
+GENERAL_STAR = GENERAL.replace("Stock+ b[]", "Stock* b[]")
+"""A ``*`` closure (``--only sinkg --sinkg-shapes general_star``): the last state's sources
+are the first state and the list, so the walk merges two ranges per node (walked since
+2026-12-01, before built and sorted)."""
+
+GENERAL_TWO = """PATTERN SEQ(Stock a, Stock+ b[], Stock+ c[], Stock d)
+WHERE b[i].price > a.price AND c[i].price < a.price AND d.price > a.price
+PARTITION BY symbol
+WITHIN {window}
+USING skip-till-any-match
+"""
+"""Two Kleene states of one type (``--sinkg-shapes general_two``): one event in both
+partitions, the walk over position sequences (walked since 2026-12-01)."""
+
+SINKG_QUERIES = {"general": GENERAL, "general_return": GENERAL_RETURN,
+                 "general_leaf": GENERAL_LEAF, "general_star": GENERAL_STAR,
+                 "general_two": GENERAL_TWO}
+
+
 def sink_one(n: int, window: int, where: bool, mode: str, chunk: int = 250,
              shape: str = "kleene") -> dict[str, Any]:
     """One enumeration of the explosion query (``shape`` ``seq3``: :data:`SEQ3`) into a null
@@ -212,12 +232,8 @@ def sink_one(n: int, window: int, where: bool, mode: str, chunk: int = 250,
     q = queries.EXPLODE if where else queries.EXPLODE.replace("WHERE c.price > a.price\n", "")
     if shape == "seq3":
         q = SEQ3
-    elif shape == "general":
-        q = GENERAL
-    elif shape == "general_return":
-        q = GENERAL_RETURN
-    elif shape == "general_leaf":
-        q = GENERAL_LEAF
+    elif shape in SINKG_QUERIES:
+        q = SINKG_QUERIES[shape]
     events = stock_events(n)
     rt = start(analyze(q.format(window=f"{window} seconds")), plan="chain",
                max_matches_per_call=None, max_matches_per_event=None)
@@ -457,6 +473,8 @@ def main(argv: list[str] | None = None) -> int:
                          "alternately")
     ap.add_argument("--sinkg-windows", default="10,20,30,40",
                     help="--only sinkg: the windows in seconds")
+    ap.add_argument("--sinkg-shapes", default="general,general_return,general_leaf",
+                    help="--only sinkg: the queries (" + ", ".join(SINKG_QUERIES) + ")")
     ap.add_argument("--merge", default=None, metavar="PATHS",
                     help="comma-separated JSON results of earlier runs to plot with this one")
     ap.add_argument("--plots", default=None, metavar="DIR", help="write PNG plots here")
@@ -508,7 +526,7 @@ def main(argv: list[str] | None = None) -> int:
         results["sink3"] = sink_table(args.sink_events, (2, 5, 10, 20), log, list_upto=10,
                                       shape="seq3")
     if "sinkg" in only:
-        for shape in ("general", "general_return", "general_leaf"):
+        for shape in args.sinkg_shapes.split(","):
             log(f"The general join ({shape}) into a null sink ({args.sink_events:,} stock "
                 f"events{', old = ' + args.base_src if args.base_src else ''})")
             results[f"sinkg_{shape}"] = sink_table(

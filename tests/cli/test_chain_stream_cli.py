@@ -1,6 +1,7 @@
 """``kleene run --plan chain`` on the Kleene explosion: the chain's matches go to the writer
 as blocks, expanded a chunk at a time (docs/engine.md, "Streaming output"); the bytes are
-the NFA's (JSON Lines and CSV, with and without --stream)."""
+the NFA's (JSON Lines and CSV, with and without --stream), for the forward walk's shapes too
+(a `*` closure, two lists of one type)."""
 
 from __future__ import annotations
 
@@ -27,9 +28,20 @@ GENERAL = ("PATTERN SEQ(S a, S+ b[], S c) WHERE b[i].price >= a.price AND c.pric
 GENERAL_RETURN = GENERAL + " RETURN a.price AS p0, count(b) AS nb, max(b.price) AS top"
 """The same with RETURN: blocks that build Matches with values as they are written."""
 
+STAR = ("PATTERN SEQ(S a, S* b[], S c) WHERE b[i].price >= a.price AND c.price < a.price "
+        "PARTITION BY sym WITHIN 12 seconds USING skip-till-any-match")
+"""A ``*`` closure (the last state's sources: the first and the list): the walk's blocks."""
 
-@pytest.mark.parametrize("query", [QUERY, SEQ3, GENERAL, GENERAL_RETURN],
-                         ids=["kleene", "seq3", "general", "general_return"])
+TWO_LISTS = ("PATTERN SEQ(S a, S+ b[], S+ c[], S d) WHERE b[i].price >= a.price AND "
+             "c[i].price <= a.price PARTITION BY sym WITHIN 8 seconds "
+             "USING skip-till-any-match")
+"""Two Kleene states of one type (one event in both partitions): the walk over position
+sequences."""
+
+
+@pytest.mark.parametrize("query", [QUERY, SEQ3, GENERAL, GENERAL_RETURN, STAR, TWO_LISTS],
+                         ids=["kleene", "seq3", "general", "general_return", "star",
+                              "two_lists"])
 @pytest.mark.parametrize("fmt", ["jsonl", "csv"])
 @pytest.mark.parametrize("stream", [False, True])
 def test_chain_output_is_the_nfas_byte_for_byte(tmp_path: Path, fmt: str,

@@ -785,14 +785,14 @@ class ChainMatcher(LinearMatcher):
         for path in fj.paths(P, lo0, his[0], e, lg):
             nm += 1
             if nm < BLOCK_MIN or not lazy:
-                if direct is None:  # RETURN: candidates (the runtime computes the values)
+                if direct is None:  # candidates (RETURN: the runtime computes the values)
                     small.append(fj.candidate(path, R, Bs, e))
-                    continue
-                B = fj.bindings(path, R, Bs)
-                f = path[-1][1]
-                small.append(((cg, nm), Match(direct[0], direct[1](B), R[0][f - Bs[0]][TS],
-                                              cts, {}), None))
-            if room is not None and nm > room:
+                else:
+                    B = fj.bindings(path, R, Bs)
+                    f = path[-1][1]
+                    small.append(((cg, nm), Match(direct[0], direct[1](B),
+                                                  R[0][f - Bs[0]][TS], cts, {}), None))
+            if room is not None and nm > room:  # (a candidate too: the cap stops at room + 1)
                 return None
         if nm < BLOCK_MIN or not lazy:
             out.extend(small)
@@ -812,7 +812,7 @@ class ChainMatcher(LinearMatcher):
     def bind_to_match(self, to_match: Any) -> None:
         """The runtime's candidate -> ``Match`` (RETURN values), for the forward join's
         blocks."""
-        if self.fwd is not None and self.direct is None:
+        if self.fwd is not None and self.direct is None and self.plan.return_fns:
             self.fwd.to_match = to_match
 
     def _join_seq_block(self, st: ChainState, c: Rec, lo: list[int], hi: int,
@@ -1817,8 +1817,11 @@ def _matcher(cp: CompiledPlan, options: MatcherOptions) -> Any:
 
             install(m)
     elif (not options.count_only and not plan.negations and not m.has_trailing
-          and cp.spec.plain and plan.return_fns and FwdJoin.fits(plan, m)):
-        m.fwd = FwdJoin(plan, m)  # RETURN: candidates, or blocks that build them lazily
+          and cp.spec.plain and (plan.return_fns or not m.simple_key)
+          and FwdJoin.fits(plan, m)):
+        # RETURN, or lists no direct entry keys (two Kleene states, a ``*``): candidates,
+        # or blocks that write columns (RETURN: build them lazily)
+        m.fwd = FwdJoin(plan, m)
     return m
 
 

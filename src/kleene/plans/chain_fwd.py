@@ -9,26 +9,37 @@ takes the predecessors in ascending stream position and only those from which th
 node is still reachable. Going back to the first node ends the walk, and as that node is
 earlier than every other, "the positions run out first" comes first, as the order wants.
 
-Reachability is a prefix: the first-state nodes a node of state ``j >= 1`` reaches are those
-below a bound ``F_j`` that never decreases along the partition (snapshots never do), and
-``F_j(i) > f`` exactly when the node's snapshot of state ``j - 1`` exceeds ``m_{j-1}(f)``,
-the first node of that state reaching ``f``. So ``m_j(f)`` is one bisection per state and
-first node, and every node the walk visits leads to at least one match with first node
-``f`` (no dead ends): the work is the output, plus the conditions that prune it.
+Reachability is a suffix: the nodes of state ``j >= 1`` from which first node ``f`` is
+reached are those from ``m_j(f)`` on, since a node reaches ``f`` exactly when one of its
+snapshots exceeds that source's ``m_s(f)`` and snapshots never decrease along a partition. So
+``m_j(f)`` is one bisection per source and state (:meth:`FwdJoin.firsts`), and every node the
+walk visits leads to at least one match with first node ``f`` (no dead ends): the work is
+the output, plus the conditions that prune it.
+
+A node's predecessors are one range per *predecessor partition*: each source state's (a
+``*`` closure that may be skipped gives a state several sources) and, for a Kleene state, its
+own earlier nodes; the walk takes their heads in ascending stream position
+(:meth:`FwdJoin._paths_chain` for a chain with at most one Kleene state, two ranges;
+:meth:`FwdJoin._paths_general` otherwise). Where two predecessor partitions of a node share
+an event type (``SEQ(a, b, b+ c[], d)``, two lists of one type), one event may head both and
+the two subtrees' matches interleave: :meth:`FwdJoin._paths_shared` then walks position
+sequences, each step holding every partial binding with those positions (the same events in
+other states) and taking the next position over all of them; bindings that reach the first
+node together are matches of the same events, written in the order of their bindings
+(docs/semantics.md 10, rule 4).
 
 Conditions the storage does not decide are evaluated during the walk: a conjunct over single
 variables at the step that binds the earliest of its middle variables (the first and the
-last are bound before the walk), a per-element conjunct of the Kleene list (``b[i].x >
-a.x``, no ``b[i-1]`` or absolute index) when the element is bound; either prunes the
-partial binding's subtree. The rest (aggregates, whole lists, pairs) is checked on the
+last are bound before the walk), a per-element conjunct of a Kleene list (``b[i].x >
+a.x``, no ``b[i-1]``, absolute index or other list) when the element is bound; either prunes
+the partial binding's subtree. The rest (aggregates, whole lists, pairs) is checked on the
 complete binding.
 
 Shape (:meth:`FwdJoin.fits`): no NOT, no PICK / EMIT RECENT / CONSUME / AFTER MATCH SKIP
-(RETURN allowed: its values are computed as each match is written), every variable bound,
-at most one Kleene state, each state's source the state before it, the first state the only
-start and the last the only accepting one, a Kleene state's variable a list, and, for a
-Kleene state after the second, no type shared with the state before it (one event in both
-partitions would put two subtrees at the same position, whose matches interleave).
+(RETURN allowed: its values are computed as each match is written), single variables and
+Kleene lists (``+``; ``*`` inside: not first or last), every state after the first with a
+source, the first state the only start and the last the only accepting one. Bounded
+repetitions (``{m,n}``) are not chain plans at all.
 
 A last event's matches are counted by one walk (:meth:`FwdJoin.count`) -- exact, so caps and
 counters keep their meaning -- and, when they are :data:`BLOCK_MIN` or more, described by a
@@ -40,6 +51,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -81,22 +93,34 @@ class FwdJoin:
         self.comp = tuple(comp_of[v] for v in plan.order)
         self.end_fns = [pr.compiled.fn for pr, _sl in m.end_filters]
         self.s0, self.s_last = m.end_slots
+        self.srcs = [tuple(x) for x in m.srcs]
+        self.lists = tuple(k for k in range(n) if self.kleene[k])
+        """The Kleene states (each a list; a ``*`` one may bind no event)."""
+        self.chain = (self.srcs == [()] + [(k - 1,) for k in range(1, n)]
+                      and len(self.lists) <= 1)
+        """The first shape (a chain of states, at most one Kleene): :meth:`_paths_chain`,
+        else the general walk :meth:`_paths_general`."""
+        self.shared = self._shared(plan, m)
+        """One event may be in two predecessor partitions of a node: :meth:`_paths_shared`."""
+        if self.shared:
+            self.chain = False
         step: list[list[Any]] = [[] for _ in range(n)]
         leaf: list[Any] = []
-        kk = self.kk
-        kvar = comps[kk].vars[0] if kk >= 0 else None
+        kvar = {comps[k].vars[0]: k for k in self.lists}
+        lists = set(self.lists)
         for pr, sl in m.filters:
             ks = {comp_of.get(v, -1) for v in pr.vars}
             mids = ks - {0, n - 1}
             simple = (pr.general is None and not pr.opt_slots and not pr.prev
                       and not pr.abs_need and -1 not in ks)
-            if not mids or not simple or (kk in (0, n - 1) and kk in ks):
+            kl = ks & lists
+            if not mids or not simple or kl & {0, n - 1}:
                 leaf.append((pr, sl))
                 continue
             at = min(mids)
-            if kk in ks:
-                if pr.iter_var == kvar and at == kk:
-                    step[kk].append(pr.compiled.fn)  # per element, the rest bound
+            if kl:
+                if kl == {at} and pr.iter_var is not None and kvar.get(pr.iter_var) == at:
+                    step[at].append(pr.compiled.fn)  # per element, the rest bound
                 else:
                     leaf.append((pr, sl))
             elif pr.iter_var is None:
@@ -105,7 +129,7 @@ class FwdJoin:
                 leaf.append((pr, sl))
         self.step = [tuple(s) for s in step]
         self.leaf = tuple(leaf)
-        self.bind = [k != kk and any(self.step[:k]) for k in range(n)]
+        self.bind = [not self.kleene[k] and any(self.step[:k]) for k in range(n)]
         """States whose node the walk puts into the bindings it checks (read by a
         conjunct of an earlier state, bound after them)."""
 
@@ -114,33 +138,74 @@ class FwdJoin:
         """The shape the forward join enumerates (see the module docstring)."""
         comps = plan.components
         n = len(comps)
-        if ((m.direct is None and not plan.return_fns) or n < 2 or m.coverage
-                or m.has_trailing or plan.negations or plan.match_preds or not m.simple_key
-                or m.srcs != [()] + [(k - 1,) for k in range(1, n)]
+        if (n < 2 or m.coverage or m.has_trailing or plan.negations or plan.match_preds
+                or any(not m.srcs[k] for k in range(1, n)) or m.srcs[0]
                 or m.starts_at != [True] + [False] * (n - 1)
                 or [bool(a) for a in m.accept_after] != [False] * (n - 1) + [True]):
             return False
         for k, c in enumerate(comps):
             if c.kind is CompKind.KLEENE:
-                if not m.is_list[k] or c.min != 1 or c.max is not None:
-                    return False
-                if k >= 2 and (not c.types or not comps[k - 1].types
-                               or set(c.types) & set(comps[k - 1].types)):
+                if (not m.is_list[k] or c.min not in (0, 1) or c.max is not None
+                        or (c.min == 0 and k in (0, n - 1))):
                     return False
             elif c.kind is not CompKind.SINGLE or m.is_list[k]:
                 return False
         return True
 
+    @staticmethod
+    def _shared(plan: Plan, m: Any) -> bool:
+        """Do two predecessor partitions of a node (but a single first state's: only the
+        first node) share an event type? Then two of its subtrees may start at the same position
+        (one event in both), and :meth:`_paths_shared` walks them together."""
+        comps = plan.components
+        k0 = comps[0].kind is CompKind.KLEENE  # then more than the first node of state 0
+        for k in range(1, len(comps)):
+            preds = [j for j in m.srcs[k] if j > 0 or k0] + ([k] if comps[k].kind
+                                                             is CompKind.KLEENE else [])
+            seen: set[str] = set()
+            for j in preds:
+                ts = comps[j].types
+                if len(preds) > 1 and (not ts or seen & set(ts)):
+                    return True
+                seen |= set(ts or ())
+        return False
+
     # ---------------------------------------------------------------------------------------
     def reach(self, P: Sequence[View], lg: int) -> list[int]:
-        """Per partition, one past the last node the last node ``lg`` reaches."""
+        """Per partition, one past the last node the last node ``lg`` may reach (exact for
+        a chain; an upper bound when a state has several sources)."""
         his = [0] * self.n
         his[self.last] = lg + 1
+        srcs = self.srcs
         for k in range(self.last, 0, -1):
             recs, snaps, base = P[k]
             h = his[k] - base
-            his[k - 1] = snaps[h - 1][0] if h > 0 else 0
+            if h <= 0:
+                continue
+            snap = snaps[h - 1]
+            for idx, j in enumerate(srcs[k]):
+                if snap[idx] > his[j]:
+                    his[j] = snap[idx]
         return his
+
+    def firsts(self, P: Sequence[View], f: int, m: list[int]) -> None:
+        """``m[j]``: the first node of state ``j`` from which first node ``f`` is reached
+        (one past the partition when none is): a node reaches ``f`` exactly when one of
+        its snapshots exceeds that source's first, and snapshots never decrease."""
+        m[0] = f
+        srcs = self.srcs
+        for j in range(1, self.n):
+            recs, sj, bj = P[j]
+            best = bj + len(sj)
+            for idx, s in enumerate(srcs[j]):
+                t = m[s]
+                rs, _ss, bs = P[s]
+                if t >= bs + len(rs):
+                    continue  # no node of s reaches f
+                v = bj + bisect_right(sj, t, key=itemgetter(idx))
+                if v < best:
+                    best = v
+            m[j] = best
 
     def paths(self, P: Sequence[View], lo0: int, hi0: int, L: Rec, lg: int
               ) -> Iterator[list[tuple[int, int]]]:
@@ -148,6 +213,94 @@ class FwdJoin:
         first node is in ``[lo0, hi0)``, in the output order, as the walk's stack: (state,
         global index) pairs from the last node back to the first. The list is reused: read
         it before the next one."""
+        if self.chain:
+            return self._paths_chain(P, lo0, hi0, L, lg)
+        if self.shared:
+            return self._paths_shared(P, lo0, hi0, L, lg)
+        return self._paths_general(P, lo0, hi0, L, lg)
+
+    def _paths_general(self, P: Sequence[View], lo0: int, hi0: int, L: Rec, lg: int
+                       ) -> Iterator[list[tuple[int, int]]]:
+        """:meth:`paths` for any shape of :meth:`fits`: a frame per node holds one range
+        per predecessor partition (``[state, a, end]`` triples after the node's state), and
+        each step takes the range head earliest in the stream (the ranges share no event,
+        :meth:`fits`)."""
+        n, last = self.n, self.last
+        kleene = self.kleene
+        step, leaf = self.step, self.leaf
+        end_fns = self.end_fns
+        cslot = self.cslot
+        R = [v[0] for v in P]
+        S = [v[1] for v in P]
+        Bs = [v[2] for v in P]
+        Bm = list(self.empty)
+        s0, s_last = self.s0, self.s_last
+        E = list(self.empty)
+        E[s_last] = L
+        if not self.is_list[last]:
+            Bm[cslot[last]] = L
+        k0_single = not kleene[0]
+        m = [0] * n
+        path: list[tuple[int, int]] = []
+        bind = self.bind
+
+        def frame(k: int, g: int, f: int) -> list[int]:
+            return self._ranges(S, Bs, m, k, g, f)
+
+        for f in range(lo0, hi0):
+            frec = R[0][f - Bs[0]]
+            if end_fns:
+                E[s0] = frec
+                Et = tuple(E)
+                if not all(fn(Et, 0) is True for fn in end_fns):
+                    continue
+            if k0_single:
+                Bm[cslot[0]] = frec
+            self.firsts(P, f, m)
+            if m[last] > lg:
+                continue  # lg does not reach f
+            path.clear()
+            path.append((last, lg))
+            frames: list[list[int]] = [frame(last, lg, f)]
+            while frames:
+                fr = frames[-1]
+                best = -1
+                bp = 0
+                for i in range(1, len(fr), 3):
+                    a = fr[i + 1]
+                    if a < fr[i + 2]:
+                        j = fr[i]
+                        gp = R[j][a - Bs[j]][GPOS]
+                        if best < 0 or gp < bp:
+                            best, bp = i, gp
+                if best < 0:
+                    frames.pop()
+                    path.pop()
+                    continue
+                j, y = fr[best], fr[best + 1]
+                fr[best + 1] = y + 1
+                if j == 0 and y == f:
+                    path.append((0, f))
+                    if not leaf or self._leaf_ok(path, R, Bs):
+                        yield path
+                    path.pop()
+                    continue
+                fns = step[j]
+                if fns:
+                    rec = R[j][y - Bs[j]]
+                    Bm[cslot[j]] = (rec,) if kleene[j] else rec
+                    Bt = tuple(Bm)
+                    if not all(fn(Bt, 0) is True for fn in fns):
+                        continue
+                elif bind[j]:  # a later step's conjunct reads it
+                    Bm[cslot[j]] = R[j][y - Bs[j]]
+                path.append((j, y))
+                frames.append(frame(j, y, f))
+
+    def _paths_chain(self, P: Sequence[View], lo0: int, hi0: int, L: Rec, lg: int
+                     ) -> Iterator[list[tuple[int, int]]]:
+        """:meth:`paths` for a chain of states with at most one Kleene state (two ranges
+        per frame at most)."""
         n, last = self.n, self.last
         kleene = self.kleene
         step, leaf = self.step, self.leaf
@@ -222,6 +375,119 @@ class FwdJoin:
                 path.append((j, y))
                 frames.append(self._frame(S, Bs, m, f, j, y))
 
+    def _ranges(self, S: list[list[tuple[int, ...]]], Bs: list[int], m: list[int], k: int,
+                g: int, f: int) -> list[int]:
+        """The predecessors of node ``g`` of state ``k`` that reach first node ``f``, as
+        ``[k, j, a, end, ...]``: one ``[a, end)`` range per predecessor partition ``j``."""
+        fr = [k]
+        snap = S[k][g - Bs[k]]
+        for idx, j in enumerate(self.srcs[k]):
+            a, e = m[j], snap[idx]
+            if j == 0 and not self.kleene[0] and e > f + 1:
+                e = f + 1
+            if a < e:
+                fr += (j, a, e)
+        if self.kleene[k]:
+            a = m[k] if k else f
+            if a < g:
+                fr += (k, a, g)
+        return fr
+
+    def _paths_shared(self, P: Sequence[View], lo0: int, hi0: int, L: Rec, lg: int
+                      ) -> Iterator[list[tuple[int, int]]]:
+        """:meth:`paths` where one event may be in two predecessor partitions of a node:
+        the walk goes over position sequences, each step holding every partial binding
+        with those positions (its *alternatives*: the same events in other states), and
+        takes the next position over all of them, ascending. Alternatives that reach the
+        first node together are matches of the same events, written in the order of their
+        bindings (docs/semantics.md 10, rule 4: per variable in pattern order, its
+        positions)."""
+        last = self.last
+        kleene = self.kleene
+        step, leaf = self.step, self.leaf
+        end_fns = self.end_fns
+        cslot = self.cslot
+        R = [v[0] for v in P]
+        S = [v[1] for v in P]
+        Bs = [v[2] for v in P]
+        Bm0 = list(self.empty)
+        s0, s_last = self.s0, self.s_last
+        E = list(self.empty)
+        E[s_last] = L
+        if not self.is_list[last]:
+            Bm0[cslot[last]] = L
+        k0_single = not kleene[0]
+        m = [0] * self.n
+        bind = self.bind
+        comp = self.comp
+        for f in range(lo0, hi0):
+            frec = R[0][f - Bs[0]]
+            if end_fns:
+                E[s0] = frec
+                Et = tuple(E)
+                if not all(fn(Et, 0) is True for fn in end_fns):
+                    continue
+            if k0_single:
+                Bm0[cslot[0]] = frec
+            self.firsts(P, f, m)
+            if m[last] > lg:
+                continue  # lg does not reach f
+            # an alternative: (its stack, its node's ranges, its bindings for the steps)
+            levels: list[list[tuple[tuple[tuple[int, int], ...], list[int], list[Any]]]] = [
+                [(((last, lg),), self._ranges(S, Bs, m, last, lg, f), list(Bm0))]]
+            while levels:
+                alts = levels[-1]
+                p = -1
+                for _pt, fr, _b in alts:
+                    for i in range(1, len(fr), 3):
+                        a = fr[i + 1]
+                        if a < fr[i + 2]:
+                            j = fr[i]
+                            gp = R[j][a - Bs[j]][GPOS]
+                            if p < 0 or gp < p:
+                                p = gp
+                if p < 0:
+                    levels.pop()
+                    continue
+                nxt: list[tuple[tuple[tuple[int, int], ...], list[int], list[Any]]] = []
+                done: list[tuple[tuple[int, int], ...]] = []
+                for pt, fr, Bm in alts:
+                    for i in range(1, len(fr), 3):
+                        a = fr[i + 1]
+                        if a >= fr[i + 2]:
+                            continue
+                        j = fr[i]
+                        rec = R[j][a - Bs[j]]
+                        if rec[GPOS] != p:
+                            continue
+                        fr[i + 1] = a + 1
+                        if j == 0 and a == f:
+                            done.append(pt + ((0, f),))
+                            continue
+                        fns = step[j]
+                        B2 = Bm
+                        if fns:
+                            B2 = list(Bm)
+                            B2[cslot[j]] = (rec,) if kleene[j] else rec
+                            Bt = tuple(B2)
+                            if not all(fn(Bt, 0) is True for fn in fns):
+                                continue
+                        elif bind[j]:
+                            B2 = list(Bm)
+                            B2[cslot[j]] = rec
+                        nxt.append((pt + ((j, a),), self._ranges(S, Bs, m, j, a, f), B2))
+                if done:
+                    if len(done) > 1:
+                        done.sort(key=lambda pt: tuple(
+                            tuple([R[k][g - Bs[k]][GPOS] for k, g in reversed(pt) if k == c])
+                            for c in comp))
+                    for pt in done:
+                        path = list(pt)
+                        if not leaf or self._leaf_ok(path, R, Bs):
+                            yield path
+                if nxt:
+                    levels.append(nxt)
+
     def _frame(self, S: list[list[tuple[int, ...]]], Bs: list[int], m: list[int], f: int,
                k: int, g: int) -> list[int]:
         """The predecessors of node ``g`` of state ``k`` that reach first node ``f``: state
@@ -239,16 +505,27 @@ class FwdJoin:
                  ) -> tuple[Any, ...]:
         """The binding tuple of one walk's stack."""
         Bl = list(self.empty)
-        cslot, kk = self.cslot, self.kk
-        lst: list[Rec] = []
+        cslot, kleene = self.cslot, self.kleene
+        if len(self.lists) == 1:
+            kk = self.kk
+            lst: list[Rec] = []
+            for k, g in reversed(path):
+                rec = R[k][g - Bs[k]]
+                if k == kk:
+                    lst.append(rec)
+                else:
+                    Bl[cslot[k]] = rec
+            Bl[cslot[kk]] = tuple(lst)
+            return tuple(Bl)
+        ls: dict[int, list[Rec]] = {k: [] for k in self.lists}
         for k, g in reversed(path):
             rec = R[k][g - Bs[k]]
-            if k == kk:
-                lst.append(rec)
+            if kleene[k]:
+                ls[k].append(rec)
             else:
                 Bl[cslot[k]] = rec
-        if kk >= 0:
-            Bl[cslot[kk]] = tuple(lst)
+        for k, lk in ls.items():
+            Bl[cslot[k]] = tuple(lk)
         return tuple(Bl)
 
     def candidate(self, path: list[tuple[int, int]], R: list[list[Rec]], Bs: list[int],
@@ -266,14 +543,12 @@ class FwdJoin:
     def block(self, P: Sequence[View], lo0: int, his: list[int], L: Rec, lg: int,
               n: int) -> FwdBlock:
         """A copy of the nodes the matches of ``lg`` can use, as a :class:`FwdBlock`."""
-        starts = [lo0] + [0] * self.last
-        for j in range(1, self.n):
-            sj, bj = P[j][1], P[j][2]
-            starts[j] = bj + bisect_right(sj, (starts[j - 1],))
+        starts = [0] * self.n
+        self.firsts(P, lo0, starts)  # the firsts of the earliest first node: the lowest
         views = []
         for j, (recs, snaps, base) in enumerate(P):
-            a, b = starts[j] - base, his[j] - base
-            views.append((recs[a:b], snaps[a:b], starts[j]))
+            a, b = min(starts[j], his[j]) - base, his[j] - base
+            views.append((recs[a:b], snaps[a:b], a + base))
         return FwdBlock(self, views, lo0, his[0], L, lg, n)
 
 
@@ -314,9 +589,9 @@ class FwdBlock(MatchBlock):
             R = [v[0] for v in blk.views]
             Bs = [v[2] for v in blk.views]
             offs = piece.add_block(blk, R)
-            comp, kk = j.comp, j.kk
+            comp, kleene = j.comp, j.kleene
             for path in j.paths(blk.views, blk.lo0, blk.hi0, blk.L, blk.lg):
-                piece.add(path, comp, kk, offs, Bs, R, blk.L)
+                piece.add(path, comp, kleene, offs, Bs, R, blk.L)
                 if piece.size >= chunk:
                     yield piece.columns(j)
                     piece = _Piece()
@@ -345,14 +620,14 @@ class FwdBlock(MatchBlock):
 
 class _Piece:
     """One column part being filled: the ids of the blocks it reads and, per variable, a row
-    per match (the Kleene list's as offsets into ``items``)."""
+    per match (a Kleene list's as ``[lo, hi)`` offsets into ``items``)."""
 
     def __init__(self) -> None:
         self.ids: list[Any] = []
         self.size = 0
         self.cols: list[list[int]] | None = None
+        self.his: list[list[int]] = []
         self.items: list[int] = []
-        self.bounds: list[int] = []
         self.start: list[int] = []
         self.end: list[int] = []
         self.last: list[int] = []
@@ -364,20 +639,23 @@ class _Piece:
             self.ids += [r[ID] for r in recs]
         return offs
 
-    def add(self, path: list[tuple[int, int]], comp: tuple[int, ...], kk: int,
+    def add(self, path: list[tuple[int, int]], comp: tuple[int, ...], kleene: list[bool],
             offs: list[int], Bs: list[int], R: list[list[Rec]], L: Rec) -> None:
         if self.cols is None:
             self.cols = [[] for _ in comp]
-        at = [0] * (len(path) and max(comp) + 1)
+            self.his = [[] for _ in comp]
+        at = [0] * len(kleene)
         for k, g in path:
-            if k != kk:
+            if not kleene[k]:
                 at[k] = offs[k] + g - Bs[k]
-        if kk >= 0:
-            lo = len(self.items)
-            self.items += [offs[k] + g - Bs[k] for k, g in reversed(path) if k == kk]
-            self.bounds.append(lo)
+        items = self.items
         for i, k in enumerate(comp):
-            self.cols[i].append(at[k] if k != kk else len(self.bounds) - 1)
+            if kleene[k]:
+                self.cols[i].append(len(items))
+                items += [offs[k] + g - Bs[k] for kj, g in reversed(path) if kj == k]
+                self.his[i].append(len(items))
+            else:
+                self.cols[i].append(at[k])
         f = path[-1][1]
         self.start.append(R[0][f - Bs[0]][TS])
         self.end.append(L[TS])
@@ -386,27 +664,22 @@ class _Piece:
 
     def columns(self, j: FwdJoin) -> MatchColumns:
         assert self.cols is not None
-        kk = j.kk
         lo: list[Any] = []
         hi: list[Any] = []
         items: list[Any] = []
-        if kk >= 0:
-            b = np.asarray(self.bounds + [len(self.items)], np.int64)
-            it = np.asarray(self.items, np.int64)
+        it = np.asarray(self.items, np.int64) if j.lists else None
         for i, k in enumerate(j.comp):
-            if k == kk:
-                rows = np.asarray(self.cols[i], np.int64)
-                lo.append(b[rows])
-                hi.append(b[rows + 1])
+            lo.append(np.asarray(self.cols[i], np.int64))
+            if j.kleene[k]:
+                hi.append(np.asarray(self.his[i], np.int64))
                 items.append(it)
             else:
-                lo.append(np.asarray(self.cols[i], np.int64))
                 hi.append(None)
                 items.append(None)
         return MatchColumns(j.name, j.order, id_array(self.ids), tuple(lo), tuple(hi),
                             np.asarray(self.start, np.int64), np.asarray(self.end, np.int64),
                             np.asarray(self.last, np.int64),
-                            tuple(items) if kk >= 0 else None)
+                            tuple(items) if j.lists else None)
 
 
 __all__ = ["BLOCK_MIN", "FwdBlock", "FwdJoin"]
