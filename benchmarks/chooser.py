@@ -72,8 +72,18 @@ GEN_TRAFFIC = ("PATTERN SEQ(Traffic a, Traffic+ b[], Traffic c) WHERE b[i].avgSp
                "AND c.avgSpeed > a.avgSpeed PARTITION BY REPORT_ID WITHIN {window}")
 """Aarhus: a slowdown on one road segment (every reading after ``a`` slower than ``a``) ended
 by a faster reading; one observation per segment every 5 minutes."""
+GEN_ABC_STAR = GEN_ABC.replace("B+ b[]", "B* b[]")
+"""A ``*`` closure on the ABC stream: ``c``'s sources are ``a`` and the list."""
+GEN_ABC_TWO = ("PATTERN SEQ(A a, B+ b[], C+ c[], A d) WHERE b[i].x > a.x AND c[i].y < a.y "
+               "AND d.x > a.x WITHIN {window}")
+"""Two Kleene lists of different types on the ABC stream (no predecessor partitions share a
+type); the stock stream's ``linkedcep.GENERAL_TWO`` is the shared-type walk."""
+GEN_ABC_TWO_SHARED = ("PATTERN SEQ(A a, B+ b[], B+ c[], C d) WHERE b[i].x > a.x "
+                      "AND c[i].y < a.y AND d.x > a.x WITHIN {window}")
+"""Two Kleene lists of one type on the ABC stream: the walk over position sequences."""
 GENERAL_SETS = ("general stock", "general return stock", "seq3x stock", "general abc",
-                "general return abc", "seq3x abc", "general traffic")
+                "general return abc", "seq3x abc", "general traffic", "star stock",
+                "two stock", "star abc", "two abc", "two shared abc")
 """The chain's general join, forward (``chain_fwd``; session 10): measured on the NFA and the
 chain only -- the tree's estimate there is 8-500x the NFA's, and it runs 15 s or stops at its
 cap where the others take 0.2 s."""
@@ -202,6 +212,12 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         ("general abc", "abc2", GEN_ABC, ["10", "20", "30", "40"]),
         ("general return abc", "abc2", GEN_ABC_RETURN, ["20", "30"]),
         ("seq3x abc", "abc2", SEQ3X_ABC, ["20", "50", "100"]),
+        # session 10, later (chooser3): the walk's `*` closures and two lists
+        ("star stock", "stock", linkedcep.GENERAL_STAR, ["10", "20", "30", "40"]),
+        ("two stock", "stock", linkedcep.GENERAL_TWO, ["10", "20", "30", "40"]),
+        ("star abc", "abc2", GEN_ABC_STAR, ["10", "20", "30"]),
+        ("two abc", "abc2", GEN_ABC_TWO, ["10", "20", "30"]),  # 40 s: both stop at a cap
+        ("two shared abc", "abc2", GEN_ABC_TWO_SHARED, ["10", "20", "30"]),
     ]
     if "traffic" in inputs:
         gen.append(("general traffic", "traffic", GEN_TRAFFIC, ["15", "30", "45", "60"]))

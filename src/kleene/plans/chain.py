@@ -123,6 +123,19 @@ point, which those already pick."""
 CHAIN_FWD_MATCH = 1.04
 """Work to walk to and write one match of that shape, same unit and the same refit (the
 reverse join it replaced: :data:`CHAIN_MATCH`, 2.93)."""
+CHAIN_FWD_STAR_EVENT = 2.0
+"""Work per input event for the forward walk through one Kleene state that is a ``*``
+closure (``SEQ(a, b* b[], c)``: ``c``'s sources are ``a`` and the list), same unit, measured
+statistics only. Chosen in session 10 (2026-12-01, branch ``chooser3``) on ``benchmarks/chooser.py``
+points ``star stock`` / ``star abc`` (two runs, 14 points; docs/benchmarks.md, "The chooser
+and the walk's ``*`` and two lists"): every pair of the band per event 1.5-2.25 with per
+match 0.05-1.15 (narrower at the ends) picks right at all 14; :data:`CHAIN_FWD_EVENT` /
+:data:`CHAIN_FWD_MATCH` at 4. Low because the NFA's estimate does not see the ``*``: it is
+the same as for ``b+``, while the NFA measured 2.6-6.5x slower on ``*`` than on ``+`` (the
+walk 1.7-2.3x); so this pair is a ratio on the NFA's scale, not the walk's own cost. Two or
+more Kleene states, ``*`` or not, keep :data:`CHAIN_FWD_EVENT` / :data:`CHAIN_FWD_MATCH`."""
+CHAIN_FWD_STAR_MATCH = 0.5
+"""Work to walk to and write one match of that shape, same unit and the same choice."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -1584,9 +1597,11 @@ def chain_cost(plan: Plan, stats: Stats) -> float:
     conditions between ``a`` and ``c`` only (:func:`kleene_plan_shape`) its mask join:
     :data:`CHAIN_KLEENE_MATCH` per match -- both with measured statistics only (with the
     defaults every query keeps the plan it had before those joins). The general join's
-    forward walk through one Kleene state (the shape of :meth:`.chain_fwd.FwdJoin.fits`, seen
-    on the plan) costs :data:`CHAIN_FWD_EVENT` and :data:`CHAIN_FWD_MATCH`, also with
-    measured statistics only.
+    forward walk through Kleene states (the shape of :meth:`.chain_fwd.FwdJoin.fits`, seen
+    on the plan: one or more ``+`` / ``*`` lists, shared types or not) costs
+    :data:`CHAIN_FWD_EVENT` and :data:`CHAIN_FWD_MATCH`, one ``*`` closure as its only Kleene
+    state :data:`CHAIN_FWD_STAR_EVENT` and :data:`CHAIN_FWD_STAR_MATCH`, also with measured
+    statistics only.
     Where the NFA's live runs exceed its default ``max_runs_per_partition``
     (100,000) the NFA stops with CapacityError while the chain stores none of them: the
     estimate is then capped below the NFA's (only with measured statistics, and for PARTITION
@@ -1595,23 +1610,22 @@ def chain_cost(plan: Plan, stats: Stats) -> float:
 
     def fwd_shape(p: Plan) -> bool:
         # FwdJoin.fits as the chooser sees it (no matcher: no coverage or policies known),
-        # with one Kleene state
+        # with at least one Kleene state: one or more `+` or `*` lists (a `*` neither first
+        # nor last), predecessor partitions sharing a type or not (docs/benchmarks.md,
+        # "The chooser and the walk's `*` and two lists")
         comps = p.components
-        if len(comps) < 2 or p.negations or p.match_preds:
+        n = len(comps)
+        if n < 2 or p.negations or p.match_preds:
             return False
-        if sum(c.kind is CompKind.KLEENE for c in comps) != 1:
+        if not any(c.kind is CompKind.KLEENE for c in comps):
             return False  # singles only: measured 2-5x slower than the NFA, CHAIN_EVENT
         for k, c in enumerate(comps):
             list_var = p.vars[c.vars[0]].is_list
-            if c.min != 1:
-                return False
             if c.kind is CompKind.KLEENE:
-                if not list_var or c.max is not None:
+                if (not list_var or c.max is not None or c.min not in (0, 1)
+                        or (c.min == 0 and k in (0, n - 1))):
                     return False
-                if k >= 2 and (not c.types or not comps[k - 1].types
-                               or set(c.types) & set(comps[k - 1].types)):
-                    return False
-            elif c.kind is not CompKind.SINGLE or list_var:
+            elif c.kind is not CompKind.SINGLE or list_var or c.min != 1:
                 return False
         return True
 
@@ -1632,7 +1646,11 @@ def chain_cost(plan: Plan, stats: Stats) -> float:
         if t["matches"] >= 1e18:
             cost = 1e18  # a saturated estimate stays saturated (a constant below 1 would not)
     elif stats.source != "defaults" and fwd_shape(plan):
-        cost = CHAIN_FWD_EVENT * t["events"] + CHAIN_FWD_MATCH * t["matches"]
+        kleene = [c for c in plan.components if c.kind is CompKind.KLEENE]
+        if len(kleene) == 1 and kleene[0].min == 0:  # one `*` closure: its own pair
+            cost = CHAIN_FWD_STAR_EVENT * t["events"] + CHAIN_FWD_STAR_MATCH * t["matches"]
+        else:
+            cost = CHAIN_FWD_EVENT * t["events"] + CHAIN_FWD_MATCH * t["matches"]
         if t["matches"] >= 1e18:
             cost = 1e18
     else:
