@@ -16,7 +16,8 @@ ABC queries in ``count_only`` and FAEM's points without Kleene (benchmarks/faem.
 NFA, the chain and the tree all run the same query), SEQs of singles on the stock and Aarhus
 streams, and the chain's general join, forward (:data:`GENERAL_SETS`: a condition per Kleene
 element against the first event, with and without RETURN, and singles with conditions
-between them, on the stock, ABC and Aarhus streams; NFA and chain only) -- on each plan that
+between them, on the stock, ABC and Aarhus streams; and the walk's ``*`` closures and two
+lists, sharing a type or not, on the stock and ABC streams; NFA and chain only) -- on each plan that
 supports it, plans alternating inside each repetition, and keeps the median CPU seconds (``time.process_time``,
 engine only). A plan that stops with CapacityError at the default caps costs infinity.
 ``fit`` reads those times with the cost terms of the current sources (expected live runs,
@@ -297,7 +298,8 @@ def _is_fwd(row: dict[str, Any], stats: dict[str, Any]) -> bool:
     """Does the chain plan run the point with its general join, forward, through a Kleene
     state (the matcher has a :class:`~kleene.plans.chain_fwd.FwdJoin`; measured statistics,
     enumerating), where
-    ``chain_cost`` uses ``CHAIN_FWD_EVENT`` / ``CHAIN_FWD_MATCH``? Asked of the compiled
+    ``chain_cost`` uses ``CHAIN_FWD_EVENT`` / ``CHAIN_FWD_MATCH`` (not where a ``*`` closure
+    is the only Kleene state: its own pair)? Asked of the compiled
     matcher itself, not of the chooser's plan-level test (tests/runtime/test_chooser.py checks
     that they agree)."""
     from kleene.plans.chain import kleene_plan_shape, seq_shape
@@ -309,8 +311,10 @@ def _is_fwd(row: dict[str, Any], stats: dict[str, Any]) -> bool:
     plan = rt.compiled.plan
     if seq_shape(plan) or kleene_plan_shape(plan):
         return False
-    kleene = any(c.kind.name == "KLEENE" for c in plan.components)
-    return kleene and getattr(rt.matcher, "fwd", None) is not None
+    kleene = [c for c in plan.components if c.kind.name == "KLEENE"]
+    if len(kleene) == 1 and kleene[0].min == 0:
+        return False  # one `*` closure: CHAIN_FWD_STAR_EVENT / _MATCH (chooser3)
+    return bool(kleene) and getattr(rt.matcher, "fwd", None) is not None
 
 
 def _fit2(a: Any, ly: Any) -> Any:

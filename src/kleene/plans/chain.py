@@ -126,14 +126,15 @@ reverse join it replaced: :data:`CHAIN_MATCH`, 2.93)."""
 CHAIN_FWD_STAR_EVENT = 2.0
 """Work per input event for the forward walk through one Kleene state that is a ``*``
 closure (``SEQ(a, b* b[], c)``: ``c``'s sources are ``a`` and the list), same unit, measured
-statistics only. Chosen in session 10 (2026-12-01, branch ``chooser3``) on ``benchmarks/chooser.py``
-points ``star stock`` / ``star abc`` (two runs, 14 points; docs/benchmarks.md, "The chooser
-and the walk's ``*`` and two lists"): every pair of the band per event 1.5-2.25 with per
-match 0.05-1.15 (narrower at the ends) picks right at all 14; :data:`CHAIN_FWD_EVENT` /
-:data:`CHAIN_FWD_MATCH` at 4. Low because the NFA's estimate does not see the ``*``: it is
-the same as for ``b+``, while the NFA measured 2.6-6.5x slower on ``*`` than on ``+`` (the
-walk 1.7-2.3x); so this pair is a ratio on the NFA's scale, not the walk's own cost. Two or
-more Kleene states, ``*`` or not, keep :data:`CHAIN_FWD_EVENT` / :data:`CHAIN_FWD_MATCH`."""
+statistics only. Chosen in session 10 (2026-12-01, branch ``chooser3``) on the
+``benchmarks/chooser.py`` points ``star stock`` / ``star abc`` (two runs, 14 points;
+docs/benchmarks.md, "The chooser and the walk's ``*`` and two lists"): every pair in the band
+per event 1.5-2.25 with per match 0.05-1.15 (narrower at the ends) picks right at all 14;
+:data:`CHAIN_FWD_EVENT` / :data:`CHAIN_FWD_MATCH` at 4. Low because the NFA's estimate does
+not see the ``*``: it is the same as for ``b+`` (and so are the chain's match terms), while
+the NFA measured 4-6.7x slower on ``*`` than on ``+`` at the same windows (the walk
+1.7-2.4x); so this pair is a ratio on the NFA's scale, not the walk's own cost. Two or more
+Kleene states, ``*`` or not, keep :data:`CHAIN_FWD_EVENT` / :data:`CHAIN_FWD_MATCH`."""
 CHAIN_FWD_STAR_MATCH = 0.5
 """Work to walk to and write one match of that shape, same unit and the same choice."""
 
