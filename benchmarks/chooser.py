@@ -299,7 +299,7 @@ def _is_fwd(row: dict[str, Any], stats: dict[str, Any]) -> bool:
     state (the matcher has a :class:`~kleene.plans.chain_fwd.FwdJoin`; measured statistics,
     enumerating), where
     ``chain_cost`` uses ``CHAIN_FWD_EVENT`` / ``CHAIN_FWD_MATCH`` (not where a ``*`` closure
-    is the only Kleene state: its own pair)? Asked of the compiled
+    is the only Kleene state: its own pair; nor two or more lists that share no type)? Asked of the compiled
     matcher itself, not of the chooser's plan-level test (tests/runtime/test_chooser.py checks
     that they agree)."""
     from kleene.plans.chain import kleene_plan_shape, seq_shape
@@ -311,10 +311,14 @@ def _is_fwd(row: dict[str, Any], stats: dict[str, Any]) -> bool:
     plan = rt.compiled.plan
     if seq_shape(plan) or kleene_plan_shape(plan):
         return False
+    from kleene.plans.chain_fwd import FwdJoin
+
     kleene = [c for c in plan.components if c.kind.name == "KLEENE"]
     if len(kleene) == 1 and kleene[0].min == 0:
         return False  # one `*` closure: CHAIN_FWD_STAR_EVENT / _MATCH (chooser3)
-    return bool(kleene) and getattr(rt.matcher, "fwd", None) is not None
+    if getattr(rt.matcher, "fwd", None) is None or not kleene:
+        return False
+    return len(kleene) == 1 or FwdJoin._shared(plan, rt.matcher)  # else CHAIN_EVENT / _MATCH
 
 
 def _fit2(a: Any, ly: Any) -> Any:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from click.testing import CliRunner
 
 from kleene.api import analyze
@@ -170,6 +171,52 @@ def test_general_join_on_the_nfa_at_small_windows_and_the_chain_at_large() -> No
     assert choose(analyze(GENERAL.format(window="5 seconds")), stats=stats).choice.chosen == "nfa"
     assert choose(analyze(GENERAL.format(window="60 seconds")),
                   stats=stats).choice.chosen == "chain"
+
+
+def _abc(n: int, seed: int = 5) -> EventBatch:
+    """Types A, B, C in short runs, about one event a second, ``x`` and ``y`` in 0-99."""
+    rng = random.Random(seed)
+    return EventBatch.from_records([
+        {"id": i, "type": "ABC"[(i // 3) % 3], "ts": float(i), "x": rng.randrange(100),
+         "y": rng.randrange(100)} for i in range(n)])
+
+
+TWO_LISTS = [  # (query, two predecessor partitions share a type)
+    ("PATTERN SEQ(A a, B+ b[], C+ c[], A d) WHERE b[i].x > a.x AND c[i].y < a.y "
+     "WITHIN 20 seconds", False),
+    ("PATTERN SEQ(A a, B+ b[], B+ c[], C d) WHERE b[i].x > a.x AND c[i].y < a.y "
+     "WITHIN 20 seconds", True),
+    ("PATTERN SEQ(A a, B* b[], B+ c[], C d) WHERE b[i].x > a.x AND c[i].y < a.y "
+     "WITHIN 20 seconds", True),  # through the `*`: c's sources are a and b
+    ("PATTERN SEQ(A a, B* b[], A+ c[], C d) WHERE b[i].x > a.x AND c[i].y < a.y "
+     "WITHIN 20 seconds", False),  # a single first state is not counted
+    ("PATTERN SEQ(B+ a[], B+ b[], C c) WHERE b[i].x > a[1].x WITHIN 20 seconds", True),
+    ("PATTERN SEQ(A+ a[], B+ b[], C c) WHERE b[i].x > a[1].x WITHIN 20 seconds", False),
+]
+
+
+def test_two_lists_are_costed_as_walks_where_they_share_a_type() -> None:
+    """Two or more Kleene lists, measured statistics: ``CHAIN_FWD_EVENT`` /
+    ``CHAIN_FWD_MATCH`` where two predecessor partitions share a type (the walk over
+    position sequences; the NFA's runs explode and it stops at its cap first), otherwise
+    ``CHAIN_EVENT`` / ``CHAIN_MATCH`` (the NFA measured 1.3-1.6x faster there at 20-30 s,
+    docs/benchmarks.md "The chooser and the walk's `*` and two lists"); the chooser's test
+    agrees with the matcher's ``FwdJoin._shared``."""
+    from kleene.plans import chain
+    from kleene.plans.chain_fwd import FwdJoin
+
+    stats = Stats.from_events(_abc(300))
+    for text, shared in TWO_LISTS:
+        q = analyze(text)
+        rt = start(q, plan="chain", stats=stats)
+        assert rt.matcher.fwd is not None, text
+        assert FwdJoin._shared(rt.compiled.plan, rt.matcher) == shared, text
+        cp = choose(q, plan="chain", stats=stats)
+        t = chain.chain_terms(cp.plan, stats)
+        est = next(c.cost for c in cp.choice.candidates if c.name == "chain")
+        a, b = ((chain.CHAIN_FWD_EVENT, chain.CHAIN_FWD_MATCH) if shared
+                else (chain.CHAIN_EVENT, chain.CHAIN_MATCH))
+        assert est == pytest.approx(a * t["events"] + b * t["matches"], rel=1e-9), text
 
 
 def test_star_closure_on_the_nfa_at_10_seconds_and_the_chain_at_30() -> None:

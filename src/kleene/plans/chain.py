@@ -1630,6 +1630,29 @@ def chain_cost(plan: Plan, stats: Stats) -> float:
                 return False
         return True
 
+    def fwd_shared(p: Plan) -> bool:
+        # FwdJoin._shared on the plan: do two predecessor partitions of a state (its sources,
+        # through `*` states, and itself when Kleene; a single first state not counted)
+        # share an event type?
+        comps = p.components
+        k0 = comps[0].kind is CompKind.KLEENE
+        for k in range(1, len(comps)):
+            srcs, j = [], k - 1
+            while j >= 0:
+                srcs.append(j)
+                if comps[j].min != 0:
+                    break
+                j -= 1
+            preds = [j for j in srcs if j > 0 or k0] + ([k] if comps[k].kind
+                                                        is CompKind.KLEENE else [])
+            seen: set[str | None] = set()
+            for j in preds:
+                ts = comps[j].types
+                if len(preds) > 1 and (not ts or seen & set(ts)):
+                    return True
+                seen |= set(ts or ())
+        return False
+
     t = chain_terms(plan, stats)
     pair = countable(plan) if stats.count_only and not plan.negations else None
     if pair is not None and (any(pair) or plan.window_us is not None
@@ -1650,8 +1673,10 @@ def chain_cost(plan: Plan, stats: Stats) -> float:
         kleene = [c for c in plan.components if c.kind is CompKind.KLEENE]
         if len(kleene) == 1 and kleene[0].min == 0:  # one `*` closure: its own pair
             cost = CHAIN_FWD_STAR_EVENT * t["events"] + CHAIN_FWD_STAR_MATCH * t["matches"]
-        else:
+        elif len(kleene) == 1 or fwd_shared(plan):
             cost = CHAIN_FWD_EVENT * t["events"] + CHAIN_FWD_MATCH * t["matches"]
+        else:  # two or more lists, no type shared: the NFA's runs do not explode as fast
+            cost = CHAIN_EVENT * t["events"] + CHAIN_MATCH * t["matches"]
         if t["matches"] >= 1e18:
             cost = 1e18
     else:
