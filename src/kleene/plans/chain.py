@@ -133,8 +133,11 @@ per event 1.5-2.25 with per match 0.05-1.15 (narrower at the ends) picks right a
 :data:`CHAIN_FWD_EVENT` / :data:`CHAIN_FWD_MATCH` at 4. Low because the NFA's estimate does
 not see the ``*``: it is the same as for ``b+`` (and so are the chain's match terms), while
 the NFA measured 4-6.7x slower on ``*`` than on ``+`` at the same windows (the walk
-1.7-2.4x); so this pair is a ratio on the NFA's scale, not the walk's own cost. Two or more
-Kleene states, ``*`` or not, keep :data:`CHAIN_FWD_EVENT` / :data:`CHAIN_FWD_MATCH`."""
+1.7-2.4x); so this pair is a ratio 1.7-2.4x); so this pair is a ratio on the NFA's scale, not the walk's own cost. Two or more
+Kleene states, ``*`` or not, take :data:`CHAIN_FWD_EVENT` / :data:`CHAIN_FWD_MATCH` where two
+predecessor partitions share a type (the NFA stops at its cap first there) and
+:data:`CHAIN_EVENT` / :data:`CHAIN_MATCH` where none does (the NFA measured 1.3-1.6x faster
+at 20-30 s on the ABC stream); same runs."""
 CHAIN_FWD_STAR_MATCH = 0.5
 """Work to walk to and write one match of that shape, same unit and the same choice."""
 
@@ -1599,10 +1602,11 @@ def chain_cost(plan: Plan, stats: Stats) -> float:
     :data:`CHAIN_KLEENE_MATCH` per match -- both with measured statistics only (with the
     defaults every query keeps the plan it had before those joins). The general join's
     forward walk through Kleene states (the shape of :meth:`.chain_fwd.FwdJoin.fits`, seen
-    on the plan: one or more ``+`` / ``*`` lists, shared types or not) costs
-    :data:`CHAIN_FWD_EVENT` and :data:`CHAIN_FWD_MATCH`, one ``*`` closure as its only Kleene
-    state :data:`CHAIN_FWD_STAR_EVENT` and :data:`CHAIN_FWD_STAR_MATCH`, also with measured
-    statistics only.
+    on the plan: one or more ``+`` / ``*`` lists) costs :data:`CHAIN_FWD_EVENT` and
+    :data:`CHAIN_FWD_MATCH` through one list or through lists whose predecessor partitions
+    share a type, :data:`CHAIN_FWD_STAR_EVENT` and :data:`CHAIN_FWD_STAR_MATCH` through one
+    ``*`` closure as the only Kleene state, and :data:`CHAIN_EVENT` / :data:`CHAIN_MATCH`
+    through two or more lists that share no type, also with measured statistics only.
     Where the NFA's live runs exceed its default ``max_runs_per_partition``
     (100,000) the NFA stops with CapacityError while the chain stores none of them: the
     estimate is then capped below the NFA's (only with measured statistics, and for PARTITION
