@@ -16,7 +16,8 @@ ABC queries in ``count_only`` and FAEM's points without Kleene (benchmarks/faem.
 NFA, the chain and the tree all run the same query), SEQs of singles on the stock and Aarhus
 streams, and the chain's general join, forward (:data:`GENERAL_SETS`: a condition per Kleene
 element against the first event, with and without RETURN, and singles with conditions
-between them, on the stock, ABC and Aarhus streams; NFA and chain only) -- on each plan that
+between them, on the stock, ABC and Aarhus streams; and the walk's ``*`` closures and two
+lists, sharing a type or not, on the stock and ABC streams; NFA and chain only) -- on each plan that
 supports it, plans alternating inside each repetition, and keeps the median CPU seconds (``time.process_time``,
 engine only). A plan that stops with CapacityError at the default caps costs infinity.
 ``fit`` reads those times with the cost terms of the current sources (expected live runs,
@@ -72,8 +73,18 @@ GEN_TRAFFIC = ("PATTERN SEQ(Traffic a, Traffic+ b[], Traffic c) WHERE b[i].avgSp
                "AND c.avgSpeed > a.avgSpeed PARTITION BY REPORT_ID WITHIN {window}")
 """Aarhus: a slowdown on one road segment (every reading after ``a`` slower than ``a``) ended
 by a faster reading; one observation per segment every 5 minutes."""
+GEN_ABC_STAR = GEN_ABC.replace("B+ b[]", "B* b[]")
+"""A ``*`` closure on the ABC stream: ``c``'s sources are ``a`` and the list."""
+GEN_ABC_TWO = ("PATTERN SEQ(A a, B+ b[], C+ c[], A d) WHERE b[i].x > a.x AND c[i].y < a.y "
+               "AND d.x > a.x WITHIN {window}")
+"""Two Kleene lists of different types on the ABC stream (no predecessor partitions share a
+type); the stock stream's ``linkedcep.GENERAL_TWO`` is the shared-type walk."""
+GEN_ABC_TWO_SHARED = ("PATTERN SEQ(A a, B+ b[], B+ c[], C d) WHERE b[i].x > a.x "
+                      "AND c[i].y < a.y AND d.x > a.x WITHIN {window}")
+"""Two Kleene lists of one type on the ABC stream: the walk over position sequences."""
 GENERAL_SETS = ("general stock", "general return stock", "seq3x stock", "general abc",
-                "general return abc", "seq3x abc", "general traffic")
+                "general return abc", "seq3x abc", "general traffic", "star stock",
+                "two stock", "star abc", "two abc", "two shared abc")
 """The chain's general join, forward (``chain_fwd``; session 10): measured on the NFA and the
 chain only -- the tree's estimate there is 8-500x the NFA's, and it runs 15 s or stops at its
 cap where the others take 0.2 s."""
@@ -202,6 +213,12 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         ("general abc", "abc2", GEN_ABC, ["10", "20", "30", "40"]),
         ("general return abc", "abc2", GEN_ABC_RETURN, ["20", "30"]),
         ("seq3x abc", "abc2", SEQ3X_ABC, ["20", "50", "100"]),
+        # session 10, later (chooser3): the walk's `*` closures and two lists
+        ("star stock", "stock", linkedcep.GENERAL_STAR, ["10", "20", "30", "40"]),
+        ("two stock", "stock", linkedcep.GENERAL_TWO, ["10", "20", "30", "40"]),
+        ("star abc", "abc2", GEN_ABC_STAR, ["10", "20", "30"]),
+        ("two abc", "abc2", GEN_ABC_TWO, ["10", "20", "30"]),  # 40 s: both stop at a cap
+        ("two shared abc", "abc2", GEN_ABC_TWO_SHARED, ["10", "20", "30"]),
     ]
     if "traffic" in inputs:
         gen.append(("general traffic", "traffic", GEN_TRAFFIC, ["15", "30", "45", "60"]))
@@ -281,7 +298,8 @@ def _is_fwd(row: dict[str, Any], stats: dict[str, Any]) -> bool:
     """Does the chain plan run the point with its general join, forward, through a Kleene
     state (the matcher has a :class:`~kleene.plans.chain_fwd.FwdJoin`; measured statistics,
     enumerating), where
-    ``chain_cost`` uses ``CHAIN_FWD_EVENT`` / ``CHAIN_FWD_MATCH``? Asked of the compiled
+    ``chain_cost`` uses ``CHAIN_FWD_EVENT`` / ``CHAIN_FWD_MATCH`` (not where a ``*`` closure
+    is the only Kleene state: its own pair; nor two or more lists that share no type)? Asked of the compiled
     matcher itself, not of the chooser's plan-level test (tests/runtime/test_chooser.py checks
     that they agree)."""
     from kleene.plans.chain import kleene_plan_shape, seq_shape
@@ -293,8 +311,14 @@ def _is_fwd(row: dict[str, Any], stats: dict[str, Any]) -> bool:
     plan = rt.compiled.plan
     if seq_shape(plan) or kleene_plan_shape(plan):
         return False
-    kleene = any(c.kind.name == "KLEENE" for c in plan.components)
-    return kleene and getattr(rt.matcher, "fwd", None) is not None
+    from kleene.plans.chain_fwd import FwdJoin
+
+    kleene = [c for c in plan.components if c.kind.name == "KLEENE"]
+    if len(kleene) == 1 and kleene[0].min == 0:
+        return False  # one `*` closure: CHAIN_FWD_STAR_EVENT / _MATCH (chooser3)
+    if getattr(rt.matcher, "fwd", None) is None or not kleene:
+        return False
+    return len(kleene) == 1 or FwdJoin._shared(plan, rt.matcher)  # else CHAIN_EVENT / _MATCH
 
 
 def _fit2(a: Any, ly: Any) -> Any:

@@ -74,7 +74,7 @@ def _fwd_data(a: float, b: float) -> dict[str, Any]:
     events = linkedcep.abc_stream(400)
     stats = {"abc": chooser._stats_dict(Stats.from_events(events))}
     points = []
-    for tmpl in (chooser.GEN_ABC, chooser.GEN_ABC_RETURN):
+    for tmpl in (chooser.GEN_ABC, chooser.GEN_ABC_RETURN, chooser.GEN_ABC_TWO_SHARED):
         for w in (5, 10, 20, 30, 40):
             q = tmpl.format(window=f"{w} seconds")
             row: dict[str, Any] = {"set": "general abc", "dataset": "abc", "label": f"W{w}",
@@ -91,14 +91,20 @@ def _fwd_data(a: float, b: float) -> dict[str, Any]:
 
 
 def test_refit_fwd_recovers_the_constants_and_scores_them_best() -> None:
-    """``refit-fwd``: the points of the forward walk through a Kleene state are found (not
-    the singles-only walk), their constants recovered, and those constants score best."""
+    """``refit-fwd``: the points of the forward walk through Kleene states are found (one
+    list, or two sharing a type; not the singles-only walk, one ``*`` closure or two lists
+    of different types),
+    their constants recovered, and those constants score best."""
     a, b = 6.0, 1.2
     data = _fwd_data(a, b)
     assert all(chooser._is_fwd(r, data["stats"]) for r in data["points"])
     assert not any(chooser._is_seq(r, data["stats"]) for r in data["points"])
     single = {**data["points"][0], "query": chooser.SEQ3X_ABC.format(window="20 seconds")}
     assert not chooser._is_fwd(single, data["stats"])
+    star = {**data["points"][0], "query": chooser.GEN_ABC_STAR.format(window="20 seconds")}
+    assert not chooser._is_fwd(star, data["stats"])  # one `*` closure: its own pair
+    two = {**data["points"][0], "query": chooser.GEN_ABC_TWO.format(window="20 seconds")}
+    assert not chooser._is_fwd(two, data["stats"])  # two lists, no type shared
     got_a, got_b = chooser.refit_seq(data, chooser._is_fwd)
     assert got_a == pytest.approx(a, rel=0.02) and got_b == pytest.approx(b, rel=0.05)
     res = chooser.seq_region(data, pred=chooser._is_fwd, grid=(4.0, 8.0, 0.6, 1.8, 0.2))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from click.testing import CliRunner
 
 from kleene.api import analyze
@@ -92,7 +93,9 @@ WHERE b[i].price > a.price AND c.price < a.price
 PARTITION BY symbol
 WITHIN {window}"""
 
-FWD_OR_NOT = [  # (query, the matcher walks forward, the chooser costs it so)
+FWD_OR_NOT: list[tuple[str, bool, bool | str]] = [
+    # (query, the matcher walks forward, the chooser costs it so: True the walk's pair,
+    # "star" the `*` closure's pair, False the reverse join's)
     (GENERAL, True, True),
     (GENERAL + "\nRETURN a.price AS p, count(b) AS nb", True, True),
     ("PATTERN SEQ(Stock a, Stock+ b, Stock c) WHERE b.price > a.price "
@@ -102,6 +105,25 @@ FWD_OR_NOT = [  # (query, the matcher walks forward, the chooser costs it so)
      "PARTITION BY symbol WITHIN {window}", True, False),
     ("PATTERN SEQ(Stock a, Stock b) WHERE b.price > a.price PARTITION BY symbol "
      "WITHIN {window} RETURN a.price AS p", True, False),
+    # the walk's `*` closures, two lists (sharing the type: the walk over position
+    # sequences), a Kleene first or last state: the same constants, but one `*` closure its
+    # own (2026-12-01, chooser3)
+    (GENERAL.replace("Stock+ b[]", "Stock* b[]"), True, "star"),
+    (GENERAL.replace("Stock+ b[]", "Stock* b[]") + "\nRETURN a.price AS p, count(b) AS nb",
+     True, "star"),
+    ("PATTERN SEQ(Stock a, Stock+ b[], Stock+ c[], Stock d) WHERE b[i].price > a.price "
+     "AND c[i].price < a.price PARTITION BY symbol WITHIN {window}", True, True),
+    ("PATTERN SEQ(Stock a, Stock* b[], Stock* c[], Stock d) WHERE b[i].price > a.price "
+     "AND c[i].price < a.price PARTITION BY symbol WITHIN {window}", True, True),
+    ("PATTERN SEQ(Stock a, Stock+ b[]) WHERE b[i].price > a.price PARTITION BY symbol "
+     "WITHIN {window}", True, True),
+    ("PATTERN SEQ(Stock+ b[], Stock c) WHERE c.price > b[1].price PARTITION BY symbol "
+     "WITHIN {window}", True, True),
+    # a `*` first or last: not walked, the reverse join's constants
+    ("PATTERN SEQ(Stock a, Stock* b[]) WHERE b[i].price > a.price PARTITION BY symbol "
+     "WITHIN {window}", False, False),
+    ("PATTERN SEQ(Stock* b[], Stock c) WHERE c.price > 3 PARTITION BY symbol "
+     "WITHIN {window}", False, False),
     (EXPLODE, False, False),  # the mask join (kleene_plan_shape)
     ("PATTERN SEQ(Stock a, Stock b, Stock c) PARTITION BY symbol WITHIN {window}",
      False, False),  # the generated SEQ join
@@ -113,19 +135,23 @@ FWD_OR_NOT = [  # (query, the matcher walks forward, the chooser costs it so)
 def test_the_forward_join_is_costed_with_its_own_constants() -> None:
     """With measured statistics the chain's estimate uses ``CHAIN_FWD_EVENT`` /
     ``CHAIN_FWD_MATCH`` exactly where the compiled matcher enumerates with the forward walk
-    (``FwdJoin``) through a Kleene state (the chooser's plan-level test agrees with the
-    matcher's), and ``CHAIN_EVENT`` / ``CHAIN_MATCH`` with default statistics."""
+    (``FwdJoin``) through Kleene states -- one or more, ``+`` or ``*``, sharing a type or
+    not; ``CHAIN_FWD_STAR_EVENT`` / ``CHAIN_FWD_STAR_MATCH`` where a ``*`` closure is the
+    only Kleene state (the chooser's plan-level test agrees with the matcher's), and ``CHAIN_EVENT`` / ``CHAIN_MATCH`` with default statistics."""
     from kleene.plans import chain
 
     assert (chain.CHAIN_FWD_EVENT, chain.CHAIN_FWD_MATCH) != (chain.CHAIN_EVENT,
                                                               chain.CHAIN_MATCH)
     measured = Stats.from_events(_stock(3000))
+    assert (chain.CHAIN_FWD_STAR_EVENT, chain.CHAIN_FWD_STAR_MATCH) != (chain.CHAIN_FWD_EVENT,
+                                                                        chain.CHAIN_FWD_MATCH)
     for text, walks, fwd in FWD_OR_NOT:
         q = analyze(text.format(window="5 seconds"))
         rt = start(q, plan="chain", stats=measured)
         assert (rt.matcher.fwd is not None) == walks, text
-        for st, (a, b) in ((measured, (chain.CHAIN_FWD_EVENT, chain.CHAIN_FWD_MATCH)),
-                           (Stats(), (chain.CHAIN_EVENT, chain.CHAIN_MATCH))):
+        pair = ((chain.CHAIN_FWD_STAR_EVENT, chain.CHAIN_FWD_STAR_MATCH) if fwd == "star"
+                else (chain.CHAIN_FWD_EVENT, chain.CHAIN_FWD_MATCH))
+        for st, (a, b) in ((measured, pair), (Stats(), (chain.CHAIN_EVENT, chain.CHAIN_MATCH))):
             cp = choose(q, plan="chain", stats=st)
             t = chain.chain_terms(cp.plan, st)
             est = next(c.cost for c in cp.choice.candidates if c.name == "chain")
@@ -133,7 +159,7 @@ def test_the_forward_join_is_costed_with_its_own_constants() -> None:
             if est >= 1e18:
                 continue  # defaults: a Kleene estimate saturates
             uses = abs(est - (a * t["events"] + b * t["matches"])) <= 1e-9 * est
-            assert uses == (fwd or st is not measured), (text, st.source)
+            assert uses == (bool(fwd) or st is not measured), (text, st.source)
 
 
 def test_general_join_on_the_nfa_at_small_windows_and_the_chain_at_large() -> None:
@@ -145,6 +171,68 @@ def test_general_join_on_the_nfa_at_small_windows_and_the_chain_at_large() -> No
     assert choose(analyze(GENERAL.format(window="5 seconds")), stats=stats).choice.chosen == "nfa"
     assert choose(analyze(GENERAL.format(window="60 seconds")),
                   stats=stats).choice.chosen == "chain"
+
+
+def _abc(n: int, seed: int = 5) -> EventBatch:
+    """Types A, B, C in short runs, about one event a second, ``x`` and ``y`` in 0-99."""
+    rng = random.Random(seed)
+    return EventBatch.from_records([
+        {"id": i, "type": "ABC"[(i // 3) % 3], "ts": float(i), "x": rng.randrange(100),
+         "y": rng.randrange(100)} for i in range(n)])
+
+
+TWO_LISTS = [  # (query, two predecessor partitions share a type)
+    ("PATTERN SEQ(A a, B+ b[], C+ c[], A d) WHERE b[i].x > a.x AND c[i].y < a.y "
+     "WITHIN 20 seconds", False),
+    ("PATTERN SEQ(A a, B+ b[], B+ c[], C d) WHERE b[i].x > a.x AND c[i].y < a.y "
+     "WITHIN 20 seconds", True),
+    ("PATTERN SEQ(A a, B* b[], B+ c[], C d) WHERE b[i].x > a.x AND c[i].y < a.y "
+     "WITHIN 20 seconds", True),  # through the `*`: c's sources are a and b
+    ("PATTERN SEQ(A a, B* b[], A+ c[], C d) WHERE b[i].x > a.x AND c[i].y < a.y "
+     "WITHIN 20 seconds", False),  # a single first state is not counted
+    ("PATTERN SEQ(B+ a[], B+ b[], C c) WHERE b[i].x > a[1].x WITHIN 20 seconds", True),
+    ("PATTERN SEQ(A+ a[], B+ b[], C c) WHERE b[i].x > a[1].x WITHIN 20 seconds", False),
+]
+
+
+def test_two_lists_are_costed_as_walks_where_they_share_a_type() -> None:
+    """Two or more Kleene lists, measured statistics: ``CHAIN_FWD_EVENT`` /
+    ``CHAIN_FWD_MATCH`` where two predecessor partitions share a type (the walk over
+    position sequences; the NFA's runs explode and it stops at its cap first), otherwise
+    ``CHAIN_EVENT`` / ``CHAIN_MATCH`` (the NFA measured 1.3-1.6x faster there at 20-30 s,
+    docs/benchmarks.md "The chooser and the walk's `*` and two lists"); the chooser's test
+    agrees with the matcher's ``FwdJoin._shared``."""
+    from kleene.plans import chain
+    from kleene.plans.chain_fwd import FwdJoin
+
+    stats = Stats.from_events(_abc(300))
+    for text, shared in TWO_LISTS:
+        q = analyze(text)
+        rt = start(q, plan="chain", stats=stats)
+        assert rt.matcher.fwd is not None, text
+        assert FwdJoin._shared(rt.compiled.plan, rt.matcher) == shared, text
+        cp = choose(q, plan="chain", stats=stats)
+        t = chain.chain_terms(cp.plan, stats)
+        est = next(c.cost for c in cp.choice.candidates if c.name == "chain")
+        a, b = ((chain.CHAIN_FWD_EVENT, chain.CHAIN_FWD_MATCH) if shared
+                else (chain.CHAIN_EVENT, chain.CHAIN_MATCH))
+        assert est == pytest.approx(a * t["events"] + b * t["matches"], rel=1e-9), text
+
+
+def test_star_closure_on_the_nfa_at_10_seconds_and_the_chain_at_30() -> None:
+    """``SEQ(a, b* b[], c)`` with a condition on each list element, measured statistics: the
+    NFA at 10 s and the chain at 30 s (measured 1.3x slower and 1.8x faster,
+    docs/benchmarks.md "The chooser and the walk's `*` and two lists"); the walk's `+`
+    constants took the NFA at 30 s. Two lists of one type stay on the NFA at 10 s (3.6x
+    faster there)."""
+    stats = Stats.from_events(_stock(3000))
+    star = GENERAL.replace("Stock+ b[]", "Stock* b[]")
+    assert choose(analyze(star.format(window="10 seconds")), stats=stats).choice.chosen == "nfa"
+    assert choose(analyze(star.format(window="30 seconds")),
+                  stats=stats).choice.chosen == "chain"
+    two = ("PATTERN SEQ(Stock a, Stock+ b[], Stock+ c[], Stock d) WHERE b[i].price > a.price "
+           "AND c[i].price < a.price AND d.price > a.price PARTITION BY symbol WITHIN 10 seconds")
+    assert choose(analyze(two), stats=stats).choice.chosen == "nfa"
 
 
 def _fields(st: Stats) -> dict[str, object]:

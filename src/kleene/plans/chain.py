@@ -123,6 +123,23 @@ point, which those already pick."""
 CHAIN_FWD_MATCH = 1.04
 """Work to walk to and write one match of that shape, same unit and the same refit (the
 reverse join it replaced: :data:`CHAIN_MATCH`, 2.93)."""
+CHAIN_FWD_STAR_EVENT = 2.0
+"""Work per input event for the forward walk through one Kleene state that is a ``*``
+closure (``SEQ(a, b* b[], c)``: ``c``'s sources are ``a`` and the list), same unit, measured
+statistics only. Chosen in session 10 (2026-12-01, branch ``chooser3``) on the
+``benchmarks/chooser.py`` points ``star stock`` / ``star abc`` (two runs, 14 points;
+docs/benchmarks.md, "The chooser and the walk's ``*`` and two lists"): every pair in the band
+per event 1.5-2.25 with per match 0.05-1.15 (narrower at the ends) picks right at all 14;
+:data:`CHAIN_FWD_EVENT` / :data:`CHAIN_FWD_MATCH` at 4. Low because the NFA's estimate does
+not see the ``*``: it is the same as for ``b+`` (and so are the chain's match terms), while
+the NFA measured 4-6.7x slower on ``*`` than on ``+`` at the same windows (the walk
+1.7-2.4x); so this pair is a ratio 1.7-2.4x); so this pair is a ratio on the NFA's scale, not the walk's own cost. Two or more
+Kleene states, ``*`` or not, take :data:`CHAIN_FWD_EVENT` / :data:`CHAIN_FWD_MATCH` where two
+predecessor partitions share a type (the NFA stops at its cap first there) and
+:data:`CHAIN_EVENT` / :data:`CHAIN_MATCH` where none does (the NFA measured 1.3-1.6x faster
+at 20-30 s on the ABC stream); same runs."""
+CHAIN_FWD_STAR_MATCH = 0.5
+"""Work to walk to and write one match of that shape, same unit and the same choice."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -1584,9 +1601,12 @@ def chain_cost(plan: Plan, stats: Stats) -> float:
     conditions between ``a`` and ``c`` only (:func:`kleene_plan_shape`) its mask join:
     :data:`CHAIN_KLEENE_MATCH` per match -- both with measured statistics only (with the
     defaults every query keeps the plan it had before those joins). The general join's
-    forward walk through one Kleene state (the shape of :meth:`.chain_fwd.FwdJoin.fits`, seen
-    on the plan) costs :data:`CHAIN_FWD_EVENT` and :data:`CHAIN_FWD_MATCH`, also with
-    measured statistics only.
+    forward walk through Kleene states (the shape of :meth:`.chain_fwd.FwdJoin.fits`, seen
+    on the plan: one or more ``+`` / ``*`` lists) costs :data:`CHAIN_FWD_EVENT` and
+    :data:`CHAIN_FWD_MATCH` through one list or through lists whose predecessor partitions
+    share a type, :data:`CHAIN_FWD_STAR_EVENT` and :data:`CHAIN_FWD_STAR_MATCH` through one
+    ``*`` closure as the only Kleene state, and :data:`CHAIN_EVENT` / :data:`CHAIN_MATCH`
+    through two or more lists that share no type, also with measured statistics only.
     Where the NFA's live runs exceed its default ``max_runs_per_partition``
     (100,000) the NFA stops with CapacityError while the chain stores none of them: the
     estimate is then capped below the NFA's (only with measured statistics, and for PARTITION
@@ -1595,25 +1615,47 @@ def chain_cost(plan: Plan, stats: Stats) -> float:
 
     def fwd_shape(p: Plan) -> bool:
         # FwdJoin.fits as the chooser sees it (no matcher: no coverage or policies known),
-        # with one Kleene state
+        # with at least one Kleene state: one or more `+` or `*` lists (a `*` neither first
+        # nor last), predecessor partitions sharing a type or not (docs/benchmarks.md,
+        # "The chooser and the walk's `*` and two lists")
         comps = p.components
-        if len(comps) < 2 or p.negations or p.match_preds:
+        n = len(comps)
+        if n < 2 or p.negations or p.match_preds:
             return False
-        if sum(c.kind is CompKind.KLEENE for c in comps) != 1:
+        if not any(c.kind is CompKind.KLEENE for c in comps):
             return False  # singles only: measured 2-5x slower than the NFA, CHAIN_EVENT
         for k, c in enumerate(comps):
             list_var = p.vars[c.vars[0]].is_list
-            if c.min != 1:
-                return False
             if c.kind is CompKind.KLEENE:
-                if not list_var or c.max is not None:
+                if (not list_var or c.max is not None or c.min not in (0, 1)
+                        or (c.min == 0 and k in (0, n - 1))):
                     return False
-                if k >= 2 and (not c.types or not comps[k - 1].types
-                               or set(c.types) & set(comps[k - 1].types)):
-                    return False
-            elif c.kind is not CompKind.SINGLE or list_var:
+            elif c.kind is not CompKind.SINGLE or list_var or c.min != 1:
                 return False
         return True
+
+    def fwd_shared(p: Plan) -> bool:
+        # FwdJoin._shared on the plan: do two predecessor partitions of a state (its sources,
+        # through `*` states, and itself when Kleene; a single first state not counted)
+        # share an event type?
+        comps = p.components
+        k0 = comps[0].kind is CompKind.KLEENE
+        for k in range(1, len(comps)):
+            srcs, j = [], k - 1
+            while j >= 0:
+                srcs.append(j)
+                if comps[j].min != 0:
+                    break
+                j -= 1
+            preds = [j for j in srcs if j > 0 or k0] + ([k] if comps[k].kind
+                                                        is CompKind.KLEENE else [])
+            seen: set[str | None] = set()
+            for j in preds:
+                ts = comps[j].types
+                if len(preds) > 1 and (not ts or seen & set(ts)):
+                    return True
+                seen |= set(ts or ())
+        return False
 
     t = chain_terms(plan, stats)
     pair = countable(plan) if stats.count_only and not plan.negations else None
@@ -1632,7 +1674,13 @@ def chain_cost(plan: Plan, stats: Stats) -> float:
         if t["matches"] >= 1e18:
             cost = 1e18  # a saturated estimate stays saturated (a constant below 1 would not)
     elif stats.source != "defaults" and fwd_shape(plan):
-        cost = CHAIN_FWD_EVENT * t["events"] + CHAIN_FWD_MATCH * t["matches"]
+        kleene = [c for c in plan.components if c.kind is CompKind.KLEENE]
+        if len(kleene) == 1 and kleene[0].min == 0:  # one `*` closure: its own pair
+            cost = CHAIN_FWD_STAR_EVENT * t["events"] + CHAIN_FWD_STAR_MATCH * t["matches"]
+        elif len(kleene) == 1 or fwd_shared(plan):
+            cost = CHAIN_FWD_EVENT * t["events"] + CHAIN_FWD_MATCH * t["matches"]
+        else:  # two or more lists, no type shared: the NFA's runs do not explode as fast
+            cost = CHAIN_EVENT * t["events"] + CHAIN_MATCH * t["matches"]
         if t["matches"] >= 1e18:
             cost = 1e18
     else:
