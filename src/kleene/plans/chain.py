@@ -782,9 +782,19 @@ class ChainMatcher(LinearMatcher):
         direct = self.direct
         cg, cts = e[GPOS], e[TS]
         lazy = self.describe
+        neg_ok = fj.neg_ok
+        kept = 0  # (with a NOT: the matches it lets through; else nm)
         for path in fj.paths(P, lo0, his[0], e, lg):
             nm += 1
-            if nm < BLOCK_MIN or not lazy:
+            if neg_ok is not None:
+                # the history test on each complete match; the caps count the matches
+                # before it, as for the reverse join's candidates (the runtime tests those)
+                c = fj.candidate(path, R, Bs, e)
+                if neg_ok(st, c):
+                    kept += 1
+                    if kept < BLOCK_MIN or not lazy:
+                        small.append(c)
+            elif nm < BLOCK_MIN or not lazy:
                 if direct is None:  # candidates (RETURN: the runtime computes the values)
                     small.append(fj.candidate(path, R, Bs, e))
                 else:
@@ -794,10 +804,14 @@ class ChainMatcher(LinearMatcher):
                                                   R[0][f - Bs[0]][TS], cts, {}), None))
             if room is not None and nm > room:  # (a candidate too: the cap stops at room + 1)
                 return None
-        if nm < BLOCK_MIN or not lazy:
+        if neg_ok is None:
+            kept = nm
+        if kept < BLOCK_MIN or not lazy:
             out.extend(small)
+            # (the ones a NOT rejected count for the call's budget, as candidates would)
+            self.described += nm - kept
             return nm
-        blk = fj.block(P, lo0, his, e, lg, nm)
+        blk = fj.block(P, lo0, his, e, lg, kept, st)
         out.append(blk if direct is None else ((cg,), blk, None))
         self.described += nm - 1
         return nm
@@ -808,6 +822,17 @@ class ChainMatcher(LinearMatcher):
         if isinstance(c, FwdBlock):
             return (c.L[GPOS], (-1,))
         return super().sort_key(c)
+
+    def negation_ok(self, st: ChainState, c: Candidate) -> bool:  # type: ignore[override]
+        """The history test (docs/semantics.md 4); a :class:`~.chain_fwd.FwdBlock` holds
+        matches its walk has tested (a NOT that is not trailing)."""
+        if isinstance(c, FwdBlock):
+            return True
+        return super().negation_ok(st, c)
+
+    def needs_trailing(self, c: Candidate) -> bool:
+        """Must the match wait for a trailing NOT? (A block: never, :meth:`FwdJoin.fits`.)"""
+        return not isinstance(c, FwdBlock) and bool(c.trailing)
 
     def bind_to_match(self, to_match: Any) -> None:
         """The runtime's candidate -> ``Match`` (RETURN values), for the forward join's
@@ -1816,11 +1841,12 @@ def _matcher(cp: CompiledPlan, options: MatcherOptions) -> Any:
             from .chain_seq import install
 
             install(m)
-    elif (not options.count_only and not plan.negations and not m.has_trailing
-          and cp.spec.plain and (plan.return_fns or not m.simple_key)
+    elif (not options.count_only and not m.has_trailing and cp.spec.plain
+          and (plan.return_fns or not m.simple_key or plan.negations)
           and FwdJoin.fits(plan, m)):
-        # RETURN, or lists no direct entry keys (two Kleene states, a ``*``): candidates,
-        # or blocks that write columns (RETURN: build them lazily)
+        # RETURN, lists no direct entry keys (two Kleene states, a ``*``) or a NOT that is
+        # not trailing (tested on each match the walk makes): candidates, or blocks that
+        # write columns (RETURN: build them lazily)
         m.fwd = FwdJoin(plan, m)
     return m
 

@@ -86,6 +86,10 @@ class FwdJoin:
         self.empty = list(m.empty_B)
         self.name = plan.name
         self.order = plan.order
+        self.neg_ok: Any = m.negation_ok if plan.negations else None
+        """With a NOT (never trailing, :meth:`fits`): the matcher's history test of a
+        complete candidate (``LinearMatcher.negation_ok``), run on each match the walk
+        makes (:meth:`kept`)."""
         self.to_match: Any = None
         """With RETURN: the runtime's candidate -> ``Match`` (values computed as each match
         is written; ``ChainMatcher.bind_to_match``); None: blocks write columns."""
@@ -138,7 +142,7 @@ class FwdJoin:
         """The shape the forward join enumerates (see the module docstring)."""
         comps = plan.components
         n = len(comps)
-        if (n < 2 or m.coverage or m.has_trailing or plan.negations or plan.match_preds
+        if (n < 2 or m.coverage or m.has_trailing or plan.match_preds
                 or any(not m.srcs[k] for k in range(1, n)) or m.srcs[0]
                 or m.starts_at != [True] + [False] * (n - 1)
                 or [bool(a) for a in m.accept_after] != [False] * (n - 1) + [True]):
@@ -218,6 +222,20 @@ class FwdJoin:
         if self.shared:
             return self._paths_shared(P, lo0, hi0, L, lg)
         return self._paths_general(P, lo0, hi0, L, lg)
+
+    def kept(self, P: Sequence[View], lo0: int, hi0: int, L: Rec, lg: int, hist: Any
+             ) -> Iterator[list[tuple[int, int]]]:
+        """:meth:`paths` less the matches a NOT rejects (``hist``: the negation history,
+        an object with ``neg_hist``; unused without a NOT), in the same order."""
+        neg_ok = self.neg_ok
+        if neg_ok is None:
+            yield from self.paths(P, lo0, hi0, L, lg)
+            return
+        R = [v[0] for v in P]
+        Bs = [v[2] for v in P]
+        for path in self.paths(P, lo0, hi0, L, lg):
+            if neg_ok(hist, self.candidate(path, R, Bs, L)):
+                yield path
 
     def _paths_general(self, P: Sequence[View], lo0: int, hi0: int, L: Rec, lg: int
                        ) -> Iterator[list[tuple[int, int]]]:
@@ -541,15 +559,29 @@ class FwdJoin:
         return all(pr.check_all(B, sl) for pr, sl in self.leaf)
 
     def block(self, P: Sequence[View], lo0: int, his: list[int], L: Rec, lg: int,
-              n: int) -> FwdBlock:
-        """A copy of the nodes the matches of ``lg`` can use, as a :class:`FwdBlock`."""
+              n: int, hist: Any = None) -> FwdBlock:
+        """A copy of the nodes the matches of ``lg`` can use, as a :class:`FwdBlock` (with a
+        NOT, ``hist``'s negation history too: the block walks again after the call may have
+        pruned it)."""
         starts = [0] * self.n
         self.firsts(P, lo0, starts)  # the firsts of the earliest first node: the lowest
         views = []
         for j, (recs, snaps, base) in enumerate(P):
             a, b = min(starts[j], his[j]) - base, his[j] - base
             views.append((recs[a:b], snaps[a:b], a + base))
-        return FwdBlock(self, views, lo0, his[0], L, lg, n)
+        blk = FwdBlock(self, views, lo0, his[0], L, lg, n)
+        if self.neg_ok is not None:
+            blk.hist = _Hist([list(h) for h in hist.neg_hist])
+        return blk
+
+
+class _Hist:
+    """A block's copy of the negation history, as ``negation_ok`` reads a state."""
+
+    __slots__ = ("neg_hist",)
+
+    def __init__(self, neg_hist: list[list[Any]]) -> None:
+        self.neg_hist = neg_hist
 
 
 class FwdBlock(MatchBlock):
@@ -557,12 +589,14 @@ class FwdBlock(MatchBlock):
     partition) of :class:`FwdJoin`'s shape: a copy of the nodes its walk reads; walked again
     when written, a piece at a time."""
 
-    __slots__ = ("join", "views", "lo0", "hi0", "L", "lg", "n")
+    __slots__ = ("join", "views", "lo0", "hi0", "L", "lg", "n", "hist")
 
     def __init__(self, join: FwdJoin, views: list[View], lo0: int, hi0: int, L: Rec, lg: int,
                  n: int) -> None:
         self.join, self.views, self.lo0, self.hi0 = join, views, lo0, hi0
         self.L, self.lg, self.n = L, lg, n
+        self.hist: Any = None
+        """With a NOT: the negation history its walk checks each match against."""
 
     def __len__(self) -> int:
         return self.n
@@ -590,7 +624,7 @@ class FwdBlock(MatchBlock):
             Bs = [v[2] for v in blk.views]
             offs = piece.add_block(blk, R)
             comp, kleene = j.comp, j.kleene
-            for path in j.paths(blk.views, blk.lo0, blk.hi0, blk.L, blk.lg):
+            for path in j.kept(blk.views, blk.lo0, blk.hi0, blk.L, blk.lg, blk.hist):
                 piece.add(path, comp, kleene, offs, Bs, R, blk.L)
                 if piece.size >= chunk:
                     yield piece.columns(j)
@@ -609,7 +643,7 @@ class FwdBlock(MatchBlock):
             to_match = j.to_match
             R = [v[0] for v in blk.views]
             Bs = [v[2] for v in blk.views]
-            for path in j.paths(blk.views, blk.lo0, blk.hi0, blk.L, blk.lg):
+            for path in j.kept(blk.views, blk.lo0, blk.hi0, blk.L, blk.lg, blk.hist):
                 out.append(to_match(j.candidate(path, R, Bs, blk.L)))
                 if len(out) >= chunk:
                     yield out
