@@ -33,7 +33,8 @@ at most one condition ``a.x OP c.y`` is counted in O(log starts) per event by a 
 Fenwick tree (:meth:`ChainMatcher._count_ranked`); CORE's fragment with a window by a
 sliding-window aggregate of the per-event linear maps (:meth:`ChainMatcher._count_window`).
 
-Negation: checked by the inherited history test on complete matches (``negation_ok``).
+Negation: checked by the inherited history test on complete matches (``negation_ok``; by
+the forward walk on each match it makes, for a NOT that is not trailing).
 """
 
 from __future__ import annotations

@@ -35,7 +35,12 @@ a.x``, no ``b[i-1]``, absolute index or other list) when the element is bound; e
 the partial binding's subtree. The rest (aggregates, whole lists, pairs) is checked on the
 complete binding.
 
-Shape (:meth:`FwdJoin.fits`): no NOT, no PICK / EMIT RECENT / CONSUME / AFTER MATCH SKIP
+A NOT that is not trailing is the matcher's history test (``negation_ok``) on each complete
+match (:meth:`FwdJoin.kept`); the count (for the caps) is of the matches before it, as the
+reverse join counts its candidates, and a block holds a copy of the negation history for its
+second walk.
+
+Shape (:meth:`FwdJoin.fits`): no trailing NOT, no PICK / EMIT RECENT / CONSUME / AFTER MATCH SKIP
 (RETURN allowed: its values are computed as each match is written), single variables and
 Kleene lists (``+``; ``*`` inside: not first or last), every state after the first with a
 source, the first state the only start and the last the only accepting one. Bounded
