@@ -347,6 +347,9 @@ class ChainMatcher(LinearMatcher):
         self.kleene_end: list[Any] = []
         self.kleene_names = plan.name
         self.fwd: FwdJoin | None = None
+        self.fwd_ends: dict[int, FwdJoin] = {}
+        """The forward walks of the matches that end before a ``*`` last state, by state
+        (:meth:`.chain_fwd.FwdJoin.ending_at`)."""
         """The forward join (:class:`~.chain_fwd.FwdJoin`) of the general loop's shape
         (:meth:`_join_fwd`); :meth:`combine` where it does not apply, and past a cap."""
         self.fast_join: Any = None
@@ -526,6 +529,9 @@ class ChainMatcher(LinearMatcher):
             # (blocks hold ``described`` matches beyond one entry each: the budget left)
             eff = None if budget is None else budget - self.described
             full = eff is not None and len(out) >= eff and self.on_cap != "error"
+            # (an event that ends matches in two states: no block, its matches' order needs
+            # the runtime's sort)
+            one_end = self.fwd is None or sum(1 for x in new if accept[x[0]]) <= 1
             for k, _snap, _lt, _lw, _made in new:
                 if not accept[k]:
                     continue
@@ -539,11 +545,11 @@ class ChainMatcher(LinearMatcher):
                 if self.fwd is not None:
                     # the forward walk: pruned by the conditions, made in output order;
                     # lazy output (``describe``): counted, and written by blocks
-                    room = max_matches
+                    room = None if max_matches is None else max_matches - nm
                     if eff is not None:
                         left = eff - len(out)
                         room = left if room is None else min(room, left)
-                    wrote = self._join_fwd(st, e, bound_t, bound_w, out, room)
+                    wrote = self._join_fwd(st, e, bound_t, bound_w, out, room, k, one_end)
                     if wrote is not None:
                         nm += wrote
                         eff = None if budget is None else budget - self.described
@@ -758,18 +764,23 @@ class ChainMatcher(LinearMatcher):
         return nm
 
     def _join_fwd(self, st: ChainState, e: Rec, bound_t: int | None, bound_w: int | None,
-                  out: list[Any], room: int | None) -> int | None:
+                  out: list[Any], room: int | None, k: int = -1, blocks: bool = True
+                  ) -> int | None:
         """The matches of the last state's newest node (record ``e``) by the forward walk
         (:class:`~.chain_fwd.FwdJoin`), in the output order, counted exactly: as ``Match``
         entries keyed by ``(last position, rank)`` (RETURN: candidates) -- when the output
         is read lazily (``describe``) only if fewer than :data:`~.chain_fwd.BLOCK_MIN`,
         else as one :class:`~.chain_fwd.FwdBlock`. None (nothing written) when they are
         more than ``room``: the caller's :meth:`combine` then stops one past the cap, as
-        before (so capped output and counts do not change)."""
+        before (so capped output and counts do not change). ``k``: the state of the node (one
+        before a ``*`` last state's, :meth:`FwdJoin.ending_at`); ``blocks`` False: no block
+        (another node of the event ends matches too)."""
         fj = self.fwd
         assert fj is not None
         parts = st.parts
-        last = self.n - 1
+        last = self.n - 1 if k < 0 else k
+        if last != self.n - 1:
+            fj = self.fwd_ends[last]
         lg = parts[last].size - 1
         P = [(p.recs, p.snaps, p.base) for p in parts]
         his = fj.reach(P, lg)
@@ -782,7 +793,7 @@ class ChainMatcher(LinearMatcher):
         Bs = [v[2] for v in P]
         direct = self.direct
         cg, cts = e[GPOS], e[TS]
-        lazy = self.describe
+        lazy = self.describe and blocks
         neg_ok = fj.neg_ok
         kept = 0  # (with a NOT: the matches it lets through; else nm)
         for path in fj.paths(P, lo0, his[0], e, lg):
@@ -840,6 +851,8 @@ class ChainMatcher(LinearMatcher):
         blocks."""
         if self.fwd is not None and self.direct is None and self.plan.return_fns:
             self.fwd.to_match = to_match
+            for sub in self.fwd_ends.values():
+                sub.to_match = to_match
 
     def _join_seq_block(self, st: ChainState, c: Rec, lo: list[int], hi: int,
                         out: list[Any], max_matches: int | None,
@@ -1849,6 +1862,7 @@ def _matcher(cp: CompiledPlan, options: MatcherOptions) -> Any:
         # not trailing (tested on each match the walk makes): candidates, or blocks that
         # write columns (RETURN: build them lazily)
         m.fwd = FwdJoin(plan, m)
+        m.fwd_ends = {k: m.fwd.ending_at(k) for k in FwdJoin.ends(plan)[:-1]}
     return m
 
 

@@ -42,8 +42,11 @@ second walk.
 
 Shape (:meth:`FwdJoin.fits`): no trailing NOT, no PICK / EMIT RECENT / CONSUME / AFTER MATCH SKIP
 (RETURN allowed: its values are computed as each match is written), single variables and
-Kleene lists (``+``; ``*`` inside: not first or last), every state after the first with a
-source, the first state the only start and the last the only accepting one. Bounded
+Kleene lists (``+``; ``*`` not first), every state after the first with a source, the first
+state the only start; the accepting states the last and each one followed only by ``*``
+lists, whose matches (those lists empty) the same walk cut after it makes
+(:meth:`FwdJoin.ending_at`; an event that ends matches in two states writes candidates, no
+block, since their order interleaves). Bounded
 repetitions (``{m,n}``) are not chain plans at all.
 
 A last event's matches are counted by one walk (:meth:`FwdJoin.count`) -- exact, so caps and
@@ -54,6 +57,7 @@ of at most ``chunk`` matches at a time, as :class:`~kleene.events.matchtable.Mat
 
 from __future__ import annotations
 
+import copy
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from operator import itemgetter
@@ -114,6 +118,7 @@ class FwdJoin:
         if self.shared:
             self.chain = False
         step: list[list[Any]] = [[] for _ in range(n)]
+        step_pr: list[list[Any]] = [[] for _ in range(n)]
         leaf: list[Any] = []
         kvar = {comps[k].vars[0]: k for k in self.lists}
         lists = set(self.lists)
@@ -130,13 +135,16 @@ class FwdJoin:
             if kl:
                 if kl == {at} and pr.iter_var is not None and kvar.get(pr.iter_var) == at:
                     step[at].append(pr.compiled.fn)  # per element, the rest bound
+                    step_pr[at].append((pr, sl))
                 else:
                     leaf.append((pr, sl))
             elif pr.iter_var is None:
                 step[at].append(pr.compiled.fn)
+                step_pr[at].append((pr, sl))
             else:
                 leaf.append((pr, sl))
         self.step = [tuple(s) for s in step]
+        self.step_pr = [tuple(s) for s in step_pr]
         self.leaf = tuple(leaf)
         self.bind = [not self.kleene[k] and any(self.step[:k]) for k in range(n)]
         """States whose node the walk puts into the bindings it checks (read by a
@@ -147,19 +155,51 @@ class FwdJoin:
         """The shape the forward join enumerates (see the module docstring)."""
         comps = plan.components
         n = len(comps)
+        ends = FwdJoin.ends(plan)
         if (n < 2 or m.coverage or m.has_trailing or plan.match_preds
                 or any(not m.srcs[k] for k in range(1, n)) or m.srcs[0]
                 or m.starts_at != [True] + [False] * (n - 1)
-                or [bool(a) for a in m.accept_after] != [False] * (n - 1) + [True]):
+                or [bool(a) for a in m.accept_after] != [k in ends for k in range(n)]
+                or (len(ends) > 1 and m.direct is not None)
+                or (0 in ends and comps[0].kind is CompKind.KLEENE)):
             return False
         for k, c in enumerate(comps):
             if c.kind is CompKind.KLEENE:
                 if (not m.is_list[k] or c.min not in (0, 1) or c.max is not None
-                        or (c.min == 0 and k in (0, n - 1))):
+                        or (c.min == 0 and k == 0)):
                     return False
             elif c.kind is not CompKind.SINGLE or m.is_list[k]:
                 return False
         return True
+
+    @staticmethod
+    def ends(plan: Plan) -> list[int]:
+        """The states a match may end in: the last, and each one after which every state is a
+        ``*`` list (``SEQ(a, b+ b[], c* c[])`` ends in ``b`` or ``c``)."""
+        comps = plan.components
+        out = [len(comps) - 1]
+        for k in range(len(comps) - 1, 0, -1):
+            c = comps[k]
+            if c.kind is not CompKind.KLEENE or c.min != 0:
+                break
+            out.append(k - 1)
+        return sorted(out)
+
+    def ending_at(self, k: int) -> FwdJoin:
+        """The walk of the matches that end in state ``k`` before the last (the ``*`` lists
+        after it empty): the same join cut after ``k``. The conjuncts it would evaluate at
+        ``k``'s step (where its walk starts) are checked on the complete binding; those of
+        later steps hold vacuously (per element of an empty list)."""
+        sub = copy.copy(self)
+        sub.n, sub.last = k + 1, k
+        sub.end_fns = []  # (end conjuncts need a single last variable: there are none)
+        sub.leaf = self.leaf + self.step_pr[k]
+        sub.step = [*self.step[:k], *([()] * (self.n - k))]
+        sub.bind = [b and j < k for j, b in enumerate(self.bind)]
+        sub.chain = (not self.shared and self.srcs[:k + 1] == [()] + [(j - 1,) for j in
+                                                                    range(1, k + 1)]
+                     and sum(self.kleene[:k + 1]) <= 1)
+        return sub
 
     @staticmethod
     def _shared(plan: Plan, m: Any) -> bool:
@@ -222,11 +262,20 @@ class FwdJoin:
         first node is in ``[lo0, hi0)``, in the output order, as the walk's stack: (state,
         global index) pairs from the last node back to the first. The list is reused: read
         it before the next one."""
+        if self.last == 0:  # a match of the first event alone (the ``*`` lists after it empty)
+            return self._paths_one(P, lo0, hi0, lg)
         if self.chain:
             return self._paths_chain(P, lo0, hi0, L, lg)
         if self.shared:
             return self._paths_shared(P, lo0, hi0, L, lg)
         return self._paths_general(P, lo0, hi0, L, lg)
+
+    def _paths_one(self, P: Sequence[View], lo0: int, hi0: int, lg: int
+                   ) -> Iterator[list[tuple[int, int]]]:
+        path = [(0, lg)]
+        if lo0 <= lg < hi0 and (not self.leaf or self._leaf_ok(path, [v[0] for v in P],
+                                                               [v[2] for v in P])):
+            yield path
 
     def kept(self, P: Sequence[View], lo0: int, hi0: int, L: Rec, lg: int, hist: Any
              ) -> Iterator[list[tuple[int, int]]]:
@@ -571,7 +620,7 @@ class FwdJoin:
         starts = [0] * self.n
         self.firsts(P, lo0, starts)  # the firsts of the earliest first node: the lowest
         views = []
-        for j, (recs, snaps, base) in enumerate(P):
+        for j, (recs, snaps, base) in enumerate(P[:self.n]):
             a, b = min(starts[j], his[j]) - base, his[j] - base
             views.append((recs[a:b], snaps[a:b], a + base))
         blk = FwdBlock(self, views, lo0, his[0], L, lg, n)
