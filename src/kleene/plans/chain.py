@@ -347,11 +347,11 @@ class ChainMatcher(LinearMatcher):
         self.kleene_end: list[Any] = []
         self.kleene_names = plan.name
         self.fwd: FwdJoin | None = None
+        """The forward join (:class:`~.chain_fwd.FwdJoin`) of the general loop's shape
+        (:meth:`_join_fwd`); :meth:`combine` where it does not apply, and past a cap."""
         self.fwd_ends: dict[int, FwdJoin] = {}
         """The forward walks of the matches that end before a ``*`` last state, by state
         (:meth:`.chain_fwd.FwdJoin.ending_at`)."""
-        """The forward join (:class:`~.chain_fwd.FwdJoin`) of the general loop's shape
-        (:meth:`_join_fwd`); :meth:`combine` where it does not apply, and past a cap."""
         self.fast_join: Any = None
         """The generated join of :func:`fast_joiner` (direct mode, a SEQ of singles)."""
         self.describe = False
