@@ -1,7 +1,8 @@
 """Streaming output of the chain plan's general join (the forward walk, ``kleene.plans
 .chain_fwd``; docs/engine.md, "Streaming output"): conditions between events the storage does
 not decide, lists anywhere, SEQs with such conditions; ``*`` closures, two or more lists,
-predecessor partitions sharing a type (the walk over position sequences). ``push_to``'s pieces, concatenated,
+predecessor partitions sharing a type (the walk over position sequences); a NOT that is not
+trailing, a ``*`` last state. ``push_to``'s pieces, concatenated,
 are ``push``'s matches and the oracle's, in order, over split pushes and snapshots; caps and
 counters as for ``push``; blocks hold no match before it is written."""
 
