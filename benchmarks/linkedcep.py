@@ -31,8 +31,9 @@ plan against kleene's NFA (the SASE-style baseline), alternately in the same run
   2-20 s, the list path up to 10 s), whose join writes ``SeqBlock`` s through ``push_to``.
 * The general join (``--only sinkg``: :data:`GENERAL`, a condition per list element, and
   :data:`GENERAL_RETURN`, the same with RETURN, :data:`GENERAL_LEAF`, a condition on the whole
-  list; ``--sinkg-shapes`` adds :data:`GENERAL_STAR`, a ``*`` closure, and :data:`GENERAL_TWO`,
-  two lists of one type), ``push_to`` and ``push`` into a null sink at windows
+  list; ``--sinkg-shapes`` adds :data:`GENERAL_STAR`, a ``*`` closure, :data:`GENERAL_TWO`,
+  two lists of one type, :data:`GENERAL_NOT`, a NOT inside, and :data:`GENERAL_STAR_LAST`,
+  a ``*`` last state), ``push_to`` and ``push`` into a null sink at windows
   ``--sinkg-windows``; with ``--base-src /tmp/kleene-base-s10/src`` each row runs on the old
   code too, alternately (old: every call's matches built and sorted, then written).
 
@@ -218,9 +219,30 @@ USING skip-till-any-match
 """Two Kleene states of one type (``--sinkg-shapes general_two``): one event in both
 partitions, the walk over position sequences (walked since 2026-12-01)."""
 
+GENERAL_NOT = """PATTERN SEQ(Stock a, Stock+ b[], NOT Stock n, Stock c)
+WHERE b[i].price > a.price AND n.price < a.price * 0.995 AND c.price < a.price
+PARTITION BY symbol
+WITHIN {window}
+USING skip-till-any-match
+"""
+"""A NOT that is not trailing (``--sinkg-shapes general_not``): no drop below ``a`` between
+the run and ``c``, tested against the history on each match the walk makes (walked since
+2026-12-01 ``chain-fwd3``, before built and sorted)."""
+
+GENERAL_STAR_LAST = """PATTERN SEQ(Stock a, Stock+ b[], Stock* c[])
+WHERE b[i].price > a.price AND c[i].price < a.price
+PARTITION BY symbol
+WITHIN {window}
+USING skip-till-any-match
+"""
+"""A ``*`` last state (``--sinkg-shapes general_star_last``): matches end in ``b`` or ``c``;
+one type, so every event ends matches in both and writes candidates, not blocks (walked
+since 2026-12-01 ``chain-fwd3``, before built by the reverse join)."""
+
 SINKG_QUERIES = {"general": GENERAL, "general_return": GENERAL_RETURN,
                  "general_leaf": GENERAL_LEAF, "general_star": GENERAL_STAR,
-                 "general_two": GENERAL_TWO}
+                 "general_two": GENERAL_TWO, "general_not": GENERAL_NOT,
+                 "general_star_last": GENERAL_STAR_LAST}
 
 
 def sink_one(n: int, window: int, where: bool, mode: str, chunk: int = 250,

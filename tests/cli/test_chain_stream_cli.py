@@ -1,7 +1,7 @@
 """``kleene run --plan chain`` on the Kleene explosion: the chain's matches go to the writer
 as blocks, expanded a chunk at a time (docs/engine.md, "Streaming output"); the bytes are
 the NFA's (JSON Lines and CSV, with and without --stream), for the forward walk's shapes too
-(a `*` closure, two lists of one type)."""
+(a `*` closure, two lists of one type, a NOT that is not trailing, a `*` last state)."""
 
 from __future__ import annotations
 
@@ -39,9 +39,22 @@ TWO_LISTS = ("PATTERN SEQ(S a, S+ b[], S+ c[], S d) WHERE b[i].price >= a.price 
 sequences."""
 
 
-@pytest.mark.parametrize("query", [QUERY, SEQ3, GENERAL, GENERAL_RETURN, STAR, TWO_LISTS],
+NOT_INSIDE = ("PATTERN SEQ(S a, S+ b[], NOT S n, S c) WHERE n.price = 9 AND "
+              "b[i].price >= a.price AND c.price < a.price PARTITION BY sym WITHIN 12 seconds "
+              "USING skip-till-any-match")
+"""A NOT that is not trailing: the walk tests each match against the history (its blocks
+hold a copy of it)."""
+
+
+STAR_LAST = ("PATTERN SEQ(S a, S+ b[], S* c[]) WHERE b[i].price >= a.price AND "
+             "c[i].price < a.price PARTITION BY sym WITHIN 6 seconds USING skip-till-any-match")
+"""A ``*`` last state: matches end in ``b`` (``c`` empty) or in ``c``."""
+
+
+@pytest.mark.parametrize("query", [QUERY, SEQ3, GENERAL, GENERAL_RETURN, STAR, TWO_LISTS,
+                                   NOT_INSIDE, STAR_LAST],
                          ids=["kleene", "seq3", "general", "general_return", "star",
-                              "two_lists"])
+                              "two_lists", "not_inside", "star_last"])
 @pytest.mark.parametrize("fmt", ["jsonl", "csv"])
 @pytest.mark.parametrize("stream", [False, True])
 def test_chain_output_is_the_nfas_byte_for_byte(tmp_path: Path, fmt: str,

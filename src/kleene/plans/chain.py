@@ -33,7 +33,8 @@ at most one condition ``a.x OP c.y`` is counted in O(log starts) per event by a 
 Fenwick tree (:meth:`ChainMatcher._count_ranked`); CORE's fragment with a window by a
 sliding-window aggregate of the per-event linear maps (:meth:`ChainMatcher._count_window`).
 
-Negation: checked by the inherited history test on complete matches (``negation_ok``).
+Negation: checked by the inherited history test on complete matches (``negation_ok``; by
+the forward walk on each match it makes, for a NOT that is not trailing).
 """
 
 from __future__ import annotations
@@ -365,6 +366,9 @@ class ChainMatcher(LinearMatcher):
         self.fwd: FwdJoin | None = None
         """The forward join (:class:`~.chain_fwd.FwdJoin`) of the general loop's shape
         (:meth:`_join_fwd`); :meth:`combine` where it does not apply, and past a cap."""
+        self.fwd_ends: dict[int, FwdJoin] = {}
+        """The forward walks of the matches that end before a ``*`` last state, by state
+        (:meth:`.chain_fwd.FwdJoin.ending_at`)."""
         self.fast_join: Any = None
         """The generated join of :func:`fast_joiner` (direct mode, a SEQ of singles)."""
         self.describe = False
@@ -542,6 +546,9 @@ class ChainMatcher(LinearMatcher):
             # (blocks hold ``described`` matches beyond one entry each: the budget left)
             eff = None if budget is None else budget - self.described
             full = eff is not None and len(out) >= eff and self.on_cap != "error"
+            # (an event that ends matches in two states: no block, its matches' order needs
+            # the runtime's sort)
+            one_end = self.fwd is None or sum(1 for x in new if accept[x[0]]) <= 1
             for k, _snap, _lt, _lw, _made in new:
                 if not accept[k]:
                     continue
@@ -555,11 +562,11 @@ class ChainMatcher(LinearMatcher):
                 if self.fwd is not None:
                     # the forward walk: pruned by the conditions, made in output order;
                     # lazy output (``describe``): counted, and written by blocks
-                    room = max_matches
+                    room = None if max_matches is None else max_matches - nm
                     if eff is not None:
                         left = eff - len(out)
                         room = left if room is None else min(room, left)
-                    wrote = self._join_fwd(st, e, bound_t, bound_w, out, room)
+                    wrote = self._join_fwd(st, e, bound_t, bound_w, out, room, k, one_end)
                     if wrote is not None:
                         nm += wrote
                         eff = None if budget is None else budget - self.described
@@ -774,18 +781,23 @@ class ChainMatcher(LinearMatcher):
         return nm
 
     def _join_fwd(self, st: ChainState, e: Rec, bound_t: int | None, bound_w: int | None,
-                  out: list[Any], room: int | None) -> int | None:
+                  out: list[Any], room: int | None, k: int = -1, blocks: bool = True
+                  ) -> int | None:
         """The matches of the last state's newest node (record ``e``) by the forward walk
         (:class:`~.chain_fwd.FwdJoin`), in the output order, counted exactly: as ``Match``
         entries keyed by ``(last position, rank)`` (RETURN: candidates) -- when the output
         is read lazily (``describe``) only if fewer than :data:`~.chain_fwd.BLOCK_MIN`,
         else as one :class:`~.chain_fwd.FwdBlock`. None (nothing written) when they are
         more than ``room``: the caller's :meth:`combine` then stops one past the cap, as
-        before (so capped output and counts do not change)."""
+        before (so capped output and counts do not change). ``k``: the state of the node (one
+        before a ``*`` last state's, :meth:`FwdJoin.ending_at`); ``blocks`` False: no block
+        (another node of the event ends matches too)."""
         fj = self.fwd
         assert fj is not None
         parts = st.parts
-        last = self.n - 1
+        last = self.n - 1 if k < 0 else k
+        if last != self.n - 1:
+            fj = self.fwd_ends[last]
         lg = parts[last].size - 1
         P = [(p.recs, p.snaps, p.base) for p in parts]
         his = fj.reach(P, lg)
@@ -798,10 +810,20 @@ class ChainMatcher(LinearMatcher):
         Bs = [v[2] for v in P]
         direct = self.direct
         cg, cts = e[GPOS], e[TS]
-        lazy = self.describe
+        lazy = self.describe and blocks
+        neg_ok = fj.neg_ok
+        kept = 0  # (with a NOT: the matches it lets through; else nm)
         for path in fj.paths(P, lo0, his[0], e, lg):
             nm += 1
-            if nm < BLOCK_MIN or not lazy:
+            if neg_ok is not None:
+                # the history test on each complete match; the caps count the matches
+                # before it, as for the reverse join's candidates (the runtime tests those)
+                c = fj.candidate(path, R, Bs, e)
+                if neg_ok(st, c):
+                    kept += 1
+                    if kept < BLOCK_MIN or not lazy:
+                        small.append(c)
+            elif nm < BLOCK_MIN or not lazy:
                 if direct is None:  # candidates (RETURN: the runtime computes the values)
                     small.append(fj.candidate(path, R, Bs, e))
                 else:
@@ -811,10 +833,14 @@ class ChainMatcher(LinearMatcher):
                                                   R[0][f - Bs[0]][TS], cts, {}), None))
             if room is not None and nm > room:  # (a candidate too: the cap stops at room + 1)
                 return None
-        if nm < BLOCK_MIN or not lazy:
+        if neg_ok is None:
+            kept = nm
+        if kept < BLOCK_MIN or not lazy:
             out.extend(small)
+            # (the ones a NOT rejected count for the call's budget, as candidates would)
+            self.described += nm - kept
             return nm
-        blk = fj.block(P, lo0, his, e, lg, nm)
+        blk = fj.block(P, lo0, his, e, lg, kept, st)
         out.append(blk if direct is None else ((cg,), blk, None))
         self.described += nm - 1
         return nm
@@ -826,11 +852,24 @@ class ChainMatcher(LinearMatcher):
             return (c.L[GPOS], (-1,))
         return super().sort_key(c)
 
+    def negation_ok(self, st: ChainState, c: Candidate) -> bool:  # type: ignore[override]
+        """The history test (docs/semantics.md 4); a :class:`~.chain_fwd.FwdBlock` holds
+        matches its walk has tested (a NOT that is not trailing)."""
+        if isinstance(c, FwdBlock):
+            return True
+        return super().negation_ok(st, c)
+
+    def needs_trailing(self, c: Candidate) -> bool:
+        """Must the match wait for a trailing NOT? (A block: never, :meth:`FwdJoin.fits`.)"""
+        return not isinstance(c, FwdBlock) and bool(c.trailing)
+
     def bind_to_match(self, to_match: Any) -> None:
         """The runtime's candidate -> ``Match`` (RETURN values), for the forward join's
         blocks."""
         if self.fwd is not None and self.direct is None and self.plan.return_fns:
             self.fwd.to_match = to_match
+            for sub in self.fwd_ends.values():
+                sub.to_match = to_match
 
     def _join_seq_block(self, st: ChainState, c: Rec, lo: list[int], hi: int,
                         out: list[Any], max_matches: int | None,
@@ -1864,12 +1903,14 @@ def _matcher(cp: CompiledPlan, options: MatcherOptions) -> Any:
             from .chain_seq import install
 
             install(m)
-    elif (not options.count_only and not plan.negations and not m.has_trailing
-          and cp.spec.plain and (plan.return_fns or not m.simple_key)
+    elif (not options.count_only and not m.has_trailing and cp.spec.plain
+          and (plan.return_fns or not m.simple_key or plan.negations)
           and FwdJoin.fits(plan, m)):
-        # RETURN, or lists no direct entry keys (two Kleene states, a ``*``): candidates,
-        # or blocks that write columns (RETURN: build them lazily)
+        # RETURN, lists no direct entry keys (two Kleene states, a ``*``) or a NOT that is
+        # not trailing (tested on each match the walk makes): candidates, or blocks that
+        # write columns (RETURN: build them lazily)
         m.fwd = FwdJoin(plan, m)
+        m.fwd_ends = {k: m.fwd.ending_at(k) for k in FwdJoin.ends(plan)[:-1]}
     return m
 
 

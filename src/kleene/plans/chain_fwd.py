@@ -35,10 +35,18 @@ a.x``, no ``b[i-1]``, absolute index or other list) when the element is bound; e
 the partial binding's subtree. The rest (aggregates, whole lists, pairs) is checked on the
 complete binding.
 
-Shape (:meth:`FwdJoin.fits`): no NOT, no PICK / EMIT RECENT / CONSUME / AFTER MATCH SKIP
+A NOT that is not trailing is the matcher's history test (``negation_ok``) on each complete
+match (:meth:`FwdJoin.kept`); the count (for the caps) is of the matches before it, as the
+reverse join counts its candidates, and a block holds a copy of the negation history for its
+second walk.
+
+Shape (:meth:`FwdJoin.fits`): no trailing NOT, no PICK / EMIT RECENT / CONSUME / AFTER MATCH SKIP
 (RETURN allowed: its values are computed as each match is written), single variables and
-Kleene lists (``+``; ``*`` inside: not first or last), every state after the first with a
-source, the first state the only start and the last the only accepting one. Bounded
+Kleene lists (``+``; ``*`` not first), every state after the first with a source, the first
+state the only start; the accepting states the last and each one followed only by ``*``
+lists, whose matches (those lists empty) the same walk cut after it makes
+(:meth:`FwdJoin.ending_at`; an event that ends matches in two states writes candidates, no
+block, since their order interleaves). Bounded
 repetitions (``{m,n}``) are not chain plans at all.
 
 A last event's matches are counted by one walk (:meth:`FwdJoin.count`) -- exact, so caps and
@@ -49,6 +57,7 @@ of at most ``chunk`` matches at a time, as :class:`~kleene.events.matchtable.Mat
 
 from __future__ import annotations
 
+import copy
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from operator import itemgetter
@@ -86,6 +95,10 @@ class FwdJoin:
         self.empty = list(m.empty_B)
         self.name = plan.name
         self.order = plan.order
+        self.neg_ok: Any = m.negation_ok if plan.negations else None
+        """With a NOT (never trailing, :meth:`fits`): the matcher's history test of a
+        complete candidate (``LinearMatcher.negation_ok``), run on each match the walk
+        makes (:meth:`kept`)."""
         self.to_match: Any = None
         """With RETURN: the runtime's candidate -> ``Match`` (values computed as each match
         is written; ``ChainMatcher.bind_to_match``); None: blocks write columns."""
@@ -105,6 +118,7 @@ class FwdJoin:
         if self.shared:
             self.chain = False
         step: list[list[Any]] = [[] for _ in range(n)]
+        step_pr: list[list[Any]] = [[] for _ in range(n)]
         leaf: list[Any] = []
         kvar = {comps[k].vars[0]: k for k in self.lists}
         lists = set(self.lists)
@@ -121,13 +135,16 @@ class FwdJoin:
             if kl:
                 if kl == {at} and pr.iter_var is not None and kvar.get(pr.iter_var) == at:
                     step[at].append(pr.compiled.fn)  # per element, the rest bound
+                    step_pr[at].append((pr, sl))
                 else:
                     leaf.append((pr, sl))
             elif pr.iter_var is None:
                 step[at].append(pr.compiled.fn)
+                step_pr[at].append((pr, sl))
             else:
                 leaf.append((pr, sl))
         self.step = [tuple(s) for s in step]
+        self.step_pr = [tuple(s) for s in step_pr]
         self.leaf = tuple(leaf)
         self.bind = [not self.kleene[k] and any(self.step[:k]) for k in range(n)]
         """States whose node the walk puts into the bindings it checks (read by a
@@ -138,19 +155,51 @@ class FwdJoin:
         """The shape the forward join enumerates (see the module docstring)."""
         comps = plan.components
         n = len(comps)
-        if (n < 2 or m.coverage or m.has_trailing or plan.negations or plan.match_preds
+        ends = FwdJoin.ends(plan)
+        if (n < 2 or m.coverage or m.has_trailing or plan.match_preds
                 or any(not m.srcs[k] for k in range(1, n)) or m.srcs[0]
                 or m.starts_at != [True] + [False] * (n - 1)
-                or [bool(a) for a in m.accept_after] != [False] * (n - 1) + [True]):
+                or [bool(a) for a in m.accept_after] != [k in ends for k in range(n)]
+                or (len(ends) > 1 and m.direct is not None)
+                or (0 in ends and comps[0].kind is CompKind.KLEENE)):
             return False
         for k, c in enumerate(comps):
             if c.kind is CompKind.KLEENE:
                 if (not m.is_list[k] or c.min not in (0, 1) or c.max is not None
-                        or (c.min == 0 and k in (0, n - 1))):
+                        or (c.min == 0 and k == 0)):
                     return False
             elif c.kind is not CompKind.SINGLE or m.is_list[k]:
                 return False
         return True
+
+    @staticmethod
+    def ends(plan: Plan) -> list[int]:
+        """The states a match may end in: the last, and each one after which every state is a
+        ``*`` list (``SEQ(a, b+ b[], c* c[])`` ends in ``b`` or ``c``)."""
+        comps = plan.components
+        out = [len(comps) - 1]
+        for k in range(len(comps) - 1, 0, -1):
+            c = comps[k]
+            if c.kind is not CompKind.KLEENE or c.min != 0:
+                break
+            out.append(k - 1)
+        return sorted(out)
+
+    def ending_at(self, k: int) -> FwdJoin:
+        """The walk of the matches that end in state ``k`` before the last (the ``*`` lists
+        after it empty): the same join cut after ``k``. The conjuncts it would evaluate at
+        ``k``'s step (where its walk starts) are checked on the complete binding; those of
+        later steps hold vacuously (per element of an empty list)."""
+        sub = copy.copy(self)
+        sub.n, sub.last = k + 1, k
+        sub.end_fns = []  # (end conjuncts need a single last variable: there are none)
+        sub.leaf = self.leaf + self.step_pr[k]
+        sub.step = [*self.step[:k], *([()] * (self.n - k))]
+        sub.bind = [b and j < k for j, b in enumerate(self.bind)]
+        sub.chain = (not self.shared and self.srcs[:k + 1] == [()] + [(j - 1,) for j in
+                                                                    range(1, k + 1)]
+                     and sum(self.kleene[:k + 1]) <= 1)
+        return sub
 
     @staticmethod
     def _shared(plan: Plan, m: Any) -> bool:
@@ -213,11 +262,34 @@ class FwdJoin:
         first node is in ``[lo0, hi0)``, in the output order, as the walk's stack: (state,
         global index) pairs from the last node back to the first. The list is reused: read
         it before the next one."""
+        if self.last == 0:  # a match of the first event alone (the ``*`` lists after it empty)
+            return self._paths_one(P, lo0, hi0, lg)
         if self.chain:
             return self._paths_chain(P, lo0, hi0, L, lg)
         if self.shared:
             return self._paths_shared(P, lo0, hi0, L, lg)
         return self._paths_general(P, lo0, hi0, L, lg)
+
+    def _paths_one(self, P: Sequence[View], lo0: int, hi0: int, lg: int
+                   ) -> Iterator[list[tuple[int, int]]]:
+        path = [(0, lg)]
+        if lo0 <= lg < hi0 and (not self.leaf or self._leaf_ok(path, [v[0] for v in P],
+                                                               [v[2] for v in P])):
+            yield path
+
+    def kept(self, P: Sequence[View], lo0: int, hi0: int, L: Rec, lg: int, hist: Any
+             ) -> Iterator[list[tuple[int, int]]]:
+        """:meth:`paths` less the matches a NOT rejects (``hist``: the negation history,
+        an object with ``neg_hist``; unused without a NOT), in the same order."""
+        neg_ok = self.neg_ok
+        if neg_ok is None:
+            yield from self.paths(P, lo0, hi0, L, lg)
+            return
+        R = [v[0] for v in P]
+        Bs = [v[2] for v in P]
+        for path in self.paths(P, lo0, hi0, L, lg):
+            if neg_ok(hist, self.candidate(path, R, Bs, L)):
+                yield path
 
     def _paths_general(self, P: Sequence[View], lo0: int, hi0: int, L: Rec, lg: int
                        ) -> Iterator[list[tuple[int, int]]]:
@@ -541,15 +613,29 @@ class FwdJoin:
         return all(pr.check_all(B, sl) for pr, sl in self.leaf)
 
     def block(self, P: Sequence[View], lo0: int, his: list[int], L: Rec, lg: int,
-              n: int) -> FwdBlock:
-        """A copy of the nodes the matches of ``lg`` can use, as a :class:`FwdBlock`."""
+              n: int, hist: Any = None) -> FwdBlock:
+        """A copy of the nodes the matches of ``lg`` can use, as a :class:`FwdBlock` (with a
+        NOT, ``hist``'s negation history too: the block walks again after the call may have
+        pruned it)."""
         starts = [0] * self.n
         self.firsts(P, lo0, starts)  # the firsts of the earliest first node: the lowest
         views = []
-        for j, (recs, snaps, base) in enumerate(P):
+        for j, (recs, snaps, base) in enumerate(P[:self.n]):
             a, b = min(starts[j], his[j]) - base, his[j] - base
             views.append((recs[a:b], snaps[a:b], a + base))
-        return FwdBlock(self, views, lo0, his[0], L, lg, n)
+        blk = FwdBlock(self, views, lo0, his[0], L, lg, n)
+        if self.neg_ok is not None:
+            blk.hist = _Hist([list(h) for h in hist.neg_hist])
+        return blk
+
+
+class _Hist:
+    """A block's copy of the negation history, as ``negation_ok`` reads a state."""
+
+    __slots__ = ("neg_hist",)
+
+    def __init__(self, neg_hist: list[list[Any]]) -> None:
+        self.neg_hist = neg_hist
 
 
 class FwdBlock(MatchBlock):
@@ -557,12 +643,14 @@ class FwdBlock(MatchBlock):
     partition) of :class:`FwdJoin`'s shape: a copy of the nodes its walk reads; walked again
     when written, a piece at a time."""
 
-    __slots__ = ("join", "views", "lo0", "hi0", "L", "lg", "n")
+    __slots__ = ("join", "views", "lo0", "hi0", "L", "lg", "n", "hist")
 
     def __init__(self, join: FwdJoin, views: list[View], lo0: int, hi0: int, L: Rec, lg: int,
                  n: int) -> None:
         self.join, self.views, self.lo0, self.hi0 = join, views, lo0, hi0
         self.L, self.lg, self.n = L, lg, n
+        self.hist: Any = None
+        """With a NOT: the negation history its walk checks each match against."""
 
     def __len__(self) -> int:
         return self.n
@@ -590,7 +678,7 @@ class FwdBlock(MatchBlock):
             Bs = [v[2] for v in blk.views]
             offs = piece.add_block(blk, R)
             comp, kleene = j.comp, j.kleene
-            for path in j.paths(blk.views, blk.lo0, blk.hi0, blk.L, blk.lg):
+            for path in j.kept(blk.views, blk.lo0, blk.hi0, blk.L, blk.lg, blk.hist):
                 piece.add(path, comp, kleene, offs, Bs, R, blk.L)
                 if piece.size >= chunk:
                     yield piece.columns(j)
@@ -609,7 +697,7 @@ class FwdBlock(MatchBlock):
             to_match = j.to_match
             R = [v[0] for v in blk.views]
             Bs = [v[2] for v in blk.views]
-            for path in j.paths(blk.views, blk.lo0, blk.hi0, blk.L, blk.lg):
+            for path in j.kept(blk.views, blk.lo0, blk.hi0, blk.L, blk.lg, blk.hist):
                 out.append(to_match(j.candidate(path, R, Bs, blk.L)))
                 if len(out) >= chunk:
                     yield out
