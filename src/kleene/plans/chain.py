@@ -802,7 +802,10 @@ class ChainMatcher(LinearMatcher):
         P = [(p.recs, p.snaps, p.base) for p in parts]
         his = fj.reach(P, lg)
         lo0 = self._lo(parts[0], bound_t, bound_w)
-        if his[0] <= lo0:
+        lo1 = hi1 = 0
+        if fj.alt is not None:  # a ``*`` first state: matches start in the second too
+            lo1, hi1 = self._lo(parts[1], bound_t, bound_w), his[1]
+        if his[0] <= lo0 and hi1 <= lo1:
             return 0
         small: list[Any] = []
         nm = 0
@@ -813,7 +816,7 @@ class ChainMatcher(LinearMatcher):
         lazy = self.describe and blocks
         neg_ok = fj.neg_ok
         kept = 0  # (with a NOT: the matches it lets through; else nm)
-        for path in fj.paths(P, lo0, his[0], e, lg):
+        for path in fj.paths(P, lo0, his[0], e, lg, lo1, hi1):
             nm += 1
             if neg_ok is not None:
                 # the history test on each complete match; the caps count the matches
@@ -840,7 +843,7 @@ class ChainMatcher(LinearMatcher):
             # (the ones a NOT rejected count for the call's budget, as candidates would)
             self.described += nm - kept
             return nm
-        blk = fj.block(P, lo0, his, e, lg, kept, st)
+        blk = fj.block(P, lo0, his, e, lg, kept, st, lo1)
         out.append(blk if direct is None else ((cg,), blk, None))
         self.described += nm - 1
         return nm
