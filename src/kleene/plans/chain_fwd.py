@@ -42,8 +42,10 @@ second walk.
 
 Shape (:meth:`FwdJoin.fits`): no trailing NOT, no PICK / EMIT RECENT / CONSUME / AFTER MATCH SKIP
 (RETURN allowed: its values are computed as each match is written), single variables and
-Kleene lists (``+``; ``*`` not first), every state after the first with a source, the first
-state the only start; the accepting states the last and each one followed only by ``*``
+Kleene lists (``+`` / ``*``), every state after the first with a source, the first
+state the only start (a ``*`` first state: the first two, :meth:`FwdJoin.from_second` and
+:meth:`FwdJoin._merged`; then the second not a ``*`` and the last the only end); the accepting
+states the last and each one followed only by ``*``
 lists, whose matches (those lists empty) the same walk cut after it makes
 (:meth:`FwdJoin.ending_at`; an event that ends matches in two states writes candidates, no
 block, since their order interleaves). Bounded
