@@ -47,8 +47,8 @@ state the only start (a ``*`` first state: the first two, :meth:`FwdJoin.from_se
 :meth:`FwdJoin._merged`; then the second not a ``*`` and the last the only end); the accepting
 states the last and each one followed only by ``*``
 lists, whose matches (those lists empty) the same walk cut after it makes
-(:meth:`FwdJoin.ending_at`; an event that ends matches in two states writes candidates, no
-block, since their order interleaves). Bounded
+(:meth:`FwdJoin.ending_at`; an event that ends matches in two states: one block whose walk
+merges its nodes' matches in the output order, :meth:`FwdBlock.walk`). Bounded
 repetitions (``{m,n}``) are not chain plans at all.
 
 A last event's matches are counted by one walk (:meth:`FwdJoin.count`) -- exact, so caps and
@@ -328,12 +328,9 @@ class FwdJoin:
         b = self.alt.paths(P[1:], lo1, hi1, L, lg)
         R = [v[0] for v in P]
         Bs = [v[2] for v in P]
-        comp = self.comp
 
         def key(path: list[tuple[int, int]]) -> tuple[Any, ...]:
-            ps = [R[k][g - Bs[k]][GPOS] for k, g in reversed(path)]
-            return (ps[0], ps[-2:0:-1], tuple(
-                [[R[k][g - Bs[k]][GPOS] for k, g in reversed(path) if k == c] for c in comp]))
+            return self.order_key(path, R, Bs)
 
         pa = next(a, None)
         pb = next(b, None)
@@ -366,6 +363,15 @@ class FwdJoin:
         while pb is not None:
             yield [(k + 1, g) for k, g in pb]
             pb = next(b, None)
+
+    def order_key(self, path: list[tuple[int, int]], R: list[list[Rec]], Bs: list[int]
+                  ) -> tuple[Any, ...]:
+        """The output order of matches with one last event (docs/semantics.md 10): the
+        first position, the second-to-last down to the second, then per variable in pattern
+        order its positions (every variable bound; an empty list the smallest)."""
+        ps = [R[k][g - Bs[k]][GPOS] for k, g in reversed(path)]
+        return (ps[0], ps[-2:0:-1], tuple(
+            [[R[k][g - Bs[k]][GPOS] for k, g in reversed(path) if k == c] for c in self.comp]))
 
     def _paths_one(self, P: Sequence[View], lo0: int, hi0: int, lg: int
                    ) -> Iterator[list[tuple[int, int]]]:
@@ -748,7 +754,7 @@ class FwdBlock(MatchBlock):
     partition) of :class:`FwdJoin`'s shape: a copy of the nodes its walk reads; walked again
     when written, a piece at a time."""
 
-    __slots__ = ("join", "views", "lo0", "hi0", "L", "lg", "n", "hist", "lo1", "hi1")
+    __slots__ = ("join", "views", "lo0", "hi0", "L", "lg", "n", "hist", "lo1", "hi1", "more")
 
     def __init__(self, join: FwdJoin, views: list[View], lo0: int, hi0: int, L: Rec, lg: int,
                  n: int) -> None:
@@ -756,11 +762,51 @@ class FwdBlock(MatchBlock):
         self.L, self.lg, self.n = L, lg, n
         self.hist: Any = None
         """With a NOT: the negation history its walk checks each match against."""
+        self.more: list[FwdBlock] = []
+        """An event that ends matches in several states (a ``*`` last state): the blocks
+        of its other nodes, whose matches :meth:`walk` merges with this one's in the output
+        order (``n`` counts them all)."""
         self.lo1 = self.hi1 = 0
         """A ``*`` first state: the range of the second state's starts (:meth:`FwdJoin.paths`)."""
 
     def __len__(self) -> int:
         return self.n
+
+    def _own(self) -> Iterator[list[tuple[int, int]]]:
+        return self.join.kept(self.views, self.lo0, self.hi0, self.L, self.lg, self.hist,
+                              self.lo1, self.hi1)
+
+    def walk(self) -> Iterator[tuple[FwdBlock, list[tuple[int, int]]]]:
+        """Its matches in the output order, each with the block whose views it reads (one of
+        :attr:`more`'s when the event ends matches in several states: merged by
+        :meth:`FwdJoin.order_key`)."""
+        if not self.more:
+            for path in self._own():
+                yield self, path
+            return
+        heads: list[tuple[tuple[Any, ...], int, list[tuple[int, int]]]] = []
+        its = []
+        blks = [self, *self.more]
+        for i, b in enumerate(blks):
+            it = b._own()
+            its.append(it)
+            p = next(it, None)
+            if p is not None:
+                x = list(p)
+                heads.append((b.join.order_key(x, [v[0] for v in b.views],
+                                               [v[2] for v in b.views]), i, x))
+        while heads:
+            j = min(range(len(heads)), key=lambda h: heads[h][0])
+            _k, i, x = heads[j]
+            b = blks[i]
+            yield b, x
+            p = next(its[i], None)
+            if p is None:
+                heads.pop(j)
+            else:
+                y = list(p)
+                heads[j] = (b.join.order_key(y, [v[0] for v in b.views],
+                                             [v[2] for v in b.views]), i, y)
 
     @property
     def last_gpos(self) -> int:
@@ -778,20 +824,21 @@ class FwdBlock(MatchBlock):
             yield from cls._matches(blocks, chunk)
             return
         piece = _Piece()
-        for blk in blocks:
-            assert isinstance(blk, FwdBlock)
-            j = blk.join
-            R = [v[0] for v in blk.views]
-            Bs = [v[2] for v in blk.views]
-            offs = piece.add_block(blk, R)
-            comp, kleene = j.comp, j.kleene
-            for path in j.kept(blk.views, blk.lo0, blk.hi0, blk.L, blk.lg, blk.hist,
-                                blk.lo1, blk.hi1):
-                piece.add(path, comp, kleene, offs, Bs, R, blk.L)
+        offs: dict[int, list[int]] = {}
+        for blk0 in blocks:
+            assert isinstance(blk0, FwdBlock)
+            for blk, path in blk0.walk():
+                j = blk.join
+                R = [v[0] for v in blk.views]
+                Bs = [v[2] for v in blk.views]
+                o = offs.get(id(blk))
+                if o is None:
+                    o = offs[id(blk)] = piece.add_block(blk, R)
+                piece.add(path, j.comp, j.kleene, o, Bs, R, blk.L)
                 if piece.size >= chunk:
                     yield piece.columns(j)
                     piece = _Piece()
-                    offs = piece.add_block(blk, R)
+                    offs = {}
         if piece.size:
             yield piece.columns(blocks[-1].join)  # type: ignore[attr-defined]
 
@@ -803,11 +850,10 @@ class FwdBlock(MatchBlock):
             assert isinstance(blk, FwdBlock)
             j = blk.join
             to_match = j.to_match
-            R = [v[0] for v in blk.views]
-            Bs = [v[2] for v in blk.views]
-            for path in j.kept(blk.views, blk.lo0, blk.hi0, blk.L, blk.lg, blk.hist,
-                                blk.lo1, blk.hi1):
-                out.append(to_match(j.candidate(path, R, Bs, blk.L)))
+            for b, path in blk.walk():
+                R = [v[0] for v in b.views]
+                Bs = [v[2] for v in b.views]
+                out.append(to_match(b.join.candidate(path, R, Bs, blk.L)))
                 if len(out) >= chunk:
                     yield out
                     out = []
