@@ -1,7 +1,8 @@
 """``kleene run --plan chain`` on the Kleene explosion: the chain's matches go to the writer
 as blocks, expanded a chunk at a time (docs/engine.md, "Streaming output"); the bytes are
 the NFA's (JSON Lines and CSV, with and without --stream), for the forward walk's shapes too
-(a `*` closure, two lists of one type, a NOT that is not trailing, a `*` last state)."""
+(a `*` closure, two lists of one type, a NOT that is not trailing, a `*` last state, a `*`
+first state)."""
 
 from __future__ import annotations
 
@@ -51,10 +52,15 @@ STAR_LAST = ("PATTERN SEQ(S a, S+ b[], S* c[]) WHERE b[i].price >= a.price AND "
 """A ``*`` last state: matches end in ``b`` (``c`` empty) or in ``c``."""
 
 
+STAR_FIRST = ("PATTERN SEQ(S* a[], S b, S c) WHERE a[i].price >= b.price AND "
+              "c.price <= b.price PARTITION BY sym WITHIN 8 seconds USING skip-till-any-match")
+"""A ``*`` first state: matches start in ``a`` or (``a`` empty) in ``b``."""
+
+
 @pytest.mark.parametrize("query", [QUERY, SEQ3, GENERAL, GENERAL_RETURN, STAR, TWO_LISTS,
-                                   NOT_INSIDE, STAR_LAST],
+                                   NOT_INSIDE, STAR_LAST, STAR_FIRST],
                          ids=["kleene", "seq3", "general", "general_return", "star",
-                              "two_lists", "not_inside", "star_last"])
+                              "two_lists", "not_inside", "star_last", "star_first"])
 @pytest.mark.parametrize("fmt", ["jsonl", "csv"])
 @pytest.mark.parametrize("stream", [False, True])
 def test_chain_output_is_the_nfas_byte_for_byte(tmp_path: Path, fmt: str,

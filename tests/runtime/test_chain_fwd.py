@@ -2,7 +2,7 @@
 .chain_fwd``; docs/engine.md, "Streaming output"): conditions between events the storage does
 not decide, lists anywhere, SEQs with such conditions; ``*`` closures, two or more lists,
 predecessor partitions sharing a type (the walk over position sequences); a NOT that is not
-trailing, a ``*`` last state. ``push_to``'s pieces, concatenated,
+trailing, a ``*`` last state, a ``*`` first state. ``push_to``'s pieces, concatenated,
 are ``push``'s matches and the oracle's, in order, over split pushes and snapshots; caps and
 counters as for ``push``; blocks hold no match before it is written."""
 
@@ -170,9 +170,12 @@ SHAPES["not"] = ("PATTERN SEQ(S a, S+ b[], NOT S n, S c) WHERE n.x = 9 AND b[i].
                  "c.x < a.x WITHIN 16 seconds")
 SHAPES["star_last"] = ("PATTERN SEQ(S a, S+ b[], S* c[]) WHERE b[i].x > a.x AND c[i].x < a.x"
                        " WITHIN 10 seconds")
+SHAPES["star_first"] = ("PATTERN SEQ(S* a[], S b, S c) WHERE a[i].x > b.x AND c.x <= b.x"
+                        " WITHIN 14 seconds")
 """The explosion, and the walk's wider shapes over it (a ``*`` closure; two lists of one
 type: one event in both partitions; a NOT inside, tested on each match the walk makes; a
-``*`` last state: matches end in ``b`` or ``c``, and an event in both writes candidates);
+``*`` last state: matches end in ``b`` or ``c``, an event in both: one merged block; a
+``*`` first state: matches start in ``a`` or, the list empty, in ``b``);
 RETURN: candidates, not direct entries."""
 
 
@@ -182,7 +185,8 @@ def _explosion(n: int, seed: int = 5, shape: str = "plus") -> tuple[str, EventBa
     return SHAPES[shape], EventBatch.from_records(recs)
 
 
-@pytest.mark.parametrize("shape", ["plus", "star", "two_lists", "not"])
+@pytest.mark.parametrize("shape", ["plus", "star", "two_lists", "not", "star_first",
+                                   "star_last"])
 def test_a_call_holds_blocks_and_pieces_are_bounded(shape: str) -> None:
     """17-45k matches in one call: the runtime holds at most one entry per event before it
     writes, every piece holds at most ``chunk`` matches, almost all of them as columns, and
@@ -256,13 +260,14 @@ def test_caps_mean_what_they_mean_for_push(on_cap: str, per_event: int | None,
 
 
 def test_shapes_outside_the_walk_keep_their_path() -> None:
-    """A trailing NOT, PICK / EMIT RECENT, a ``*`` first state: no forward walk (their output
-    is built as for push and written in pieces). A NOT that is not trailing, a ``*`` last
-    state, two Kleene states, ``*`` closures, a Kleene last state, predecessor
-    partitions sharing a type: walked."""
+    """A trailing NOT, PICK / EMIT RECENT, a ``*`` first state with a ``*`` last or a ``*``
+    second: no forward walk (their output is built as for push and written in pieces). A NOT
+    that is not trailing, a ``*`` last state, a ``*`` first state, two Kleene states, ``*``
+    closures, a Kleene last state, predecessor partitions sharing a type: walked."""
     for q in ("PATTERN SEQ(A a, B+ b[], C c, NOT D n) WHERE b[i].x > a.x WITHIN 5 seconds",
               "PATTERN SEQ(A a, B+ b[], C c) WHERE b[i].x > a.x EMIT RECENT",
-              "PATTERN SEQ(A* a[], B b) WHERE a[i].x > b.x"):
+              "PATTERN SEQ(A* a[], B b, C* c[]) WHERE a[i].x > b.x",
+              "PATTERN SEQ(A* a[], B* b[], C c) WHERE a[i].x > c.x"):
         assert start(analyze(q), plan="chain").matcher.fwd is None, q
     for q, shared in (("PATTERN SEQ(A a, NOT C n, B+ b[], C c) WHERE b[i].x > a.x", False),
                       ("PATTERN SEQ(NOT D n, A a, B b, C c) WITHIN 4 seconds", False),
@@ -273,7 +278,11 @@ def test_shapes_outside_the_walk_keep_their_path() -> None:
                       ("PATTERN SEQ(A a, B* b[], B c) WHERE b[i].x > a.x", False),
                       ("PATTERN SEQ(A a, B+ b[], C* c[], D d)", False),
                       ("PATTERN SEQ(A a, B b, B+ c[], C d) WHERE c[i].x > a.x", True),
-                      ("PATTERN SEQ(A a, B* b[], B* c[], D d) WHERE b[i].x > a.x", True)):
+                      ("PATTERN SEQ(A a, B* b[], B* c[], D d) WHERE b[i].x > a.x", True),
+                      ("PATTERN SEQ(A* a[], B b) WHERE a[i].x > b.x", False),
+                      ("PATTERN SEQ(S* a[], S b) WHERE a[i].x > b.x", False),
+                      ("PATTERN SEQ(A* a[], B b, C c) WHERE b.x > c.x", False),
+                      ("PATTERN SEQ(S* a[], S+ b[], S c) WHERE a[i].x > c.x", True)):
         fwd = start(analyze(q), plan="chain").matcher.fwd
         assert fwd is not None and fwd.shared == shared, q
 
@@ -586,7 +595,7 @@ def test_a_star_last_state_equals_the_oracle_in_order(block_min: int,
     """A ``*`` last state (matches end in it or, its list empty, in the state before): push_to's
     pieces over split pushes, a snapshot and chunks of 1-30 are the oracle's matches in its
     order, and push's; with ``BLOCK_MIN`` 1 every last event's matches go through a block
-    (but an event that ends matches in two states: candidates)."""
+    (an event that ends matches in two states: one block merging them)."""
     monkeypatch.setattr(chain, "BLOCK_MIN", block_min)
     rng = random.Random(9151 + block_min)
     walked = matches = columns = early = big = 0
@@ -617,4 +626,98 @@ def test_a_star_last_state_equals_the_oracle_in_order(block_min: int,
     assert walked > 200 and early == walked and matches > 1000 and big < 10, (
         walked, early, matches, big)
     if block_min == 1:
-        assert columns > matches // 20, (columns, matches)  # (one type: candidates)
+        assert columns > matches // 4, (columns, matches)  # (one type: merged blocks)
+
+
+def _case_star_first(rng: random.Random) -> tuple[str, list[dict[str, object]]]:
+    """A random query whose first state is a ``*`` list (a match starts in it or, the list
+    empty, in the second state): 2-4 variables, a ``+`` list after the second sometimes or
+    the second itself, a NOT inside sometimes, conditions between events, per list element,
+    aggregates of the first list."""
+    n = rng.choice((2, 3, 3, 4))
+    alphabet = rng.choice(("ABCD", "ABCD", "ABA", "S"))
+    types = [rng.choice(alphabet) for _ in range(n)]
+    names = [f"v{i}" for i in range(n)]
+    plus = rng.randrange(1, n - 1) if n > 2 and rng.random() < 0.4 else -1
+    items = []
+    for i, (t, v) in enumerate(zip(types, names, strict=True)):
+        if i == 0:
+            items.append(f"{t}* {v}[]")
+        elif i == plus:
+            items.append(f"{t}+ {v}[]")
+        else:
+            items.append(f"{t} {v}")
+    if n >= 3 and rng.random() < 0.2:
+        items.insert(2, f"NOT {rng.choice(alphabet)} nn")
+    singles = [v for i, v in enumerate(names) if i and i != plus]
+    lists = [names[i] for i in range(n) if i in (0, plus)]
+    conds: list[str] = []
+    for _ in range(rng.randint(0, 3)):
+        r = rng.random()
+        op = rng.choice((">", ">=", "<", "!="))
+        lk = rng.choice(lists)
+        if r < 0.45:
+            conds.append(f"{lk}[i].x {op} {rng.choice(singles)}.x")
+        elif r < 0.6:
+            conds.append(f"count({names[0]}) {rng.choice(('<=', '>='))} {rng.randint(0, 2)}")
+        elif len(singles) >= 2:
+            a, b = rng.sample(singles, 2)
+            conds.append(f"{a}.x {op} {b}.x")
+    q = "PATTERN SEQ(" + ", ".join(items) + ")"
+    if conds:
+        q += " WHERE " + " AND ".join(conds)
+    if rng.random() < 0.3:
+        q += " PARTITION BY k"
+    if rng.random() < 0.5:
+        q += f" WITHIN {rng.randint(2, 6)} seconds"
+    else:
+        q += f" WITHIN {rng.randint(3, 7)} EVENTS"
+    if rng.random() < 0.25:
+        q += f" RETURN {singles[-1]}.x AS x0, count({names[0]}) AS na"
+    ids: list[Any] = [f"e{i}" for i in range(40)] if rng.random() < 0.5 else list(range(40))
+    recs: list[dict[str, object]] = []
+    ts = 0
+    for i in range(rng.randint(6, 10 if alphabet == "S" else 16)):
+        ts += rng.choice((0, 1, 1, 2))
+        recs.append({"id": ids[i], "type": rng.choice(alphabet), "ts": ts,
+                     "x": rng.randint(0, 3), "k": rng.choice("uv")})
+    return q, recs
+
+
+@pytest.mark.parametrize("block_min", [64, 1])
+def test_a_star_first_state_equals_the_oracle_in_order(block_min: int,
+                                                       monkeypatch: Any) -> None:
+    """A ``*`` first state (matches start in it or, its list empty, in the second state; two
+    streams of first nodes merged in the output order): push_to's pieces over split pushes,
+    a snapshot and chunks of 1-30 are the oracle's matches in its order, and push's; with
+    ``BLOCK_MIN`` 1 every last event's matches go through a block."""
+    monkeypatch.setattr(chain, "BLOCK_MIN", block_min)
+    rng = random.Random(4417 + block_min)
+    walked = matches = columns = big = 0
+    for _ in range(240):
+        q, recs = _case_star_first(rng)
+        aq = analyze(q)
+        try:
+            want = oracle(aq, EventBatch.from_records(recs))
+        except OracleLimitError:
+            big += 1
+            continue
+        cuts = sorted(rng.sample(range(1, len(recs)), rng.randint(0, 3)))
+        snap_at = rng.randrange(len(cuts) + 1) if rng.random() < 0.5 else None
+        chunk = rng.randint(1, 30)
+        rt = start(aq, plan="chain")
+        if rt.matcher.fwd is not None:
+            walked += 1
+            assert rt.matcher.fwd.alt is not None, q
+        sink = Collect()
+        last, _ = _split(rt, recs, cuts, sink, chunk, snap_at)
+        assert _key(sink.matches) == _key(want), f"{q} over {recs}, cuts {cuts}"
+        assert last.counters.matches == len(want) or snap_at is not None
+        assert all(len(p) <= chunk for p in sink.pieces)
+        _, got = _split(start(aq, plan="chain"), recs, cuts, None, chunk, snap_at)
+        assert _key(got) == _key(want), q
+        matches += len(want)
+        columns += sink.columns
+    assert walked > 200 and matches > 1000 and big < 10, (walked, matches, big)
+    if block_min == 1:
+        assert columns > matches // 4, (columns, matches)

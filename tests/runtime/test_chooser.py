@@ -120,12 +120,12 @@ FWD_OR_NOT: list[tuple[str, bool, bool | str]] = [
     ("PATTERN SEQ(Stock+ b[], Stock c) WHERE c.price > b[1].price PARTITION BY symbol "
      "WITHIN {window}", True, True),
     # a `*` last state: walked since chain-fwd3, costed as the reverse join (``fwd_shape``
-    # excludes a `*` first or last: the walk's cost there not measured); a `*` first: not
-    # walked, the reverse join's constants
+    # excludes a `*` first or last: the walk's cost there not measured); a `*` first: walked
+    # since chain-fwd4 (two streams of first nodes merged), the reverse join's constants
     ("PATTERN SEQ(Stock a, Stock* b[]) WHERE b[i].price > a.price PARTITION BY symbol "
      "WITHIN {window}", True, False),
     ("PATTERN SEQ(Stock* b[], Stock c) WHERE c.price > 3 PARTITION BY symbol "
-     "WITHIN {window}", False, False),
+     "WITHIN {window}", True, False),
     (EXPLODE, False, False),  # the mask join (kleene_plan_shape)
     ("PATTERN SEQ(Stock a, Stock b, Stock c) PARTITION BY symbol WITHIN {window}",
      False, False),  # the generated SEQ join

@@ -546,9 +546,10 @@ class ChainMatcher(LinearMatcher):
             # (blocks hold ``described`` matches beyond one entry each: the budget left)
             eff = None if budget is None else budget - self.described
             full = eff is not None and len(out) >= eff and self.on_cap != "error"
-            # (an event that ends matches in two states: no block, its matches' order needs
-            # the runtime's sort)
+            # (an event that ends matches in two states: one block merging them, else
+            # candidates, whose order needs the runtime's sort)
             one_end = self.fwd is None or sum(1 for x in new if accept[x[0]]) <= 1
+            tried = one_end
             for k, _snap, _lt, _lw, _made in new:
                 if not accept[k]:
                     continue
@@ -566,6 +567,14 @@ class ChainMatcher(LinearMatcher):
                     if eff is not None:
                         left = eff - len(out)
                         room = left if room is None else min(room, left)
+                    if not tried and self.describe:
+                        # the event ends matches in several states: one block merging them
+                        tried = True
+                        ks = [x[0] for x in new if accept[x[0]]]
+                        wrote = self._join_fwd_ends(st, e, bound_t, bound_w, out, room, ks)
+                        if wrote is not None:
+                            nm += wrote
+                            break
                     wrote = self._join_fwd(st, e, bound_t, bound_w, out, room, k, one_end)
                     if wrote is not None:
                         nm += wrote
@@ -802,7 +811,10 @@ class ChainMatcher(LinearMatcher):
         P = [(p.recs, p.snaps, p.base) for p in parts]
         his = fj.reach(P, lg)
         lo0 = self._lo(parts[0], bound_t, bound_w)
-        if his[0] <= lo0:
+        lo1 = hi1 = 0
+        if fj.alt is not None:  # a ``*`` first state: matches start in the second too
+            lo1, hi1 = self._lo(parts[1], bound_t, bound_w), his[1]
+        if his[0] <= lo0 and hi1 <= lo1:
             return 0
         small: list[Any] = []
         nm = 0
@@ -813,7 +825,7 @@ class ChainMatcher(LinearMatcher):
         lazy = self.describe and blocks
         neg_ok = fj.neg_ok
         kept = 0  # (with a NOT: the matches it lets through; else nm)
-        for path in fj.paths(P, lo0, his[0], e, lg):
+        for path in fj.paths(P, lo0, his[0], e, lg, lo1, hi1):
             nm += 1
             if neg_ok is not None:
                 # the history test on each complete match; the caps count the matches
@@ -840,8 +852,50 @@ class ChainMatcher(LinearMatcher):
             # (the ones a NOT rejected count for the call's budget, as candidates would)
             self.described += nm - kept
             return nm
-        blk = fj.block(P, lo0, his, e, lg, kept, st)
+        blk = fj.block(P, lo0, his, e, lg, kept, st, lo1)
         out.append(blk if direct is None else ((cg,), blk, None))
+        self.described += nm - 1
+        return nm
+
+    def _join_fwd_ends(self, st: ChainState, e: Rec, bound_t: int | None,
+                       bound_w: int | None, out: list[Any], room: int | None, ks: list[int]
+                       ) -> int | None:
+        """The matches of an event that ends matches in the states ``ks`` (a ``*`` last
+        state: :meth:`FwdJoin.ending_at`), counted over all of them, as one
+        :class:`~.chain_fwd.FwdBlock` whose walk merges the states' matches in the output
+        order. None (nothing written) when they are more than ``room``, fewer than
+        :data:`~.chain_fwd.BLOCK_MIN` or a NOT tests them: then each node as before
+        (:meth:`_join_fwd` without blocks; the caller's loop)."""
+        fwd = self.fwd
+        assert fwd is not None
+        if fwd.neg_ok is not None:
+            return None
+        parts = st.parts
+        P = [(p.recs, p.snaps, p.base) for p in parts]
+        lo0 = self._lo(parts[0], bound_t, bound_w)
+        subs = []
+        nm = 0
+        for k in ks:
+            fj = fwd if k == self.n - 1 else self.fwd_ends[k]
+            lg = parts[k].size - 1
+            his = fj.reach(P, lg)
+            if his[0] <= lo0:
+                continue
+            c = 0
+            for _path in fj.paths(P, lo0, his[0], e, lg):
+                c += 1
+                if room is not None and nm + c > room:
+                    return None
+            if c:
+                subs.append((fj, lg, his, c))
+                nm += c
+        if nm < BLOCK_MIN:
+            return None
+        blks = [fj.block(P, lo0, his, e, lg, c) for fj, lg, his, c in subs]
+        blk = blks[0]
+        blk.more = blks[1:]
+        blk.n = nm
+        out.append(blk)
         self.described += nm - 1
         return nm
 

@@ -42,11 +42,13 @@ second walk.
 
 Shape (:meth:`FwdJoin.fits`): no trailing NOT, no PICK / EMIT RECENT / CONSUME / AFTER MATCH SKIP
 (RETURN allowed: its values are computed as each match is written), single variables and
-Kleene lists (``+``; ``*`` not first), every state after the first with a source, the first
-state the only start; the accepting states the last and each one followed only by ``*``
+Kleene lists (``+`` / ``*``), every state after the first with a source, the first
+state the only start (a ``*`` first state: the first two, :meth:`FwdJoin.from_second` and
+:meth:`FwdJoin._merged`; then the second not a ``*`` and the last the only end); the accepting
+states the last and each one followed only by ``*``
 lists, whose matches (those lists empty) the same walk cut after it makes
-(:meth:`FwdJoin.ending_at`; an event that ends matches in two states writes candidates, no
-block, since their order interleaves). Bounded
+(:meth:`FwdJoin.ending_at`; an event that ends matches in two states: one block whose walk
+merges its nodes' matches in the output order, :meth:`FwdBlock.walk`). Bounded
 repetitions (``{m,n}``) are not chain plans at all.
 
 A last event's matches are counted by one walk (:meth:`FwdJoin.count`) -- exact, so caps and
@@ -149,6 +151,12 @@ class FwdJoin:
         self.bind = [not self.kleene[k] and any(self.step[:k]) for k in range(n)]
         """States whose node the walk puts into the bindings it checks (read by a
         conjunct of an earlier state, bound after them)."""
+        self.alt: FwdJoin | None = None
+        """A ``*`` first state (:meth:`fits`): the walk of the matches with that list empty,
+        which start in the second state (:meth:`from_second`); :meth:`paths` merges them
+        with those starting in the first, by the output order."""
+        if self.kleene[0] and comps[0].min == 0:
+            self.alt = self.from_second(tuple(m.end_filters))
 
     @staticmethod
     def fits(plan: Plan, m: Any) -> bool:
@@ -162,11 +170,17 @@ class FwdJoin:
                 or [bool(a) for a in m.accept_after] != [k in ends for k in range(n)]
                 or (len(ends) > 1 and m.direct is not None)
                 or (0 in ends and comps[0].kind is CompKind.KLEENE)):
-            return False
+            star0 = (comps[0].kind is CompKind.KLEENE and comps[0].min == 0
+                     and m.starts_at == [True, True] + [False] * (n - 2) and len(ends) == 1
+                     and comps[1].min >= 1 and not m.coverage and not m.has_trailing
+                     and not plan.match_preds and not m.srcs[0]
+                     and all(m.srcs[k] for k in range(1, n))
+                     and [bool(a) for a in m.accept_after] == [k in ends for k in range(n)])
+            if not star0:
+                return False
         for k, c in enumerate(comps):
             if c.kind is CompKind.KLEENE:
-                if (not m.is_list[k] or c.min not in (0, 1) or c.max is not None
-                        or (c.min == 0 and k == 0)):
+                if not m.is_list[k] or c.min not in (0, 1) or c.max is not None:
                     return False
             elif c.kind is not CompKind.SINGLE or m.is_list[k]:
                 return False
@@ -199,6 +213,33 @@ class FwdJoin:
         sub.chain = (not self.shared and self.srcs[:k + 1] == [()] + [(j - 1,) for j in
                                                                     range(1, k + 1)]
                      and sum(self.kleene[:k + 1]) <= 1)
+        return sub
+
+    def from_second(self, end_pr: tuple[Any, ...]) -> FwdJoin:
+        """The walk of the matches whose ``*`` first list is empty: the same join without
+        its first state, read over the views from the second state on (its states are one
+        less; :meth:`paths` adds one back). Its first state's step conjuncts and the end
+        conjuncts are checked on the complete binding (the empty list's per element hold
+        vacuously)."""
+        sub = copy.copy(self)
+        n = self.n - 1
+        sub.n, sub.last = n, self.last - 1
+        sub.kleene = self.kleene[1:]
+        sub.kk = sub.kleene.index(True) if any(sub.kleene) else -1
+        sub.cslot, sub.is_list = self.cslot[1:], self.is_list[1:]
+        sub.comp = tuple(c - 1 for c in self.comp)  # (the empty list: -1, no state)
+        # (the second state's only source is the first, :meth:`fits`: none left)
+        sub.srcs = [()] + [tuple(j - 1 for j in s) for s in self.srcs[2:]]
+        assert all(j >= 0 for s in sub.srcs for j in s)
+        sub.lists = tuple(k - 1 for k in self.lists if k)
+        sub.end_fns = []
+        sub.leaf = self.leaf + self.step_pr[1] + end_pr
+        sub.step = [(), *self.step[2:]]
+        sub.step_pr = [(), *self.step_pr[2:]]
+        sub.bind = [not sub.kleene[k] and any(sub.step[:k]) for k in range(n)]
+        sub.chain = (not self.shared and sub.srcs == [()] + [(k - 1,) for k in range(1, n)]
+                     and len(sub.lists) <= 1)
+        sub.alt = None
         return sub
 
     @staticmethod
@@ -256,12 +297,15 @@ class FwdJoin:
                     best = v
             m[j] = best
 
-    def paths(self, P: Sequence[View], lo0: int, hi0: int, L: Rec, lg: int
-              ) -> Iterator[list[tuple[int, int]]]:
+    def paths(self, P: Sequence[View], lo0: int, hi0: int, L: Rec, lg: int, lo1: int = 0,
+              hi1: int = 0) -> Iterator[list[tuple[int, int]]]:
         """Every match ending with node ``lg`` (record ``L``) of the last partition whose
         first node is in ``[lo0, hi0)``, in the output order, as the walk's stack: (state,
         global index) pairs from the last node back to the first. The list is reused: read
-        it before the next one."""
+        it before the next one. A ``*`` first state: also those starting in the second
+        state, at a node in ``[lo1, hi1)`` (:meth:`_merged`)."""
+        if self.alt is not None:
+            return self._merged(P, lo0, hi0, L, lg, lo1, hi1)
         if self.last == 0:  # a match of the first event alone (the ``*`` lists after it empty)
             return self._paths_one(P, lo0, hi0, lg)
         if self.chain:
@@ -270,6 +314,65 @@ class FwdJoin:
             return self._paths_shared(P, lo0, hi0, L, lg)
         return self._paths_general(P, lo0, hi0, L, lg)
 
+    def _merged(self, P: Sequence[View], lo0: int, hi0: int, L: Rec, lg: int, lo1: int,
+                hi1: int) -> Iterator[list[tuple[int, int]]]:
+        """:meth:`paths` with a ``*`` first state: the matches that start in it (this walk)
+        and those that start in the second state, the list empty (:attr:`alt`'s walk), two
+        streams in the output order merged by it (docs/semantics.md 10: the sorted
+        positions from the last, the first, the second-to-last down to the second; then the
+        bindings in pattern order -- the empty list is the smaller)."""
+        assert self.alt is not None
+        main = copy.copy(self)
+        main.alt = None
+        a = main.paths(P, lo0, hi0, L, lg)
+        b = self.alt.paths(P[1:], lo1, hi1, L, lg)
+        R = [v[0] for v in P]
+        Bs = [v[2] for v in P]
+
+        def key(path: list[tuple[int, int]]) -> tuple[Any, ...]:
+            return self.order_key(path, R, Bs)
+
+        pa = next(a, None)
+        pb = next(b, None)
+        if pa is not None and pb is not None:
+            xa = list(pa)
+            xb = [(k + 1, g) for k, g in pb]
+            ka, kb = key(xa), key(xb)
+            while True:
+                if ka < kb:
+                    yield xa
+                    pa = next(a, None)
+                    if pa is None:
+                        yield xb
+                        break
+                    xa = list(pa)
+                    ka = key(xa)
+                else:
+                    yield xb
+                    pb = next(b, None)
+                    if pb is None:
+                        yield xa
+                        break
+                    xb = [(k + 1, g) for k, g in pb]
+                    kb = key(xb)
+            pa = next(a, None) if pa is not None else None
+            pb = next(b, None) if pb is not None else None
+        while pa is not None:
+            yield pa
+            pa = next(a, None)
+        while pb is not None:
+            yield [(k + 1, g) for k, g in pb]
+            pb = next(b, None)
+
+    def order_key(self, path: list[tuple[int, int]], R: list[list[Rec]], Bs: list[int]
+                  ) -> tuple[Any, ...]:
+        """The output order of matches with one last event (docs/semantics.md 10): the
+        first position, the second-to-last down to the second, then per variable in pattern
+        order its positions (every variable bound; an empty list the smallest)."""
+        ps = [R[k][g - Bs[k]][GPOS] for k, g in reversed(path)]
+        return (ps[0], ps[-2:0:-1], tuple(
+            [[R[k][g - Bs[k]][GPOS] for k, g in reversed(path) if k == c] for c in self.comp]))
+
     def _paths_one(self, P: Sequence[View], lo0: int, hi0: int, lg: int
                    ) -> Iterator[list[tuple[int, int]]]:
         path = [(0, lg)]
@@ -277,17 +380,17 @@ class FwdJoin:
                                                                [v[2] for v in P])):
             yield path
 
-    def kept(self, P: Sequence[View], lo0: int, hi0: int, L: Rec, lg: int, hist: Any
-             ) -> Iterator[list[tuple[int, int]]]:
+    def kept(self, P: Sequence[View], lo0: int, hi0: int, L: Rec, lg: int, hist: Any,
+             lo1: int = 0, hi1: int = 0) -> Iterator[list[tuple[int, int]]]:
         """:meth:`paths` less the matches a NOT rejects (``hist``: the negation history,
         an object with ``neg_hist``; unused without a NOT), in the same order."""
         neg_ok = self.neg_ok
         if neg_ok is None:
-            yield from self.paths(P, lo0, hi0, L, lg)
+            yield from self.paths(P, lo0, hi0, L, lg, lo1, hi1)
             return
         R = [v[0] for v in P]
         Bs = [v[2] for v in P]
-        for path in self.paths(P, lo0, hi0, L, lg):
+        for path in self.paths(P, lo0, hi0, L, lg, lo1, hi1):
             if neg_ok(hist, self.candidate(path, R, Bs, L)):
                 yield path
 
@@ -604,7 +707,8 @@ class FwdJoin:
                   L: Rec) -> Candidate:
         """The walk's stack as a complete candidate (RETURN: the runtime builds it)."""
         B = self.bindings(path, R, Bs)
-        f = R[0][path[-1][1] - Bs[0]]
+        k0, g0 = path[-1]  # (a ``*`` first state empty: the second)
+        f = R[k0][g0 - Bs[k0]]
         pos = tuple([R[k][g - Bs[k]][GPOS] for k, g in reversed(path)])
         return Candidate(B, f[TS], f[WPOS], L[GPOS], L[TS], L[WPOS], pos)
 
@@ -613,17 +717,24 @@ class FwdJoin:
         return all(pr.check_all(B, sl) for pr, sl in self.leaf)
 
     def block(self, P: Sequence[View], lo0: int, his: list[int], L: Rec, lg: int,
-              n: int, hist: Any = None) -> FwdBlock:
+              n: int, hist: Any = None, lo1: int = 0) -> FwdBlock:
         """A copy of the nodes the matches of ``lg`` can use, as a :class:`FwdBlock` (with a
         NOT, ``hist``'s negation history too: the block walks again after the call may have
         pruned it)."""
         starts = [0] * self.n
         self.firsts(P, lo0, starts)  # the firsts of the earliest first node: the lowest
+        hi1 = 0
+        if self.alt is not None:  # and of the earliest start in the second state
+            hi1 = his[1]
+            st1 = [0] * (self.n - 1)
+            self.alt.firsts(P[1:], lo1, st1)
+            starts[1:] = [min(x, y) for x, y in zip(starts[1:], st1, strict=True)]
         views = []
         for j, (recs, snaps, base) in enumerate(P[:self.n]):
             a, b = min(starts[j], his[j]) - base, his[j] - base
             views.append((recs[a:b], snaps[a:b], a + base))
         blk = FwdBlock(self, views, lo0, his[0], L, lg, n)
+        blk.lo1, blk.hi1 = lo1, hi1
         if self.neg_ok is not None:
             blk.hist = _Hist([list(h) for h in hist.neg_hist])
         return blk
@@ -643,7 +754,7 @@ class FwdBlock(MatchBlock):
     partition) of :class:`FwdJoin`'s shape: a copy of the nodes its walk reads; walked again
     when written, a piece at a time."""
 
-    __slots__ = ("join", "views", "lo0", "hi0", "L", "lg", "n", "hist")
+    __slots__ = ("join", "views", "lo0", "hi0", "L", "lg", "n", "hist", "lo1", "hi1", "more")
 
     def __init__(self, join: FwdJoin, views: list[View], lo0: int, hi0: int, L: Rec, lg: int,
                  n: int) -> None:
@@ -651,9 +762,51 @@ class FwdBlock(MatchBlock):
         self.L, self.lg, self.n = L, lg, n
         self.hist: Any = None
         """With a NOT: the negation history its walk checks each match against."""
+        self.more: list[FwdBlock] = []
+        """An event that ends matches in several states (a ``*`` last state): the blocks
+        of its other nodes, whose matches :meth:`walk` merges with this one's in the output
+        order (``n`` counts them all)."""
+        self.lo1 = self.hi1 = 0
+        """A ``*`` first state: the range of the second state's starts (:meth:`FwdJoin.paths`)."""
 
     def __len__(self) -> int:
         return self.n
+
+    def _own(self) -> Iterator[list[tuple[int, int]]]:
+        return self.join.kept(self.views, self.lo0, self.hi0, self.L, self.lg, self.hist,
+                              self.lo1, self.hi1)
+
+    def walk(self) -> Iterator[tuple[FwdBlock, list[tuple[int, int]]]]:
+        """Its matches in the output order, each with the block whose views it reads (one of
+        :attr:`more`'s when the event ends matches in several states: merged by
+        :meth:`FwdJoin.order_key`)."""
+        if not self.more:
+            for path in self._own():
+                yield self, path
+            return
+        heads: list[tuple[tuple[Any, ...], int, list[tuple[int, int]]]] = []
+        its = []
+        blks = [self, *self.more]
+        for i, b in enumerate(blks):
+            it = b._own()
+            its.append(it)
+            p = next(it, None)
+            if p is not None:
+                x = list(p)
+                heads.append((b.join.order_key(x, [v[0] for v in b.views],
+                                               [v[2] for v in b.views]), i, x))
+        while heads:
+            j = min(range(len(heads)), key=lambda h: heads[h][0])
+            _k, i, x = heads[j]
+            b = blks[i]
+            yield b, x
+            p = next(its[i], None)
+            if p is None:
+                heads.pop(j)
+            else:
+                y = list(p)
+                heads[j] = (b.join.order_key(y, [v[0] for v in b.views],
+                                             [v[2] for v in b.views]), i, y)
 
     @property
     def last_gpos(self) -> int:
@@ -671,19 +824,21 @@ class FwdBlock(MatchBlock):
             yield from cls._matches(blocks, chunk)
             return
         piece = _Piece()
-        for blk in blocks:
-            assert isinstance(blk, FwdBlock)
-            j = blk.join
-            R = [v[0] for v in blk.views]
-            Bs = [v[2] for v in blk.views]
-            offs = piece.add_block(blk, R)
-            comp, kleene = j.comp, j.kleene
-            for path in j.kept(blk.views, blk.lo0, blk.hi0, blk.L, blk.lg, blk.hist):
-                piece.add(path, comp, kleene, offs, Bs, R, blk.L)
+        offs: dict[int, list[int]] = {}
+        for blk0 in blocks:
+            assert isinstance(blk0, FwdBlock)
+            for blk, path in blk0.walk():
+                j = blk.join
+                R = [v[0] for v in blk.views]
+                Bs = [v[2] for v in blk.views]
+                o = offs.get(id(blk))
+                if o is None:
+                    o = offs[id(blk)] = piece.add_block(blk, R)
+                piece.add(path, j.comp, j.kleene, o, Bs, R, blk.L)
                 if piece.size >= chunk:
                     yield piece.columns(j)
                     piece = _Piece()
-                    offs = piece.add_block(blk, R)
+                    offs = {}
         if piece.size:
             yield piece.columns(blocks[-1].join)  # type: ignore[attr-defined]
 
@@ -695,10 +850,10 @@ class FwdBlock(MatchBlock):
             assert isinstance(blk, FwdBlock)
             j = blk.join
             to_match = j.to_match
-            R = [v[0] for v in blk.views]
-            Bs = [v[2] for v in blk.views]
-            for path in j.kept(blk.views, blk.lo0, blk.hi0, blk.L, blk.lg, blk.hist):
-                out.append(to_match(j.candidate(path, R, Bs, blk.L)))
+            for b, path in blk.walk():
+                R = [v[0] for v in b.views]
+                Bs = [v[2] for v in b.views]
+                out.append(to_match(b.join.candidate(path, R, Bs, blk.L)))
                 if len(out) >= chunk:
                     yield out
                     out = []
@@ -744,8 +899,8 @@ class _Piece:
                 self.his[i].append(len(items))
             else:
                 self.cols[i].append(at[k])
-        f = path[-1][1]
-        self.start.append(R[0][f - Bs[0]][TS])
+        k0, f = path[-1]  # (a ``*`` first state empty: the second)
+        self.start.append(R[k0][f - Bs[k0]][TS])
         self.end.append(L[TS])
         self.last.append(L[GPOS])
         self.size += 1
