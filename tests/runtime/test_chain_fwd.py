@@ -17,33 +17,13 @@ import pytest
 from kleene.api import analyze
 from kleene.errors import CapacityError
 from kleene.events import EventBatch, Match
-from kleene.events.matchtable import MatchColumns
 from kleene.plans import chain
 from kleene.plans.chain_fwd import FwdBlock
 from kleene.plans.registry import start
 from kleene.testing.oracle import OracleLimitError
 from kleene.testing.oracle import evaluate as oracle
 
-
-class Collect:
-    """A sink that keeps the pieces."""
-
-    def __init__(self) -> None:
-        self.pieces: list[MatchColumns | list[Match]] = []
-
-    def __call__(self, piece: MatchColumns | list[Match]) -> None:
-        self.pieces.append(piece)
-
-    @property
-    def matches(self) -> list[Match]:
-        out: list[Match] = []
-        for p in self.pieces:
-            out += p.matches() if isinstance(p, MatchColumns) else p
-        return out
-
-    @property
-    def columns(self) -> int:
-        return sum(len(p) for p in self.pieces if isinstance(p, MatchColumns))
+from .sinks import Collect
 
 
 def _key(ms: list[Match]) -> list[tuple[Any, ...]]:
@@ -154,7 +134,7 @@ def test_forward_walk_equals_the_oracle_and_push_in_order(block_min: int,
         _, got = _split(start(aq, plan="chain"), recs, cuts, None, chunk, snap_at)
         assert _key(got) == _key(want)
         matches += len(want)
-        columns += sink.columns
+        columns += sink.column_matches
     assert walked > 150 and matches > 2000
     assert columns > (matches // 3 if block_min == 1 else 200)  # (RETURN: Match lists)
 
@@ -211,7 +191,7 @@ def test_a_call_holds_blocks_and_pieces_are_bounded(shape: str) -> None:
     n = rt.push_to(events, sink, chunk=500) + rt.close_to(sink, chunk=500)
     assert n == len(want) > 15_000
     assert held and sum(held) <= len(events) * chain.BLOCK_MIN
-    assert max(map(len, sink.pieces)) <= 500 and sink.columns > 0.9 * n
+    assert max(map(len, sink.pieces)) <= 500 and sink.column_matches > 0.9 * n
     assert _key(sink.matches) == _key(want)
 
 
@@ -438,7 +418,7 @@ def test_star_closures_and_two_lists_equal_the_oracle_in_order(block_min: int,
         _, got = _split(start(aq, plan="chain"), recs, cuts, None, chunk, snap_at)
         assert _key(got) == _key(want), q
         matches += len(want)
-        columns += sink.columns
+        columns += sink.column_matches
     assert walked > 200 and stars > 60 and twos > 60 and shared > 40 and matches > 1000, (
         walked, stars, twos, shared, matches)
     assert big < 10
@@ -529,7 +509,7 @@ def test_a_not_inside_equals_the_oracle_in_order(block_min: int, monkeypatch: An
         _, got = _split(start(aq, plan="chain"), recs, cuts, None, chunk, snap_at)
         assert _key(got) == _key(want), q
         matches += len(want)
-        columns += sink.columns
+        columns += sink.column_matches
     assert walked > 200 and matches > 600 and rejected[0] > 300, (walked, matches, rejected)
     if block_min == 1:  # (the blocks of 64 or more: test_a_call_holds_blocks..., "not")
         assert columns > matches // 3, (columns, matches)
@@ -622,7 +602,7 @@ def test_a_star_last_state_equals_the_oracle_in_order(block_min: int,
         _, got = _split(start(aq, plan="chain"), recs, cuts, None, chunk, snap_at)
         assert _key(got) == _key(want), q
         matches += len(want)
-        columns += sink.columns
+        columns += sink.column_matches
     assert walked > 200 and early == walked and matches > 1000 and big < 10, (
         walked, early, matches, big)
     if block_min == 1:
@@ -717,7 +697,7 @@ def test_a_star_first_state_equals_the_oracle_in_order(block_min: int,
         _, got = _split(start(aq, plan="chain"), recs, cuts, None, chunk, snap_at)
         assert _key(got) == _key(want), q
         matches += len(want)
-        columns += sink.columns
+        columns += sink.column_matches
     assert walked > 200 and matches > 1000 and big < 10, (walked, matches, big)
     if block_min == 1:
         assert columns > matches // 4, (columns, matches)

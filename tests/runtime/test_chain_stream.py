@@ -23,26 +23,7 @@ from kleene.plans.chain_stream import KleeneBlock
 from kleene.plans.registry import start
 from kleene.testing.oracle import evaluate as oracle
 
-
-class Collect:
-    """A sink that keeps the pieces (and the matches they hold)."""
-
-    def __init__(self) -> None:
-        self.pieces: list[MatchColumns | list[Match]] = []
-
-    def __call__(self, piece: MatchColumns | list[Match]) -> None:
-        self.pieces.append(piece)
-
-    @property
-    def matches(self) -> list[Match]:
-        out: list[Match] = []
-        for p in self.pieces:
-            out += p.matches() if isinstance(p, MatchColumns) else p
-        return out
-
-    @property
-    def columns(self) -> int:
-        return sum(isinstance(p, MatchColumns) for p in self.pieces)
+from .sinks import Collect
 
 
 def _key(ms: list[Match]) -> list[tuple[Any, ...]]:
@@ -128,7 +109,7 @@ def test_pieces_are_bounded_and_no_match_is_built_before_it_is_written() -> None
     n = rt.push_to(events, sink, chunk=1000) + rt.close_to(sink, chunk=1000)
     assert n == len(want) > 50_000
     assert held and sum(held) <= len(events)  # at most one block per event
-    assert sink.columns == len(sink.pieces) and max(map(len, sink.pieces)) <= 1000
+    assert sink.column_pieces == len(sink.pieces) and max(map(len, sink.pieces)) <= 1000
     assert [m.bindings for m in sink.matches] == [m.bindings for m in want]
 
 
@@ -417,7 +398,7 @@ def test_seq_of_singles_snapshot_between_streaming_calls() -> None:
     rt2.restore(rt.snapshot())
     rt2.push_to(EventBatch.from_records(recs[51:]), sink, chunk=33)
     rt2.close_to(sink)
-    assert _key(sink.matches) == _key(want) and len(want) > 500 and sink.columns
+    assert _key(sink.matches) == _key(want) and len(want) > 500 and sink.column_pieces
 
 
 def _streamed_like_oracle_and_push(rng: random.Random, case: Any, join: str) -> tuple[int, int]:
@@ -443,4 +424,4 @@ def _streamed_like_oracle_and_push(rng: random.Random, case: Any, join: str) -> 
             got += plain.push(EventBatch.from_records(recs[i:j]))
     got += plain.close()
     assert _key(got) == _key(want)
-    return len(want), sink.columns
+    return len(want), sink.column_pieces

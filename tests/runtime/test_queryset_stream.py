@@ -17,24 +17,8 @@ from kleene.events.matchtable import MatchColumns
 from kleene.queryset import QuerySet
 from kleene.testing.oracle import evaluate_set
 
+from .sinks import Collect
 from .test_queryset import _consumer, _producer, _query, _stream
-
-
-class Collect:
-    """A sink that keeps the pieces."""
-
-    def __init__(self) -> None:
-        self.pieces: list[MatchColumns | list[Match]] = []
-
-    def __call__(self, piece: MatchColumns | list[Match]) -> None:
-        self.pieces.append(piece)
-
-    @property
-    def matches(self) -> list[Match]:
-        out: list[Match] = []
-        for p in self.pieces:
-            out += p.matches() if isinstance(p, MatchColumns) else p
-        return out
 
 
 def _keys(ms: list[Match]) -> list[Any]:
