@@ -1728,27 +1728,10 @@ def chain_cost(plan: Plan, stats: Stats) -> float:
         return True
 
     def fwd_shared(p: Plan) -> bool:
-        # FwdJoin._shared on the plan: do two predecessor partitions of a state (its sources,
-        # through `*` states, and itself when Kleene; a single first state not counted)
-        # share an event type?
-        comps = p.components
-        k0 = comps[0].kind is CompKind.KLEENE
-        for k in range(1, len(comps)):
-            srcs, j = [], k - 1
-            while j >= 0:
-                srcs.append(j)
-                if comps[j].min != 0:
-                    break
-                j -= 1
-            preds = [j for j in srcs if j > 0 or k0] + ([k] if comps[k].kind
-                                                        is CompKind.KLEENE else [])
-            seen: set[str | None] = set()
-            for j in preds:
-                ts = comps[j].types
-                if len(preds) > 1 and (not ts or seen & set(ts)):
-                    return True
-                seen |= set(ts or ())
-        return False
+        # FwdJoin._shared on the plan (the chooser has no matcher)
+        from .chain_fwd import plan_sources, shared_sources
+
+        return shared_sources(p, plan_sources(p))
 
     t = chain_terms(plan, stats)
     pair = countable(plan) if stats.count_only and not plan.negations else None

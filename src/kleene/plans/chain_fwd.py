@@ -83,6 +83,41 @@ View = tuple[list[Rec], list[tuple[int, ...]], int]
 """One partition as the walk reads it: records, snapshots, global index of the first."""
 
 
+
+def shared_sources(plan: Plan, srcs: Sequence[Sequence[int]]) -> bool:
+    """Do two predecessor partitions of a state share an event type? ``srcs[k]``: the states a
+    node of state ``k`` follows (its sources, through ``*`` states); a Kleene state is its own
+    predecessor too, and a single first state counts only with its first node. Used by
+    :class:`FwdJoin` (the matcher's sources) and by the chooser (:func:`plan_sources`)."""
+    comps = plan.components
+    k0 = comps[0].kind is CompKind.KLEENE  # then more than the first node of state 0
+    for k in range(1, len(comps)):
+        preds = [j for j in srcs[k] if j > 0 or k0] + ([k] if comps[k].kind
+                                                       is CompKind.KLEENE else [])
+        seen: set[str | None] = set()
+        for j in preds:
+            ts = comps[j].types
+            if len(preds) > 1 and (not ts or seen & set(ts)):
+                return True
+            seen |= set(ts or ())
+    return False
+
+
+def plan_sources(plan: Plan) -> list[list[int]]:
+    """Per state, the states its nodes follow, from the plan alone: the one before it and,
+    through each skippable (``*``) state, the ones before that."""
+    comps = plan.components
+    out: list[list[int]] = [[]]
+    for k in range(1, len(comps)):
+        srcs, j = [], k - 1
+        while j >= 0:
+            srcs.append(j)
+            if comps[j].min != 0:
+                break
+            j -= 1
+        out.append(srcs)
+    return out
+
 class FwdJoin:
     """The forward join of one matcher's plan: its shape and where each conjunct is checked."""
 
@@ -247,18 +282,7 @@ class FwdJoin:
         """Do two predecessor partitions of a node (but a single first state's: only the
         first node) share an event type? Then two of its subtrees may start at the same position
         (one event in both), and :meth:`_paths_shared` walks them together."""
-        comps = plan.components
-        k0 = comps[0].kind is CompKind.KLEENE  # then more than the first node of state 0
-        for k in range(1, len(comps)):
-            preds = [j for j in m.srcs[k] if j > 0 or k0] + ([k] if comps[k].kind
-                                                             is CompKind.KLEENE else [])
-            seen: set[str] = set()
-            for j in preds:
-                ts = comps[j].types
-                if len(preds) > 1 and (not ts or seen & set(ts)):
-                    return True
-                seen |= set(ts or ())
-        return False
+        return shared_sources(plan, m.srcs)
 
     # ---------------------------------------------------------------------------------------
     def reach(self, P: Sequence[View], lg: int) -> list[int]:
