@@ -96,6 +96,9 @@ def test_parquet_output_has_typed_columns(spark: Any, tmp_path: Path) -> None:
     "PATTERN SEQ(A a, B+ b[]) WHERE b[i].x >= a.x PARTITION BY k WITHIN 5 seconds "
     "RETURN a.x / 4 AS q, a.x > 3 AS big, NULL AS nothing, 'x, \"y\"' AS s, b[1].x AS bx",
     "PATTERN SEQ(A a, C c) WHERE c.x > 100 PARTITION BY k WITHIN 5 seconds",  # no match
+    # no match, and RETURN names the header must quote (a comma, a quote)
+    "PATTERN SEQ(A a, C c) WHERE c.x > 100 PARTITION BY k WITHIN 5 seconds "
+    "RETURN greatest(a.x, c.x), c.x AS \"c \"\"x\"\"\"",
 ])
 def test_spark_csv_equals_embedded_cli_csv(spark: Any, tmp_path: Path, query: str) -> None:
     src = tmp_path / "events.csv"

@@ -995,7 +995,8 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
     else:
         from ..events.writers import open_writer
 
-        with output_target(output) as target, open_writer(target, out_fmt, out_time) as w:
+        with output_target(output) as target, open_writer(target, out_fmt, out_time,
+                                                          _output_fields(compiled)) as w:
             if isinstance(matches, _Lines):
                 w.write_texts(matches.texts)  # type: ignore[attr-defined]
             elif isinstance(matches, _SetOutput):  # matched while written, a piece at a time
@@ -1115,6 +1116,12 @@ def _analyzed_all(compiled: Any) -> list[Any]:
     """The analyzed queries of a compiled query or of a query set."""
     queries = getattr(compiled, "queries", None)
     return [q.analyzed for q in queries] if queries is not None else [compiled.analyzed]
+
+
+def _output_fields(compiled: Any) -> list[str]:
+    """Every query's RETURN fields (``AnalyzedQuery.output_fields``) in the set's order, each
+    once: CSV's header, so queries that return different fields share one file."""
+    return list(dict.fromkeys(f for q in _analyzed_all(compiled) for f in q.output_fields()))
 
 
 def _unread_columns_as_text(input_path: str, options: Any,
@@ -1664,7 +1671,8 @@ def _run_streaming(compiled: Any, stream: Any, *, output: str | None, fmt: str, 
         if count:
             return
         if writer is None:
-            writer = open_writer(target, fmt, _output_time(stream.time, explicit_unit))
+            writer = open_writer(target, fmt, _output_time(stream.time, explicit_unit),
+                                     _output_fields(compiled))
             if touts is not None:
                 touts.writer(writer)
         writer.write(matches)
@@ -1705,7 +1713,8 @@ def _run_streaming(compiled: Any, stream: Any, *, output: str | None, fmt: str, 
                 n_matches = runtime.counters.matches
                 click.echo(n_matches)
             elif writer is None:
-                writer = open_writer(target, fmt, _output_time(stream.time, explicit_unit))
+                writer = open_writer(target, fmt, _output_time(stream.time, explicit_unit),
+                                     _output_fields(compiled))
         finally:
             if writer is not None:
                 writer.close()

@@ -229,11 +229,9 @@ def return_fields(q: AnalyzedQuery, attr_types: Mapping[str, pa.DataType],
                   id_type: pa.DataType | None = None) -> tuple[ReturnField, ...]:
     """Name and Arrow type of each RETURN field (``None`` type: stored as JSON text); with
     EMIT ROWS, first ``row``: the row's event id (``id_type``)."""
-    from ..lang.printer import expr_text
-
-    out = [] if q.query.rows is None else [ReturnField("row", id_type)]
-    for item in q.query.returns:
-        name = item.alias or expr_text(item.expr)
+    names = q.output_fields()
+    out = [] if q.query.rows is None else [ReturnField(names[0], id_type)]
+    for name, item in zip(names[len(out):], q.query.returns, strict=True):
         out.append(ReturnField(name, _expr_type(item.expr, q, attr_types)))
     return tuple(out)
 
