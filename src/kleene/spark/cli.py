@@ -116,7 +116,8 @@ def _null_strings(df: Any, values: Sequence[str]) -> Any:
 
 def _type_csv_columns(df: Any, overrides: Mapping[str, str]) -> Any:
     """Type CSV text columns like the embedded reader: inferred from the first 65,536 rows
-    (int64 / float64 / bool / string), ``column_types`` overriding."""
+    (int64 / float64 / bool / string; a column with no value there: from its first 65,536
+    values), ``column_types`` overriding."""
     import pyarrow as pa
     from pyspark.sql import functions as F
 
@@ -129,7 +130,12 @@ def _type_csv_columns(df: Any, overrides: Mapping[str, str]) -> Any:
         if name in overrides:
             t = parse_type_name(overrides[name], name)
         else:
-            t = infer_text_type(sample.column(name).combine_chunks().cast(pa.string()))
+            head = sample.column(name).combine_chunks().cast(pa.string())
+            if head.null_count == len(head) and len(head):  # empty at first: its first values
+                later = df.select(F.col(f"`{name}`")).where(F.col(f"`{name}`").isNotNull()) \
+                    .limit(65_536).toArrow()
+                head = later.column(0).combine_chunks().cast(pa.string())
+            t = infer_text_type(head)
         c = F.col(f"`{name}`")
         if pa.types.is_integer(t):
             casts[name] = F.trim(c).cast("long")
