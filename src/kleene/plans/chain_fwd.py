@@ -71,6 +71,7 @@ from ..events import Match
 from ..events.matchtable import MatchBlock, MatchColumns
 from ..plan.automaton import CompKind, Plan
 from ..plan.expr import GPOS, ID, TS, WPOS
+from ..plan.predicate import Timing
 from ..runtime.candidate import Candidate
 from .chain_stream import id_array
 
@@ -396,6 +397,57 @@ class FwdJoin:
         ps = [R[k][g - Bs[k]][GPOS] for k, g in reversed(path)]
         return (ps[0], ps[-2:0:-1], tuple(
             [[R[k][g - Bs[k]][GPOS] for k, g in reversed(path) if k == c] for c in self.comp]))
+
+    def end_walk(self, k: int) -> FwdJoin:
+        """The walk of the matches ending in state ``k`` (the whole join for the last;
+        :meth:`ending_at` before it) for an event that ends matches in several states
+        (:meth:`FwdBlock.walk` merges them), pruned where :meth:`ending_at` and the last
+        state's conjuncts leave the check to the complete binding: a conjunct over ``k``
+        and the (single) first variable alone -- per element when ``k`` is a list -- is
+        checked on the last event once per first node (with the end conjuncts) and, ``k`` a
+        list, at the step into each earlier element (its step conjuncts); one per element
+        of a later ``*`` list (empty in these matches) holds and is dropped. The same
+        matches in the same order, fewer walked. Without a single first state (or with a
+        ``*`` first state) the plain walk."""
+        base = self if k == self.last else self.ending_at(k)
+        if k < 1 or self.kleene[0] or self.alt is not None:
+            return base
+        state = {v: self.comp[i] for i, v in enumerate(self.order)}
+        var0, var = self.order[self.comp.index(0)], self.order[self.comp.index(k)]
+        moved: list[Any] = []
+        leaf: list[tuple[Any, int | None]] = []
+        for pr, sl in base.leaf:
+            simple = (pr.general is None and not pr.opt_slots and not pr.prev
+                      and not pr.abs_need)
+            if simple and pr.iter_var is not None and state.get(pr.iter_var, -1) > k:
+                continue  # per element of a list that is empty here
+            if (simple and pr.timing is Timing.TAKE and var in pr.vars
+                    and pr.vars <= {var0, var}
+                    and pr.iter_var == (var if self.kleene[k] else None)):
+                moved.append(pr.compiled.fn)
+            else:
+                leaf.append((pr, sl))
+        sub = copy.copy(base)
+        sub.leaf = tuple(leaf)
+        if not moved:
+            return sub
+        if self.kleene[k]:
+            step = list(base.step)
+            step[k] = (*step[k], *moved)
+            sub.step = step
+        s0, s_last, sk = self.s0, self.s_last, self.cslot[k]
+        wrap = self.kleene[k]
+        empty = self.empty
+
+        def ends_ok(E: tuple[Any, ...], _i: int) -> bool:
+            B = list(empty)
+            B[s0] = E[s0]
+            B[sk] = (E[s_last],) if wrap else E[s_last]
+            Bt = tuple(B)
+            return all(fn(Bt, 0) is True for fn in moved)
+
+        sub.end_fns = [*base.end_fns, ends_ok]
+        return sub
 
     def _paths_one(self, P: Sequence[View], lo0: int, hi0: int, lg: int
                    ) -> Iterator[list[tuple[int, int]]]:
