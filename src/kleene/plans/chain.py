@@ -869,9 +869,10 @@ class ChainMatcher(LinearMatcher):
         (not trailing): each match the count walk makes is tested against the history, the
         caps count the matches before the test (as :meth:`_join_fwd`'s), and the block holds
         a copy of the history its walk tests each match against again (the same answers).
-        None (nothing written) when they are more than ``room`` or fewer than
-        :data:`~.chain_fwd.BLOCK_MIN` pass: then each node as before (:meth:`_join_fwd`
-        without blocks; the caller's loop)."""
+        Fewer than :data:`~.chain_fwd.BLOCK_MIN` (that pass): candidates, as
+        :meth:`_join_fwd` writes them. None (nothing written) when they are more than
+        ``room``: then each node as before (:meth:`_join_fwd` without blocks, the reverse
+        join past the cap; the caller's loop)."""
         fwd = self.fwd
         assert fwd is not None
         neg_ok = fwd.neg_ok
@@ -881,6 +882,7 @@ class ChainMatcher(LinearMatcher):
         Bs = [v[2] for v in P]
         lo0 = self._lo(parts[0], bound_t, bound_w)
         subs = []
+        small: list[Candidate] = []
         nm = kept = 0
         for k in ks:
             fj = self.fwd_walks.get(k)
@@ -894,8 +896,15 @@ class ChainMatcher(LinearMatcher):
             c = ck = 0
             for path in fj.paths(P, lo0, his[0], e, lg):
                 c += 1
-                if neg_ok is not None and neg_ok(st, fj.candidate(path, R, Bs, e)):
-                    ck += 1
+                if neg_ok is None:
+                    if kept + c < BLOCK_MIN:
+                        small.append(fj.candidate(path, R, Bs, e))
+                else:
+                    cand = fj.candidate(path, R, Bs, e)
+                    if neg_ok(st, cand):
+                        ck += 1
+                        if kept + ck < BLOCK_MIN:
+                            small.append(cand)
                 if room is not None and nm + c > room:
                     return None
             nm += c
@@ -905,7 +914,11 @@ class ChainMatcher(LinearMatcher):
                 subs.append((fj, lg, his, ck))
                 kept += ck
         if kept < BLOCK_MIN:
-            return None
+            # a few: as candidates (the runtime sorts them), as :meth:`_join_fwd` writes
+            # them; those a NOT rejected count for the call's budget
+            out.extend(small)
+            self.described += nm - kept
+            return nm
         blks = [fj.block(P, lo0, his, e, lg, ck, st) for fj, lg, his, ck in subs]
         blk = blks[0]
         for b in blks[1:]:

@@ -816,6 +816,16 @@ class FwdJoin:
         return blk
 
 
+def order_prefix(path: list[tuple[int, int]], R: list[list[Rec]], Bs: list[int]
+                 ) -> tuple[int, ...]:
+    """The first part of :meth:`FwdJoin.order_key`, flat and cheap: the first position, then
+    the second-to-last down to the second (compared as ``order_key``'s first two parts are).
+    Two matches with one last event and equal prefixes hold the same events (in other
+    states); only then is the full key needed."""
+    ps = [R[k][g - Bs[k]][GPOS] for k, g in path]
+    return (ps[-1], *ps[1:-1])
+
+
 class _Hist:
     """A block's copy of the negation history, as ``negation_ok`` reads a state."""
 
@@ -855,34 +865,42 @@ class FwdBlock(MatchBlock):
     def walk(self) -> Iterator[tuple[FwdBlock, list[tuple[int, int]]]]:
         """Its matches in the output order, each with the block whose views it reads (one of
         :attr:`more`'s when the event ends matches in several states: merged by
-        :meth:`FwdJoin.order_key`)."""
+        :func:`order_prefix`, :meth:`FwdJoin.order_key` where two heads tie on it)."""
         if not self.more:
             for path in self._own():
                 yield self, path
             return
-        heads: list[tuple[tuple[Any, ...], int, list[tuple[int, int]]]] = []
-        its = []
         blks = [self, *self.more]
-        for i, b in enumerate(blks):
-            it = b._own()
-            its.append(it)
+        Rs = [[v[0] for v in b.views] for b in blks]
+        Bss = [[v[2] for v in b.views] for b in blks]
+        its = [b._own() for b in blks]
+        # per stream its head: (the cheap key, the stream, the path); the full key only
+        # when two heads tie on the cheap one (the same events, in other states)
+        heads: list[tuple[tuple[int, ...], int, list[tuple[int, int]]]] = []
+        for i, it in enumerate(its):
             p = next(it, None)
             if p is not None:
-                x = list(p)
-                heads.append((b.join.order_key(x, [v[0] for v in b.views],
-                                               [v[2] for v in b.views]), i, x))
+                heads.append((order_prefix(p, Rs[i], Bss[i]), i, list(p)))
         while heads:
-            j = min(range(len(heads)), key=lambda h: heads[h][0])
+            j = 0
+            tied = False
+            for h in range(1, len(heads)):
+                if heads[h][0] < heads[j][0]:
+                    j, tied = h, False
+                elif heads[h][0] == heads[j][0]:
+                    tied = True
+            if tied:
+                kj = heads[j][0]
+                j = min((h for h in range(len(heads)) if heads[h][0] == kj),
+                        key=lambda h: blks[heads[h][1]].join.order_key(
+                            heads[h][2], Rs[heads[h][1]], Bss[heads[h][1]]))
             _k, i, x = heads[j]
-            b = blks[i]
-            yield b, x
+            yield blks[i], x
             p = next(its[i], None)
             if p is None:
                 heads.pop(j)
             else:
-                y = list(p)
-                heads[j] = (b.join.order_key(y, [v[0] for v in b.views],
-                                             [v[2] for v in b.views]), i, y)
+                heads[j] = (order_prefix(p, Rs[i], Bss[i]), i, list(p))
 
     @property
     def last_gpos(self) -> int:
