@@ -302,6 +302,12 @@ def _plain(vals: list[Any]) -> bool:
     return types == {str}
 
 
+def _tested(st: Any, c: Any) -> bool:
+    """The history test of a match the forward walk has tested (``FwdJoin.kept``)."""
+    del st, c
+    return True
+
+
 class ChainMatcher(LinearMatcher):
     """CoverMatch / CombineMatch over a linear plan (see the module docstring). Negation,
     trailing NOTs, output order and masks are inherited from :class:`LinearMatcher`."""
@@ -825,7 +831,13 @@ class ChainMatcher(LinearMatcher):
         lazy = self.describe and blocks
         neg_ok = fj.neg_ok
         kept = 0  # (with a NOT: the matches it lets through; else nm)
-        for path in fj.paths(P, lo0, his[0], e, lg, lo1, hi1):
+        walk = fj.paths(P, lo0, his[0], e, lg, lo1, hi1)
+        if neg_ok is not None and room is None:
+            # no cap: nothing reads the count of the matches before the NOT, so the walk
+            # prunes by it (FwdJoin.kept) and counts the matches it lets through
+            walk = fj.kept(P, lo0, his[0], e, lg, st, lo1, hi1)
+            neg_ok = _tested
+        for path in walk:
             nm += 1
             if neg_ok is not None:
                 # the history test on each complete match; the caps count the matches
