@@ -5,9 +5,10 @@ that fixes its interval (and binds what it reads), and a failing test prunes the
 rest is tested on each complete match. Random queries (predicates on the negated event
 alone, against a variable before / after the gap, lists around the gap, shared types, two
 NOTs, a leading one beside): ``push_to``'s pieces and ``push`` are the
-oracle's matches in order over split pushes and snapshots, with caps (the walk counts the
-matches before the NOT, as the reverse join: not pruned) and without (pruned); caps as for
-``push``; the pruning bounds the walk's work per written match (a counting UDF)."""
+oracle's matches in order over split pushes and snapshots, with caps (a walk that only
+counts the matches before the NOT, as the reverse join, then one that prunes) and without
+(one walk, pruned); caps as for ``push``; the pruning bounds the walk's work per written
+match (a counting UDF)."""
 
 from __future__ import annotations
 
@@ -157,7 +158,7 @@ class _Spy:
 def test_a_pruning_not_equals_the_oracle_and_push_in_order(block_min: int,
                                                            monkeypatch: Any) -> None:
     """Random queries with a NOT between states: without caps (the walk prunes) and with
-    them (it counts before the NOT, as the reverse join), ``push_to``'s pieces over split
+    them (a count-only walk counts before the NOT, as the reverse join), ``push_to``'s pieces over split
     pushes, a snapshot and chunks of 1-30, and ``push``'s matches, are the oracle's in its
     order; with ``BLOCK_MIN`` 1 every last event's matches go through a block (whose second
     walk prunes against its copy of the history)."""
@@ -238,8 +239,9 @@ variable after the gap, against one further left (decided at its step), lists on
 def test_caps_mean_what_they_mean_for_push(on_cap: str, per_event: int | None,
                                            per_call: int | None, shape: str) -> None:
     """push_to under max_matches_per_event / max_matches_per_call, error and truncate: the
-    same matches, errors and counters as push (with a cap the walk counts the matches before
-    the NOT, as the reverse join; without one it prunes); without caps the NFA's matches."""
+    same matches, errors and counters as push (with a cap a count-only walk counts the
+    matches before the NOT, as the reverse join; without one nothing does); without caps the
+    NFA's matches."""
     rng = random.Random(23)
     recs = [{"id": i, "type": "S", "ts": i, "x": rng.randint(0, 9)} for i in range(60)]
     events = EventBatch.from_records(recs)
@@ -262,8 +264,8 @@ def test_pruning_bounds_the_walks_work_per_written_match() -> None:
     2^14 lists end before the ``N`` (rejected), 2^14 with the last ``b`` (kept) -- and in
     another partition 16 ``b`` and an ``N`` with no ``b`` after it (2^16 rejected, none
     kept). A counting UDF in the per-element conjunct counts the walk's steps into ``b``:
-    pruned (no cap) they are a few per written match, counted before the NOT (a cap) every
-    rejected list's too."""
+    pruned (no cap) they are one per written match (per walk: the count and the block's),
+    with a cap the count-only walk takes every rejected list's too."""
     steps = [0]
 
     def tick(x: int, y: int) -> bool:

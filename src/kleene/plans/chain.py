@@ -832,9 +832,19 @@ class ChainMatcher(LinearMatcher):
         neg_ok = fj.neg_ok
         kept = 0  # (with a NOT: the matches it lets through; else nm)
         walk = fj.paths(P, lo0, his[0], e, lg, lo1, hi1)
-        if neg_ok is not None and room is None:
-            # no cap: nothing reads the count of the matches before the NOT, so the walk
-            # prunes by it (FwdJoin.kept) and counts the matches it lets through
+        before = -1  # (the matches before the NOT, counted apart; -1: by this walk)
+        if neg_ok is not None and (room is None or fj.neg_at is not None):
+            if room is not None:
+                # the caps count the matches before the NOT, as the reverse join's
+                # candidates: a walk that only counts them (none built or tested; it stops
+                # one past the room), then one that prunes by the NOT
+                before = 0
+                for _path in walk:
+                    before += 1
+                    if before > room:
+                        return None
+            # the walk prunes by the NOTs it decides (FwdJoin.kept); without a cap nothing
+            # reads the count of the matches before them
             walk = fj.kept(P, lo0, his[0], e, lg, st, lo1, hi1)
             neg_ok = _tested
         for path in walk:
@@ -859,6 +869,8 @@ class ChainMatcher(LinearMatcher):
                 return None
         if neg_ok is None:
             kept = nm
+        if before >= 0:
+            nm = before
         if kept < BLOCK_MIN or not lazy:
             out.extend(small)
             # (the ones a NOT rejected count for the call's budget, as candidates would)

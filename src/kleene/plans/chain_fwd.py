@@ -35,10 +35,18 @@ a.x``, no ``b[i-1]``, absolute index or other list) when the element is bound; e
 the partial binding's subtree. The rest (aggregates, whole lists, pairs) is checked on the
 complete binding.
 
-A NOT that is not trailing is the matcher's history test (``negation_ok``) on each complete
-match (:meth:`FwdJoin.kept`); the count (for the caps) is of the matches before it, as the
-reverse join counts its candidates, and a block holds a copy of the negation history for its
-second walk.
+A NOT that is not trailing is tested against the matcher's negation history. One of one
+event bounded by bound events on both sides whose predicates read single variables (the
+automaton's "fast" NOTs) is decided during the walk (:meth:`FwdJoin._neg_setup`): at the
+step that first goes below its gap, the node it takes and the one before are the interval's
+ends, and at that step (or the later one that binds a variable left of the gap that its
+predicates read) a negating event in the interval prunes the subtree, so the work per
+written match stays bounded however many the NOT rejects. The others (a leading NOT's window
+lead-in, predicates over a list) are the history test (``negation_ok``) on each complete
+match (:meth:`FwdJoin.kept`). The count for the caps is of the matches before the NOT, as
+the reverse join counts its candidates: with a cap, a walk that only counts them, then the
+pruned one (``ChainMatcher._join_fwd``); a block holds a copy of the negation history for
+its second walk.
 
 Shape (:meth:`FwdJoin.fits`): no trailing NOT, no PICK / EMIT RECENT / CONSUME / AFTER MATCH SKIP
 (RETURN allowed: its values are computed as each match is written), single variables and
