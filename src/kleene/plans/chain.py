@@ -34,7 +34,8 @@ Fenwick tree (:meth:`ChainMatcher._count_ranked`); CORE's fragment with a window
 sliding-window aggregate of the per-event linear maps (:meth:`ChainMatcher._count_window`).
 
 Negation: checked by the inherited history test on complete matches (``negation_ok``; by
-the forward walk on each match it makes, for a NOT that is not trailing).
+the forward walk on each match it makes, for a NOT that is not trailing, or inside the walk,
+pruning it, for one of one event bounded on both sides: ``chain_fwd``).
 """
 
 from __future__ import annotations
