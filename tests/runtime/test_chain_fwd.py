@@ -18,7 +18,7 @@ from kleene.api import analyze
 from kleene.errors import CapacityError
 from kleene.events import EventBatch, Match
 from kleene.plans import chain
-from kleene.plans.chain_fwd import FwdBlock
+from kleene.plans.chain_fwd import FwdBlock, FwdJoin
 from kleene.plans.registry import start
 from kleene.testing.oracle import OracleLimitError
 from kleene.testing.oracle import evaluate as oracle
@@ -482,6 +482,15 @@ def test_a_not_inside_equals_the_oracle_in_order(block_min: int, monkeypatch: An
     rng = random.Random(4409 + block_min)
     walked = matches = columns = 0
     rejected = [0]
+    early = FwdJoin._neg_pass
+
+    def spy_early(fj: FwdJoin, *a: Any) -> bool:
+        ok = early(fj, *a)
+        rejected[0] += not ok
+        return ok
+
+    # (the subtrees the walk prunes by a NOT it decides early, test_chain_fwd_not.py)
+    monkeypatch.setattr(FwdJoin, "_neg_pass", spy_early)
     for _ in range(240):
         q, recs = _case_not(rng)
         aq = analyze(q)

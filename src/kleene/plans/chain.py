@@ -34,7 +34,8 @@ Fenwick tree (:meth:`ChainMatcher._count_ranked`); CORE's fragment with a window
 sliding-window aggregate of the per-event linear maps (:meth:`ChainMatcher._count_window`).
 
 Negation: checked by the inherited history test on complete matches (``negation_ok``; by
-the forward walk on each match it makes, for a NOT that is not trailing).
+the forward walk on each match it makes, for a NOT that is not trailing, or inside the walk,
+pruning it, for one of one event bounded on both sides: ``chain_fwd``).
 """
 
 from __future__ import annotations
@@ -300,6 +301,12 @@ def _plain(vals: list[Any]) -> bool:
     if types <= {int, float}:
         return float not in types or all(v == v for v in vals)
     return types == {str}
+
+
+def _tested(st: Any, c: Any) -> bool:
+    """The history test of a match the forward walk has tested (``FwdJoin.kept``)."""
+    del st, c
+    return True
 
 
 class ChainMatcher(LinearMatcher):
@@ -827,7 +834,23 @@ class ChainMatcher(LinearMatcher):
         lazy = self.describe and blocks
         neg_ok = fj.neg_ok
         kept = 0  # (with a NOT: the matches it lets through; else nm)
-        for path in fj.paths(P, lo0, his[0], e, lg, lo1, hi1):
+        walk = fj.paths(P, lo0, his[0], e, lg, lo1, hi1)
+        before = -1  # (the matches before the NOT, counted apart; -1: by this walk)
+        if neg_ok is not None and (room is None or fj.neg_at is not None):
+            if room is not None:
+                # the caps count the matches before the NOT, as the reverse join's
+                # candidates: a walk that only counts them (none built or tested; it stops
+                # one past the room), then one that prunes by the NOT
+                before = 0
+                for _path in walk:
+                    before += 1
+                    if before > room:
+                        return None
+            # the walk prunes by the NOTs it decides (FwdJoin.kept); without a cap nothing
+            # reads the count of the matches before them
+            walk = fj.kept(P, lo0, his[0], e, lg, st, lo1, hi1)
+            neg_ok = _tested
+        for path in walk:
             nm += 1
             if neg_ok is not None:
                 # the history test on each complete match; the caps count the matches
@@ -849,6 +872,8 @@ class ChainMatcher(LinearMatcher):
                 return None
         if neg_ok is None:
             kept = nm
+        if before >= 0:
+            nm = before
         if kept < BLOCK_MIN or not lazy:
             out.extend(small)
             # (the ones a NOT rejected count for the call's budget, as candidates would)

@@ -35,10 +35,18 @@ a.x``, no ``b[i-1]``, absolute index or other list) when the element is bound; e
 the partial binding's subtree. The rest (aggregates, whole lists, pairs) is checked on the
 complete binding.
 
-A NOT that is not trailing is the matcher's history test (``negation_ok``) on each complete
-match (:meth:`FwdJoin.kept`); the count (for the caps) is of the matches before it, as the
-reverse join counts its candidates, and a block holds a copy of the negation history for its
-second walk.
+A NOT that is not trailing is tested against the matcher's negation history. One of one
+event bounded by bound events on both sides whose predicates read single variables (the
+automaton's "fast" NOTs) is decided during the walk (:meth:`FwdJoin._neg_setup`): at the
+step that first goes below its gap, the node it takes and the one before are the interval's
+ends, and at that step (or the later one that binds a variable left of the gap that its
+predicates read) a negating event in the interval prunes the subtree, so the work per
+written match stays bounded however many the NOT rejects. The others (a leading NOT's window
+lead-in, predicates over a list) are the history test (``negation_ok``) on each complete
+match (:meth:`FwdJoin.kept`). The count for the caps is of the matches before the NOT, as
+the reverse join counts its candidates: with a cap, a walk that only counts them, then the
+pruned one (``ChainMatcher._join_fwd``); a block holds a copy of the negation history for
+its second walk.
 
 Shape (:meth:`FwdJoin.fits`): no trailing NOT, no PICK / EMIT RECENT / CONSUME / AFTER MATCH SKIP
 (RETURN allowed: its values are computed as each match is written), single variables and
@@ -73,6 +81,7 @@ from ..plan.automaton import CompKind, Plan
 from ..plan.expr import GPOS, ID, TS, WPOS
 from ..plan.predicate import Timing
 from ..runtime.candidate import Candidate
+from ..runtime.nodes import decidable_early
 from .chain_stream import id_array
 
 BLOCK_MIN = 64
@@ -136,7 +145,16 @@ class FwdJoin:
         self.neg_ok: Any = m.negation_ok if plan.negations else None
         """With a NOT (never trailing, :meth:`fits`): the matcher's history test of a
         complete candidate (``LinearMatcher.negation_ok``), run on each match the walk
-        makes (:meth:`kept`)."""
+        makes when it counts for a cap (``ChainMatcher._join_fwd``)."""
+        self.neg_at: list[list[tuple[Any, ...]]] | None = None
+        """The NOTs the walk decides early (:meth:`_neg_setup`), by the states of the step
+        that decides them: ``neg_at[k][j]`` when it steps from a node of state ``k`` to one
+        of ``j``; None: none."""
+        self.neg_late: Any = None
+        """The history test of the complete match when some NOT is not decided early (the
+        matcher's, of every NOT; the early ones pass again); None: none is needed."""
+        self.neg_reads: frozenset[int] = frozenset()
+        """The states whose single variable an early NOT's predicates read."""
         self.to_match: Any = None
         """With RETURN: the runtime's candidate -> ``Match`` (values computed as each match
         is written; ``ChainMatcher.bind_to_match``); None: blocks write columns."""
@@ -184,15 +202,98 @@ class FwdJoin:
         self.step = [tuple(s) for s in step]
         self.step_pr = [tuple(s) for s in step_pr]
         self.leaf = tuple(leaf)
-        self.bind = [not self.kleene[k] and any(self.step[:k]) for k in range(n)]
+        self._neg_setup(plan, m)
+        self.bind = [not self.kleene[k] and (any(self.step[:k]) or k in self.neg_reads)
+                     for k in range(n)]
         """States whose node the walk puts into the bindings it checks (read by a
-        conjunct of an earlier state, bound after them)."""
+        conjunct of an earlier state, bound after them, or by an early NOT)."""
         self.alt: FwdJoin | None = None
         """A ``*`` first state (:meth:`fits`): the walk of the matches with that list empty,
         which start in the second state (:meth:`from_second`); :meth:`paths` merges them
         with those starting in the first, by the output order."""
         if self.kleene[0] and comps[0].min == 0:
             self.alt = self.from_second(tuple(m.end_filters))
+
+    def _neg_setup(self, plan: Plan, m: Any) -> None:
+        """Which NOTs the walk decides early, and at which step. A NOT of one event whose
+        interval is bounded by bound events on both sides (a state that cannot be empty
+        before its gap and one after, in its SEQ: the automaton's "fast" NOTs) and whose
+        predicates read single variables only (:func:`~kleene.runtime.nodes
+        .decidable_early`): the walk goes from the last state back, so when it first steps
+        below the gap the node it takes is the interval's lower end (the max of the left
+        side) and the one before it the upper end (the min of the right); it is decided at
+        that step, or later at the first step that binds every variable its predicates read
+        (state ``D``: the first node and the last are bound before the walk), and a failing
+        test prunes the subtree (:meth:`_neg_pass`). The rest (a NOT of a sub-pattern, a
+        leading one's window lead-in, predicates over a list) are tested on the complete
+        match (:attr:`neg_late`)."""
+        negs = plan.negations
+        if not negs:
+            return
+        comps = plan.components
+        n = len(comps)
+        comp_of = {c.vars[0]: k for k, c in enumerate(comps)}
+        lists = plan.layout.list_vars
+        at: list[list[list[Any]]] = [[[] for _ in range(n)] for _ in range(n)]
+        reads: set[int] = set()
+        late = False
+        for gi, g in enumerate(negs):
+            if (g.node is not None or not decidable_early(g.preds, lists)
+                    or not any(not comps[i].nullable for i in range(g.seq_lo, g.gap))
+                    or not any(not comps[i].nullable for i in range(g.gap, g.seq_hi))):
+                late = True
+                continue
+            rd = {comp_of[v] for p in g.preds for v in p.vars if v in comp_of}
+            if any(self.kleene[k] for k in rd):  # (decidable_early: no list is read)
+                late = True
+                continue
+            d = min([g.gap - 1] + [k for k in rd if 0 < k < g.gap])
+            reads |= {k for k in rd if 0 < k < n - 1}
+            ent = (gi, g.gap, m.slot[g.var], tuple(g.preds))
+            for k in range(d + 1, n):
+                for j in range(d + 1):
+                    at[k][j].append(ent)
+        if any(x for row in at for x in row):
+            self.neg_at = [[tuple(x) for x in row] for row in at]
+        self.neg_reads = frozenset(reads)
+        if late:
+            self.neg_late = m.negation_ok
+
+    def _neg_pass(self, nots: tuple[Any, ...], hist: Any, path: Sequence[tuple[int, int]],
+                  j: int, y: int, R: list[list[Rec]], Bs: list[int], Bm: list[Any]) -> bool:
+        """Do the early NOTs ``nots`` let the partial binding through, the walk's stack
+        ``path`` (from the last node back) and its step to node ``y`` of state ``j``?
+        ``Bm``: the bindings the steps check (every variable the NOTs read); ``hist``: the
+        negation history (``neg_hist``, each NOT's events in stream order)."""
+        top = len(path) - 1
+        for gi, gap, nslot, preds in nots:
+            i = top
+            while path[i][0] < gap:  # (the states along the stack never increase)
+                i -= 1
+            hk, hg = path[i]  # the right side's first event
+            lk, lg = (j, y) if i == top else path[i + 1]  # the left side's last
+            lo = R[lk][lg - Bs[lk]][GPOS]
+            hi = R[hk][hg - Bs[hk]][GPOS]
+            h = hist.neg_hist[gi]
+            a = bisect_right(h, lo, key=itemgetter(GPOS))
+            if a >= len(h) or h[a][GPOS] >= hi:
+                continue
+            if not preds:
+                return False
+            nh = len(h)
+            try:
+                while a < nh:
+                    q = h[a]
+                    if q[GPOS] >= hi:
+                        break
+                    a += 1
+                    Bm[nslot] = q
+                    Bt = tuple(Bm)
+                    if all(p.check_all(Bt, None) for p in preds):
+                        return False
+            finally:
+                Bm[nslot] = None
+        return True
 
     @staticmethod
     def fits(plan: Plan, m: Any) -> bool:
@@ -272,7 +373,14 @@ class FwdJoin:
         sub.leaf = self.leaf + self.step_pr[1] + end_pr
         sub.step = [(), *self.step[2:]]
         sub.step_pr = [(), *self.step_pr[2:]]
-        sub.bind = [not sub.kleene[k] and any(sub.step[:k]) for k in range(n)]
+        # (an early NOT's states one less: its left side has a state that cannot be empty,
+        # so not the empty list's)
+        sub.neg_reads = frozenset(k - 1 for k in self.neg_reads)
+        if self.neg_at is not None:
+            sub.neg_at = [[tuple((gi, gap - 1, sl, ps) for gi, gap, sl, ps in x)
+                           for x in row[1:]] for row in self.neg_at[1:]]
+        sub.bind = [not sub.kleene[k] and (any(sub.step[:k]) or k in sub.neg_reads)
+                    for k in range(n)]
         sub.chain = (not self.shared and sub.srcs == [()] + [(k - 1,) for k in range(1, n)]
                      and len(sub.lists) <= 1)
         sub.alt = None
@@ -323,24 +431,26 @@ class FwdJoin:
             m[j] = best
 
     def paths(self, P: Sequence[View], lo0: int, hi0: int, L: Rec, lg: int, lo1: int = 0,
-              hi1: int = 0) -> Iterator[list[tuple[int, int]]]:
+              hi1: int = 0, hist: Any = None) -> Iterator[list[tuple[int, int]]]:
         """Every match ending with node ``lg`` (record ``L``) of the last partition whose
         first node is in ``[lo0, hi0)``, in the output order, as the walk's stack: (state,
         global index) pairs from the last node back to the first. The list is reused: read
         it before the next one. A ``*`` first state: also those starting in the second
-        state, at a node in ``[lo1, hi1)`` (:meth:`_merged`)."""
+        state, at a node in ``[lo1, hi1)`` (:meth:`_merged`). ``hist`` (an object with
+        ``neg_hist``): the walk prunes by the NOTs it decides early (:meth:`_neg_setup`);
+        None: it does not (the matches before them, as the caps count)."""
         if self.alt is not None:
-            return self._merged(P, lo0, hi0, L, lg, lo1, hi1)
+            return self._merged(P, lo0, hi0, L, lg, lo1, hi1, hist)
         if self.last == 0:  # a match of the first event alone (the ``*`` lists after it empty)
-            return self._paths_one(P, lo0, hi0, lg)
+            return self._paths_one(P, lo0, hi0, lg)  # (no early NOT: its gap would be 0)
         if self.chain:
-            return self._paths_chain(P, lo0, hi0, L, lg)
+            return self._paths_chain(P, lo0, hi0, L, lg, hist)
         if self.shared:
-            return self._paths_shared(P, lo0, hi0, L, lg)
-        return self._paths_general(P, lo0, hi0, L, lg)
+            return self._paths_shared(P, lo0, hi0, L, lg, hist)
+        return self._paths_general(P, lo0, hi0, L, lg, hist)
 
     def _merged(self, P: Sequence[View], lo0: int, hi0: int, L: Rec, lg: int, lo1: int,
-                hi1: int) -> Iterator[list[tuple[int, int]]]:
+                hi1: int, hist: Any = None) -> Iterator[list[tuple[int, int]]]:
         """:meth:`paths` with a ``*`` first state: the matches that start in it (this walk)
         and those that start in the second state, the list empty (:attr:`alt`'s walk), two
         streams in the output order merged by it (docs/semantics.md 10: the sorted
@@ -349,8 +459,8 @@ class FwdJoin:
         assert self.alt is not None
         main = copy.copy(self)
         main.alt = None
-        a = main.paths(P, lo0, hi0, L, lg)
-        b = self.alt.paths(P[1:], lo1, hi1, L, lg)
+        a = main.paths(P, lo0, hi0, L, lg, hist=hist)
+        b = self.alt.paths(P[1:], lo1, hi1, L, lg, hist=hist)
         R = [v[0] for v in P]
         Bs = [v[2] for v in P]
 
@@ -459,19 +569,26 @@ class FwdJoin:
     def kept(self, P: Sequence[View], lo0: int, hi0: int, L: Rec, lg: int, hist: Any,
              lo1: int = 0, hi1: int = 0) -> Iterator[list[tuple[int, int]]]:
         """:meth:`paths` less the matches a NOT rejects (``hist``: the negation history,
-        an object with ``neg_hist``; unused without a NOT), in the same order."""
-        neg_ok = self.neg_ok
-        if neg_ok is None:
+        an object with ``neg_hist``; unused without a NOT), in the same order: the walk
+        prunes by the NOTs it decides early (:meth:`_neg_setup`), the others are tested on
+        each complete match (:attr:`neg_late`)."""
+        if self.neg_ok is None:
             yield from self.paths(P, lo0, hi0, L, lg, lo1, hi1)
+            return
+        late = self.neg_late
+        it = self.paths(P, lo0, hi0, L, lg, lo1, hi1,
+                        hist if self.neg_at is not None else None)
+        if late is None:
+            yield from it
             return
         R = [v[0] for v in P]
         Bs = [v[2] for v in P]
-        for path in self.paths(P, lo0, hi0, L, lg, lo1, hi1):
-            if neg_ok(hist, self.candidate(path, R, Bs, L)):
+        for path in it:
+            if late(hist, self.candidate(path, R, Bs, L)):
                 yield path
 
-    def _paths_general(self, P: Sequence[View], lo0: int, hi0: int, L: Rec, lg: int
-                       ) -> Iterator[list[tuple[int, int]]]:
+    def _paths_general(self, P: Sequence[View], lo0: int, hi0: int, L: Rec, lg: int,
+                       hist: Any = None) -> Iterator[list[tuple[int, int]]]:
         """:meth:`paths` for any shape of :meth:`fits`: a frame per node holds one range
         per predecessor partition (``[state, a, end]`` triples after the node's state), and
         each step takes the range head earliest in the stream (the ranges share no event,
@@ -494,6 +611,7 @@ class FwdJoin:
         m = [0] * n
         path: list[tuple[int, int]] = []
         bind = self.bind
+        negt = self.neg_at if hist is not None else None
 
         def frame(k: int, g: int, f: int) -> list[int]:
             return self._ranges(S, Bs, m, k, g, f)
@@ -530,7 +648,10 @@ class FwdJoin:
                     continue
                 j, y = fr[best], fr[best + 1]
                 fr[best + 1] = y + 1
+                nt = negt[fr[0]][j] if negt is not None else None
                 if j == 0 and y == f:
+                    if nt and not self._neg_pass(nt, hist, path, 0, f, R, Bs, Bm):
+                        continue
                     path.append((0, f))
                     if not leaf or self._leaf_ok(path, R, Bs):
                         yield path
@@ -543,13 +664,15 @@ class FwdJoin:
                     Bt = tuple(Bm)
                     if not all(fn(Bt, 0) is True for fn in fns):
                         continue
-                elif bind[j]:  # a later step's conjunct reads it
+                elif bind[j]:  # a later step's conjunct (or an early NOT) reads it
                     Bm[cslot[j]] = R[j][y - Bs[j]]
+                if nt and not self._neg_pass(nt, hist, path, j, y, R, Bs, Bm):
+                    continue  # a NOT decided here rejects the subtree
                 path.append((j, y))
                 frames.append(frame(j, y, f))
 
-    def _paths_chain(self, P: Sequence[View], lo0: int, hi0: int, L: Rec, lg: int
-                     ) -> Iterator[list[tuple[int, int]]]:
+    def _paths_chain(self, P: Sequence[View], lo0: int, hi0: int, L: Rec, lg: int,
+                     hist: Any = None) -> Iterator[list[tuple[int, int]]]:
         """:meth:`paths` for a chain of states with at most one Kleene state (two ranges
         per frame at most)."""
         n, last = self.n, self.last
@@ -571,6 +694,7 @@ class FwdJoin:
         path: list[tuple[int, int]] = []
         list_at = self.kk
         bind = self.bind
+        negt = self.neg_at if hist is not None else None
         for f in range(lo0, hi0):
             frec = R[0][f - Bs[0]]
             if end_fns:
@@ -608,7 +732,10 @@ class FwdJoin:
                     frames.pop()
                     path.pop()
                     continue
+                nt = negt[k][j] if negt is not None else None
                 if j == 0 and y == f:
+                    if nt and not self._neg_pass(nt, hist, path, 0, f, R, Bs, Bm):
+                        continue
                     path.append((0, f))
                     if not leaf or self._leaf_ok(path, R, Bs):
                         yield path
@@ -621,8 +748,10 @@ class FwdJoin:
                     Bt = tuple(Bm)
                     if not all(fn(Bt, 0) is True for fn in fns):
                         continue
-                elif bind[j]:  # a later step's conjunct reads it
+                elif bind[j]:  # a later step's conjunct (or an early NOT) reads it
                     Bm[cslot[j]] = R[j][y - Bs[j]]
+                if nt and not self._neg_pass(nt, hist, path, j, y, R, Bs, Bm):
+                    continue  # a NOT decided here rejects the subtree
                 path.append((j, y))
                 frames.append(self._frame(S, Bs, m, f, j, y))
 
@@ -644,8 +773,8 @@ class FwdJoin:
                 fr += (k, a, g)
         return fr
 
-    def _paths_shared(self, P: Sequence[View], lo0: int, hi0: int, L: Rec, lg: int
-                      ) -> Iterator[list[tuple[int, int]]]:
+    def _paths_shared(self, P: Sequence[View], lo0: int, hi0: int, L: Rec, lg: int,
+                      hist: Any = None) -> Iterator[list[tuple[int, int]]]:
         """:meth:`paths` where one event may be in two predecessor partitions of a node:
         the walk goes over position sequences, each step holding every partial binding
         with those positions (its *alternatives*: the same events in other states), and
@@ -671,6 +800,7 @@ class FwdJoin:
         m = [0] * self.n
         bind = self.bind
         comp = self.comp
+        negt = self.neg_at if hist is not None else None
         for f in range(lo0, hi0):
             frec = R[0][f - Bs[0]]
             if end_fns:
@@ -712,8 +842,10 @@ class FwdJoin:
                         if rec[GPOS] != p:
                             continue
                         fr[i + 1] = a + 1
+                        nt = negt[pt[-1][0]][j] if negt is not None else None
                         if j == 0 and a == f:
-                            done.append(pt + ((0, f),))
+                            if not nt or self._neg_pass(nt, hist, pt, 0, f, R, Bs, Bm):
+                                done.append(pt + ((0, f),))
                             continue
                         fns = step[j]
                         B2 = Bm
@@ -726,6 +858,8 @@ class FwdJoin:
                         elif bind[j]:
                             B2 = list(Bm)
                             B2[cslot[j]] = rec
+                        if nt and not self._neg_pass(nt, hist, pt, j, a, R, Bs, B2):
+                            continue  # a NOT decided here rejects the subtree
                         nxt.append((pt + ((j, a),), self._ranges(S, Bs, m, j, a, f), B2))
                 if done:
                     if len(done) > 1:

@@ -1,0 +1,300 @@
+"""The forward walk prunes by a NOT between states (``kleene.plans.chain_fwd``,
+``FwdJoin._neg_setup``; docs/engine.md, "The chain plan" item 3): a NOT of one event bounded
+by bound events on both sides whose predicates read single variables is decided at the step
+that fixes its interval (and binds what it reads), and a failing test prunes the subtree; the
+rest is tested on each complete match. Random queries (predicates on the negated event
+alone, against a variable before / after the gap, lists around the gap, shared types, two
+NOTs, a leading one beside): ``push_to``'s pieces and ``push`` are the
+oracle's matches in order over split pushes and snapshots, with caps (a walk that only
+counts the matches before the NOT, as the reverse join, then one that prunes) and without
+(one walk, pruned); caps as for ``push``; the pruning bounds the walk's work per written
+match (a counting UDF)."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from kleene.api import analyze
+from kleene.events import EventBatch, Match
+from kleene.plans import chain
+from kleene.plans.chain_fwd import FwdJoin
+from kleene.plans.registry import start
+from kleene.testing.oracle import OracleLimitError
+from kleene.testing.oracle import evaluate as oracle
+
+from .sinks import Collect
+from .test_chain_fwd import _key, _outcome
+
+NOCAP: dict[str, Any] = {"max_matches_per_event": None, "max_matches_per_call": None}
+"""No cap: nothing reads the count before the NOT, the count walk prunes too."""
+
+
+def _case(rng: random.Random) -> tuple[str, list[dict[str, object]]]:
+    """A random query with a NOT between two states: 3-5 variables, lists (``+`` / ``*``)
+    around the gap, the NOT's predicate on the negated event alone, against a single
+    variable before or after the gap (or both), sometimes over a list (not decided early);
+    sometimes a second NOT or a leading one (with a window) beside it."""
+    n = rng.choice((3, 3, 4, 4, 5))
+    alphabet = rng.choice(("ABC", "AB", "S", "ABS", "ABN"))
+    types = [rng.choice(alphabet.replace("N", "") or "A") for _ in range(n)]
+    names = [f"v{i}" for i in range(n)]
+    kinds = ["1"] * n
+    for i in range(n):
+        r = rng.random()
+        if r < 0.3 and i < n - 1:
+            kinds[i] = "+"
+        elif r < 0.4 and i < n - 1:
+            kinds[i] = "*"
+    if sum(k != "1" for k in kinds) > 2:
+        kinds = ["1" if k != "1" and rng.random() < 0.5 else k for k in kinds]
+    items = [f"{t}{k} {v}[]" if k != "1" else f"{t} {v}"
+             for t, k, v in zip(types, kinds, names, strict=True)]
+    gap = rng.randrange(1, n)  # the NOT goes before item ``gap``
+    nt = rng.choice(alphabet)
+    singles = [i for i in range(n) if kinds[i] == "1"]
+    before = [names[i] for i in singles if i < gap]
+    after = [names[i] for i in singles if i >= gap]
+    lists = [names[i] for i in range(n) if kinds[i] != "1"]
+    conds: list[str] = []
+    op = rng.choice((">", ">=", "<", "=", "!="))
+    r = rng.random()
+    if r < 0.2:
+        conds.append(f"n.x = {rng.randint(0, 3)}")
+    elif r < 0.45 and before:
+        conds.append(f"n.x {op} {rng.choice(before)}.x")
+    elif r < 0.7 and after:
+        conds.append(f"n.x {op} {rng.choice(after)}.x")
+    elif r < 0.8 and before and after:
+        conds.append(f"n.x > {rng.choice(before)}.x AND n.x <= {rng.choice(after)}.x")
+    elif r < 0.85 and lists:
+        conds.append(f"n.x > max({rng.choice(lists)}.x)")  # over a list: on the match
+    neg = f"NOT {nt} n"
+    items.insert(gap, neg)
+    r = rng.random()
+    if r < 0.15 and n >= 3:  # a second NOT between states
+        g2 = rng.randrange(1, len(items) - 1)
+        if "NOT" not in items[g2] and "NOT" not in items[g2 - 1]:
+            items.insert(g2, f"NOT {rng.choice(alphabet)} m")
+            conds.append(f"m.x {rng.choice(('>', '='))} {names[singles[0]]}.x"
+                         if singles else "m.x = 1")
+    elif r < 0.27:
+        items.insert(0, f"NOT {rng.choice(alphabet)} m")  # leading: the window's lead-in
+    for i in range(n):
+        if kinds[i] != "1" and singles and rng.random() < 0.5:
+            conds.append(f"{names[i]}[i].x {rng.choice(('>', '>=', '<'))} "
+                         f"{names[rng.choice(singles)]}.x")
+    if len(singles) >= 2 and rng.random() < 0.3:
+        a, b = rng.sample(singles, 2)
+        conds.append(f"{names[a]}.x {rng.choice(('>', '<=', '!='))} {names[b]}.x")
+    q = "PATTERN SEQ(" + ", ".join(items) + ")"
+    if conds:
+        q += " WHERE " + " AND ".join(conds)
+    if rng.random() < 0.3:
+        q += " PARTITION BY k"
+    w = rng.random()
+    if w < 0.5 or "SEQ(NOT" in q or kinds[0] == "*":  # (a NOT with nothing before it)
+        q += f" WITHIN {rng.randint(3, 9)} seconds"
+    elif w < 0.75:
+        q += f" WITHIN {rng.randint(4, 10)} EVENTS"
+    if singles and rng.random() < 0.2:
+        q += f" RETURN {names[singles[0]]}.x AS x0"
+    ids: list[Any] = [f"e{i}" for i in range(40)] if rng.random() < 0.5 else list(range(40))
+    recs: list[dict[str, object]] = []
+    ts = 0
+    nl = sum(k != "1" for k in kinds)
+    for i in range(rng.randint(8, (18, 14, 11)[min(nl, 2)])):
+        ts += rng.choice((0, 1, 1, 2))
+        recs.append({"id": ids[i], "type": rng.choice(alphabet), "ts": ts,
+                     "x": rng.randint(0, 3), "k": rng.choice("uv")})
+    return q, recs
+
+
+def _split(aq: Any, recs: list[dict[str, object]], cuts: list[int], stream: bool, chunk: int,
+           snap_at: int | None, opts: dict[str, Any]) -> tuple[list[Match], int]:
+    """Push ``recs`` in pieces (``push_to`` into a sink when ``stream``), restoring from a
+    snapshot into a new runtime (the same options) after piece ``snap_at``: the matches,
+    and the largest piece."""
+    rt = start(aq, plan="chain", **opts)
+    sink = Collect()
+    got: list[Match] = []
+    bounds = list(zip([0, *cuts], [*cuts, len(recs)], strict=True))
+    for n, (i, j) in enumerate(bounds):
+        if j > i:
+            batch = EventBatch.from_records(recs[i:j])
+            if stream:
+                rt.push_to(batch, sink, chunk=chunk)
+            else:
+                got += rt.push(batch)
+        if n == snap_at:
+            blob = rt.snapshot()
+            rt = start(rt.compiled, plan="chain", **opts)
+            rt.restore(blob)
+    if stream:
+        rt.close_to(sink, chunk=chunk)
+        return sink.matches, max(map(len, sink.pieces), default=0)
+    return got + rt.close(), 0
+
+
+class _Spy:
+    """Counts the early NOT tests and their rejections (``FwdJoin._neg_pass``)."""
+
+    def __init__(self, monkeypatch: Any) -> None:
+        self.calls = self.pruned = 0
+        test = FwdJoin._neg_pass
+
+        def spy(fj: FwdJoin, *a: Any) -> bool:
+            ok = test(fj, *a)
+            self.calls += 1
+            self.pruned += not ok
+            return ok
+
+        monkeypatch.setattr(FwdJoin, "_neg_pass", spy)
+
+
+@pytest.mark.parametrize("block_min", [64, 1])
+def test_a_pruning_not_equals_the_oracle_and_push_in_order(block_min: int,
+                                                           monkeypatch: Any) -> None:
+    """Random queries with a NOT between states: without caps (the walk prunes) and with
+    them (a count-only walk counts before the NOT, as the reverse join), ``push_to``'s pieces over split
+    pushes, a snapshot and chunks of 1-30, and ``push``'s matches, are the oracle's in its
+    order; with ``BLOCK_MIN`` 1 every last event's matches go through a block (whose second
+    walk prunes against its copy of the history)."""
+    monkeypatch.setattr(chain, "BLOCK_MIN", block_min)
+    spy = _Spy(monkeypatch)
+    rng = random.Random(9127 + block_min)
+    walked = early = late = matches = 0
+    for _ in range(260):
+        q, recs = _case(rng)
+        aq = analyze(q)
+        try:
+            want = oracle(aq, EventBatch.from_records(recs))
+        except OracleLimitError:
+            continue
+        fwd = start(aq, plan="chain").matcher.fwd
+        if fwd is not None:
+            walked += 1
+            early += fwd.neg_at is not None
+            late += fwd.neg_late is not None
+        cuts = sorted(rng.sample(range(1, len(recs)), rng.randint(0, 3)))
+        snap_at = rng.randrange(len(cuts) + 1) if rng.random() < 0.5 else None
+        chunk = rng.randint(1, 30)
+        for opts in (NOCAP, {}):
+            got, big = _split(aq, recs, cuts, True, chunk, snap_at, opts)
+            assert _key(got) == _key(want), f"{q} over {recs}, cuts {cuts}, {opts}"
+            assert big <= chunk
+            got, _ = _split(aq, recs, cuts, False, chunk, snap_at, opts)
+            assert _key(got) == _key(want), f"{q} (push), {opts}"
+        matches += len(want)
+    assert walked > 150 and early > 120 and late > 20 and matches > 1500, (
+        walked, early, late, matches)
+    assert spy.pruned > 200 and spy.calls > spy.pruned, (spy.calls, spy.pruned)
+
+
+def test_which_nots_the_walk_decides_early() -> None:
+    """A NOT of one event bounded on both sides, its predicates over single variables:
+    decided in the walk (at the step below the gap, or at the one binding a variable left of
+    it that it reads); a leading NOT, one over a list: on the match (a NOT of a SEQ is no
+    chain plan)."""
+    def fwd(q: str) -> FwdJoin:
+        f = start(analyze(q), plan="chain").matcher.fwd
+        assert f is not None, q
+        return f
+
+    f = fwd("PATTERN SEQ(A a, B+ b[], NOT C n, D d) WHERE n.x > d.x")
+    assert f.neg_at is not None and f.neg_late is None
+    assert [(k, j) for k in range(3) for j in range(3) if f.neg_at[k][j]] == [
+        (2, 0), (2, 1)]  # the step below the gap (before state 2), from its right side
+    f = fwd("PATTERN SEQ(A a, B b, C+ c[], NOT D n, E e) WHERE n.x = b.x")
+    assert f.neg_at is not None and f.neg_reads == {1}  # b's node: bound for the test
+    assert [(k, j) for k in range(4) for j in range(4) if f.neg_at[k][j]] == [
+        (k, j) for k in (2, 3) for j in (0, 1)]  # at b's step, below c
+    for q in ("PATTERN SEQ(NOT C n, A a, B b) WITHIN 5 seconds",
+              "PATTERN SEQ(A a, B+ b[], NOT C n, D d) WHERE n.x > max(b.x)"):
+        f = fwd(q)
+        assert f.neg_at is None and f.neg_late is not None, q
+    f = fwd("PATTERN SEQ(NOT C m, A a, B+ b[], NOT C n, D d) WITHIN 5 seconds")
+    assert f.neg_at is not None and f.neg_late is not None  # one of each
+
+
+CAP_SHAPES = {
+    "after": ("PATTERN SEQ(S a, S+ b[], NOT S n, S c) WHERE n.x > c.x AND b[i].x > a.x AND "
+              "c.x < a.x WITHIN 16 seconds"),
+    "before": ("PATTERN SEQ(S a, S b, S+ c[], NOT S n, S d) WHERE n.x = b.x AND "
+               "c[i].x >= a.x AND d.x < a.x WITHIN 14 seconds"),
+    "lists": ("PATTERN SEQ(S a, S+ b[], NOT S n, S* c[], S d) WHERE n.x > 6 AND "
+              "b[i].x > a.x AND d.x < a.x WITHIN 12 seconds"),
+}
+"""Explosions over one type with a NOT the walk decides early: its predicate against the
+variable after the gap, against one further left (decided at its step), lists on both sides
+(shared types: the walk over position sequences)."""
+
+
+@pytest.mark.parametrize("shape", sorted(CAP_SHAPES))
+@pytest.mark.parametrize("on_cap", ["error", "truncate"])
+@pytest.mark.parametrize("per_event,per_call", [
+    (None, None), (60, None), (None, 900), (200, 1500), (5000, 50_000)])
+def test_caps_mean_what_they_mean_for_push(on_cap: str, per_event: int | None,
+                                           per_call: int | None, shape: str) -> None:
+    """push_to under max_matches_per_event / max_matches_per_call, error and truncate: the
+    same matches, errors and counters as push (with a cap a count-only walk counts the
+    matches before the NOT, as the reverse join; without one nothing does); without caps the
+    NFA's matches."""
+    rng = random.Random(23)
+    recs = [{"id": i, "type": "S", "ts": i, "x": rng.randint(0, 9)} for i in range(60)]
+    events = EventBatch.from_records(recs)
+    aq = analyze(CAP_SHAPES[shape])
+    fwd = start(aq, plan="chain").matcher.fwd
+    assert fwd is not None and fwd.neg_at is not None and fwd.neg_late is None
+    opts = {"max_matches_per_event": per_event, "max_matches_per_call": per_call,
+            "on_cap": on_cap}
+    plain = _outcome(start(aq, plan="chain", **opts), events, stream=False)
+    streamed = _outcome(start(aq, plan="chain", **opts), events, stream=True)
+    assert streamed == plain
+    if per_event is None and per_call is None:
+        nfa = start(aq, plan="nfa", **NOCAP)
+        assert plain[0] == _key(nfa.push(events) + nfa.close())
+        assert plain[1] > 1000
+
+
+def test_pruning_bounds_the_walks_work_per_written_match() -> None:
+    """``SEQ(A a, B+ b[], NOT N n, C c)``: 14 ``b`` before an ``N``, one after it, then ``c``:
+    2^14 lists end before the ``N`` (rejected), 2^14 with the last ``b`` (kept) -- and in
+    another partition 16 ``b`` and an ``N`` with no ``b`` after it (2^16 rejected, none
+    kept). A counting UDF in the per-element conjunct counts the walk's steps into ``b``:
+    pruned (no cap) they are one per written match (per walk: the count and the block's),
+    with a cap the count-only walk takes every rejected list's too."""
+    steps = [0]
+
+    def tick(x: int, y: int) -> bool:
+        steps[0] += 1
+        return x >= y
+
+    q = ("PATTERN SEQ(A a, B+ b[], NOT N n, C c) WHERE tick(b[i].x, a.x) PARTITION BY k")
+    aq = analyze(q, udfs={"tick": tick})
+    recs: list[dict[str, object]] = []
+    for key, nb, tail in (("u", 14, 1), ("v", 16, 0)):
+        recs.append({"id": f"a{key}", "type": "A", "ts": 0, "x": 0, "k": key})
+        recs += [{"id": f"b{key}{i}", "type": "B", "ts": 1 + i, "x": 1, "k": key}
+                 for i in range(nb)]
+        recs.append({"id": f"n{key}", "type": "N", "ts": 40, "x": 0, "k": key})
+        recs += [{"id": f"t{key}{i}", "type": "B", "ts": 41, "x": 1, "k": key}
+                 for i in range(tail)]
+        recs.append({"id": f"c{key}", "type": "C", "ts": 50, "x": 0, "k": key})
+    events = EventBatch.from_records(recs)
+    work = {}
+    for name, opts in (("pruned", NOCAP), ("counted", {})):
+        rt = start(aq, plan="chain", **opts)
+        assert rt.matcher.fwd is not None and rt.matcher.fwd.neg_at is not None
+        steps[0] = 0
+        sink = Collect()
+        n = rt.push_to(events, sink, chunk=1000) + rt.close_to(sink, chunk=1000)
+        assert n == len(sink.matches) == 2 ** 14
+        work[name] = steps[0]
+    # a kept match: its 1-15 elements' steps (each step pushes once); the rejected lists:
+    # one step at each b right of the gap's first node (pruned there), 14 + 16
+    assert work["pruned"] <= 2 * 2 ** 14 + 200, work
+    # before the NOT: every list of the 2^15 + 2^16 rejected and kept is walked
+    assert work["counted"] > 3 * 2 ** 15, work
