@@ -811,10 +811,8 @@ class ChainMatcher(LinearMatcher):
         P = [(p.recs, p.snaps, p.base) for p in parts]
         his = fj.reach(P, lg)
         lo0 = self._lo(parts[0], bound_t, bound_w)
-        lo1 = hi1 = 0
-        if fj.alt is not None:  # a ``*`` first state: matches start in the second too
-            lo1, hi1 = self._lo(parts[1], bound_t, bound_w), his[1]
-        if his[0] <= lo0 and hi1 <= lo1:
+        lo1, hi1, rest = self._fwd_starts(fj, parts, his, bound_t, bound_w)
+        if his[0] <= lo0 and hi1 <= lo1 and all(hi <= lo for lo, hi in rest):
             return 0
         small: list[Any] = []
         nm = 0
@@ -825,7 +823,7 @@ class ChainMatcher(LinearMatcher):
         lazy = self.describe and blocks
         neg_ok = fj.neg_ok
         kept = 0  # (with a NOT: the matches it lets through; else nm)
-        for path in fj.paths(P, lo0, his[0], e, lg, lo1, hi1):
+        for path in fj.paths(P, lo0, his[0], e, lg, lo1, hi1, rest):
             nm += 1
             if neg_ok is not None:
                 # the history test on each complete match; the caps count the matches
@@ -852,10 +850,22 @@ class ChainMatcher(LinearMatcher):
             # (the ones a NOT rejected count for the call's budget, as candidates would)
             self.described += nm - kept
             return nm
-        blk = fj.block(P, lo0, his, e, lg, kept, st, lo1)
+        blk = fj.block(P, lo0, his, e, lg, kept, st, lo1, rest)
         out.append(blk if direct is None else ((cg,), blk, None))
         self.described += nm - 1
         return nm
+
+    def _fwd_starts(self, fj: FwdJoin, parts: list[Part], his: list[int],
+                    bound_t: int | None, bound_w: int | None
+                    ) -> tuple[int, int, tuple[tuple[int, int], ...]]:
+        """The first nodes of the forward walk's later start states (a ``*`` first state:
+        the second, then each after a ``*`` second ...; :attr:`FwdJoin.nstart`) the window
+        admits, up to those the last node reaches (``his``): ``lo1, hi1`` and the ``(lo,
+        hi)`` of the rest (:meth:`FwdJoin.paths`)."""
+        if fj.nstart == 1:
+            return 0, 0, ()
+        los = [(self._lo(parts[j], bound_t, bound_w), his[j]) for j in range(1, fj.nstart)]
+        return los[0][0], los[0][1], tuple(los[1:])
 
     def _join_fwd_ends(self, st: ChainState, e: Rec, bound_t: int | None,
                        bound_w: int | None, out: list[Any], room: int | None, ks: list[int]
@@ -879,19 +889,21 @@ class ChainMatcher(LinearMatcher):
             fj = fwd if k == self.n - 1 else self.fwd_ends[k]
             lg = parts[k].size - 1
             his = fj.reach(P, lg)
-            if his[0] <= lo0:
+            lo1, hi1, rest = self._fwd_starts(fj, parts, his, bound_t, bound_w)
+            if his[0] <= lo0 and hi1 <= lo1 and all(hi <= lo for lo, hi in rest):
                 continue
             c = 0
-            for _path in fj.paths(P, lo0, his[0], e, lg):
+            for _path in fj.paths(P, lo0, his[0], e, lg, lo1, hi1, rest):
                 c += 1
                 if room is not None and nm + c > room:
                     return None
             if c:
-                subs.append((fj, lg, his, c))
+                subs.append((fj, lg, his, c, lo1, rest))
                 nm += c
         if nm < BLOCK_MIN:
             return None
-        blks = [fj.block(P, lo0, his, e, lg, c) for fj, lg, his, c in subs]
+        blks = [fj.block(P, lo0, his, e, lg, c, None, lo1, rest)
+                for fj, lg, his, c, lo1, rest in subs]
         blk = blks[0]
         blk.more = blks[1:]
         blk.n = nm

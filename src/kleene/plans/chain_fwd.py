@@ -186,12 +186,19 @@ class FwdJoin:
         self.bind = [not self.kleene[k] and any(self.step[:k]) for k in range(n)]
         """States whose node the walk puts into the bindings it checks (read by a
         conjunct of an earlier state, bound after them)."""
+        self.opt = tuple(c.kind is CompKind.KLEENE and c.min == 0 for c in comps)
+        """The ``*`` states (a list that may bind no event)."""
         self.alt: FwdJoin | None = None
         """A ``*`` first state (:meth:`fits`): the walk of the matches with that list empty,
-        which start in the second state (:meth:`from_second`); :meth:`paths` merges them
-        with those starting in the first, by the output order."""
-        if self.kleene[0] and comps[0].min == 0:
+        which start in the second state (:meth:`from_second`; a ``*`` second state again:
+        its own ``alt``, and so on); :meth:`paths` merges them with those starting in the
+        first, by the output order."""
+        self.nstart = 1
+        """The states a match may start in: the leading ``*`` states and the one after them
+        (:meth:`paths` takes a range of first nodes for each)."""
+        if self.opt[0]:
             self.alt = self.from_second(tuple(m.end_filters))
+            self.nstart = 1 + self.alt.nstart
 
     @staticmethod
     def fits(plan: Plan, m: Any) -> bool:
@@ -199,20 +206,16 @@ class FwdJoin:
         comps = plan.components
         n = len(comps)
         ends = FwdJoin.ends(plan)
-        if (n < 2 or m.coverage or m.has_trailing or plan.match_preds
+        t = 0  # the leading ``*`` states: a match starts in one of them or in state t
+        while t < n and comps[t].kind is CompKind.KLEENE and comps[t].min == 0:
+            t += 1
+        if (n < 2 or t >= n or m.coverage or m.has_trailing or plan.match_preds
                 or any(not m.srcs[k] for k in range(1, n)) or m.srcs[0]
-                or m.starts_at != [True] + [False] * (n - 1)
+                or m.starts_at != [True] * (t + 1) + [False] * (n - t - 1)
                 or [bool(a) for a in m.accept_after] != [k in ends for k in range(n)]
                 or (len(ends) > 1 and m.direct is not None)
                 or (0 in ends and comps[0].kind is CompKind.KLEENE)):
-            star0 = (comps[0].kind is CompKind.KLEENE and comps[0].min == 0
-                     and m.starts_at == [True, True] + [False] * (n - 2) and len(ends) == 1
-                     and comps[1].min >= 1 and not m.coverage and not m.has_trailing
-                     and not plan.match_preds and not m.srcs[0]
-                     and all(m.srcs[k] for k in range(1, n))
-                     and [bool(a) for a in m.accept_after] == [k in ends for k in range(n)])
-            if not star0:
-                return False
+            return False
         for k, c in enumerate(comps):
             if c.kind is CompKind.KLEENE:
                 if not m.is_list[k] or c.min not in (0, 1) or c.max is not None:
@@ -248,6 +251,8 @@ class FwdJoin:
         sub.chain = (not self.shared and self.srcs[:k + 1] == [()] + [(j - 1,) for j in
                                                                     range(1, k + 1)]
                      and sum(self.kleene[:k + 1]) <= 1)
+        # (a ``*`` first state: the matches starting later end in ``k`` too, cut alike)
+        sub.alt = None if self.alt is None else self.alt.ending_at(k - 1)
         return sub
 
     def from_second(self, end_pr: tuple[Any, ...]) -> FwdJoin:
@@ -263,9 +268,11 @@ class FwdJoin:
         sub.kk = sub.kleene.index(True) if any(sub.kleene) else -1
         sub.cslot, sub.is_list = self.cslot[1:], self.is_list[1:]
         sub.comp = tuple(c - 1 for c in self.comp)  # (the empty list: -1, no state)
-        # (the second state's only source is the first, :meth:`fits`: none left)
+        sub.opt = self.opt[1:]
+        # (the second state's only source is the first, :meth:`fits`: none left; a later
+        # state's source through a ``*`` second state: -1, skipped by the walk, its
+        # snapshot index kept)
         sub.srcs = [()] + [tuple(j - 1 for j in s) for s in self.srcs[2:]]
-        assert all(j >= 0 for s in sub.srcs for j in s)
         sub.lists = tuple(k - 1 for k in self.lists if k)
         sub.end_fns = []
         sub.leaf = self.leaf + self.step_pr[1] + end_pr
@@ -275,6 +282,10 @@ class FwdJoin:
         sub.chain = (not self.shared and sub.srcs == [()] + [(k - 1,) for k in range(1, n)]
                      and len(sub.lists) <= 1)
         sub.alt = None
+        sub.nstart = 1
+        if sub.opt[0]:  # a ``*`` second state: matches with both lists empty start later
+            sub.alt = sub.from_second(())
+            sub.nstart = 1 + sub.alt.nstart
         return sub
 
     @staticmethod
@@ -312,6 +323,8 @@ class FwdJoin:
             recs, sj, bj = P[j]
             best = bj + len(sj)
             for idx, s in enumerate(srcs[j]):
+                if s < 0:
+                    continue  # (a state before the first: :meth:`from_second`)
                 t = m[s]
                 rs, _ss, bs = P[s]
                 if t >= bs + len(rs):
@@ -322,15 +335,19 @@ class FwdJoin:
             m[j] = best
 
     def paths(self, P: Sequence[View], lo0: int, hi0: int, L: Rec, lg: int, lo1: int = 0,
-              hi1: int = 0) -> Iterator[list[tuple[int, int]]]:
+              hi1: int = 0, rest: Sequence[tuple[int, int]] = ()
+              ) -> Iterator[list[tuple[int, int]]]:
         """Every match ending with node ``lg`` (record ``L``) of the last partition whose
         first node is in ``[lo0, hi0)``, in the output order, as the walk's stack: (state,
         global index) pairs from the last node back to the first. The list is reused: read
         it before the next one. A ``*`` first state: also those starting in the second
-        state, at a node in ``[lo1, hi1)`` (:meth:`_merged`)."""
+        state, at a node in ``[lo1, hi1)`` (:meth:`_merged`), and, the second a ``*`` too,
+        in the states after it, one ``(lo, hi)`` range each in ``rest`` (:attr:`nstart`)."""
         if self.alt is not None:
-            return self._merged(P, lo0, hi0, L, lg, lo1, hi1)
+            return self._merged(P, lo0, hi0, L, lg, lo1, hi1, rest)
         if self.last == 0:  # a match of the first event alone (the ``*`` lists after it empty)
+            if self.kleene[0]:  # (a list: of its nodes from the first to ``lg``)
+                return self._paths_list(P, lo0, hi0, lg)
             return self._paths_one(P, lo0, hi0, lg)
         if self.chain:
             return self._paths_chain(P, lo0, hi0, L, lg)
@@ -339,17 +356,20 @@ class FwdJoin:
         return self._paths_general(P, lo0, hi0, L, lg)
 
     def _merged(self, P: Sequence[View], lo0: int, hi0: int, L: Rec, lg: int, lo1: int,
-                hi1: int) -> Iterator[list[tuple[int, int]]]:
+                hi1: int, rest: Sequence[tuple[int, int]] = ()
+                ) -> Iterator[list[tuple[int, int]]]:
         """:meth:`paths` with a ``*`` first state: the matches that start in it (this walk)
-        and those that start in the second state, the list empty (:attr:`alt`'s walk), two
-        streams in the output order merged by it (docs/semantics.md 10: the sorted
-        positions from the last, the first, the second-to-last down to the second; then the
-        bindings in pattern order -- the empty list is the smaller)."""
+        and those that start in the second state, the list empty (:attr:`alt`'s walk; a
+        ``*`` second state: itself merged so, from ``rest``), two streams in the output
+        order merged by it (docs/semantics.md 10: the sorted positions from the last, the
+        first, the second-to-last down to the second; then the bindings in pattern order --
+        the empty list is the smaller)."""
         assert self.alt is not None
         main = copy.copy(self)
         main.alt = None
         a = main.paths(P, lo0, hi0, L, lg)
-        b = self.alt.paths(P[1:], lo1, hi1, L, lg)
+        lo2, hi2 = rest[0] if rest else (0, 0)
+        b = self.alt.paths(P[1:], lo1, hi1, L, lg, lo2, hi2, rest[1:])
         R = [v[0] for v in P]
         Bs = [v[2] for v in P]
 
@@ -404,17 +424,51 @@ class FwdJoin:
                                                                [v[2] for v in P])):
             yield path
 
+    def _paths_list(self, P: Sequence[View], lo0: int, hi0: int, lg: int
+                    ) -> Iterator[list[tuple[int, int]]]:
+        """:meth:`paths` of one Kleene state (the ``*`` states before and after it empty):
+        per first node ``f`` (ascending), ``lg`` alone or back through any of its own
+        nodes between, each step the earliest first. Its conjuncts are on the leaf
+        (:meth:`from_second`, :meth:`ending_at`)."""
+        R = [v[0] for v in P]
+        Bs = [v[2] for v in P]
+        leaf = self.leaf
+        path: list[tuple[int, int]] = [(0, lg)]
+        for f in range(lo0, min(hi0, lg + 1)):
+            if f == lg:
+                if not leaf or self._leaf_ok(path, R, Bs):
+                    yield path
+                continue
+            frames = [[f, lg]]  # (the next predecessor, one past the last)
+            while frames:
+                fr = frames[-1]
+                y = fr[0]
+                if y >= fr[1]:
+                    frames.pop()
+                    path.pop()
+                    continue
+                fr[0] = y + 1
+                path.append((0, y))
+                if y == f:
+                    if not leaf or self._leaf_ok(path, R, Bs):
+                        yield path
+                    path.pop()
+                    continue
+                frames.append([f, y])
+            path.append((0, lg))
+
     def kept(self, P: Sequence[View], lo0: int, hi0: int, L: Rec, lg: int, hist: Any,
-             lo1: int = 0, hi1: int = 0) -> Iterator[list[tuple[int, int]]]:
+             lo1: int = 0, hi1: int = 0, rest: Sequence[tuple[int, int]] = ()
+             ) -> Iterator[list[tuple[int, int]]]:
         """:meth:`paths` less the matches a NOT rejects (``hist``: the negation history,
         an object with ``neg_hist``; unused without a NOT), in the same order."""
         neg_ok = self.neg_ok
         if neg_ok is None:
-            yield from self.paths(P, lo0, hi0, L, lg, lo1, hi1)
+            yield from self.paths(P, lo0, hi0, L, lg, lo1, hi1, rest)
             return
         R = [v[0] for v in P]
         Bs = [v[2] for v in P]
-        for path in self.paths(P, lo0, hi0, L, lg, lo1, hi1):
+        for path in self.paths(P, lo0, hi0, L, lg, lo1, hi1, rest):
             if neg_ok(hist, self.candidate(path, R, Bs, L)):
                 yield path
 
@@ -581,6 +635,8 @@ class FwdJoin:
         fr = [k]
         snap = S[k][g - Bs[k]]
         for idx, j in enumerate(self.srcs[k]):
+            if j < 0:
+                continue  # (a state before the first: :meth:`from_second`)
             a, e = m[j], snap[idx]
             if j == 0 and not self.kleene[0] and e > f + 1:
                 e = f + 1
@@ -736,29 +792,37 @@ class FwdJoin:
         pos = tuple([R[k][g - Bs[k]][GPOS] for k, g in reversed(path)])
         return Candidate(B, f[TS], f[WPOS], L[GPOS], L[TS], L[WPOS], pos)
 
+    def _lows(self, P: Sequence[View], los: list[int]) -> list[int]:
+        """Per state, the first node a match whose first node is at or after ``los[i]`` in
+        start state ``i`` (:attr:`nstart`) can use."""
+        starts = [0] * self.n
+        self.firsts(P, los[0], starts)
+        if self.alt is not None:
+            sub = self.alt._lows(P[1:], los[1:])
+            starts[1:] = [min(x, y) for x, y in zip(starts[1:], sub, strict=True)]
+        return starts
+
     def _leaf_ok(self, path: list[tuple[int, int]], R: list[list[Rec]], Bs: list[int]) -> bool:
         B = self.bindings(path, R, Bs)
         return all(pr.check_all(B, sl) for pr, sl in self.leaf)
 
     def block(self, P: Sequence[View], lo0: int, his: list[int], L: Rec, lg: int,
-              n: int, hist: Any = None, lo1: int = 0) -> FwdBlock:
+              n: int, hist: Any = None, lo1: int = 0, rest: Sequence[tuple[int, int]] = ()
+              ) -> FwdBlock:
         """A copy of the nodes the matches of ``lg`` can use, as a :class:`FwdBlock` (with a
         NOT, ``hist``'s negation history too: the block walks again after the call may have
-        pruned it)."""
-        starts = [0] * self.n
-        self.firsts(P, lo0, starts)  # the firsts of the earliest first node: the lowest
-        hi1 = 0
-        if self.alt is not None:  # and of the earliest start in the second state
-            hi1 = his[1]
-            st1 = [0] * (self.n - 1)
-            self.alt.firsts(P[1:], lo1, st1)
-            starts[1:] = [min(x, y) for x, y in zip(starts[1:], st1, strict=True)]
+        pruned it). ``lo1`` and ``rest``: the first nodes of the later start states
+        (:meth:`paths`; their ends are ``his``')."""
+        # the firsts of the earliest first node of each start state: the lowest
+        starts = self._lows(P, [lo0, lo1, *(lo for lo, _hi in rest)])
+        hi1 = his[1] if self.alt is not None else 0
         views = []
         for j, (recs, snaps, base) in enumerate(P[:self.n]):
             a, b = min(starts[j], his[j]) - base, his[j] - base
             views.append((recs[a:b], snaps[a:b], a + base))
         blk = FwdBlock(self, views, lo0, his[0], L, lg, n)
         blk.lo1, blk.hi1 = lo1, hi1
+        blk.rest = tuple(rest)
         if self.neg_ok is not None:
             blk.hist = _Hist([list(h) for h in hist.neg_hist])
         return blk
@@ -778,7 +842,8 @@ class FwdBlock(MatchBlock):
     partition) of :class:`FwdJoin`'s shape: a copy of the nodes its walk reads; walked again
     when written, a piece at a time."""
 
-    __slots__ = ("join", "views", "lo0", "hi0", "L", "lg", "n", "hist", "lo1", "hi1", "more")
+    __slots__ = ("join", "views", "lo0", "hi0", "L", "lg", "n", "hist", "lo1", "hi1", "more",
+                 "rest")
 
     def __init__(self, join: FwdJoin, views: list[View], lo0: int, hi0: int, L: Rec, lg: int,
                  n: int) -> None:
@@ -792,13 +857,15 @@ class FwdBlock(MatchBlock):
         order (``n`` counts them all)."""
         self.lo1 = self.hi1 = 0
         """A ``*`` first state: the range of the second state's starts (:meth:`FwdJoin.paths`)."""
+        self.rest: tuple[tuple[int, int], ...] = ()
+        """Leading ``*`` states: the ranges of the later start states' starts."""
 
     def __len__(self) -> int:
         return self.n
 
     def _own(self) -> Iterator[list[tuple[int, int]]]:
         return self.join.kept(self.views, self.lo0, self.hi0, self.L, self.lg, self.hist,
-                              self.lo1, self.hi1)
+                              self.lo1, self.hi1, self.rest)
 
     def walk(self) -> Iterator[tuple[FwdBlock, list[tuple[int, int]]]]:
         """Its matches in the output order, each with the block whose views it reads (one of
