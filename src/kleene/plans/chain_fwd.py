@@ -165,6 +165,12 @@ class FwdJoin:
             simple = (pr.general is None and not pr.opt_slots and not pr.prev
                       and not pr.abs_need and -1 not in ks)
             kl = ks & lists
+            if simple and kl == {0} and pr.iter_var is not None and kvar.get(pr.iter_var) == 0:
+                # per element of a first list, the rest singles: at each of its nodes (the
+                # first node too, before the match is made), every later single bound
+                step[0].append(pr.compiled.fn)
+                step_pr[0].append((pr, sl))
+                continue
             if not mids or not simple or kl & {0, n - 1}:
                 leaf.append((pr, sl))
                 continue
@@ -275,9 +281,12 @@ class FwdJoin:
         sub.srcs = [()] + [tuple(j - 1 for j in s) for s in self.srcs[2:]]
         sub.lists = tuple(k - 1 for k in self.lists if k)
         sub.end_fns = []
-        sub.leaf = self.leaf + self.step_pr[1] + end_pr
-        sub.step = [(), *self.step[2:]]
-        sub.step_pr = [(), *self.step_pr[2:]]
+        # (the first list's per-element conjuncts: none left, vacuous; a Kleene second
+        # state's, per element of it, are the new first list's)
+        on0 = self.kleene[1] and n > 1
+        sub.leaf = self.leaf + (() if on0 else self.step_pr[1]) + end_pr
+        sub.step = [self.step[1] if on0 else (), *self.step[2:]]
+        sub.step_pr = [self.step_pr[1] if on0 else (), *self.step_pr[2:]]
         sub.bind = [not sub.kleene[k] and any(sub.step[:k]) for k in range(n)]
         sub.chain = (not self.shared and sub.srcs == [()] + [(k - 1,) for k in range(1, n)]
                      and len(sub.lists) <= 1)
@@ -496,6 +505,7 @@ class FwdJoin:
         m = [0] * n
         path: list[tuple[int, int]] = []
         bind = self.bind
+        step0 = step[0]
 
         def frame(k: int, g: int, f: int) -> list[int]:
             return self._ranges(S, Bs, m, k, g, f)
@@ -533,6 +543,11 @@ class FwdJoin:
                 j, y = fr[best], fr[best + 1]
                 fr[best + 1] = y + 1
                 if j == 0 and y == f:
+                    if step0:  # (per element of a first list: the first node too)
+                        Bm[cslot[0]] = (frec,)
+                        Bt = tuple(Bm)
+                        if not all(fn(Bt, 0) is True for fn in step0):
+                            continue
                     path.append((0, f))
                     if not leaf or self._leaf_ok(path, R, Bs):
                         yield path
@@ -573,6 +588,7 @@ class FwdJoin:
         path: list[tuple[int, int]] = []
         list_at = self.kk
         bind = self.bind
+        step0 = step[0]
         for f in range(lo0, hi0):
             frec = R[0][f - Bs[0]]
             if end_fns:
@@ -611,6 +627,11 @@ class FwdJoin:
                     path.pop()
                     continue
                 if j == 0 and y == f:
+                    if step0:  # (per element of a first list: the first node too)
+                        Bm[cslot[0]] = (frec,)
+                        Bt = tuple(Bm)
+                        if not all(fn(Bt, 0) is True for fn in step0):
+                            continue
                     path.append((0, f))
                     if not leaf or self._leaf_ok(path, R, Bs):
                         yield path
@@ -675,6 +696,7 @@ class FwdJoin:
         m = [0] * self.n
         bind = self.bind
         comp = self.comp
+        step0 = step[0]
         for f in range(lo0, hi0):
             frec = R[0][f - Bs[0]]
             if end_fns:
@@ -717,6 +739,12 @@ class FwdJoin:
                             continue
                         fr[i + 1] = a + 1
                         if j == 0 and a == f:
+                            if step0:  # (per element of a first list: the first node too)
+                                B2 = list(Bm)
+                                B2[cslot[0]] = (rec,)
+                                Bt = tuple(B2)
+                                if not all(fn(Bt, 0) is True for fn in step0):
+                                    continue
                             done.append(pt + ((0, f),))
                             continue
                         fns = step[j]
