@@ -32,7 +32,8 @@ Conditions the storage does not decide are evaluated during the walk: a conjunct
 variables at the step that binds the earliest of its middle variables (the first and the
 last are bound before the walk), a per-element conjunct of a Kleene list (``b[i].x >
 a.x``, no ``b[i-1]``, absolute index or other list) when the element is bound; either prunes
-the partial binding's subtree. The rest (aggregates, whole lists, pairs) is checked on the
+the partial binding's subtree (a first list's: at each of its nodes, the first node too, every
+later single bound). The rest (aggregates, whole lists, pairs) is checked on the
 complete binding.
 
 A NOT that is not trailing is the matcher's history test (``negation_ok``) on each complete
@@ -43,12 +44,14 @@ second walk.
 Shape (:meth:`FwdJoin.fits`): no trailing NOT, no PICK / EMIT RECENT / CONSUME / AFTER MATCH SKIP
 (RETURN allowed: its values are computed as each match is written), single variables and
 Kleene lists (``+`` / ``*``), every state after the first with a source, the first
-state the only start (a ``*`` first state: the first two, :meth:`FwdJoin.from_second` and
-:meth:`FwdJoin._merged`; then the second not a ``*`` and the last the only end); the accepting
+state the only start (leading ``*`` states: those and the one after them,
+:meth:`FwdJoin.from_second` -- recursive, a ``*`` second state has its own ``alt`` --
+and :meth:`FwdJoin._merged`); the accepting
 states the last and each one followed only by ``*``
 lists, whose matches (those lists empty) the same walk cut after it makes
 (:meth:`FwdJoin.ending_at`; an event that ends matches in two states: one block whose walk
-merges its nodes' matches in the output order, :meth:`FwdBlock.walk`). Bounded
+merges its nodes' matches in the output order, :meth:`FwdBlock.walk`; with a ``*`` first
+state the cut has its ``alt`` cut too). Bounded
 repetitions (``{m,n}``) are not chain plans at all.
 
 A last event's matches are counted by one walk (:meth:`FwdJoin.count`) -- exact, so caps and
@@ -156,6 +159,8 @@ class FwdJoin:
             self.chain = False
         step: list[list[Any]] = [[] for _ in range(n)]
         step_pr: list[list[Any]] = [[] for _ in range(n)]
+        lstep: list[list[Any]] = [[] for _ in range(n)]
+        lstep_pr: list[list[Any]] = [[] for _ in range(n)]
         leaf: list[Any] = []
         kvar = {comps[k].vars[0]: k for k in self.lists}
         lists = set(self.lists)
@@ -170,6 +175,13 @@ class FwdJoin:
                 # first node too, before the match is made), every later single bound
                 step[0].append(pr.compiled.fn)
                 step_pr[0].append((pr, sl))
+                continue
+            if (simple and mids and kl == {n - 1} and pr.iter_var is not None
+                    and kvar.get(pr.iter_var) == n - 1):
+                # per element of a last list, the rest singles: over the whole list (every
+                # node of it is on the stack by then) at the step of its earliest middle one
+                lstep[min(mids)].append(pr.compiled.fn)
+                lstep_pr[min(mids)].append((pr, sl))
                 continue
             if not mids or not simple or kl & {0, n - 1}:
                 leaf.append((pr, sl))
@@ -188,8 +200,15 @@ class FwdJoin:
                 leaf.append((pr, sl))
         self.step = [tuple(s) for s in step]
         self.step_pr = [tuple(s) for s in step_pr]
+        self.lstep = [tuple(s) for s in lstep]
+        """Per state, the per-element conjuncts of a last list checked at its step
+        (:meth:`_last_ok`; the general walks only)."""
+        self.lstep_pr = [tuple(s) for s in lstep_pr]
+        if any(self.lstep):
+            self.chain = False
         self.leaf = tuple(leaf)
-        self.bind = [not self.kleene[k] and any(self.step[:k]) for k in range(n)]
+        self.bind = [not self.kleene[k] and (any(self.step[:k]) or any(self.lstep[:k]))
+                     for k in range(n)]
         """States whose node the walk puts into the bindings it checks (read by a
         conjunct of an earlier state, bound after them)."""
         self.opt = tuple(c.kind is CompKind.KLEENE and c.min == 0 for c in comps)
@@ -254,6 +273,8 @@ class FwdJoin:
         sub.leaf = self.leaf + self.step_pr[k]
         sub.step = [*self.step[:k], *([()] * (self.n - k))]
         sub.bind = [b and j < k for j, b in enumerate(self.bind)]
+        sub.lstep = [()] * self.n  # (per element of the last list, now empty: vacuous)
+        sub.lstep_pr = [()] * self.n
         sub.chain = (not self.shared and self.srcs[:k + 1] == [()] + [(j - 1,) for j in
                                                                     range(1, k + 1)]
                      and sum(self.kleene[:k + 1]) <= 1)
@@ -287,9 +308,13 @@ class FwdJoin:
         sub.leaf = self.leaf + (() if on0 else self.step_pr[1]) + end_pr
         sub.step = [self.step[1] if on0 else (), *self.step[2:]]
         sub.step_pr = [self.step_pr[1] if on0 else (), *self.step_pr[2:]]
-        sub.bind = [not sub.kleene[k] and any(sub.step[:k]) for k in range(n)]
+        sub.leaf += self.lstep_pr[1]  # (they read the new first state)
+        sub.lstep = [(), *self.lstep[2:]]
+        sub.lstep_pr = [(), *self.lstep_pr[2:]]
+        sub.bind = [not sub.kleene[k] and (any(sub.step[:k]) or any(sub.lstep[:k]))
+                    for k in range(n)]
         sub.chain = (not self.shared and sub.srcs == [()] + [(k - 1,) for k in range(1, n)]
-                     and len(sub.lists) <= 1)
+                     and len(sub.lists) <= 1 and not any(sub.lstep))
         sub.alt = None
         sub.nstart = 1
         if sub.opt[0]:  # a ``*`` second state: matches with both lists empty start later
@@ -506,6 +531,7 @@ class FwdJoin:
         path: list[tuple[int, int]] = []
         bind = self.bind
         step0 = step[0]
+        lstep = self.lstep
 
         def frame(k: int, g: int, f: int) -> list[int]:
             return self._ranges(S, Bs, m, k, g, f)
@@ -562,6 +588,9 @@ class FwdJoin:
                         continue
                 elif bind[j]:  # a later step's conjunct reads it
                     Bm[cslot[j]] = R[j][y - Bs[j]]
+                if lstep[j] and not self._last_ok(lstep[j], Bm, j, R[j][y - Bs[j]], path, R,
+                                                  Bs):
+                    continue
                 path.append((j, y))
                 frames.append(frame(j, y, f))
 
@@ -697,6 +726,7 @@ class FwdJoin:
         bind = self.bind
         comp = self.comp
         step0 = step[0]
+        lstep = self.lstep
         for f in range(lo0, hi0):
             frec = R[0][f - Bs[0]]
             if end_fns:
@@ -758,6 +788,8 @@ class FwdJoin:
                         elif bind[j]:
                             B2 = list(Bm)
                             B2[cslot[j]] = rec
+                        if lstep[j] and not self._last_ok(lstep[j], B2, j, rec, pt, R, Bs):
+                            continue
                         nxt.append((pt + ((j, a),), self._ranges(S, Bs, m, j, a, f), B2))
                 if done:
                     if len(done) > 1:
@@ -819,6 +851,18 @@ class FwdJoin:
         f = R[k0][g0 - Bs[k0]]
         pos = tuple([R[k][g - Bs[k]][GPOS] for k, g in reversed(path)])
         return Candidate(B, f[TS], f[WPOS], L[GPOS], L[TS], L[WPOS], pos)
+
+    def _last_ok(self, fns: Sequence[Any], Bm: list[Any], j: int, rec: Rec,
+                 path: Sequence[tuple[int, int]], R: list[list[Rec]], Bs: list[int]) -> bool:
+        """The per-element conjuncts of the last list (:attr:`lstep`) at the step of single
+        state ``j`` (its node ``rec``): every node of the list is on the stack ``path``."""
+        last = self.last
+        B2 = list(Bm)
+        B2[self.cslot[j]] = rec
+        lst = tuple([R[last][g - Bs[last]] for k, g in reversed(path) if k == last])
+        B2[self.cslot[last]] = lst
+        Bt = tuple(B2)
+        return all(fn(Bt, i) is True for fn in fns for i in range(len(lst)))
 
     def _lows(self, P: Sequence[View], los: list[int]) -> list[int]:
         """Per state, the first node a match whose first node is at or after ``los[i]`` in
