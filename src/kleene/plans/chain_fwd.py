@@ -177,6 +177,13 @@ class FwdJoin:
                 step[0].append(pr.compiled.fn)
                 step_pr[0].append((pr, sl))
                 continue
+            if (simple and ks == {0, n - 1} and kl == {n - 1} and pr.iter_var is not None
+                    and kvar.get(pr.iter_var) == n - 1):
+                # per element of a last list and the first (single): at each of its nodes
+                # (the last node too, before the walk: :meth:`_l_ok`)
+                step[n - 1].append(pr.compiled.fn)
+                step_pr[n - 1].append((pr, sl))
+                continue
             if (simple and mids and kl == {n - 1} and pr.iter_var is not None
                     and kvar.get(pr.iter_var) == n - 1):
                 # per element of a last list, the rest singles: over the whole list (every
@@ -309,7 +316,13 @@ class FwdJoin:
         sub.leaf = self.leaf + (() if on0 else self.step_pr[1]) + end_pr
         sub.step = [self.step[1] if on0 else (), *self.step[2:]]
         sub.step_pr = [self.step_pr[1] if on0 else (), *self.step_pr[2:]]
-        sub.leaf += self.lstep_pr[1]  # (they read the new first state)
+        comp_of = dict(zip(self.order, self.comp, strict=True))
+        for pr, sl in self.lstep_pr[1]:  # (they read the new first state)
+            if {comp_of[v] for v in pr.vars} == {1, self.last} and n > 1:
+                sub.step[-1] = (*sub.step[-1], pr.compiled.fn)
+                sub.step_pr[-1] = (*sub.step_pr[-1], (pr, sl))
+            else:
+                sub.leaf += ((pr, sl),)
         sub.lstep = [(), *self.lstep[2:]]
         sub.lstep_pr = [(), *self.lstep_pr[2:]]
         sub.bind = [not sub.kleene[k] and (any(sub.step[:k]) or any(sub.lstep[:k]))
@@ -533,6 +546,7 @@ class FwdJoin:
         bind = self.bind
         step0 = step[0]
         lstep = self.lstep
+        stepL = step[last] if kleene[last] else ()
 
         def frame(k: int, g: int, f: int) -> list[int]:
             return self._ranges(S, Bs, m, k, g, f)
@@ -546,6 +560,8 @@ class FwdJoin:
                     continue
             if k0_single:
                 Bm[cslot[0]] = frec
+                if stepL and not self._l_ok(stepL, Bm, L):
+                    continue
             self.firsts(P, f, m)
             if m[last] > lg:
                 continue  # lg does not reach f
@@ -619,6 +635,7 @@ class FwdJoin:
         list_at = self.kk
         bind = self.bind
         step0 = step[0]
+        stepL = step[last] if kleene[last] else ()
         for f in range(lo0, hi0):
             frec = R[0][f - Bs[0]]
             if end_fns:
@@ -628,6 +645,8 @@ class FwdJoin:
                     continue
             if not k0_kleene:
                 Bm[cslot[0]] = frec
+                if stepL and not self._l_ok(stepL, Bm, L):
+                    continue
             m[0] = f
             dead = False
             for j in range(1, n):
@@ -728,6 +747,7 @@ class FwdJoin:
         comp = self.comp
         step0 = step[0]
         lstep = self.lstep
+        stepL = step[last] if kleene[last] else ()
         for f in range(lo0, hi0):
             frec = R[0][f - Bs[0]]
             if end_fns:
@@ -737,6 +757,8 @@ class FwdJoin:
                     continue
             if k0_single:
                 Bm0[cslot[0]] = frec
+                if stepL and not self._l_ok(stepL, Bm0, L):
+                    continue
             self.firsts(P, f, m)
             if m[last] > lg:
                 continue  # lg does not reach f
@@ -852,6 +874,14 @@ class FwdJoin:
         f = R[k0][g0 - Bs[k0]]
         pos = tuple([R[k][g - Bs[k]][GPOS] for k, g in reversed(path)])
         return Candidate(B, f[TS], f[WPOS], L[GPOS], L[TS], L[WPOS], pos)
+
+    def _l_ok(self, fns: Sequence[Any], Bm: list[Any], L: Rec) -> bool:
+        """The per-element conjuncts of the last list with the first single (its step's)
+        on the last node ``L``."""
+        B2 = list(Bm)
+        B2[self.cslot[self.last]] = (L,)
+        Bt = tuple(B2)
+        return all(fn(Bt, 0) is True for fn in fns)
 
     def _last_ok(self, fns: Sequence[Any], Bm: list[Any], j: int, rec: Rec,
                  path: Sequence[tuple[int, int]], R: list[list[Rec]], Bs: list[int]) -> bool:
