@@ -34,7 +34,8 @@ last are bound before the walk), a per-element conjunct of a Kleene list (``b[i]
 a.x``, no ``b[i-1]``, absolute index or other list) when the element is bound; either prunes
 the partial binding's subtree (a first list's: at each of its nodes, the first node too, every
 later single bound; a last list's over singles, one in the middle: over the whole list at the
-step of the earliest middle one, :meth:`FwdJoin._last_ok`). The rest (aggregates, whole lists, pairs) is checked on the
+step of the earliest middle one, :meth:`FwdJoin._last_ok`; with the first single only: at each
+of its nodes, the last before the walk, :meth:`FwdJoin._l_ok`). The rest (aggregates, whole lists, pairs) is checked on the
 complete binding.
 
 A NOT that is not trailing is the matcher's history test (``negation_ok``) on each complete
