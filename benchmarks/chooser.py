@@ -859,7 +859,16 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _load(path: Path, no_keys: bool) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(path.read_text())
+    """A ``measure`` run's JSON; anything else (a missing file, other JSON, a FAEM figure
+    directory where a run is wanted) stops with one line naming the file."""
+    try:
+        data: dict[str, Any] = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise SystemExit(f"chooser: {path}: not a readable JSON file ({e})") from None
+    if not isinstance(data, dict) or not {"points", "stats"} <= data.keys():
+        raise SystemExit(f"chooser: {path}: not a `measure` run (its JSON has no 'points' "
+                         "and 'stats'); write one with `python -m benchmarks.chooser measure "
+                         "--json FILE`")
     if no_keys:
         for d in data["stats"].values():
             d["distinct"] = {}

@@ -34,6 +34,15 @@ from pathlib import Path
 from typing import Any
 
 
+def as_console(cli_main: object) -> None:
+    """Keep pyarrow from importing pandas in this process as the ``kleene`` process does
+    (``_skip_pandas_probe``, session 11; older trees under ``--old``: their import hook)."""
+    probe = getattr(cli_main, "_skip_pandas_probe", None)
+    if probe is not None:
+        probe()
+    else:
+        sys.meta_path.insert(0, cli_main._NoPandasForArrow())  # type: ignore[attr-defined]
+
 def loadavg() -> tuple[float, float, float]:
     """The 1, 5 and 15 minute load averages from /proc/loadavg."""
     try:

@@ -2,7 +2,7 @@
 
 The steps are the CLI's (read the CSV, match with the automaton engine, write JSON Lines), run
 through the same functions the CLI calls (``read_events``, ``CompiledQuery.start().push`` and
-``close``, ``open_writer``), with the CLI's import hook that keeps pyarrow from importing pandas. CPU seconds (``time.process_time``) are given beside wall seconds
+``close``, ``open_writer``), as the CLI keeps pyarrow from importing pandas (``measure.as_console``). CPU seconds (``time.process_time``) are given beside wall seconds
 because a shared machine's load inflates wall time far more than CPU time. Run::
 
     python -m benchmarks.phases [--events 1000000] [--format jsonl] [--out PATH]
@@ -37,7 +37,9 @@ def main(argv: list[str] | None = None) -> int:
     from kleene.events.writers import open_writer
 
     # as the `kleene` process does: pyarrow may not import pandas for kleene's own arrays
-    sys.meta_path.insert(0, cli_main._NoPandasForArrow())
+    from .measure import as_console
+
+    as_console(cli_main)
 
     out: dict[str, Any] = {"events": args.events}
     clock = (time.process_time, time.perf_counter)

@@ -75,9 +75,9 @@ def engine_matches(n: int) -> tuple[list[Match], TimeInfo]:
     import kleene
     from kleene.cli import main as cli_main
 
-    from . import datasets, queries
+    from . import datasets, measure, queries
 
-    sys.meta_path.insert(0, cli_main._NoPandasForArrow())  # as the `kleene` process does
+    measure.as_console(cli_main)  # as the `kleene` process does
     events, _ = kleene.read_events(str(datasets.stock_csv(n)), time_col="ts",
                                    event_type="Stock", id_col="id")
     runtime = kleene.compile(queries.STOCK, name="stock").start()
@@ -98,9 +98,9 @@ def engine_table(n: int, query: str = "stock") -> tuple[Any, TimeInfo]:
     import kleene
     from kleene.cli import main as cli_main
 
-    from . import datasets, queries
+    from . import datasets, measure, queries
 
-    sys.meta_path.insert(0, cli_main._NoPandasForArrow())
+    measure.as_console(cli_main)
     events, _ = kleene.read_events(str(datasets.stock_csv(n)), time_col="ts",
                                    event_type="Stock", id_col="id")
     if query == "explosion":

@@ -126,14 +126,11 @@ class CompiledQuery:
         """``found`` as :class:`Matches` of this query (``time``: the input's, for the
         ``start``/``end`` columns)."""
         from .semantic.analyzed import VarKind
-        from .syntax import expr_text
 
         variables = [(v.name, v.kind is VarKind.LIST) for v in self.analyzed.variables.values()
                      if v.kind is not VarKind.NEGATED]
-        returns = [r.alias or expr_text(r.expr) for r in self.analyzed.query.returns]
-        if self.analyzed.query.rows is not None:  # EMIT ROWS: the row's id first
-            returns = ["row", *returns]
-        return Matches(found, time=time, variables=variables, returns=returns)
+        return Matches(found, time=time, variables=variables,
+                       returns=list(self.analyzed.output_fields()))
 
     def check(self, events: EventBatch) -> list[str]:
         """Check the query against the events it is about to run on: an attribute, event type

@@ -110,3 +110,18 @@ def test_refit_fwd_recovers_the_constants_and_scores_them_best() -> None:
     res = chooser.seq_region(data, pred=chooser._is_fwd, grid=(4.0, 8.0, 0.6, 1.8, 0.2))
     assert res[(a, b)] == len(data["points"]) == max(res.values())
     assert min(res.values()) < len(data["points"])
+
+
+@pytest.mark.parametrize("text", ['{"figure": 1}', "[1, 2]", "not json", None])
+def test_a_file_that_is_no_measure_run_is_one_line(tmp_path: Any, text: str | None,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """``refit-seq`` / ``score`` on another file (a FAEM figure's JSON, a typo) stop with one
+    line naming it, not a KeyError traceback."""
+    path = tmp_path / "x.json"
+    if text is not None:
+        path.write_text(text)
+    for mode in ("refit-seq", "score"):
+        with pytest.raises(SystemExit) as err:
+            chooser.main([mode, str(path)])
+        msg = str(err.value)
+        assert msg.startswith(f"chooser: {path}: ") and "\n" not in msg

@@ -5,6 +5,7 @@ RETURN field its header has no column for (one-line error) instead of leaving it
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 from typing import Any
@@ -159,13 +160,34 @@ def test_cli_query_set_parquet_keeps_the_second_querys_values(tmp_path: Path,
     assert {r.get("x") for r in rows if r["query"] == "second"} == {4, 6}
 
 
-def test_cli_query_set_csv_refuses_a_field_the_header_lacks(tmp_path: Path) -> None:
-    """CSV's header comes from the first match: a later field was dropped silently."""
-    res = _set_run(tmp_path, "o.csv")
-    assert res.exit_code == 2, res.output
-    msg = res.output.strip()
-    assert "\n" not in msg and "Traceback" not in msg
-    assert "'second' returns x" in msg and "o.csv" in msg
+@pytest.mark.parametrize("extra", [(), ("--stream", "--batch-size", "2")],
+                         ids=["whole", "stream"])
+def test_cli_query_set_csv_header_has_every_querys_fields(tmp_path: Path,
+                                                          extra: tuple[str, ...]) -> None:
+    """The first match has no RETURN field: CSV's header came from it, so the second query's
+    ``x`` was dropped (session 9), then refused (session 10); now the header is every query's
+    fields, known before the first match, and each row holds its query's values."""
+    assert _set_run(tmp_path, "o.jsonl", *extra).exit_code == 0
+    res = _set_run(tmp_path, "o.csv", *extra)
+    assert res.exit_code == 0, res.output
+    with open(tmp_path / "o.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    lines = [json.loads(s) for s in (tmp_path / "o.jsonl").read_text().splitlines()]
+    assert list(rows[0]) == ["query", "start", "end", "match", "x"]
+    assert [r["query"] for r in rows] == [r["query"] for r in lines]
+    assert [r["x"] for r in rows] == [str(r["values"].get("x", "")) for r in lines]
+    assert {r["x"] for r in rows if r["query"] == "second"} == {"4", "6"}
+
+
+def test_cli_csv_without_matches_has_the_return_columns(tmp_path: Path) -> None:
+    """No match: the header still names the RETURN fields (the same columns as a file with
+    matches), not only the fixed four."""
+    src = tmp_path / "in.csv"
+    src.write_text("id,ts,type,v\n1,1,B,3\n2,2,A,4\n")  # B before A: no match
+    res = _run(["PATTERN SEQ(A a, B b) RETURN b.v AS x, a.v", "-i", str(src), "--id-col", "id",
+                "--time-unit", "s", "-o", str(tmp_path / "o.csv")])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "o.csv").read_text() == "query,start,end,match,x,a.v\n"
 
 
 def test_csv_writer_refuses_a_return_field_not_in_the_header() -> None:

@@ -96,6 +96,9 @@ def test_parquet_output_has_typed_columns(spark: Any, tmp_path: Path) -> None:
     "PATTERN SEQ(A a, B+ b[]) WHERE b[i].x >= a.x PARTITION BY k WITHIN 5 seconds "
     "RETURN a.x / 4 AS q, a.x > 3 AS big, NULL AS nothing, 'x, \"y\"' AS s, b[1].x AS bx",
     "PATTERN SEQ(A a, C c) WHERE c.x > 100 PARTITION BY k WITHIN 5 seconds",  # no match
+    # no match, and RETURN names the header must quote (a comma, a quote)
+    "PATTERN SEQ(A a, C c) WHERE c.x > 100 PARTITION BY k WITHIN 5 seconds "
+    "RETURN greatest(a.x, c.x), c.x AS \"c \"\"x\"\"\"",
 ])
 def test_spark_csv_equals_embedded_cli_csv(spark: Any, tmp_path: Path, query: str) -> None:
     src = tmp_path / "events.csv"
@@ -349,3 +352,22 @@ def test_spark_output_is_written_atomically(spark: Any, tmp_path: Path,
     redone = CliRunner().invoke(cli, again)
     assert redone.exit_code == 0, redone.stderr
     assert out.read_bytes() != first and out.read_bytes().count(b"\n") == first.count(b"\n")
+
+
+@READERS
+def test_a_column_empty_in_the_first_rows_is_typed_by_its_values(spark: Any, tmp_path: Path,
+                                                                 reader: str) -> None:
+    """x has no value in the first 65,536 rows: both readers type it by its first values
+    (int64), as the embedded reader does, so ``a.x > 15`` is no string/number error and the
+    file is the embedded CLI's."""
+    lines = ["ts,type,k,x"] + [f"{i},A,k{i % 2}," for i in range(66_000)]
+    lines += [f"{66_000 + i},A,k{i % 2},{v}" for i, v in enumerate((3, 17, 20, 16))]
+    lines += [f"{66_010 + i},B,k{i % 2},1" for i in range(2)]
+    src = tmp_path / "late.csv"
+    src.write_text("\n".join(lines) + "\n")
+    q = "PATTERN SEQ(A a, B b) WHERE a.x > 15 PARTITION BY k WITHIN 1000000 seconds"
+    expected = _embedded(q, src, tmp_path / "embedded.jsonl")
+    assert expected.count(b"\n") == 3
+    out = tmp_path / "spark.jsonl"
+    run_query(q, str(src), spark=spark, output=str(out), reader=reader)
+    assert out.read_bytes() == expected

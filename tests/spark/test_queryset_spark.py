@@ -74,3 +74,28 @@ def test_run_spark_with_several_query_files_writes_the_embedded_file(spark: Any,
                                   str(tmp_path / "c.jsonl"), "-q"])
     assert cli_run.exit_code == 0, cli_run.output
     assert (tmp_path / "c.jsonl").read_bytes() == expected
+
+
+def test_run_spark_query_set_csv_writes_the_embedded_file(spark: Any, tmp_path: Path) -> None:
+    """One query returns ``ax``, the others nothing: both CLIs write one header with every
+    query's fields (the others' cells empty) and the same rows (Spark refused CSV for sets)."""
+    rows = random_rows(8, n=60, keys=2)
+    src = tmp_path / "events.csv"
+    src.write_text("ts,type,k,x\n" + "".join(f"{r['ts']},{r['type']},{r['k']},{r['x']}\n"
+                                            for r in rows))
+    qdir = tmp_path / "q"
+    qdir.mkdir()
+    for name, text in SET.items():
+        (qdir / f"{name}.kleene").write_text(text + "\n")
+    runner = CliRunner()
+    emb = runner.invoke(cli, ["run", str(qdir), "-i", str(src), "-o", str(tmp_path / "e.csv"),
+                              "-q"])
+    assert emb.exit_code == 0, emb.output
+    expected = (tmp_path / "e.csv").read_bytes()
+    assert expected.splitlines()[0] == b"query,start,end,match,ax"
+    assert {line.split(b",")[0] for line in expected.splitlines()[1:]} == set(
+        n.encode() for n in SET)
+    res = runner.invoke(cli, ["run", str(qdir), "-i", str(src), "--spark", "-o",
+                              str(tmp_path / "s.csv"), "-q"])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "s.csv").read_bytes() == expected

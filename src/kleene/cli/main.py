@@ -20,7 +20,6 @@ import traceback
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from types import FrameType
 from typing import Any, TypeVar
 
 import click
@@ -995,7 +994,8 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
     else:
         from ..events.writers import open_writer
 
-        with output_target(output) as target, open_writer(target, out_fmt, out_time) as w:
+        with output_target(output) as target, open_writer(target, out_fmt, out_time,
+                                                          _output_fields(compiled)) as w:
             if isinstance(matches, _Lines):
                 w.write_texts(matches.texts)  # type: ignore[attr-defined]
             elif isinstance(matches, _SetOutput):  # matched while written, a piece at a time
@@ -1115,6 +1115,41 @@ def _analyzed_all(compiled: Any) -> list[Any]:
     """The analyzed queries of a compiled query or of a query set."""
     queries = getattr(compiled, "queries", None)
     return [q.analyzed for q in queries] if queries is not None else [compiled.analyzed]
+
+
+def _skip_pandas_probe() -> None:
+    """For the console process (:func:`main`), never when kleene is a library: pyarrow looks
+    for pandas the first time it converts Python objects (``pa.array`` of a list, a compute
+    function given a Python scalar: is it a pandas Series?), and with pandas installed (the
+    ``spark`` and ``dev`` extras) that import is most of a small run's start-up (0.1-0.25 s).
+    kleene's CLI never hands pyarrow a pandas object, so pyarrow's one look is made here with
+    pandas hidden; it then takes lists for lists. Nothing else changes: a conversion that
+    needs pandas (``to_pandas``, ``from_pandas``) makes pyarrow import it then, a ``--udf``
+    may import it, and ``--spark`` (pyspark hands pyarrow pandas objects) skips this.
+    (Session 11: this replaced an import hook that refused pandas to imports made from
+    kleene's own frames, which missed pyarrow's Python wrappers: ``pc.equal(col, "")`` in
+    the reader imported pandas in every run with a type column.)"""
+    if "pandas" in sys.modules:
+        return
+    import pyarrow as pa
+
+    class _Hidden:  # (a meta path finder; importlib.abc would import shutil and tempfile)
+        def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+            if name == "pandas" or name.startswith("pandas."):
+                raise ImportError("pandas is not used by an embedded run")
+
+    hidden = _Hidden()
+    sys.meta_path.insert(0, hidden)
+    try:
+        pa.array([0])  # (pyarrow's one look, cached for the process)
+    finally:
+        sys.meta_path.remove(hidden)
+
+
+def _output_fields(compiled: Any) -> list[str]:
+    """Every query's RETURN fields (``AnalyzedQuery.output_fields``) in the set's order, each
+    once: CSV's header, so queries that return different fields share one file."""
+    return list(dict.fromkeys(f for q in _analyzed_all(compiled) for f in q.output_fields()))
 
 
 def _unread_columns_as_text(input_path: str, options: Any,
@@ -1664,7 +1699,8 @@ def _run_streaming(compiled: Any, stream: Any, *, output: str | None, fmt: str, 
         if count:
             return
         if writer is None:
-            writer = open_writer(target, fmt, _output_time(stream.time, explicit_unit))
+            writer = open_writer(target, fmt, _output_time(stream.time, explicit_unit),
+                                     _output_fields(compiled))
             if touts is not None:
                 touts.writer(writer)
         writer.write(matches)
@@ -1705,7 +1741,8 @@ def _run_streaming(compiled: Any, stream: Any, *, output: str | None, fmt: str, 
                 n_matches = runtime.counters.matches
                 click.echo(n_matches)
             elif writer is None:
-                writer = open_writer(target, fmt, _output_time(stream.time, explicit_unit))
+                writer = open_writer(target, fmt, _output_time(stream.time, explicit_unit),
+                                     _output_fields(compiled))
         finally:
             if writer is not None:
                 writer.close()
@@ -1887,45 +1924,12 @@ def _summary(report: Any, n_matches: int, engine: str,
     click.echo("\n".join(lines), err=True)
 
 
-_KLEENE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-_SPARK_DIR = os.path.join(_KLEENE_DIR, "spark") + os.sep
-
-
-class _NoPandasForArrow:
-    """An import hook for the ``kleene`` process: refuses ``import pandas`` when the import
-    comes from kleene's own reader / engine / writer code.
-
-    Why: pyarrow imports pandas (~0.25 s) the first time kleene builds an array or converts a
-    column to numpy, only to recognise pandas objects kleene never passes it; the CLI has no
-    use for pandas. Imports from anywhere else (a ``--udf`` module or function, pyspark,
-    kleene.spark, pyarrow's own Python code) are untouched, and the hook is installed only
-    by :func:`main` (the console process), never when kleene is used as a library.
-    """
-
-    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
-        if name != "pandas":
-            return None
-        f: FrameType | None = sys._getframe(1)
-        while f is not None and f.f_code.co_filename.startswith("<frozen importlib"):
-            f = f.f_back
-        fn = f.f_code.co_filename if f is not None else ""
-        if fn.startswith(_KLEENE_DIR) and not fn.startswith(_SPARK_DIR):
-            raise ImportError("pandas is not used by kleene's reader and engine")
-        return None
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     """Console entry point (``kleene``, ``python -m kleene``)."""
     args = list(argv) if argv is not None else sys.argv[1:]
-    hook = None
-    if "pandas" not in sys.modules and "--spark" not in args:
-        hook = _NoPandasForArrow()
-        sys.meta_path.insert(0, hook)
-    try:
-        cli.main(args=args, prog_name="kleene")
-    finally:
-        if hook is not None and hook in sys.meta_path:
-            sys.meta_path.remove(hook)
+    if "--spark" not in args:
+        _skip_pandas_probe()
+    cli.main(args=args, prog_name="kleene")
 
 
 __all__ = ["EXIT_INPUT", "EXIT_OK", "EXIT_QUERY", "EXIT_RUNTIME", "cli", "load_query",

@@ -123,8 +123,13 @@ def decide(table: pa.Table, text_cols: frozenset[str], opts: ReadOptions,
         if c in overrides:
             types[c] = overrides[c]
         elif c in text_cols:
-            # (inference reads the first INFER_ROWS values: no copy of the whole column)
-            types[c] = infer_text_type(table.column(c).slice(0, INFER_ROWS).combine_chunks())
+            # (inference reads the first INFER_ROWS values: no copy of the whole column;
+            # when they are all empty, the first values further on, as far as the chunk goes)
+            col = table.column(c)
+            head = col.slice(0, INFER_ROWS).combine_chunks()
+            if head.null_count == len(head) and col.null_count < len(col):
+                head = col.drop_null().slice(0, INFER_ROWS).combine_chunks()
+            types[c] = infer_text_type(head)
             inferred.add(c)
         else:
             types[c] = normalise_type(table.column(c).type)

@@ -79,6 +79,9 @@ from .sources.base import Raw
 from .sources.csvfile import count_csv_rows
 
 FORMATS = tuple(FILE_SOURCES)
+LOOK_AHEAD_BYTES = 64 << 20
+"""How much text the reader reads past the deciding chunk for a column with no value in it
+(:meth:`EventStream._look_ahead`)."""
 """The file formats at import time (the registry is :data:`kleene.events.sources.FILE_SOURCES`)."""
 
 
@@ -238,6 +241,11 @@ class EventStream(Iterator[EventBatch]):
                 raw.sample if self._nulls is None else self._null_values(raw.sample, count=False))
             self._decisions = decide(sample, raw.text_cols, self.options, self.overrides,
                                      source)
+            empty = [c for c in sample.column_names if c in self._decisions.inferred
+                     and c != self._decisions.time_col
+                     and sample.column(c).null_count == sample.num_rows]
+            if empty and sample.num_rows:
+                self._look_ahead(empty)
             self._use_types()
         widths = dict(self._decisions.types)
         result, errors = self._build(raw, source)
@@ -254,6 +262,38 @@ class EventStream(Iterator[EventBatch]):
         result = self._disorder.order(result, sort=self.sort_chunks)
         self._events += result.num_rows
         return EventBatch(result, self.time)
+
+    def _look_ahead(self, empty: list[str]) -> None:
+        """Columns inferred from text with no value in the chunk that decides the types (a
+        sensor that reports only later) would be read as text, and a query comparing them
+        with numbers refused: read on, up to :data:`LOOK_AHEAD_BYTES` of text, to the first
+        chunk in which each has values, and infer its type from those. The chunks read are
+        put back, in order, and converted as usual (so nothing is read twice, and every
+        value is still checked against the type). A column still empty after that stays
+        text, as before."""
+        import itertools
+
+        d = self._decisions
+        assert d is not None
+        ahead: list[Raw] = []
+        seen = 0
+        todo = set(empty)
+        while todo and seen < LOOK_AHEAD_BYTES:
+            nxt = next(self._chunks, None)
+            if nxt is None:
+                break
+            ahead.append(nxt)
+            table = nxt.table if self._nulls is None else self._null_values(nxt.table,
+                                                                            count=False)
+            seen += table.nbytes
+            for c in sorted(todo):
+                if c in table.column_names and c in nxt.text_cols:
+                    col = table.column(c)
+                    if col.null_count < len(col):
+                        d.types[c] = infer_text_type(col.drop_null().combine_chunks())
+                        todo.discard(c)
+        if ahead:
+            self._chunks = itertools.chain(ahead, self._chunks)
 
     def _use_types(self) -> None:
         """Tell a source that can parse text straight to types (CSV) the decided ones."""

@@ -8,8 +8,11 @@ produced them::
 CSV and Parquet flatten it: columns ``query``, ``start``, ``end``, ``match`` (the bindings as a
 JSON object string, since variables differ between queries) and one column per RETURN field.
 Parquet keeps ``start``/``end`` as ``timestamp[us]`` for datetime input.
-CSV's header is the first match's columns; a later match with a RETURN field the header lacks
-is an :class:`InputError` (the value is not dropped). A Parquet file has one schema that fits
+CSV's header is the fixed columns and the RETURN fields the writer is given (``fields``: the
+CLI passes every query's, in the set's order, so a query set whose queries return different
+fields writes one header of all of them, and a file without matches has the same header), or
+else the first match's; a match with a RETURN field the header lacks is an
+:class:`InputError` (the value is not dropped). A Parquet file has one schema that fits
 every row group: a column first seen later is null before it, a null column takes the later
 type, int widens to float (in lists too), values without a common type are JSON text (as
 within one row group); when the schema changes, the row groups written so far are copied into
@@ -38,7 +41,7 @@ import json
 import math
 import os
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import IO, Any
 
@@ -558,17 +561,21 @@ def csv_cells(row: dict[str, Any]) -> dict[str, Any]:
 
 
 class CsvWriter(_TextWriter):
-    """CSV: query, start, end, match (JSON), then the RETURN fields of the first match.
+    """CSV: query, start, end, match (JSON), then the RETURN fields: ``fields`` when given
+    (every query's, the order of first appearance), else the first match's.
 
     Chunks of matches with the same RETURN fields are formatted column-wise
     (:func:`kleene.events.textcols.csv_lines`); others one match at a time, the same text."""
 
     _CHUNK = 8_192
 
-    def __init__(self, dest: str | IO[str] | None, time: TimeInfo) -> None:
+    def __init__(self, dest: str | IO[str] | None, time: TimeInfo,
+                 fields: Sequence[str] | None = None) -> None:
         super().__init__(dest, time)
         self._writer: Any = None
         self._header: list[str] | None = None
+        self._fields = None if fields is None else tuple(dict.fromkeys(fields))
+        """The RETURN fields of the header, when known before the first match."""
         self._fmt = _LineFormatter(time)
         self._path = dest if isinstance(dest, str) else None
         self._fits: set[tuple[str, ...]] = set()
@@ -587,13 +594,13 @@ class CsvWriter(_TextWriter):
         if missing:
             raise InputError(
                 f"CSV output: query {m.query!r} returns {', '.join(missing)}, which the CSV "
-                f"header ({', '.join(self._header)}, from the first match) has no column for; "
+                f"header ({', '.join(self._header)}) has no column for; "
                 f"write JSON Lines or Parquet (--format), or RETURN the same fields in every "
                 f"query of the set", path=self._path)
         self._fits.add(fields)
 
     def write(self, matches: Iterable[Match]) -> None:
-        from .textcols import Unformattable, csv_lines, row_keys, utf8_bytes
+        from .textcols import Unformattable, csv_lines, utf8_bytes
 
         if isinstance(matches, MatchTable):
             self._write_table(matches)
@@ -602,9 +609,7 @@ class CsvWriter(_TextWriter):
         if not ms:
             return
         if self._writer is None:
-            self._header = [*CSV_FIXED_COLUMNS, *row_keys(tuple(ms[0].values))]
-            self._writer = self._dict_writer(self._header)
-            self._writer.writeheader()
+            self._start(tuple(ms[0].values))
         assert self._header is not None
         for i in range(0, len(ms), self._CHUNK):
             part = ms[i:i + self._CHUNK]
@@ -618,15 +623,13 @@ class CsvWriter(_TextWriter):
             self.count += len(part)
 
     def _write_columns(self, mc: MatchColumns) -> None:
-        from .textcols import Unformattable, csv_column_lines, row_keys, utf8_bytes
+        from .textcols import Unformattable, csv_column_lines, utf8_bytes
 
         n = len(mc)
         if not n:
             return
         if self._writer is None:
-            self._header = [*CSV_FIXED_COLUMNS, *row_keys(())]
-            self._writer = self._dict_writer(self._header)
-            self._writer.writeheader()
+            self._start(())
         assert self._header is not None
         step = JsonLinesWriter._COLUMN_CHUNK
         for i in range(0, n, step):
@@ -639,6 +642,16 @@ class CsvWriter(_TextWriter):
             self.out.write(bytes(utf8_bytes(text)).decode("utf-8"))
             self.count += len(part)
 
+    def _start(self, first: tuple[str, ...]) -> None:
+        """Write the header: the fixed columns and the declared RETURN fields, or ``first``
+        (the first match's) when none were declared."""
+        from .textcols import row_keys
+
+        self._header = [*CSV_FIXED_COLUMNS,
+                        *row_keys(first if self._fields is None else self._fields)]
+        self._writer = self._dict_writer(self._header)
+        self._writer.writeheader()
+
     def _dict_writer(self, header: list[str]) -> Any:
         return csv.DictWriter(self.out, fieldnames=header, extrasaction="ignore",
                               lineterminator="\n")
@@ -647,10 +660,7 @@ class CsvWriter(_TextWriter):
         """:meth:`write`, one match at a time (the reference of the column-wise path)."""
         for m in matches:
             if self._writer is None:
-                row = _flat(m, self.time, self._fmt)
-                self._header = list(row)
-                self._writer = self._dict_writer(self._header)
-                self._writer.writeheader()
+                self._start(tuple(m.values))
             self._rows([m])
 
     def _rows(self, matches: Iterable[Match]) -> None:
@@ -660,8 +670,8 @@ class CsvWriter(_TextWriter):
             self.count += 1
 
     def close(self) -> None:
-        if self._writer is None:  # no matches: still write the fixed columns
-            csv.writer(self.out, lineterminator="\n").writerow(CSV_FIXED_COLUMNS)
+        if self._writer is None:  # no matches: still write the header
+            self._start(())
         super().close()
 
 
@@ -1013,13 +1023,15 @@ def _convert(table: pa.Table, as_json: set[str], target: pa.Schema,
     return pa.Table.from_arrays(columns, schema=target)
 
 
-def open_writer(dest: str | IO[str] | None, fmt: str, time: TimeInfo) -> MatchWriter:
-    """A writer for ``fmt`` (jsonl, csv, parquet) to a path, a text stream, or stdout (None)."""
+def open_writer(dest: str | IO[str] | None, fmt: str, time: TimeInfo,
+                fields: Sequence[str] | None = None) -> MatchWriter:
+    """A writer for ``fmt`` (jsonl, csv, parquet) to a path, a text stream, or stdout (None).
+    ``fields``: the RETURN fields of every query written, when known (CSV's header)."""
     fmt = fmt.lower()
     if fmt == "jsonl":
         return JsonLinesWriter(dest, time)
     if fmt == "csv":
-        return CsvWriter(dest, time)
+        return CsvWriter(dest, time, fields)
     if fmt == "parquet":
         if not isinstance(dest, str):
             raise InputError("Parquet output needs a file: pass --output PATH")

@@ -369,6 +369,8 @@ class ChainMatcher(LinearMatcher):
         self.fwd_ends: dict[int, FwdJoin] = {}
         """The forward walks of the matches that end before a ``*`` last state, by state
         (:meth:`.chain_fwd.FwdJoin.ending_at`)."""
+        self.fwd_walks: dict[int, FwdJoin] = {}
+        """:meth:`_join_fwd_ends`'s walks, by end state (:meth:`.chain_fwd.FwdJoin.end_walk`)."""
         self.fast_join: Any = None
         """The generated join of :func:`fast_joiner` (direct mode, a SEQ of singles)."""
         self.describe = False
@@ -873,41 +875,70 @@ class ChainMatcher(LinearMatcher):
         """The matches of an event that ends matches in the states ``ks`` (a ``*`` last
         state: :meth:`FwdJoin.ending_at`), counted over all of them, as one
         :class:`~.chain_fwd.FwdBlock` whose walk merges the states' matches in the output
-        order. None (nothing written) when they are more than ``room``, fewer than
-        :data:`~.chain_fwd.BLOCK_MIN` or a NOT tests them: then each node as before
-        (:meth:`_join_fwd` without blocks; the caller's loop)."""
+        order (each state's walk pruned as :meth:`.chain_fwd.FwdJoin.end_walk` says). A NOT
+        (not trailing): each match the count walk makes is tested against the history, the
+        caps count the matches before the test (as :meth:`_join_fwd`'s), and the block holds
+        a copy of the history its walk tests each match against again (the same answers).
+        Fewer than :data:`~.chain_fwd.BLOCK_MIN` (that pass): candidates, as
+        :meth:`_join_fwd` writes them. None (nothing written) when they are more than
+        ``room``: then each node as before (:meth:`_join_fwd` without blocks, the reverse
+        join past the cap; the caller's loop)."""
         fwd = self.fwd
         assert fwd is not None
-        if fwd.neg_ok is not None:
-            return None
+        neg_ok = fwd.neg_ok
         parts = st.parts
         P = [(p.recs, p.snaps, p.base) for p in parts]
+        R = [v[0] for v in P]
+        Bs = [v[2] for v in P]
         lo0 = self._lo(parts[0], bound_t, bound_w)
         subs = []
-        nm = 0
+        small: list[Candidate] = []
+        nm = kept = 0
         for k in ks:
-            fj = fwd if k == self.n - 1 else self.fwd_ends[k]
+            fj = self.fwd_walks.get(k)
+            if fj is None:
+                fj = self.fwd_walks[k] = fwd.end_walk(k)
+            fj.to_match = fwd.to_match
             lg = parts[k].size - 1
             his = fj.reach(P, lg)
             lo1, hi1, rest = self._fwd_starts(fj, parts, his, bound_t, bound_w)
             if his[0] <= lo0 and hi1 <= lo1 and all(hi <= lo for lo, hi in rest):
                 continue
-            c = 0
-            for _path in fj.paths(P, lo0, his[0], e, lg, lo1, hi1, rest):
+            c = ck = 0
+            for path in fj.paths(P, lo0, his[0], e, lg, lo1, hi1, rest):
                 c += 1
+                if neg_ok is None:
+                    if kept + c < BLOCK_MIN:
+                        small.append(fj.candidate(path, R, Bs, e))
+                else:
+                    cand = fj.candidate(path, R, Bs, e)
+                    if neg_ok(st, cand):
+                        ck += 1
+                        if kept + ck < BLOCK_MIN:
+                            small.append(cand)
                 if room is not None and nm + c > room:
                     return None
-            if c:
-                subs.append((fj, lg, his, c, lo1, rest))
-                nm += c
-        if nm < BLOCK_MIN:
-            return None
-        blks = [fj.block(P, lo0, his, e, lg, c, None, lo1, rest)
-                for fj, lg, his, c, lo1, rest in subs]
+            nm += c
+            if neg_ok is None:
+                ck = c
+            if ck:
+                subs.append((fj, lg, his, ck, lo1, rest))
+                kept += ck
+        if kept < BLOCK_MIN:
+            # a few: as candidates (the runtime sorts them), as :meth:`_join_fwd` writes
+            # them; those a NOT rejected count for the call's budget
+            out.extend(small)
+            self.described += nm - kept
+            return nm
+        blks = [fj.block(P, lo0, his, e, lg, ck, st, lo1, rest)
+                for fj, lg, his, ck, lo1, rest in subs]
         blk = blks[0]
+        for b in blks[1:]:
+            b.hist = blk.hist  # (one copy of the history for the event's walks)
         blk.more = blks[1:]
-        blk.n = nm
+        blk.n = kept
         out.append(blk)
+        # (the matches a NOT rejected count for the call's budget, as candidates would)
         self.described += nm - 1
         return nm
 

@@ -76,6 +76,7 @@ from ..events import Match
 from ..events.matchtable import MatchBlock, MatchColumns
 from ..plan.automaton import CompKind, Plan
 from ..plan.expr import GPOS, ID, TS, WPOS
+from ..plan.predicate import Timing
 from ..runtime.candidate import Candidate
 from .chain_stream import id_array
 
@@ -465,6 +466,57 @@ class FwdJoin:
         ps = [R[k][g - Bs[k]][GPOS] for k, g in reversed(path)]
         return (ps[0], ps[-2:0:-1], tuple(
             [[R[k][g - Bs[k]][GPOS] for k, g in reversed(path) if k == c] for c in self.comp]))
+
+    def end_walk(self, k: int) -> FwdJoin:
+        """The walk of the matches ending in state ``k`` (the whole join for the last;
+        :meth:`ending_at` before it) for an event that ends matches in several states
+        (:meth:`FwdBlock.walk` merges them), pruned where :meth:`ending_at` and the last
+        state's conjuncts leave the check to the complete binding: a conjunct over ``k``
+        and the (single) first variable alone -- per element when ``k`` is a list -- is
+        checked on the last event once per first node (with the end conjuncts) and, ``k`` a
+        list, at the step into each earlier element (its step conjuncts); one per element
+        of a later ``*`` list (empty in these matches) holds and is dropped. The same
+        matches in the same order, fewer walked. Without a single first state (or with a
+        ``*`` first state) the plain walk."""
+        base = self if k == self.last else self.ending_at(k)
+        if k < 1 or self.kleene[0] or self.alt is not None:
+            return base
+        state = {v: self.comp[i] for i, v in enumerate(self.order)}
+        var0, var = self.order[self.comp.index(0)], self.order[self.comp.index(k)]
+        moved: list[Any] = []
+        leaf: list[tuple[Any, int | None]] = []
+        for pr, sl in base.leaf:
+            simple = (pr.general is None and not pr.opt_slots and not pr.prev
+                      and not pr.abs_need)
+            if simple and pr.iter_var is not None and state.get(pr.iter_var, -1) > k:
+                continue  # per element of a list that is empty here
+            if (simple and pr.timing is Timing.TAKE and var in pr.vars
+                    and pr.vars <= {var0, var}
+                    and pr.iter_var == (var if self.kleene[k] else None)):
+                moved.append(pr.compiled.fn)
+            else:
+                leaf.append((pr, sl))
+        sub = copy.copy(base)
+        sub.leaf = tuple(leaf)
+        if not moved:
+            return sub
+        if self.kleene[k]:
+            step = list(base.step)
+            step[k] = (*step[k], *moved)
+            sub.step = step
+        s0, s_last, sk = self.s0, self.s_last, self.cslot[k]
+        wrap = self.kleene[k]
+        empty = self.empty
+
+        def ends_ok(E: tuple[Any, ...], _i: int) -> bool:
+            B = list(empty)
+            B[s0] = E[s0]
+            B[sk] = (E[s_last],) if wrap else E[s_last]
+            Bt = tuple(B)
+            return all(fn(Bt, 0) is True for fn in moved)
+
+        sub.end_fns = [*base.end_fns, ends_ok]
+        return sub
 
     def _paths_one(self, P: Sequence[View], lo0: int, hi0: int, lg: int
                    ) -> Iterator[list[tuple[int, int]]]:
@@ -932,6 +984,16 @@ class FwdJoin:
         return blk
 
 
+def order_prefix(path: list[tuple[int, int]], R: list[list[Rec]], Bs: list[int]
+                 ) -> tuple[int, ...]:
+    """The first part of :meth:`FwdJoin.order_key`, flat and cheap: the first position, then
+    the second-to-last down to the second (compared as ``order_key``'s first two parts are).
+    Two matches with one last event and equal prefixes hold the same events (in other
+    states); only then is the full key needed."""
+    ps = [R[k][g - Bs[k]][GPOS] for k, g in path]
+    return (ps[-1], *ps[1:-1])
+
+
 class _Hist:
     """A block's copy of the negation history, as ``negation_ok`` reads a state."""
 
@@ -974,34 +1036,42 @@ class FwdBlock(MatchBlock):
     def walk(self) -> Iterator[tuple[FwdBlock, list[tuple[int, int]]]]:
         """Its matches in the output order, each with the block whose views it reads (one of
         :attr:`more`'s when the event ends matches in several states: merged by
-        :meth:`FwdJoin.order_key`)."""
+        :func:`order_prefix`, :meth:`FwdJoin.order_key` where two heads tie on it)."""
         if not self.more:
             for path in self._own():
                 yield self, path
             return
-        heads: list[tuple[tuple[Any, ...], int, list[tuple[int, int]]]] = []
-        its = []
         blks = [self, *self.more]
-        for i, b in enumerate(blks):
-            it = b._own()
-            its.append(it)
+        Rs = [[v[0] for v in b.views] for b in blks]
+        Bss = [[v[2] for v in b.views] for b in blks]
+        its = [b._own() for b in blks]
+        # per stream its head: (the cheap key, the stream, the path); the full key only
+        # when two heads tie on the cheap one (the same events, in other states)
+        heads: list[tuple[tuple[int, ...], int, list[tuple[int, int]]]] = []
+        for i, it in enumerate(its):
             p = next(it, None)
             if p is not None:
-                x = list(p)
-                heads.append((b.join.order_key(x, [v[0] for v in b.views],
-                                               [v[2] for v in b.views]), i, x))
+                heads.append((order_prefix(p, Rs[i], Bss[i]), i, list(p)))
         while heads:
-            j = min(range(len(heads)), key=lambda h: heads[h][0])
+            j = 0
+            tied = False
+            for h in range(1, len(heads)):
+                if heads[h][0] < heads[j][0]:
+                    j, tied = h, False
+                elif heads[h][0] == heads[j][0]:
+                    tied = True
+            if tied:
+                kj = heads[j][0]
+                j = min((h for h in range(len(heads)) if heads[h][0] == kj),
+                        key=lambda h: blks[heads[h][1]].join.order_key(
+                            heads[h][2], Rs[heads[h][1]], Bss[heads[h][1]]))
             _k, i, x = heads[j]
-            b = blks[i]
-            yield b, x
+            yield blks[i], x
             p = next(its[i], None)
             if p is None:
                 heads.pop(j)
             else:
-                y = list(p)
-                heads[j] = (b.join.order_key(y, [v[0] for v in b.views],
-                                             [v[2] for v in b.views]), i, y)
+                heads[j] = (order_prefix(p, Rs[i], Bss[i]), i, list(p))
 
     @property
     def last_gpos(self) -> int:

@@ -73,6 +73,14 @@ class AnalyzedQuery:
         """PARTITION BY attributes."""
         return self.query.partition_by
 
+    def output_fields(self) -> tuple[str, ...]:
+        """The names of a match's values, in order: with EMIT ROWS first ``row`` (the row's
+        event id), then each RETURN item's alias or text (the CSV and Parquet columns)."""
+        from ..syntax import expr_text
+
+        names = tuple(r.alias or expr_text(r.expr) for r in self.query.returns)
+        return names if self.query.rows is None else ("row", *names)
+
     def positive_vars(self) -> list[str]:
         """Variables that appear in matches, in pattern order."""
         return [v.name for v in self.variables.values() if v.kind is not VarKind.NEGATED]

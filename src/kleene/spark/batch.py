@@ -229,11 +229,9 @@ def return_fields(q: AnalyzedQuery, attr_types: Mapping[str, pa.DataType],
                   id_type: pa.DataType | None = None) -> tuple[ReturnField, ...]:
     """Name and Arrow type of each RETURN field (``None`` type: stored as JSON text); with
     EMIT ROWS, first ``row``: the row's event id (``id_type``)."""
-    from ..lang.printer import expr_text
-
-    out = [] if q.query.rows is None else [ReturnField("row", id_type)]
-    for item in q.query.returns:
-        name = item.alias or expr_text(item.expr)
+    names = q.output_fields()
+    out = [] if q.query.rows is None else [ReturnField(names[0], id_type)]
+    for name, item in zip(names[len(out):], q.query.returns, strict=True):
         out.append(ReturnField(name, _expr_type(item.expr, q, attr_types)))
     return tuple(out)
 
@@ -526,7 +524,8 @@ def match(df: Any, query: Any, *, time_col: str, type_col: str | None = None,
           max_matches_per_event: int | None = MAX_MATCHES_PER_EVENT,
           max_matches_per_call: int | None = MAX_MATCHES_PER_CALL,
           on_cap: str = "error", cap_report: CapReport | None = None,
-          epoch_times: bool = False, check: bool = True) -> Any:
+          epoch_times: bool = False, check: bool = True,
+          csv_fields: Sequence[str] | None = None) -> Any:
     """Run a kleene query over a Spark DataFrame of events; returns a DataFrame of matches.
 
     ``epoch_times``: numeric times are epoch times in ``time_unit`` (the CLI's explicit
@@ -542,7 +541,9 @@ def match(df: Any, query: Any, *, time_col: str, type_col: str | None = None,
     kleene's documented output order (:func:`kleene.spark.in_output_order`).
     ``output="json"`` gives one ``record`` column, the embedded JSON Lines line of each match;
     ``output="csv"`` gives ``record`` (the embedded CSV writer's data line) and ``header``
-    (its header line), with the order columns.
+    (its header line), with the order columns; ``csv_fields``: the RETURN fields of that
+    header when it is shared (a query set's file: :func:`match_set` passes every query's),
+    else each match's own.
 
     Caps (automaton engine only; the meaning and defaults of
     :class:`kleene.runtime.engine.Runtime`, ``None`` for no cap): ``max_runs_per_partition``,
@@ -618,7 +619,8 @@ def match(df: Any, query: Any, *, time_col: str, type_col: str | None = None,
                     time_out=out_type, returns=return_fields(q, attr_types, prep.id_type),
                     range_bounds=bounds if plan.mode == "split" else None,
                     include_internal=order_columns or output in ("json", "csv"),
-                    caps=caps, cap_report=acc)
+                    caps=caps, cap_report=acc,
+                    csv_fields=None if csv_fields is None else tuple(csv_fields))
     _check_output_names(spec)
     schema = from_arrow_schema(output_schema(spec))
     from .ship import ship_udfs
@@ -744,9 +746,9 @@ def match_set(df: Any, queries: Any, *, time_col: str,
         raise InputError("on_cap='truncate' for a query set on Spark is not supported (one "
                          "CapReport per match() call); use on_cap='error', raise the caps, or "
                          "run the queries one by one")
-    if output == "csv":
-        raise InputError("CSV records of a query set on Spark: each query has its own header; "
-                         "use output='json', 'map' or 'columns'")
+    # CSV: one header for the whole set, every query's RETURN fields (as the embedded CLI)
+    fields = (list(dict.fromkeys(f for c in qs.queries for f in c.analyzed.output_fields()))
+              if output == "csv" else None)
     if row_index_col is None:  # one row index for every query: the same ids and tie-breaks
         row_index_col = "__set_row"
         df = with_row_index(df, row_index_col)
@@ -757,13 +759,15 @@ def match_set(df: Any, queries: Any, *, time_col: str,
         if place in grouped:  # a nested group: below, its queries together
             continue
         part = match(df, c.analyzed, time_col=time_col, row_index_col=row_index_col,
-                     output=output, order_columns=order_columns, on_cap=on_cap, **options)
-        if order_columns or output == "json":
+                     output=output, order_columns=order_columns, on_cap=on_cap,
+                     csv_fields=fields, **options)
+        if order_columns or output in ("json", "csv"):
             part = part.withColumn(SET_POS, F.lit(place).cast("long"))
         parts.append(part)
     for g in groups:
         parts.append(match_group(df, qs, g, time_col=time_col, row_index_col=row_index_col,
-                                 output=output, order_columns=order_columns, **options))
+                                 output=output, order_columns=order_columns,
+                                 csv_fields=fields, **options))
     if groups and output in ("map", "columns"):
         id_cols = {"match", *(v for c in qs.queries for v in c.analyzed.variables)}
         parts = _ids_as_text(parts, id_cols)
@@ -807,7 +811,7 @@ def match_group(df: Any, qs: Any, places: tuple[int, ...], *, time_col: str,
                 max_runs_per_partition: int | None = MAX_RUNS_PER_PARTITION,
                 max_matches_per_event: int | None = MAX_MATCHES_PER_EVENT,
                 max_matches_per_call: int | None = MAX_MATCHES_PER_CALL,
-                on_cap: str = "error") -> Any:
+                on_cap: str = "error", csv_fields: Sequence[str] | None = None) -> Any:
     """A nested group of the set ``qs`` (the queries at ``places``: producers and the
     consumers reading their matches) through the embedded set engine
     (:mod:`kleene.spark.nested`): per key when its queries share one (:func:`group_key`;
@@ -860,7 +864,8 @@ def match_group(df: Any, qs: Any, places: tuple[int, ...], *, time_col: str,
     specs = [TaskSpec(analyzed=q, engine=engine, time=out_time, group_cols=(), attr_cols=attrs,
                       id_type=prep.id_type, output=output, order_col=order_of,
                       time_out=out_type, returns=return_fields(q, attr_types, prep.id_type),
-                      include_internal=order_columns or output in ("json", "csv"), caps=caps)
+                      include_internal=order_columns or output in ("json", "csv"), caps=caps,
+                      csv_fields=None if csv_fields is None else tuple(csv_fields))
              for q in analyzed]
     for s in specs:
         _check_output_names(s)

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..errors import InputError, QueryError
+from ..events.textcols import row_keys
 from ..events.writers import CSV_FIXED_COLUMNS
 from .batch import SET_POS
 from .tasks import END_US, LAST_POS, SEQ
@@ -115,7 +116,8 @@ def _null_strings(df: Any, values: Sequence[str]) -> Any:
 
 def _type_csv_columns(df: Any, overrides: Mapping[str, str]) -> Any:
     """Type CSV text columns like the embedded reader: inferred from the first 65,536 rows
-    (int64 / float64 / bool / string), ``column_types`` overriding."""
+    (int64 / float64 / bool / string; a column with no value there: from its first 65,536
+    values), ``column_types`` overriding."""
     import pyarrow as pa
     from pyspark.sql import functions as F
 
@@ -128,7 +130,12 @@ def _type_csv_columns(df: Any, overrides: Mapping[str, str]) -> Any:
         if name in overrides:
             t = parse_type_name(overrides[name], name)
         else:
-            t = infer_text_type(sample.column(name).combine_chunks().cast(pa.string()))
+            head = sample.column(name).combine_chunks().cast(pa.string())
+            if head.null_count == len(head) and len(head):  # empty at first: its first values
+                later = df.select(F.col(f"`{name}`")).where(F.col(f"`{name}`").isNotNull()) \
+                    .limit(65_536).toArrow()
+                head = later.column(0).combine_chunks().cast(pa.string())
+            t = infer_text_type(head)
         c = F.col(f"`{name}`")
         if pa.types.is_integer(t):
             casts[name] = F.trim(c).cast("long")
@@ -364,7 +371,9 @@ def run_query(query: str | Sequence[tuple[str, str | None]], input_path: str, *,
                 n = matches.count() - (n_timeouts or 0)
                 print(n, file=stdout or sys.stdout)
             else:
-                n = _write(ordered, fmt, output, stdout or sys.stdout) - (n_timeouts or 0)
+                fields = list(dict.fromkeys(f for a in analyzed for f in a.output_fields()))
+                n = _write(ordered, fmt, output, stdout or sys.stdout,
+                           fields) - (n_timeouts or 0)
         finally:
             if cached is not None:
                 cached.unpersist()
@@ -629,10 +638,22 @@ def _parse_time_strings(df: Any, tcol: str) -> Any:
     return df.withColumn(tcol, parsed)
 
 
-def _write(ordered: Any, fmt: str, output: str | None, stdout: IO[str]) -> int:
+def _csv_line(cells: Sequence[str]) -> str:
+    """One CSV line as the embedded writer's ``csv`` module writes it (quoted where needed)."""
+    import csv
+    import io
+
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerow(cells)
+    return buf.getvalue()[:-1]
+
+
+def _write(ordered: Any, fmt: str, output: str | None, stdout: IO[str],
+           fields: Sequence[str] = ()) -> int:
     """JSON Lines and CSV: the lines the tasks formatted with the embedded writers' code, in
-    output order (CSV: the header of the first match first, as the embedded writer does);
-    Parquet: the typed columns of :func:`kleene.spark.match`."""
+    output order (CSV: the header of the first match first, the fixed columns and ``fields``,
+    the RETURN fields, without a match, as the embedded writer does); Parquet: the typed
+    columns of :func:`kleene.spark.match`."""
     body = ordered.drop(END_US, LAST_POS, SEQ, SET_POS)
     text = fmt in ("jsonl", "csv")
     if output is None and not text:
@@ -648,7 +669,8 @@ def _write(ordered: Any, fmt: str, output: str | None, stdout: IO[str]) -> int:
         header = None
         if fmt == "csv":
             first = body.select("header").limit(1).collect()
-            header = first[0][0] if first else ",".join(CSV_FIXED_COLUMNS)
+            header = first[0][0] if first else _csv_line(
+                [*CSV_FIXED_COLUMNS, *row_keys(tuple(fields))])
             body = body.select("record")
         if output is None:
             if header is not None:

@@ -136,6 +136,9 @@ class TaskSpec:
     """The automaton engine's caps (other engines take none)."""
     cap_report: Any = None
     """A Spark accumulator with :class:`CapCounts` (``on_cap="truncate"``), or ``None``."""
+    csv_fields: tuple[str, ...] | None = None
+    """``output="csv"``: the RETURN fields of the header every match is written under (a
+    query set's, every query's: one file), or ``None``: each match's own."""
 
 
 def match_json(m: Match, time: TimeInfo) -> str:
@@ -147,14 +150,19 @@ def match_json(m: Match, time: TimeInfo) -> str:
 
 class CsvRows:
     """The embedded CSV writer's text for one match at a time: its header line and data line
-    (:class:`kleene.events.writers.CsvWriter` writes the header of the first match, then one
-    line per match; the same ``_flat`` row, cells and ``csv`` settings give the same bytes)."""
+    (:class:`kleene.events.writers.CsvWriter` writes the header of the first match, or of the
+    RETURN ``fields`` it is given, then one line per match; the same ``_flat`` row, cells and
+    ``csv`` settings give the same bytes)."""
 
-    def __init__(self, time: TimeInfo) -> None:
+    def __init__(self, time: TimeInfo, fields: tuple[str, ...] | None = None) -> None:
         import io
 
-        from ..events.writers import _LineFormatter
+        from ..events.textcols import row_keys
+        from ..events.writers import CSV_FIXED_COLUMNS, _LineFormatter
 
+        self.header: tuple[str, ...] | None = (
+            None if fields is None else (*CSV_FIXED_COLUMNS, *row_keys(fields)))
+        """The columns of every match (given fields), or None: each match's own."""
         self.time = time
         self.fmt = _LineFormatter(time)
         self.buf = io.StringIO()
@@ -167,6 +175,13 @@ class CsvRows:
 
         row = _flat(m, self.time, self.fmt)
         keys = tuple(row)
+        if self.header is not None:
+            missing = [k for k in keys if k not in self.header]
+            if missing:  # (as the embedded writer: the value is not dropped)
+                raise InputError(f"CSV output: query {m.query!r} returns "
+                                 f"{', '.join(missing)}, which the CSV header "
+                                 f"({', '.join(self.header)}) has no column for")
+            keys = self.header
         buf = self.buf
         known = self._writers.get(keys)
         if known is None:
@@ -247,7 +262,7 @@ class _Out:
             c["record"].append(match_json(m, spec.time))
         elif spec.output == "csv":
             if self.csv is None:
-                self.csv = CsvRows(spec.time)
+                self.csv = CsvRows(spec.time, spec.csv_fields)
             header, line = self.csv.texts(m)
             c["record"].append(line)
             c["header"].append(header)

@@ -30,6 +30,7 @@ from ..errors import CapacityError, EngineError, InputError, QueryValidationErro
 from ..events import ID, TS, TYPE, EventBatch, Match
 from ..frozen import dataclass
 from ..semantic.analyzed import AnalyzedQuery
+from ..semantic.walk import children as _children
 
 MAX_EVENTS = 200
 """The oracle refuses larger inputs: brute force is exponential in the number of events."""
@@ -138,24 +139,6 @@ def _nots(p: ast.Pattern) -> list[ast.Not]:
 # ---------------------------------------------------------------------------------------------
 # Expressions: references
 # ---------------------------------------------------------------------------------------------
-
-
-def _children(e: ast.Expr) -> tuple[ast.Expr, ...]:
-    if isinstance(e, ast.Unary):
-        return (e.operand,)
-    if isinstance(e, ast.Binary):
-        return (e.left, e.right)
-    if isinstance(e, ast.Between):
-        return (e.operand, e.low, e.high)
-    if isinstance(e, ast.InList):
-        return (e.operand, *e.items)
-    if isinstance(e, ast.Like):
-        return (e.operand, e.pattern)
-    if isinstance(e, ast.IsNull):
-        return (e.operand,)
-    if isinstance(e, ast.Call):
-        return e.args
-    return ()
 
 
 def _is_aggregate(e: ast.Expr) -> bool:

@@ -56,16 +56,22 @@ class FaemParser(Parser):
 
     def parse_event(self) -> ast.Pattern:
         """``Type``, ``Type+``, ``Type*``, ``Type[n]``: the type name is the variable."""
-        start = self.tok
-        etype = self.parse_event_type()
-        if etype is None:
-            self.fail("FAEM patterns name event types; ANY is not a type",
-                      expected=("an event type",), tok=start)
-        q = self.parse_quantifier()
-        ev = ast.EventPattern(etype, variable_for(etype), span=self.span_from(start))
-        if q is None:
-            return ev
-        return ast.Kleene(ev, q[0], q[1], span=self.span_from(start))
+        return typed_event(self, "FAEM")
+
+
+def typed_event(p: Parser, dialect: str) -> ast.Pattern:
+    """An event type with an optional quantifier, the type name its variable: the events of
+    the dialects whose patterns name types (FAEM, Log++)."""
+    start = p.tok
+    etype = p.parse_event_type()
+    if etype is None:
+        p.fail(f"{dialect} patterns name event types; ANY is not a type",
+               expected=("an event type",), tok=start)
+    q = p.parse_quantifier()
+    ev = ast.EventPattern(etype, variable_for(etype), span=p.span_from(start))
+    if q is None:
+        return ev
+    return ast.Kleene(ev, q[0], q[1], span=p.span_from(start))
 
 
 def parse(text: str) -> ast.Query:
@@ -84,4 +90,4 @@ def parse(text: str) -> ast.Query:
     return q
 
 
-__all__ = ["FaemParser", "parse", "variable_for"]
+__all__ = ["FaemParser", "parse", "typed_event", "variable_for"]

@@ -19,7 +19,7 @@ from ... import ast
 from ..lexer import Tok
 from ..parser import Parser
 from ..walk_ast import renumbered
-from .faem import variable_for
+from .faem import typed_event
 
 CLAUSES = ("SELECT", "PATTERN", "WHERE", "PARTITION", "WITHIN", "USING", "PICK", "CONSUME",
            "EMIT", "RETURN")
@@ -115,16 +115,7 @@ class LogppParser(Parser):
 
     def parse_event(self) -> ast.Pattern:
         """``Type`` with an optional Kleene suffix; the type name is the variable."""
-        start = self.tok
-        etype = self.parse_event_type()
-        if etype is None:
-            self.fail("Log++ patterns name event types; ANY is not a type", tok=start,
-                      expected=("an event type",))
-        q = self.parse_quantifier()
-        ev = ast.EventPattern(etype, variable_for(etype), span=self.span_from(start))
-        if q is None:
-            return ev
-        return ast.Kleene(ev, q[0], q[1], span=self.span_from(start))
+        return typed_event(self, "Log++")
 
 
 def parse(text: str) -> ast.Query:
