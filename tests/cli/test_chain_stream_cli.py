@@ -82,3 +82,38 @@ def test_chain_output_is_the_nfas_byte_for_byte(tmp_path: Path, fmt: str,
         outs[plan] = dest.read_bytes()
     assert outs["chain"] == outs["nfa"]
     assert outs["nfa"].count(b"\n") > 2_000
+
+
+STARTS = (
+    ("PATTERN SEQ(S* a[], S* b[], S c) WHERE a[i].price > c.price AND b[i].price <= c.price "
+     "PARTITION BY sym WITHIN 7 seconds USING skip-till-any-match"),
+    ("PATTERN SEQ(S* a[], S b, S* c[]) WHERE a[i].price >= b.price AND c[i].price < b.price "
+     "PARTITION BY sym WITHIN 6 seconds USING skip-till-any-match"),
+)
+"""Two leading ``*`` states (a match starts in ``a``, ``b`` or ``c``) and a ``*`` first with
+a ``*`` last state (it starts in ``a`` or ``b``, ends in ``b`` or ``c``): the walk's blocks
+(tests/runtime/test_chain_fwd_starts.py)."""
+
+
+@pytest.mark.parametrize("query", STARTS, ids=["two_stars", "star_both"])
+@pytest.mark.parametrize("stream", [False, True])
+def test_several_start_states_write_the_nfas_bytes(tmp_path: Path, stream: bool,
+                                                   query: str) -> None:
+    rng = random.Random(13)
+    rows = ["id,ts,sym,price"] + [f"r{i},{i // 2},{rng.choice('xy')},{rng.randint(1, 9)}"
+                                  for i in range(70)]
+    src = tmp_path / "in.csv"
+    src.write_text("\n".join(rows) + "\n")
+    outs = {}
+    for plan in ("nfa", "chain"):
+        dest = tmp_path / f"{plan}.jsonl"
+        args = ["run", query, "-i", str(src), "--event-type", "S", "--id-col", "id",
+                "--time-unit", "s", "--plan", plan, "-o", str(dest), "--format", "jsonl",
+                "-q"]
+        if stream:
+            args += ["--stream", "--batch-size", "16"]
+        res = CliRunner().invoke(cli, args)
+        assert res.exit_code == 0, res.output
+        outs[plan] = dest.read_bytes()
+    assert outs["chain"] == outs["nfa"]
+    assert outs["nfa"].count(b"\n") > 2_000

@@ -240,14 +240,13 @@ def test_caps_mean_what_they_mean_for_push(on_cap: str, per_event: int | None,
 
 
 def test_shapes_outside_the_walk_keep_their_path() -> None:
-    """A trailing NOT, PICK / EMIT RECENT, a ``*`` first state with a ``*`` last or a ``*``
-    second: no forward walk (their output is built as for push and written in pieces). A NOT
-    that is not trailing, a ``*`` last state, a ``*`` first state, two Kleene states, ``*``
-    closures, a Kleene last state, predecessor partitions sharing a type: walked."""
+    """A trailing NOT, PICK / EMIT RECENT: no forward walk (their output is built as for
+    push and written in pieces). A NOT that is not trailing, a ``*`` last state, a ``*``
+    first state (with a ``*`` second or a ``*`` last too: tests/runtime/
+    test_chain_fwd_starts.py), two Kleene states, ``*`` closures, a Kleene last state,
+    predecessor partitions sharing a type: walked."""
     for q in ("PATTERN SEQ(A a, B+ b[], C c, NOT D n) WHERE b[i].x > a.x WITHIN 5 seconds",
-              "PATTERN SEQ(A a, B+ b[], C c) WHERE b[i].x > a.x EMIT RECENT",
-              "PATTERN SEQ(A* a[], B b, C* c[]) WHERE a[i].x > b.x",
-              "PATTERN SEQ(A* a[], B* b[], C c) WHERE a[i].x > c.x"):
+              "PATTERN SEQ(A a, B+ b[], C c) WHERE b[i].x > a.x EMIT RECENT"):
         assert start(analyze(q), plan="chain").matcher.fwd is None, q
     for q, shared in (("PATTERN SEQ(A a, NOT C n, B+ b[], C c) WHERE b[i].x > a.x", False),
                       ("PATTERN SEQ(NOT D n, A a, B b, C c) WITHIN 4 seconds", False),
@@ -262,7 +261,11 @@ def test_shapes_outside_the_walk_keep_their_path() -> None:
                       ("PATTERN SEQ(A* a[], B b) WHERE a[i].x > b.x", False),
                       ("PATTERN SEQ(S* a[], S b) WHERE a[i].x > b.x", False),
                       ("PATTERN SEQ(A* a[], B b, C c) WHERE b.x > c.x", False),
-                      ("PATTERN SEQ(S* a[], S+ b[], S c) WHERE a[i].x > c.x", True)):
+                      ("PATTERN SEQ(S* a[], S+ b[], S c) WHERE a[i].x > c.x", True),
+                      ("PATTERN SEQ(A* a[], B b, C* c[]) WHERE a[i].x > b.x", False),
+                      ("PATTERN SEQ(A* a[], B* b[], C c) WHERE a[i].x > c.x", False),
+                      ("PATTERN SEQ(S* a[], S* b[], S c) WHERE a[i].x > c.x", True),
+                      ("PATTERN SEQ(S* a[], S b, S* c[]) WHERE a[i].x > b.x", True)):
         fwd = start(analyze(q), plan="chain").matcher.fwd
         assert fwd is not None and fwd.shared == shared, q
 

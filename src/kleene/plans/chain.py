@@ -820,10 +820,8 @@ class ChainMatcher(LinearMatcher):
         P = [(p.recs, p.snaps, p.base) for p in parts]
         his = fj.reach(P, lg)
         lo0 = self._lo(parts[0], bound_t, bound_w)
-        lo1 = hi1 = 0
-        if fj.alt is not None:  # a ``*`` first state: matches start in the second too
-            lo1, hi1 = self._lo(parts[1], bound_t, bound_w), his[1]
-        if his[0] <= lo0 and hi1 <= lo1:
+        lo1, hi1, rest = self._fwd_starts(fj, parts, his, bound_t, bound_w)
+        if his[0] <= lo0 and hi1 <= lo1 and all(hi <= lo for lo, hi in rest):
             return 0
         small: list[Any] = []
         nm = 0
@@ -834,7 +832,7 @@ class ChainMatcher(LinearMatcher):
         lazy = self.describe and blocks
         neg_ok = fj.neg_ok
         kept = 0  # (with a NOT: the matches it lets through; else nm)
-        walk = fj.paths(P, lo0, his[0], e, lg, lo1, hi1)
+        walk = fj.paths(P, lo0, his[0], e, lg, lo1, hi1, rest)
         before = -1  # (the matches before the NOT, counted apart; -1: by this walk)
         if neg_ok is not None and (room is None or fj.neg_at is not None):
             if room is not None:
@@ -848,7 +846,7 @@ class ChainMatcher(LinearMatcher):
                         return None
             # the walk prunes by the NOTs it decides (FwdJoin.kept); without a cap nothing
             # reads the count of the matches before them
-            walk = fj.kept(P, lo0, his[0], e, lg, st, lo1, hi1)
+            walk = fj.kept(P, lo0, his[0], e, lg, st, lo1, hi1, rest)
             neg_ok = _tested
         for path in walk:
             nm += 1
@@ -879,10 +877,22 @@ class ChainMatcher(LinearMatcher):
             # (the ones a NOT rejected count for the call's budget, as candidates would)
             self.described += nm - kept
             return nm
-        blk = fj.block(P, lo0, his, e, lg, kept, st, lo1)
+        blk = fj.block(P, lo0, his, e, lg, kept, st, lo1, rest)
         out.append(blk if direct is None else ((cg,), blk, None))
         self.described += nm - 1
         return nm
+
+    def _fwd_starts(self, fj: FwdJoin, parts: list[Part], his: list[int],
+                    bound_t: int | None, bound_w: int | None
+                    ) -> tuple[int, int, tuple[tuple[int, int], ...]]:
+        """The first nodes of the forward walk's later start states (a ``*`` first state:
+        the second, then each after a ``*`` second ...; :attr:`FwdJoin.nstart`) the window
+        admits, up to those the last node reaches (``his``): ``lo1, hi1`` and the ``(lo,
+        hi)`` of the rest (:meth:`FwdJoin.paths`)."""
+        if fj.nstart == 1:
+            return 0, 0, ()
+        los = [(self._lo(parts[j], bound_t, bound_w), his[j]) for j in range(1, fj.nstart)]
+        return los[0][0], los[0][1], tuple(los[1:])
 
     def _join_fwd_ends(self, st: ChainState, e: Rec, bound_t: int | None,
                        bound_w: int | None, out: list[Any], room: int | None, ks: list[int]
@@ -916,10 +926,11 @@ class ChainMatcher(LinearMatcher):
             fj.to_match = fwd.to_match
             lg = parts[k].size - 1
             his = fj.reach(P, lg)
-            if his[0] <= lo0:
+            lo1, hi1, rest = self._fwd_starts(fj, parts, his, bound_t, bound_w)
+            if his[0] <= lo0 and hi1 <= lo1 and all(hi <= lo for lo, hi in rest):
                 continue
             c = ck = 0
-            for path in fj.paths(P, lo0, his[0], e, lg):
+            for path in fj.paths(P, lo0, his[0], e, lg, lo1, hi1, rest):
                 c += 1
                 if neg_ok is None:
                     if kept + c < BLOCK_MIN:
@@ -936,7 +947,7 @@ class ChainMatcher(LinearMatcher):
             if neg_ok is None:
                 ck = c
             if ck:
-                subs.append((fj, lg, his, ck))
+                subs.append((fj, lg, his, ck, lo1, rest))
                 kept += ck
         if kept < BLOCK_MIN:
             # a few: as candidates (the runtime sorts them), as :meth:`_join_fwd` writes
@@ -944,7 +955,8 @@ class ChainMatcher(LinearMatcher):
             out.extend(small)
             self.described += nm - kept
             return nm
-        blks = [fj.block(P, lo0, his, e, lg, ck, st) for fj, lg, his, ck in subs]
+        blks = [fj.block(P, lo0, his, e, lg, ck, st, lo1, rest)
+                for fj, lg, his, ck, lo1, rest in subs]
         blk = blks[0]
         for b in blks[1:]:
             b.hist = blk.hist  # (one copy of the history for the event's walks)

@@ -32,7 +32,10 @@ Conditions the storage does not decide are evaluated during the walk: a conjunct
 variables at the step that binds the earliest of its middle variables (the first and the
 last are bound before the walk), a per-element conjunct of a Kleene list (``b[i].x >
 a.x``, no ``b[i-1]``, absolute index or other list) when the element is bound; either prunes
-the partial binding's subtree. The rest (aggregates, whole lists, pairs) is checked on the
+the partial binding's subtree (a first list's: at each of its nodes, the first node too, every
+later single bound; a last list's over singles, one in the middle: over the whole list at the
+step of the earliest middle one, :meth:`FwdJoin._last_ok`; with the first single only: at each
+of its nodes, the last before the walk, :meth:`FwdJoin._l_ok`). The rest (aggregates, whole lists, pairs) is checked on the
 complete binding.
 
 A NOT that is not trailing is tested against the matcher's negation history. One of one
@@ -51,12 +54,14 @@ its second walk.
 Shape (:meth:`FwdJoin.fits`): no trailing NOT, no PICK / EMIT RECENT / CONSUME / AFTER MATCH SKIP
 (RETURN allowed: its values are computed as each match is written), single variables and
 Kleene lists (``+`` / ``*``), every state after the first with a source, the first
-state the only start (a ``*`` first state: the first two, :meth:`FwdJoin.from_second` and
-:meth:`FwdJoin._merged`; then the second not a ``*`` and the last the only end); the accepting
+state the only start (leading ``*`` states: those and the one after them,
+:meth:`FwdJoin.from_second` -- recursive, a ``*`` second state has its own ``alt`` --
+and :meth:`FwdJoin._merged`); the accepting
 states the last and each one followed only by ``*``
 lists, whose matches (those lists empty) the same walk cut after it makes
 (:meth:`FwdJoin.ending_at`; an event that ends matches in two states: one block whose walk
-merges its nodes' matches in the output order, :meth:`FwdBlock.walk`). Bounded
+merges its nodes' matches in the output order, :meth:`FwdBlock.walk`; with a ``*`` first
+state the cut has its ``alt`` cut too). Bounded
 repetitions (``{m,n}``) are not chain plans at all.
 
 A last event's matches are counted by one walk (:meth:`FwdJoin.count`) -- exact, so caps and
@@ -175,6 +180,8 @@ class FwdJoin:
             self.chain = False
         step: list[list[Any]] = [[] for _ in range(n)]
         step_pr: list[list[Any]] = [[] for _ in range(n)]
+        lstep: list[list[Any]] = [[] for _ in range(n)]
+        lstep_pr: list[list[Any]] = [[] for _ in range(n)]
         leaf: list[Any] = []
         kvar = {comps[k].vars[0]: k for k in self.lists}
         lists = set(self.lists)
@@ -184,6 +191,26 @@ class FwdJoin:
             simple = (pr.general is None and not pr.opt_slots and not pr.prev
                       and not pr.abs_need and -1 not in ks)
             kl = ks & lists
+            if simple and kl == {0} and pr.iter_var is not None and kvar.get(pr.iter_var) == 0:
+                # per element of a first list, the rest singles: at each of its nodes (the
+                # first node too, before the match is made), every later single bound
+                step[0].append(pr.compiled.fn)
+                step_pr[0].append((pr, sl))
+                continue
+            if (simple and ks == {0, n - 1} and kl == {n - 1} and pr.iter_var is not None
+                    and kvar.get(pr.iter_var) == n - 1):
+                # per element of a last list and the first (single): at each of its nodes
+                # (the last node too, before the walk: :meth:`_l_ok`)
+                step[n - 1].append(pr.compiled.fn)
+                step_pr[n - 1].append((pr, sl))
+                continue
+            if (simple and mids and kl == {n - 1} and pr.iter_var is not None
+                    and kvar.get(pr.iter_var) == n - 1):
+                # per element of a last list, the rest singles: over the whole list (every
+                # node of it is on the stack by then) at the step of its earliest middle one
+                lstep[min(mids)].append(pr.compiled.fn)
+                lstep_pr[min(mids)].append((pr, sl))
+                continue
             if not mids or not simple or kl & {0, n - 1}:
                 leaf.append((pr, sl))
                 continue
@@ -201,18 +228,32 @@ class FwdJoin:
                 leaf.append((pr, sl))
         self.step = [tuple(s) for s in step]
         self.step_pr = [tuple(s) for s in step_pr]
+        self.lstep = [tuple(s) for s in lstep]
+        """Per state, the per-element conjuncts of a last list checked at its step
+        (:meth:`_last_ok`; the general walks only)."""
+        self.lstep_pr = [tuple(s) for s in lstep_pr]
+        if any(self.lstep):
+            self.chain = False
         self.leaf = tuple(leaf)
         self._neg_setup(plan, m)
-        self.bind = [not self.kleene[k] and (any(self.step[:k]) or k in self.neg_reads)
+        self.bind = [not self.kleene[k] and (any(self.step[:k]) or any(self.lstep[:k])
+                                             or k in self.neg_reads)
                      for k in range(n)]
         """States whose node the walk puts into the bindings it checks (read by a
         conjunct of an earlier state, bound after them, or by an early NOT)."""
+        self.opt = tuple(c.kind is CompKind.KLEENE and c.min == 0 for c in comps)
+        """The ``*`` states (a list that may bind no event)."""
         self.alt: FwdJoin | None = None
         """A ``*`` first state (:meth:`fits`): the walk of the matches with that list empty,
-        which start in the second state (:meth:`from_second`); :meth:`paths` merges them
-        with those starting in the first, by the output order."""
-        if self.kleene[0] and comps[0].min == 0:
+        which start in the second state (:meth:`from_second`; a ``*`` second state again:
+        its own ``alt``, and so on); :meth:`paths` merges them with those starting in the
+        first, by the output order."""
+        self.nstart = 1
+        """The states a match may start in: the leading ``*`` states and the one after them
+        (:meth:`paths` takes a range of first nodes for each)."""
+        if self.opt[0]:
             self.alt = self.from_second(tuple(m.end_filters))
+            self.nstart = 1 + self.alt.nstart
 
     def _neg_setup(self, plan: Plan, m: Any) -> None:
         """Which NOTs the walk decides early, and at which step. A NOT of one event whose
@@ -301,20 +342,16 @@ class FwdJoin:
         comps = plan.components
         n = len(comps)
         ends = FwdJoin.ends(plan)
-        if (n < 2 or m.coverage or m.has_trailing or plan.match_preds
+        t = 0  # the leading ``*`` states: a match starts in one of them or in state t
+        while t < n and comps[t].kind is CompKind.KLEENE and comps[t].min == 0:
+            t += 1
+        if (n < 2 or t >= n or m.coverage or m.has_trailing or plan.match_preds
                 or any(not m.srcs[k] for k in range(1, n)) or m.srcs[0]
-                or m.starts_at != [True] + [False] * (n - 1)
+                or m.starts_at != [True] * (t + 1) + [False] * (n - t - 1)
                 or [bool(a) for a in m.accept_after] != [k in ends for k in range(n)]
                 or (len(ends) > 1 and m.direct is not None)
                 or (0 in ends and comps[0].kind is CompKind.KLEENE)):
-            star0 = (comps[0].kind is CompKind.KLEENE and comps[0].min == 0
-                     and m.starts_at == [True, True] + [False] * (n - 2) and len(ends) == 1
-                     and comps[1].min >= 1 and not m.coverage and not m.has_trailing
-                     and not plan.match_preds and not m.srcs[0]
-                     and all(m.srcs[k] for k in range(1, n))
-                     and [bool(a) for a in m.accept_after] == [k in ends for k in range(n)])
-            if not star0:
-                return False
+            return False
         for k, c in enumerate(comps):
             if c.kind is CompKind.KLEENE:
                 if not m.is_list[k] or c.min not in (0, 1) or c.max is not None:
@@ -347,9 +384,13 @@ class FwdJoin:
         sub.leaf = self.leaf + self.step_pr[k]
         sub.step = [*self.step[:k], *([()] * (self.n - k))]
         sub.bind = [b and j < k for j, b in enumerate(self.bind)]
+        sub.lstep = [()] * self.n  # (per element of the last list, now empty: vacuous)
+        sub.lstep_pr = [()] * self.n
         sub.chain = (not self.shared and self.srcs[:k + 1] == [()] + [(j - 1,) for j in
                                                                     range(1, k + 1)]
                      and sum(self.kleene[:k + 1]) <= 1)
+        # (a ``*`` first state: the matches starting later end in ``k`` too, cut alike)
+        sub.alt = None if self.alt is None else self.alt.ending_at(k - 1)
         return sub
 
     def from_second(self, end_pr: tuple[Any, ...]) -> FwdJoin:
@@ -365,25 +406,44 @@ class FwdJoin:
         sub.kk = sub.kleene.index(True) if any(sub.kleene) else -1
         sub.cslot, sub.is_list = self.cslot[1:], self.is_list[1:]
         sub.comp = tuple(c - 1 for c in self.comp)  # (the empty list: -1, no state)
-        # (the second state's only source is the first, :meth:`fits`: none left)
+        sub.opt = self.opt[1:]
+        # (the second state's only source is the first, :meth:`fits`: none left; a later
+        # state's source through a ``*`` second state: -1, skipped by the walk, its
+        # snapshot index kept)
         sub.srcs = [()] + [tuple(j - 1 for j in s) for s in self.srcs[2:]]
-        assert all(j >= 0 for s in sub.srcs for j in s)
         sub.lists = tuple(k - 1 for k in self.lists if k)
         sub.end_fns = []
-        sub.leaf = self.leaf + self.step_pr[1] + end_pr
-        sub.step = [(), *self.step[2:]]
-        sub.step_pr = [(), *self.step_pr[2:]]
+        # (the first list's per-element conjuncts: none left, vacuous; a Kleene second
+        # state's, per element of it, are the new first list's)
+        on0 = self.kleene[1] and n > 1
+        sub.leaf = self.leaf + (() if on0 else self.step_pr[1]) + end_pr
+        sub.step = [self.step[1] if on0 else (), *self.step[2:]]
+        sub.step_pr = [self.step_pr[1] if on0 else (), *self.step_pr[2:]]
+        comp_of = dict(zip(self.order, self.comp, strict=True))
+        for pr, sl in self.lstep_pr[1]:  # (they read the new first state)
+            if {comp_of[v] for v in pr.vars} == {1, self.last} and n > 1:
+                sub.step[-1] = (*sub.step[-1], pr.compiled.fn)
+                sub.step_pr[-1] = (*sub.step_pr[-1], (pr, sl))
+            else:
+                sub.leaf += ((pr, sl),)
+        sub.lstep = [(), *self.lstep[2:]]
+        sub.lstep_pr = [(), *self.lstep_pr[2:]]
         # (an early NOT's states one less: its left side has a state that cannot be empty,
         # so not the empty list's)
         sub.neg_reads = frozenset(k - 1 for k in self.neg_reads)
         if self.neg_at is not None:
             sub.neg_at = [[tuple((gi, gap - 1, sl, ps) for gi, gap, sl, ps in x)
                            for x in row[1:]] for row in self.neg_at[1:]]
-        sub.bind = [not sub.kleene[k] and (any(sub.step[:k]) or k in sub.neg_reads)
+        sub.bind = [not sub.kleene[k] and (any(sub.step[:k]) or any(sub.lstep[:k])
+                                           or k in sub.neg_reads)
                     for k in range(n)]
         sub.chain = (not self.shared and sub.srcs == [()] + [(k - 1,) for k in range(1, n)]
-                     and len(sub.lists) <= 1)
+                     and len(sub.lists) <= 1 and not any(sub.lstep))
         sub.alt = None
+        sub.nstart = 1
+        if sub.opt[0]:  # a ``*`` second state: matches with both lists empty start later
+            sub.alt = sub.from_second(())
+            sub.nstart = 1 + sub.alt.nstart
         return sub
 
     @staticmethod
@@ -421,6 +481,8 @@ class FwdJoin:
             recs, sj, bj = P[j]
             best = bj + len(sj)
             for idx, s in enumerate(srcs[j]):
+                if s < 0:
+                    continue  # (a state before the first: :meth:`from_second`)
                 t = m[s]
                 rs, _ss, bs = P[s]
                 if t >= bs + len(rs):
@@ -431,18 +493,24 @@ class FwdJoin:
             m[j] = best
 
     def paths(self, P: Sequence[View], lo0: int, hi0: int, L: Rec, lg: int, lo1: int = 0,
-              hi1: int = 0, hist: Any = None) -> Iterator[list[tuple[int, int]]]:
+              hi1: int = 0, rest: Sequence[tuple[int, int]] = (), hist: Any = None
+              ) -> Iterator[list[tuple[int, int]]]:
         """Every match ending with node ``lg`` (record ``L``) of the last partition whose
         first node is in ``[lo0, hi0)``, in the output order, as the walk's stack: (state,
         global index) pairs from the last node back to the first. The list is reused: read
         it before the next one. A ``*`` first state: also those starting in the second
-        state, at a node in ``[lo1, hi1)`` (:meth:`_merged`). ``hist`` (an object with
-        ``neg_hist``): the walk prunes by the NOTs it decides early (:meth:`_neg_setup`);
-        None: it does not (the matches before them, as the caps count)."""
+        state, at a node in ``[lo1, hi1)`` (:meth:`_merged`), and, the second a ``*`` too,
+        in the states after it, one ``(lo, hi)`` range each in ``rest`` (:attr:`nstart`).
+        ``hist`` (an object with ``neg_hist``): the walk prunes by the NOTs it decides early
+        (:meth:`_neg_setup`); None: it does not (the matches before them, as the caps
+        count)."""
         if self.alt is not None:
-            return self._merged(P, lo0, hi0, L, lg, lo1, hi1, hist)
+            return self._merged(P, lo0, hi0, L, lg, lo1, hi1, rest, hist)
         if self.last == 0:  # a match of the first event alone (the ``*`` lists after it empty)
-            return self._paths_one(P, lo0, hi0, lg)  # (no early NOT: its gap would be 0)
+            # (no early NOT: its gap would be 0)
+            if self.kleene[0]:  # (a list: of its nodes from the first to ``lg``)
+                return self._paths_list(P, lo0, hi0, lg)
+            return self._paths_one(P, lo0, hi0, lg)
         if self.chain:
             return self._paths_chain(P, lo0, hi0, L, lg, hist)
         if self.shared:
@@ -450,17 +518,20 @@ class FwdJoin:
         return self._paths_general(P, lo0, hi0, L, lg, hist)
 
     def _merged(self, P: Sequence[View], lo0: int, hi0: int, L: Rec, lg: int, lo1: int,
-                hi1: int, hist: Any = None) -> Iterator[list[tuple[int, int]]]:
+                hi1: int, rest: Sequence[tuple[int, int]] = (), hist: Any = None
+                ) -> Iterator[list[tuple[int, int]]]:
         """:meth:`paths` with a ``*`` first state: the matches that start in it (this walk)
-        and those that start in the second state, the list empty (:attr:`alt`'s walk), two
-        streams in the output order merged by it (docs/semantics.md 10: the sorted
-        positions from the last, the first, the second-to-last down to the second; then the
-        bindings in pattern order -- the empty list is the smaller)."""
+        and those that start in the second state, the list empty (:attr:`alt`'s walk; a
+        ``*`` second state: itself merged so, from ``rest``), two streams in the output
+        order merged by it (docs/semantics.md 10: the sorted positions from the last, the
+        first, the second-to-last down to the second; then the bindings in pattern order --
+        the empty list is the smaller)."""
         assert self.alt is not None
         main = copy.copy(self)
         main.alt = None
         a = main.paths(P, lo0, hi0, L, lg, hist=hist)
-        b = self.alt.paths(P[1:], lo1, hi1, L, lg, hist=hist)
+        lo2, hi2 = rest[0] if rest else (0, 0)
+        b = self.alt.paths(P[1:], lo1, hi1, L, lg, lo2, hi2, rest[1:], hist=hist)
         R = [v[0] for v in P]
         Bs = [v[2] for v in P]
 
@@ -566,17 +637,51 @@ class FwdJoin:
                                                                [v[2] for v in P])):
             yield path
 
+    def _paths_list(self, P: Sequence[View], lo0: int, hi0: int, lg: int
+                    ) -> Iterator[list[tuple[int, int]]]:
+        """:meth:`paths` of one Kleene state (the ``*`` states before and after it empty):
+        per first node ``f`` (ascending), ``lg`` alone or back through any of its own
+        nodes between, each step the earliest first. Its conjuncts are on the leaf
+        (:meth:`from_second`, :meth:`ending_at`)."""
+        R = [v[0] for v in P]
+        Bs = [v[2] for v in P]
+        leaf = self.leaf
+        path: list[tuple[int, int]] = [(0, lg)]
+        for f in range(lo0, min(hi0, lg + 1)):
+            if f == lg:
+                if not leaf or self._leaf_ok(path, R, Bs):
+                    yield path
+                continue
+            frames = [[f, lg]]  # (the next predecessor, one past the last)
+            while frames:
+                fr = frames[-1]
+                y = fr[0]
+                if y >= fr[1]:
+                    frames.pop()
+                    path.pop()
+                    continue
+                fr[0] = y + 1
+                path.append((0, y))
+                if y == f:
+                    if not leaf or self._leaf_ok(path, R, Bs):
+                        yield path
+                    path.pop()
+                    continue
+                frames.append([f, y])
+            path.append((0, lg))
+
     def kept(self, P: Sequence[View], lo0: int, hi0: int, L: Rec, lg: int, hist: Any,
-             lo1: int = 0, hi1: int = 0) -> Iterator[list[tuple[int, int]]]:
+             lo1: int = 0, hi1: int = 0, rest: Sequence[tuple[int, int]] = ()
+             ) -> Iterator[list[tuple[int, int]]]:
         """:meth:`paths` less the matches a NOT rejects (``hist``: the negation history,
         an object with ``neg_hist``; unused without a NOT), in the same order: the walk
         prunes by the NOTs it decides early (:meth:`_neg_setup`), the others are tested on
         each complete match (:attr:`neg_late`)."""
         if self.neg_ok is None:
-            yield from self.paths(P, lo0, hi0, L, lg, lo1, hi1)
+            yield from self.paths(P, lo0, hi0, L, lg, lo1, hi1, rest)
             return
         late = self.neg_late
-        it = self.paths(P, lo0, hi0, L, lg, lo1, hi1,
+        it = self.paths(P, lo0, hi0, L, lg, lo1, hi1, rest,
                         hist if self.neg_at is not None else None)
         if late is None:
             yield from it
@@ -612,6 +717,9 @@ class FwdJoin:
         path: list[tuple[int, int]] = []
         bind = self.bind
         negt = self.neg_at if hist is not None else None
+        step0 = step[0]
+        lstep = self.lstep
+        stepL = step[last] if kleene[last] else ()
 
         def frame(k: int, g: int, f: int) -> list[int]:
             return self._ranges(S, Bs, m, k, g, f)
@@ -625,6 +733,8 @@ class FwdJoin:
                     continue
             if k0_single:
                 Bm[cslot[0]] = frec
+                if stepL and not self._l_ok(stepL, Bm, L):
+                    continue
             self.firsts(P, f, m)
             if m[last] > lg:
                 continue  # lg does not reach f
@@ -650,6 +760,11 @@ class FwdJoin:
                 fr[best + 1] = y + 1
                 nt = negt[fr[0]][j] if negt is not None else None
                 if j == 0 and y == f:
+                    if step0:  # (per element of a first list: the first node too)
+                        Bm[cslot[0]] = (frec,)
+                        Bt = tuple(Bm)
+                        if not all(fn(Bt, 0) is True for fn in step0):
+                            continue
                     if nt and not self._neg_pass(nt, hist, path, 0, f, R, Bs, Bm):
                         continue
                     path.append((0, f))
@@ -668,6 +783,9 @@ class FwdJoin:
                     Bm[cslot[j]] = R[j][y - Bs[j]]
                 if nt and not self._neg_pass(nt, hist, path, j, y, R, Bs, Bm):
                     continue  # a NOT decided here rejects the subtree
+                if lstep[j] and not self._last_ok(lstep[j], Bm, j, R[j][y - Bs[j]], path, R,
+                                                  Bs):
+                    continue
                 path.append((j, y))
                 frames.append(frame(j, y, f))
 
@@ -695,6 +813,8 @@ class FwdJoin:
         list_at = self.kk
         bind = self.bind
         negt = self.neg_at if hist is not None else None
+        step0 = step[0]
+        stepL = step[last] if kleene[last] else ()
         for f in range(lo0, hi0):
             frec = R[0][f - Bs[0]]
             if end_fns:
@@ -704,6 +824,8 @@ class FwdJoin:
                     continue
             if not k0_kleene:
                 Bm[cslot[0]] = frec
+                if stepL and not self._l_ok(stepL, Bm, L):
+                    continue
             m[0] = f
             dead = False
             for j in range(1, n):
@@ -734,6 +856,11 @@ class FwdJoin:
                     continue
                 nt = negt[k][j] if negt is not None else None
                 if j == 0 and y == f:
+                    if step0:  # (per element of a first list: the first node too)
+                        Bm[cslot[0]] = (frec,)
+                        Bt = tuple(Bm)
+                        if not all(fn(Bt, 0) is True for fn in step0):
+                            continue
                     if nt and not self._neg_pass(nt, hist, path, 0, f, R, Bs, Bm):
                         continue
                     path.append((0, f))
@@ -762,6 +889,8 @@ class FwdJoin:
         fr = [k]
         snap = S[k][g - Bs[k]]
         for idx, j in enumerate(self.srcs[k]):
+            if j < 0:
+                continue  # (a state before the first: :meth:`from_second`)
             a, e = m[j], snap[idx]
             if j == 0 and not self.kleene[0] and e > f + 1:
                 e = f + 1
@@ -801,6 +930,9 @@ class FwdJoin:
         bind = self.bind
         comp = self.comp
         negt = self.neg_at if hist is not None else None
+        step0 = step[0]
+        lstep = self.lstep
+        stepL = step[last] if kleene[last] else ()
         for f in range(lo0, hi0):
             frec = R[0][f - Bs[0]]
             if end_fns:
@@ -810,6 +942,8 @@ class FwdJoin:
                     continue
             if k0_single:
                 Bm0[cslot[0]] = frec
+                if stepL and not self._l_ok(stepL, Bm0, L):
+                    continue
             self.firsts(P, f, m)
             if m[last] > lg:
                 continue  # lg does not reach f
@@ -844,6 +978,12 @@ class FwdJoin:
                         fr[i + 1] = a + 1
                         nt = negt[pt[-1][0]][j] if negt is not None else None
                         if j == 0 and a == f:
+                            if step0:  # (per element of a first list: the first node too)
+                                B2 = list(Bm)
+                                B2[cslot[0]] = (rec,)
+                                Bt = tuple(B2)
+                                if not all(fn(Bt, 0) is True for fn in step0):
+                                    continue
                             if not nt or self._neg_pass(nt, hist, pt, 0, f, R, Bs, Bm):
                                 done.append(pt + ((0, f),))
                             continue
@@ -860,6 +1000,8 @@ class FwdJoin:
                             B2[cslot[j]] = rec
                         if nt and not self._neg_pass(nt, hist, pt, j, a, R, Bs, B2):
                             continue  # a NOT decided here rejects the subtree
+                        if lstep[j] and not self._last_ok(lstep[j], B2, j, rec, pt, R, Bs):
+                            continue
                         nxt.append((pt + ((j, a),), self._ranges(S, Bs, m, j, a, f), B2))
                 if done:
                     if len(done) > 1:
@@ -922,29 +1064,57 @@ class FwdJoin:
         pos = tuple([R[k][g - Bs[k]][GPOS] for k, g in reversed(path)])
         return Candidate(B, f[TS], f[WPOS], L[GPOS], L[TS], L[WPOS], pos)
 
+    def _l_ok(self, fns: Sequence[Any], Bm: list[Any], L: Rec) -> bool:
+        """The per-element conjuncts of the last list with the first single (its step's)
+        on the last node ``L``."""
+        B2 = list(Bm)
+        B2[self.cslot[self.last]] = (L,)
+        Bt = tuple(B2)
+        return all(fn(Bt, 0) is True for fn in fns)
+
+    def _last_ok(self, fns: Sequence[Any], Bm: list[Any], j: int, rec: Rec,
+                 path: Sequence[tuple[int, int]], R: list[list[Rec]], Bs: list[int]) -> bool:
+        """The per-element conjuncts of the last list (:attr:`lstep`) at the step of single
+        state ``j`` (its node ``rec``): every node of the list is on the stack ``path``."""
+        last = self.last
+        B2 = list(Bm)
+        B2[self.cslot[j]] = rec
+        lst = tuple([R[last][g - Bs[last]] for k, g in reversed(path) if k == last])
+        B2[self.cslot[last]] = lst
+        Bt = tuple(B2)
+        return all(fn(Bt, i) is True for fn in fns for i in range(len(lst)))
+
+    def _lows(self, P: Sequence[View], los: list[int]) -> list[int]:
+        """Per state, the first node a match whose first node is at or after ``los[i]`` in
+        start state ``i`` (:attr:`nstart`) can use."""
+        starts = [0] * self.n
+        self.firsts(P, los[0], starts)
+        if self.alt is not None:
+            sub = self.alt._lows(P[1:], los[1:])
+            starts[1:] = [min(x, y) for x, y in zip(starts[1:], sub, strict=True)]
+        return starts
+
     def _leaf_ok(self, path: list[tuple[int, int]], R: list[list[Rec]], Bs: list[int]) -> bool:
         B = self.bindings(path, R, Bs)
         return all(pr.check_all(B, sl) for pr, sl in self.leaf)
 
     def block(self, P: Sequence[View], lo0: int, his: list[int], L: Rec, lg: int,
-              n: int, hist: Any = None, lo1: int = 0) -> FwdBlock:
+              n: int, hist: Any = None, lo1: int = 0, rest: Sequence[tuple[int, int]] = ()
+              ) -> FwdBlock:
         """A copy of the nodes the matches of ``lg`` can use, as a :class:`FwdBlock` (with a
         NOT, ``hist``'s negation history too: the block walks again after the call may have
-        pruned it)."""
-        starts = [0] * self.n
-        self.firsts(P, lo0, starts)  # the firsts of the earliest first node: the lowest
-        hi1 = 0
-        if self.alt is not None:  # and of the earliest start in the second state
-            hi1 = his[1]
-            st1 = [0] * (self.n - 1)
-            self.alt.firsts(P[1:], lo1, st1)
-            starts[1:] = [min(x, y) for x, y in zip(starts[1:], st1, strict=True)]
+        pruned it). ``lo1`` and ``rest``: the first nodes of the later start states
+        (:meth:`paths`; their ends are ``his``')."""
+        # the firsts of the earliest first node of each start state: the lowest
+        starts = self._lows(P, [lo0, lo1, *(lo for lo, _hi in rest)])
+        hi1 = his[1] if self.alt is not None else 0
         views = []
         for j, (recs, snaps, base) in enumerate(P[:self.n]):
             a, b = min(starts[j], his[j]) - base, his[j] - base
             views.append((recs[a:b], snaps[a:b], a + base))
         blk = FwdBlock(self, views, lo0, his[0], L, lg, n)
         blk.lo1, blk.hi1 = lo1, hi1
+        blk.rest = tuple(rest)
         if self.neg_ok is not None:
             blk.hist = _Hist([list(h) for h in hist.neg_hist])
         return blk
@@ -974,7 +1144,8 @@ class FwdBlock(MatchBlock):
     partition) of :class:`FwdJoin`'s shape: a copy of the nodes its walk reads; walked again
     when written, a piece at a time."""
 
-    __slots__ = ("join", "views", "lo0", "hi0", "L", "lg", "n", "hist", "lo1", "hi1", "more")
+    __slots__ = ("join", "views", "lo0", "hi0", "L", "lg", "n", "hist", "lo1", "hi1", "more",
+                 "rest")
 
     def __init__(self, join: FwdJoin, views: list[View], lo0: int, hi0: int, L: Rec, lg: int,
                  n: int) -> None:
@@ -988,13 +1159,15 @@ class FwdBlock(MatchBlock):
         order (``n`` counts them all)."""
         self.lo1 = self.hi1 = 0
         """A ``*`` first state: the range of the second state's starts (:meth:`FwdJoin.paths`)."""
+        self.rest: tuple[tuple[int, int], ...] = ()
+        """Leading ``*`` states: the ranges of the later start states' starts."""
 
     def __len__(self) -> int:
         return self.n
 
     def _own(self) -> Iterator[list[tuple[int, int]]]:
         return self.join.kept(self.views, self.lo0, self.hi0, self.L, self.lg, self.hist,
-                              self.lo1, self.hi1)
+                              self.lo1, self.hi1, self.rest)
 
     def walk(self) -> Iterator[tuple[FwdBlock, list[tuple[int, int]]]]:
         """Its matches in the output order, each with the block whose views it reads (one of
