@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from kleene.api import analyze
+from kleene.errors import CapacityError
 from kleene.events import EventBatch, Match
 from kleene.plans import chain
 from kleene.plans.chain_fwd import FwdJoin
@@ -264,8 +265,9 @@ def test_pruning_bounds_the_walks_work_per_written_match() -> None:
     2^14 lists end before the ``N`` (rejected), 2^14 with the last ``b`` (kept) -- and in
     another partition 16 ``b`` and an ``N`` with no ``b`` after it (2^16 rejected, none
     kept). A counting UDF in the per-element conjunct counts the walk's steps into ``b``:
-    pruned (no cap) they are one per written match (per walk: the count and the block's),
-    with a cap the count-only walk takes every rejected list's too."""
+    pruned they are one per written match (per walk: the count and the block's), with or
+    without a cap: the caps count what the pruned walk makes (session 11; before, a cap
+    made a count-only walk take every rejected list too, 3 x 2^15 steps and more)."""
     steps = [0]
 
     def tick(x: int, y: int) -> bool:
@@ -296,5 +298,36 @@ def test_pruning_bounds_the_walks_work_per_written_match() -> None:
     # a kept match: its 1-15 elements' steps (each step pushes once); the rejected lists:
     # one step at each b right of the gap's first node (pruned there), 14 + 16
     assert work["pruned"] <= 2 * 2 ** 14 + 200, work
-    # before the NOT: every list of the 2^15 + 2^16 rejected and kept is walked
-    assert work["counted"] > 3 * 2 ** 15, work
+    # with the default caps the same walk (it counted before the NOT: every list of the
+    # 2^15 + 2^16 rejected and kept was walked)
+    assert work["counted"] == work["pruned"], work
+
+
+def test_the_caps_count_the_matches_the_pruning_walk_makes_as_the_nfa() -> None:
+    """The NOT above rejects 2^14 + 2^16 lists, 2^14 pass: a per-event cap between the two
+    counts (2^14 + 10) lets the matches through on both plans, as the NFA decides such a NOT
+    in its automaton and counts its runs' matches (the chain plan raised CapacityError:
+    it counted before the NOT); one below 2^14 stops both."""
+    q = "PATTERN SEQ(A a, B+ b[], NOT N n, C c) WHERE b[i].x >= a.x PARTITION BY k"
+    aq = analyze(q)
+    recs: list[dict[str, object]] = []
+    for key, nb, tail in (("u", 14, 1), ("v", 16, 0)):
+        recs.append({"id": f"a{key}", "type": "A", "ts": 0, "x": 0, "k": key})
+        recs += [{"id": f"b{key}{i}", "type": "B", "ts": 1 + i, "x": 1, "k": key}
+                 for i in range(nb)]
+        recs.append({"id": f"n{key}", "type": "N", "ts": 40, "x": 0, "k": key})
+        recs += [{"id": f"t{key}{i}", "type": "B", "ts": 41, "x": 1, "k": key}
+                 for i in range(tail)]
+        recs.append({"id": f"c{key}", "type": "C", "ts": 50, "x": 0, "k": key})
+    events = EventBatch.from_records(recs)
+    caps = {"max_matches_per_event": 2 ** 14 + 10, "max_matches_per_call": None}
+    want = _key(start(aq, plan="nfa", **caps).push(events))
+    assert len(want) == 2 ** 14
+    assert _key(start(aq, plan="chain", **caps).push(events)) == want
+    sink = Collect()
+    start(aq, plan="chain", **caps).push_to(events, sink, chunk=4096)
+    assert _key(sink.matches) == want
+    low = {"max_matches_per_event": 2 ** 14 - 1, "max_matches_per_call": None}
+    for plan in ("nfa", "chain"):
+        with pytest.raises(CapacityError):
+            start(aq, plan=plan, **low).push(events)

@@ -303,12 +303,6 @@ def _plain(vals: list[Any]) -> bool:
     return types == {str}
 
 
-def _tested(st: Any, c: Any) -> bool:
-    """The history test of a match the forward walk has tested (``FwdJoin.kept``)."""
-    del st, c
-    return True
-
-
 class ChainMatcher(LinearMatcher):
     """CoverMatch / CombineMatch over a linear plan (see the module docstring). Negation,
     trailing NOTs, output order and masks are inherited from :class:`LinearMatcher`."""
@@ -830,29 +824,20 @@ class ChainMatcher(LinearMatcher):
         direct = self.direct
         cg, cts = e[GPOS], e[TS]
         lazy = self.describe and blocks
-        neg_ok = fj.neg_ok
         kept = 0  # (with a NOT: the matches it lets through; else nm)
-        walk = fj.paths(P, lo0, his[0], e, lg, lo1, hi1, rest)
-        before = -1  # (the matches before the NOT, counted apart; -1: by this walk)
-        if neg_ok is not None and (room is None or fj.neg_at is not None):
-            if room is not None:
-                # the caps count the matches before the NOT, as the reverse join's
-                # candidates: a walk that only counts them (none built or tested; it stops
-                # one past the room), then one that prunes by the NOT
-                before = 0
-                for _path in walk:
-                    before += 1
-                    if before > room:
-                        return None
-            # the walk prunes by the NOTs it decides (FwdJoin.kept); without a cap nothing
-            # reads the count of the matches before them
-            walk = fj.kept(P, lo0, his[0], e, lg, st, lo1, hi1, rest)
-            neg_ok = _tested
+        # the walk prunes by the NOTs it decides (FwdJoin._neg_setup: those the NFA decides
+        # in its automaton), and the caps count what it makes, as the NFA counts its runs'
+        # matches; the other NOTs (neg_late) are the history test on each match made,
+        # counted before it as the NFA's candidates are
+        neg_ok = fj.neg_ok
+        prune = neg_ok is not None and fj.neg_at is not None
+        walk = fj.paths(P, lo0, his[0], e, lg, lo1, hi1, rest, st if prune else None)
+        if neg_ok is not None:
+            neg_ok = fj.neg_late
         for path in walk:
             nm += 1
             if neg_ok is not None:
-                # the history test on each complete match; the caps count the matches
-                # before it, as for the reverse join's candidates (the runtime tests those)
+                # the history test on each complete match (the caps count before it)
                 c = fj.candidate(path, R, Bs, e)
                 if neg_ok(st, c):
                     kept += 1
@@ -870,8 +855,6 @@ class ChainMatcher(LinearMatcher):
                 return None
         if neg_ok is None:
             kept = nm
-        if before >= 0:
-            nm = before
         if kept < BLOCK_MIN or not lazy:
             out.extend(small)
             # (the ones a NOT rejected count for the call's budget, as candidates would)
@@ -901,9 +884,9 @@ class ChainMatcher(LinearMatcher):
         state: :meth:`FwdJoin.ending_at`), counted over all of them, as one
         :class:`~.chain_fwd.FwdBlock` whose walk merges the states' matches in the output
         order (each state's walk pruned as :meth:`.chain_fwd.FwdJoin.end_walk` says). A NOT
-        (not trailing): each match the count walk makes is tested against the history, the
-        caps count the matches before the test (as :meth:`_join_fwd`'s), and the block holds
-        a copy of the history its walk tests each match against again (the same answers).
+        (not trailing): the count walk prunes by those it decides and tests each match it
+        makes against the others, the caps count what it makes (as :meth:`_join_fwd`'s), and
+        the block holds a copy of the history its walk tests again (the same answers).
         Fewer than :data:`~.chain_fwd.BLOCK_MIN` (that pass): candidates, as
         :meth:`_join_fwd` writes them. None (nothing written) when they are more than
         ``room``: then each node as before (:meth:`_join_fwd` without blocks, the reverse
@@ -930,21 +913,23 @@ class ChainMatcher(LinearMatcher):
             if his[0] <= lo0 and hi1 <= lo1 and all(hi <= lo for lo, hi in rest):
                 continue
             c = ck = 0
-            for path in fj.paths(P, lo0, his[0], e, lg, lo1, hi1, rest):
+            prune = neg_ok is not None and fj.neg_at is not None  # (as :meth:`_join_fwd`)
+            test = fj.neg_late if neg_ok is not None else None
+            for path in fj.paths(P, lo0, his[0], e, lg, lo1, hi1, rest, st if prune else None):
                 c += 1
-                if neg_ok is None:
+                if test is None:
                     if kept + c < BLOCK_MIN:
                         small.append(fj.candidate(path, R, Bs, e))
                 else:
                     cand = fj.candidate(path, R, Bs, e)
-                    if neg_ok(st, cand):
+                    if test(st, cand):
                         ck += 1
                         if kept + ck < BLOCK_MIN:
                             small.append(cand)
                 if room is not None and nm + c > room:
                     return None
             nm += c
-            if neg_ok is None:
+            if test is None:
                 ck = c
             if ck:
                 subs.append((fj, lg, his, ck, lo1, rest))

@@ -46,9 +46,9 @@ ends, and at that step (or the later one that binds a variable left of the gap t
 predicates read) a negating event in the interval prunes the subtree, so the work per
 written match stays bounded however many the NOT rejects. The others (a leading NOT's window
 lead-in, predicates over a list) are the history test (``negation_ok``) on each complete
-match (:meth:`FwdJoin.kept`). The count for the caps is of the matches before the NOT, as
-the reverse join counts its candidates: with a cap, a walk that only counts them, then the
-pruned one (``ChainMatcher._join_fwd``); a block holds a copy of the negation history for
+match (:meth:`FwdJoin.kept`). The count for the caps is of the matches the pruned walk
+makes (after the NOTs it decides, before the others' test), as the NFA counts its runs'
+matches (``ChainMatcher._join_fwd``); a block holds a copy of the negation history for
 its second walk.
 
 Shape (:meth:`FwdJoin.fits`): no trailing NOT, no PICK / EMIT RECENT / CONSUME / AFTER MATCH SKIP
