@@ -73,14 +73,20 @@ def _case(rng: random.Random) -> tuple[str, list[dict[str, object]]]:
         if kk >= 0:
             rets.append(f"sum({names[kk]}.x) AS s")
         q += " RETURN " + ", ".join(rets)
+    return q, _records(rng, alphabet, 5, 12 if kk >= 0 else 22)
+
+
+def _records(rng: random.Random, types: Any, lo: int, hi: int) -> list[dict[str, object]]:
+    """``lo`` to ``hi`` random events of the random cases: types from ``types``, times 0-2
+    apart (ties too), ``x`` in 0-3, key ``u`` or ``v``, ids text or numbers."""
     ids: list[Any] = [f"e{i}" for i in range(40)] if rng.random() < 0.5 else list(range(40))
     recs: list[dict[str, object]] = []
     ts = 0
-    for i in range(rng.randint(5, 12 if kk >= 0 else 22)):
+    for i in range(rng.randint(lo, hi)):
         ts += rng.choice((0, 1, 1, 2))
-        recs.append({"id": ids[i], "type": rng.choice(alphabet), "ts": ts,
+        recs.append({"id": ids[i], "type": rng.choice(types), "ts": ts,
                      "x": rng.randint(0, 3), "k": rng.choice("uv")})
-    return q, recs
+    return recs
 
 
 def _split(rt: Any, recs: list[dict[str, object]], cuts: list[int], sink: Collect | None,
@@ -108,6 +114,41 @@ def _split(rt: Any, recs: list[dict[str, object]], cuts: list[int], sink: Collec
     return rt, got
 
 
+def _check_cases(make: Any, rng: random.Random, n: int,
+                 look: Any = None) -> tuple[int, int, int]:
+    """The random cases of the walk tests: ``n`` queries of ``make(rng)`` (query text,
+    records), each checked alike -- push_to's pieces over random split pushes, a snapshot
+    between two of them and a random chunk size of 1-30 are the oracle's matches in its
+    order, and push's. ``look(q, rt)`` sees each runtime first (to count shapes, or spy).
+    Returns the matches, those written as columns, and the cases the brute-force oracle
+    gave up on (skipped)."""
+    matches = columns = big = 0
+    for _ in range(n):
+        q, recs = make(rng)
+        aq = analyze(q)
+        try:
+            want = oracle(aq, EventBatch.from_records(recs))
+        except OracleLimitError:  # a brute-force reference: too many partial matches
+            big += 1
+            continue
+        cuts = sorted(rng.sample(range(1, len(recs)), rng.randint(0, 3)))
+        snap_at = rng.randrange(len(cuts) + 1) if rng.random() < 0.5 else None
+        chunk = rng.randint(1, 30)
+        rt = start(aq, plan="chain")
+        if look is not None:
+            look(q, rt)
+        sink = Collect()
+        last, _ = _split(rt, recs, cuts, sink, chunk, snap_at)
+        assert _key(sink.matches) == _key(want), f"{q} over {recs}, cuts {cuts}"
+        assert last.counters.matches == len(want) or snap_at is not None
+        assert all(len(p) <= chunk for p in sink.pieces)
+        _, got = _split(start(aq, plan="chain"), recs, cuts, None, chunk, snap_at)
+        assert _key(got) == _key(want), q
+        matches += len(want)
+        columns += sink.column_matches
+    return matches, columns, big
+
+
 @pytest.mark.parametrize("block_min", [64, 1])
 def test_forward_walk_equals_the_oracle_and_push_in_order(block_min: int,
                                                           monkeypatch: Any) -> None:
@@ -116,26 +157,14 @@ def test_forward_walk_equals_the_oracle_and_push_in_order(block_min: int,
     ``BLOCK_MIN`` 1 every last event's matches go through a block."""
     monkeypatch.setattr(chain, "BLOCK_MIN", block_min)
     rng = random.Random(2613 + block_min)
-    walked = matches = columns = 0
-    for _ in range(220):
-        q, recs = _case(rng)
-        aq = analyze(q)
-        want = oracle(aq, EventBatch.from_records(recs))
-        cuts = sorted(rng.sample(range(1, len(recs)), rng.randint(0, 3)))
-        snap_at = rng.randrange(len(cuts) + 1) if rng.random() < 0.5 else None
-        chunk = rng.randint(1, 30)
-        rt = start(aq, plan="chain")
+    walked = 0
+
+    def look(q: str, rt: Any) -> None:
+        nonlocal walked
         walked += rt.matcher.fwd is not None
-        sink = Collect()
-        last, _ = _split(rt, recs, cuts, sink, chunk, snap_at)
-        assert _key(sink.matches) == _key(want), f"{q} over {recs}, cuts {cuts}"
-        assert last.counters.matches == len(want) or snap_at is not None
-        assert all(len(p) <= chunk for p in sink.pieces)
-        _, got = _split(start(aq, plan="chain"), recs, cuts, None, chunk, snap_at)
-        assert _key(got) == _key(want)
-        matches += len(want)
-        columns += sink.column_matches
-    assert walked > 150 and matches > 2000
+
+    matches, columns, big = _check_cases(_case, rng, 220, look)
+    assert walked > 150 and matches > 2000 and big == 0
     assert columns > (matches // 3 if block_min == 1 else 200)  # (RETURN: Match lists)
 
 
@@ -376,14 +405,7 @@ def _case_lists(rng: random.Random) -> tuple[str, list[dict[str, object]]]:
         q += f" WITHIN {rng.randint(3, 9)} EVENTS"
     if rng.random() < 0.25:
         q += f" RETURN {singles[0]}.x AS x0, count({names[ks[0]]}) AS nb"
-    ids: list[Any] = [f"e{i}" for i in range(40)] if rng.random() < 0.5 else list(range(40))
-    recs: list[dict[str, object]] = []
-    ts = 0
-    for i in range(rng.randint(6, 17)):
-        ts += rng.choice((0, 1, 1, 2))
-        recs.append({"id": ids[i], "type": rng.choice(types), "ts": ts,
-                     "x": rng.randint(0, 3), "k": rng.choice("uv")})
-    return q, recs
+    return q, _records(rng, types, 6, 17)
 
 
 @pytest.mark.parametrize("block_min", [64, 1])
@@ -394,34 +416,18 @@ def test_star_closures_and_two_lists_equal_the_oracle_in_order(block_min: int,
     and push's; with ``BLOCK_MIN`` 1 every last event's matches go through a block."""
     monkeypatch.setattr(chain, "BLOCK_MIN", block_min)
     rng = random.Random(7717 + block_min)
-    walked = matches = columns = stars = twos = shared = big = 0
-    for _ in range(260):
-        q, recs = _case_lists(rng)
-        aq = analyze(q)
-        try:
-            want = oracle(aq, EventBatch.from_records(recs))
-        except OracleLimitError:  # a brute-force reference: too many partial matches
-            big += 1
-            continue
-        cuts = sorted(rng.sample(range(1, len(recs)), rng.randint(0, 3)))
-        snap_at = rng.randrange(len(cuts) + 1) if rng.random() < 0.5 else None
-        chunk = rng.randint(1, 30)
-        rt = start(aq, plan="chain")
+    walked = stars = twos = shared = 0
+
+    def look(q: str, rt: Any) -> None:
+        nonlocal shared, stars, twos, walked
         fwd = rt.matcher.fwd
         if fwd is not None and not fwd.chain:
             walked += 1
             stars += "*" in q
             twos += len(fwd.lists) == 2
             shared += fwd.shared
-        sink = Collect()
-        last, _ = _split(rt, recs, cuts, sink, chunk, snap_at)
-        assert _key(sink.matches) == _key(want), f"{q} over {recs}, cuts {cuts}"
-        assert last.counters.matches == len(want) or snap_at is not None
-        assert all(len(p) <= chunk for p in sink.pieces)
-        _, got = _split(start(aq, plan="chain"), recs, cuts, None, chunk, snap_at)
-        assert _key(got) == _key(want), q
-        matches += len(want)
-        columns += sink.column_matches
+
+    matches, columns, big = _check_cases(_case_lists, rng, 260, look)
     assert walked > 200 and stars > 60 and twos > 60 and shared > 40 and matches > 1000, (
         walked, stars, twos, shared, matches)
     assert big < 10
@@ -465,14 +471,7 @@ def _case_not(rng: random.Random) -> tuple[str, list[dict[str, object]]]:
         q += f" WITHIN {rng.randint(3, 9)} EVENTS"
     if rng.random() < 0.25:
         q += f" RETURN {singles[0]}.x AS x0"
-    ids: list[Any] = [f"e{i}" for i in range(40)] if rng.random() < 0.5 else list(range(40))
-    recs: list[dict[str, object]] = []
-    ts = 0
-    for i in range(rng.randint(8, 14 if kk >= 0 else 24)):
-        ts += rng.choice((0, 1, 1, 2))
-        recs.append({"id": ids[i], "type": rng.choice(alphabet), "ts": ts,
-                     "x": rng.randint(0, 3), "k": rng.choice("uv")})
-    return q, recs
+    return q, _records(rng, alphabet, 8, 14 if kk >= 0 else 24)
 
 
 @pytest.mark.parametrize("block_min", [64, 1])
@@ -483,7 +482,7 @@ def test_a_not_inside_equals_the_oracle_in_order(block_min: int, monkeypatch: An
     matches go through a block (which tests its copy of the history when written)."""
     monkeypatch.setattr(chain, "BLOCK_MIN", block_min)
     rng = random.Random(4409 + block_min)
-    walked = matches = columns = 0
+    walked = 0
     rejected = [0]
     early = FwdJoin._neg_pass
 
@@ -494,14 +493,9 @@ def test_a_not_inside_equals_the_oracle_in_order(block_min: int, monkeypatch: An
 
     # (the subtrees the walk prunes by a NOT it decides early, test_chain_fwd_not.py)
     monkeypatch.setattr(FwdJoin, "_neg_pass", spy_early)
-    for _ in range(240):
-        q, recs = _case_not(rng)
-        aq = analyze(q)
-        want = oracle(aq, EventBatch.from_records(recs))
-        cuts = sorted(rng.sample(range(1, len(recs)), rng.randint(0, 3)))
-        snap_at = rng.randrange(len(cuts) + 1) if rng.random() < 0.5 else None
-        chunk = rng.randint(1, 30)
-        rt = start(aq, plan="chain")
+
+    def look(q: str, rt: Any) -> None:
+        nonlocal walked
         fwd = rt.matcher.fwd
         if fwd is not None:
             walked += 1
@@ -513,15 +507,8 @@ def test_a_not_inside_equals_the_oracle_in_order(block_min: int, monkeypatch: An
                 return ok
 
             fwd.neg_ok = spy  # counts the matches the walk's NOT test rejects
-        sink = Collect()
-        last, _ = _split(rt, recs, cuts, sink, chunk, snap_at)
-        assert _key(sink.matches) == _key(want), f"{q} over {recs}, cuts {cuts}"
-        assert last.counters.matches == len(want) or snap_at is not None
-        assert all(len(p) <= chunk for p in sink.pieces)
-        _, got = _split(start(aq, plan="chain"), recs, cuts, None, chunk, snap_at)
-        assert _key(got) == _key(want), q
-        matches += len(want)
-        columns += sink.column_matches
+
+    matches, columns, big = _check_cases(_case_not, rng, 240, look)
     assert walked > 200 and matches > 600 and rejected[0] > 300, (walked, matches, rejected)
     if block_min == 1:  # (the blocks of 64 or more: test_a_call_holds_blocks..., "not")
         assert columns > matches // 3, (columns, matches)
@@ -571,14 +558,7 @@ def _case_star_end(rng: random.Random) -> tuple[str, list[dict[str, object]]]:
         q += f" WITHIN {rng.randint(3, 7)} EVENTS"
     if rng.random() < 0.25:
         q += f" RETURN {singles[0]}.x AS x0, count({lists[-1]}) AS nb"
-    ids: list[Any] = [f"e{i}" for i in range(40)] if rng.random() < 0.5 else list(range(40))
-    recs: list[dict[str, object]] = []
-    ts = 0
-    for i in range(rng.randint(6, 10 if alphabet == "S" else 16)):
-        ts += rng.choice((0, 1, 1, 2))
-        recs.append({"id": ids[i], "type": rng.choice(alphabet), "ts": ts,
-                     "x": rng.randint(0, 3), "k": rng.choice("uv")})
-    return q, recs
+    return q, _records(rng, alphabet, 6, 10 if alphabet == "S" else 16)
 
 
 @pytest.mark.parametrize("block_min", [64, 1])
@@ -590,31 +570,15 @@ def test_a_star_last_state_equals_the_oracle_in_order(block_min: int,
     (an event that ends matches in two states: one block merging them)."""
     monkeypatch.setattr(chain, "BLOCK_MIN", block_min)
     rng = random.Random(9151 + block_min)
-    walked = matches = columns = early = big = 0
-    for _ in range(240):
-        q, recs = _case_star_end(rng)
-        aq = analyze(q)
-        try:
-            want = oracle(aq, EventBatch.from_records(recs))
-        except OracleLimitError:
-            big += 1
-            continue
-        cuts = sorted(rng.sample(range(1, len(recs)), rng.randint(0, 3)))
-        snap_at = rng.randrange(len(cuts) + 1) if rng.random() < 0.5 else None
-        chunk = rng.randint(1, 30)
-        rt = start(aq, plan="chain")
+    walked = early = 0
+
+    def look(q: str, rt: Any) -> None:
+        nonlocal early, walked
         if rt.matcher.fwd is not None:
             walked += 1
             early += bool(rt.matcher.fwd_ends)
-        sink = Collect()
-        last, _ = _split(rt, recs, cuts, sink, chunk, snap_at)
-        assert _key(sink.matches) == _key(want), f"{q} over {recs}, cuts {cuts}"
-        assert last.counters.matches == len(want) or snap_at is not None
-        assert all(len(p) <= chunk for p in sink.pieces)
-        _, got = _split(start(aq, plan="chain"), recs, cuts, None, chunk, snap_at)
-        assert _key(got) == _key(want), q
-        matches += len(want)
-        columns += sink.column_matches
+
+    matches, columns, big = _check_cases(_case_star_end, rng, 240, look)
     assert walked > 200 and early == walked and matches > 1000 and big < 10, (
         walked, early, matches, big)
     if block_min == 1:
@@ -666,14 +630,7 @@ def _case_star_first(rng: random.Random) -> tuple[str, list[dict[str, object]]]:
         q += f" WITHIN {rng.randint(3, 7)} EVENTS"
     if rng.random() < 0.25:
         q += f" RETURN {singles[-1]}.x AS x0, count({names[0]}) AS na"
-    ids: list[Any] = [f"e{i}" for i in range(40)] if rng.random() < 0.5 else list(range(40))
-    recs: list[dict[str, object]] = []
-    ts = 0
-    for i in range(rng.randint(6, 10 if alphabet == "S" else 16)):
-        ts += rng.choice((0, 1, 1, 2))
-        recs.append({"id": ids[i], "type": rng.choice(alphabet), "ts": ts,
-                     "x": rng.randint(0, 3), "k": rng.choice("uv")})
-    return q, recs
+    return q, _records(rng, alphabet, 6, 10 if alphabet == "S" else 16)
 
 
 @pytest.mark.parametrize("block_min", [64, 1])
@@ -685,31 +642,15 @@ def test_a_star_first_state_equals_the_oracle_in_order(block_min: int,
     ``BLOCK_MIN`` 1 every last event's matches go through a block."""
     monkeypatch.setattr(chain, "BLOCK_MIN", block_min)
     rng = random.Random(4417 + block_min)
-    walked = matches = columns = big = 0
-    for _ in range(240):
-        q, recs = _case_star_first(rng)
-        aq = analyze(q)
-        try:
-            want = oracle(aq, EventBatch.from_records(recs))
-        except OracleLimitError:
-            big += 1
-            continue
-        cuts = sorted(rng.sample(range(1, len(recs)), rng.randint(0, 3)))
-        snap_at = rng.randrange(len(cuts) + 1) if rng.random() < 0.5 else None
-        chunk = rng.randint(1, 30)
-        rt = start(aq, plan="chain")
+    walked = 0
+
+    def look(q: str, rt: Any) -> None:
+        nonlocal walked
         if rt.matcher.fwd is not None:
             walked += 1
             assert rt.matcher.fwd.alt is not None, q
-        sink = Collect()
-        last, _ = _split(rt, recs, cuts, sink, chunk, snap_at)
-        assert _key(sink.matches) == _key(want), f"{q} over {recs}, cuts {cuts}"
-        assert last.counters.matches == len(want) or snap_at is not None
-        assert all(len(p) <= chunk for p in sink.pieces)
-        _, got = _split(start(aq, plan="chain"), recs, cuts, None, chunk, snap_at)
-        assert _key(got) == _key(want), q
-        matches += len(want)
-        columns += sink.column_matches
+
+    matches, columns, big = _check_cases(_case_star_first, rng, 240, look)
     assert walked > 200 and matches > 1000 and big < 10, (walked, matches, big)
     if block_min == 1:
         assert columns > matches // 4, (columns, matches)

@@ -17,11 +17,9 @@ from kleene.events import EventBatch
 from kleene.plans import chain
 from kleene.plans.chain_fwd import FwdBlock
 from kleene.plans.registry import start
-from kleene.testing.oracle import OracleLimitError
-from kleene.testing.oracle import evaluate as oracle
 
 from .sinks import Collect
-from .test_chain_fwd import _key, _outcome, _split
+from .test_chain_fwd import _check_cases, _key, _outcome, _records
 
 
 def _case_ends(rng: random.Random) -> tuple[str, list[dict[str, object]]]:
@@ -79,14 +77,7 @@ def _case_ends(rng: random.Random) -> tuple[str, list[dict[str, object]]]:
         q += f" WITHIN {rng.randint(3, 7)} EVENTS"
     if rng.random() < 0.25:
         q += f" RETURN {singles[0]}.x AS x0, count({lists[-1]}) AS nb"
-    ids: list[Any] = [f"e{i}" for i in range(40)] if rng.random() < 0.5 else list(range(40))
-    recs: list[dict[str, object]] = []
-    ts = 0
-    for i in range(rng.randint(6, 11)):
-        ts += rng.choice((0, 1, 1, 2))
-        recs.append({"id": ids[i], "type": rng.choice(alphabet), "ts": ts,
-                     "x": rng.randint(0, 3), "k": rng.choice("uv")})
-    return q, recs
+    return q, _records(rng, alphabet, 6, 11)
 
 
 @pytest.mark.parametrize("block_min", [64, 1])
@@ -107,31 +98,15 @@ def test_events_ending_matches_in_two_states_equal_the_oracle_in_order(
 
     monkeypatch.setattr(FwdBlock, "walk", spy)
     rng = random.Random(7321 + block_min)
-    walked = negs = matches = columns = big = 0
-    for _ in range(260):
-        q, recs = _case_ends(rng)
-        aq = analyze(q)
-        try:
-            want = oracle(aq, EventBatch.from_records(recs))
-        except OracleLimitError:
-            big += 1
-            continue
-        cuts = sorted(rng.sample(range(1, len(recs)), rng.randint(0, 3)))
-        snap_at = rng.randrange(len(cuts) + 1) if rng.random() < 0.5 else None
-        chunk = rng.randint(1, 30)
-        rt = start(aq, plan="chain")
+    walked = negs = 0
+
+    def look(q: str, rt: Any) -> None:
+        nonlocal negs, walked
         assert rt.matcher.fwd is not None and rt.matcher.fwd_ends, q
         walked += 1
         negs += rt.matcher.fwd.neg_ok is not None
-        sink = Collect()
-        last, _ = _split(rt, recs, cuts, sink, chunk, snap_at)
-        assert _key(sink.matches) == _key(want), f"{q} over {recs}, cuts {cuts}"
-        assert last.counters.matches == len(want) or snap_at is not None
-        assert all(len(p) <= chunk for p in sink.pieces)
-        _, got = _split(start(aq, plan="chain"), recs, cuts, None, chunk, snap_at)
-        assert _key(got) == _key(want), q
-        matches += len(want)
-        columns += sink.column_matches
+
+    matches, columns, big = _check_cases(_case_ends, rng, 260, look)
     assert walked > 220 and negs > 90 and matches > 2000 and big < 15, (
         walked, negs, matches, big)
     if block_min == 1:

@@ -27,7 +27,7 @@ from kleene.testing.oracle import OracleLimitError
 from kleene.testing.oracle import evaluate as oracle
 
 from .sinks import Collect
-from .test_chain_fwd import _key, _outcome
+from .test_chain_fwd import _key, _outcome, _records
 
 NOCAP: dict[str, Any] = {"max_matches_per_event": None, "max_matches_per_call": None}
 """No cap: nothing reads the count before the NOT, the count walk prunes too."""
@@ -102,15 +102,8 @@ def _case(rng: random.Random) -> tuple[str, list[dict[str, object]]]:
         q += f" WITHIN {rng.randint(4, 10)} EVENTS"
     if singles and rng.random() < 0.2:
         q += f" RETURN {names[singles[0]]}.x AS x0"
-    ids: list[Any] = [f"e{i}" for i in range(40)] if rng.random() < 0.5 else list(range(40))
-    recs: list[dict[str, object]] = []
-    ts = 0
     nl = sum(k != "1" for k in kinds)
-    for i in range(rng.randint(8, (18, 14, 11)[min(nl, 2)])):
-        ts += rng.choice((0, 1, 1, 2))
-        recs.append({"id": ids[i], "type": rng.choice(alphabet), "ts": ts,
-                     "x": rng.randint(0, 3), "k": rng.choice("uv")})
-    return q, recs
+    return q, _records(rng, alphabet, 8, (18, 14, 11)[min(nl, 2)])
 
 
 def _split(aq: Any, recs: list[dict[str, object]], cuts: list[int], stream: bool, chunk: int,

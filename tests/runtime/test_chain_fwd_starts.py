@@ -19,11 +19,10 @@ from kleene.events import EventBatch
 from kleene.plans import chain
 from kleene.plans.chain_fwd import FwdBlock
 from kleene.plans.registry import start
-from kleene.testing.oracle import OracleLimitError
 from kleene.testing.oracle import evaluate as oracle
 
 from .sinks import Collect
-from .test_chain_fwd import _key, _outcome, _split
+from .test_chain_fwd import _check_cases, _key, _outcome, _records
 
 
 def _case(rng: random.Random) -> tuple[str, list[dict[str, object]]]:
@@ -77,14 +76,7 @@ def _case(rng: random.Random) -> tuple[str, list[dict[str, object]]]:
     if rng.random() < 0.25:
         first = f"{singles[0]}.x" if singles else f"count({lists[-1]})"
         q += f" RETURN {first} AS x0, count({lists[0]}) AS na"
-    ids: list[Any] = [f"e{i}" for i in range(40)] if rng.random() < 0.5 else list(range(40))
-    recs: list[dict[str, object]] = []
-    ts = 0
-    for i in range(rng.randint(6, 9 if alphabet == "S" else 14)):
-        ts += rng.choice((0, 1, 1, 2))
-        recs.append({"id": ids[i], "type": rng.choice(alphabet), "ts": ts,
-                     "x": rng.randint(0, 3), "k": rng.choice("uv")})
-    return q, recs
+    return q, _records(rng, alphabet, 6, 9 if alphabet == "S" else 14)
 
 
 @pytest.mark.parametrize("block_min", [64, 1])
@@ -96,34 +88,18 @@ def test_several_start_states_equal_the_oracle_and_push_in_order(block_min: int,
     walked (a NOT only inside)."""
     monkeypatch.setattr(chain, "BLOCK_MIN", block_min)
     rng = random.Random(3313 + block_min)
-    walked = matches = columns = big = deep = both = nots = 0
-    for _ in range(260):
-        q, recs = _case(rng)
-        aq = analyze(q)
-        try:
-            want = oracle(aq, EventBatch.from_records(recs))
-        except OracleLimitError:  # a brute-force reference: too many partial matches
-            big += 1
-            continue
-        cuts = sorted(rng.sample(range(1, len(recs)), rng.randint(0, 3)))
-        snap_at = rng.randrange(len(cuts) + 1) if rng.random() < 0.5 else None
-        chunk = rng.randint(1, 30)
-        rt = start(aq, plan="chain")
+    walked = deep = both = nots = 0
+
+    def look(q: str, rt: Any) -> None:
+        nonlocal both, deep, nots, walked
         fwd = rt.matcher.fwd
         assert fwd is not None and fwd.alt is not None, q
         walked += 1
         deep += fwd.nstart >= 3
         both += bool(rt.matcher.fwd_ends)
         nots += fwd.neg_ok is not None
-        sink = Collect()
-        last, _ = _split(rt, recs, cuts, sink, chunk, snap_at)
-        assert _key(sink.matches) == _key(want), f"{q} over {recs}, cuts {cuts}"
-        assert last.counters.matches == len(want) or snap_at is not None
-        assert all(len(p) <= chunk for p in sink.pieces)
-        _, got = _split(start(aq, plan="chain"), recs, cuts, None, chunk, snap_at)
-        assert _key(got) == _key(want), q
-        matches += len(want)
-        columns += sink.column_matches
+
+    matches, columns, big = _check_cases(_case, rng, 260, look)
     assert walked > 230 and deep > 80 and both > 80 and nots > 20 and big < 15, (
         walked, deep, both, nots, big)
     assert matches > 3000, matches
