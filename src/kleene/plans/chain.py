@@ -808,7 +808,13 @@ class ChainMatcher(LinearMatcher):
         assert fj is not None
         parts = st.parts
         last = self.n - 1 if k < 0 else k
-        if last != self.n - 1:
+        if not blocks:  # the event ends matches in several states: each one's pruned walk
+            sub = self.fwd_walks.get(last)
+            if sub is None:
+                sub = self.fwd_walks[last] = fj.end_walk(last)
+            sub.to_match = fj.to_match
+            fj = sub
+        elif last != self.n - 1:
             fj = self.fwd_ends[last]
         lg = parts[last].size - 1
         P = [(p.recs, p.snaps, p.base) for p in parts]
