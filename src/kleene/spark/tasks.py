@@ -163,6 +163,8 @@ class CsvRows:
         self.header: tuple[str, ...] | None = (
             None if fields is None else (*CSV_FIXED_COLUMNS, *row_keys(fields)))
         """The columns of every match (given fields), or None: each match's own."""
+        self._fits: set[tuple[str, ...]] = set()
+        """Column sets checked against :attr:`header`."""
         self.time = time
         self.fmt = _LineFormatter(time)
         self.buf = io.StringIO()
@@ -176,11 +178,13 @@ class CsvRows:
         row = _flat(m, self.time, self.fmt)
         keys = tuple(row)
         if self.header is not None:
-            missing = [k for k in keys if k not in self.header]
-            if missing:  # (as the embedded writer: the value is not dropped)
-                raise InputError(f"CSV output: query {m.query!r} returns "
-                                 f"{', '.join(missing)}, which the CSV header "
-                                 f"({', '.join(self.header)}) has no column for")
+            if keys not in self._fits:  # (once per column set, not per match)
+                missing = [k for k in keys if k not in self.header]
+                if missing:  # (as the embedded writer: the value is not dropped)
+                    raise InputError(f"CSV output: query {m.query!r} returns "
+                                     f"{', '.join(missing)}, which the CSV header "
+                                     f"({', '.join(self.header)}) has no column for")
+                self._fits.add(keys)
             keys = self.header
         buf = self.buf
         known = self._writers.get(keys)
