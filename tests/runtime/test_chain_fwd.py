@@ -58,22 +58,31 @@ def _case(rng: random.Random) -> tuple[str, list[dict[str, object]]]:
             conds.append(f"{a}.x {op} {b}.x")
     if rng.random() < 0.2:
         conds.append("[k]")
-    q = "PATTERN SEQ(" + ", ".join(items) + ")"
-    if conds:
-        q += " WHERE " + " AND ".join(conds)
-    if rng.random() < 0.3:
-        q += " PARTITION BY k"
-    w = rng.random()
-    if w < 0.5:
-        q += f" WITHIN {rng.randint(2, 8)} seconds"
-    elif w < 0.7:
-        q += f" WITHIN {rng.randint(3, 9)} EVENTS"
+    q = _seq_query(rng, items, conds, (2, 8), (3, 9), 0.5, 0.7)
     if rng.random() < 0.3:
         rets = [f"{names[0]}.x AS x0" if kk != 0 else f"count({names[0]}) AS x0"]
         if kk >= 0:
             rets.append(f"sum({names[kk]}.x) AS s")
         q += " RETURN " + ", ".join(rets)
     return q, _records(rng, alphabet, 5, 12 if kk >= 0 else 22)
+
+
+def _seq_query(rng: random.Random, items: list[str], conds: list[str], secs: tuple[int, int],
+               events: tuple[int, int], p_secs: float, p_events: float = 1.0) -> str:
+    """The random cases' query: ``SEQ(items)``, the conditions, PARTITION BY k (30 %), and
+    a window of ``secs`` seconds (``p_secs``) or ``events`` events (up to ``p_events``;
+    else none)."""
+    q = "PATTERN SEQ(" + ", ".join(items) + ")"
+    if conds:
+        q += " WHERE " + " AND ".join(conds)
+    if rng.random() < 0.3:
+        q += " PARTITION BY k"
+    w = rng.random()
+    if w < p_secs:
+        q += f" WITHIN {rng.randint(*secs)} seconds"
+    elif w < p_events:
+        q += f" WITHIN {rng.randint(*events)} EVENTS"
+    return q
 
 
 def _records(rng: random.Random, types: Any, lo: int, hi: int) -> list[dict[str, object]]:
@@ -393,16 +402,7 @@ def _case_lists(rng: random.Random) -> tuple[str, list[dict[str, object]]]:
         elif len(singles) >= 2:
             a, b = rng.sample(singles, 2)
             conds.append(f"{a}.x {op} {b}.x")
-    q = "PATTERN SEQ(" + ", ".join(items) + ")"
-    if conds:
-        q += " WHERE " + " AND ".join(conds)
-    if rng.random() < 0.3:
-        q += " PARTITION BY k"
-    w = rng.random()
-    if w < 0.5:
-        q += f" WITHIN {rng.randint(2, 8)} seconds"
-    elif w < 0.7:
-        q += f" WITHIN {rng.randint(3, 9)} EVENTS"
+    q = _seq_query(rng, items, conds, (2, 8), (3, 9), 0.5, 0.7)
     if rng.random() < 0.25:
         q += f" RETURN {singles[0]}.x AS x0, count({names[ks[0]]}) AS nb"
     return q, _records(rng, types, 6, 17)
@@ -619,15 +619,7 @@ def _case_star_first(rng: random.Random) -> tuple[str, list[dict[str, object]]]:
         elif len(singles) >= 2:
             a, b = rng.sample(singles, 2)
             conds.append(f"{a}.x {op} {b}.x")
-    q = "PATTERN SEQ(" + ", ".join(items) + ")"
-    if conds:
-        q += " WHERE " + " AND ".join(conds)
-    if rng.random() < 0.3:
-        q += " PARTITION BY k"
-    if rng.random() < 0.5:
-        q += f" WITHIN {rng.randint(2, 6)} seconds"
-    else:
-        q += f" WITHIN {rng.randint(3, 7)} EVENTS"
+    q = _seq_query(rng, items, conds, (2, 6), (3, 7), 0.5)
     if rng.random() < 0.25:
         q += f" RETURN {singles[-1]}.x AS x0, count({names[0]}) AS na"
     return q, _records(rng, alphabet, 6, 10 if alphabet == "S" else 16)

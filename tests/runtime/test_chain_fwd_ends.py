@@ -19,7 +19,7 @@ from kleene.plans.chain_fwd import FwdBlock
 from kleene.plans.registry import start
 
 from .sinks import Collect
-from .test_chain_fwd import _check_cases, _key, _outcome, _records
+from .test_chain_fwd import _check_cases, _key, _outcome, _records, _seq_query
 
 
 def _case_ends(rng: random.Random) -> tuple[str, list[dict[str, object]]]:
@@ -66,15 +66,7 @@ def _case_ends(rng: random.Random) -> tuple[str, list[dict[str, object]]]:
     if neg and rng.random() < 0.7:
         conds.append(rng.choice((f"n.x = {rng.randint(0, 3)}",
                                  f"n.x {rng.choice(('>', '<='))} {names[0]}.x")))
-    q = "PATTERN SEQ(" + ", ".join(items) + ")"
-    if conds:
-        q += " WHERE " + " AND ".join(conds)
-    if rng.random() < 0.3:
-        q += " PARTITION BY k"
-    if rng.random() < 0.6:
-        q += f" WITHIN {rng.randint(2, 6)} seconds"
-    else:
-        q += f" WITHIN {rng.randint(3, 7)} EVENTS"
+    q = _seq_query(rng, items, conds, (2, 6), (3, 7), 0.6)
     if rng.random() < 0.25:
         q += f" RETURN {singles[0]}.x AS x0, count({lists[-1]}) AS nb"
     return q, _records(rng, alphabet, 6, 11)

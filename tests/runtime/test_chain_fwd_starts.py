@@ -22,7 +22,7 @@ from kleene.plans.registry import start
 from kleene.testing.oracle import evaluate as oracle
 
 from .sinks import Collect
-from .test_chain_fwd import _check_cases, _key, _outcome, _records
+from .test_chain_fwd import _check_cases, _key, _outcome, _records, _seq_query
 
 
 def _case(rng: random.Random) -> tuple[str, list[dict[str, object]]]:
@@ -64,15 +64,7 @@ def _case(rng: random.Random) -> tuple[str, list[dict[str, object]]]:
             conds.append(f"{a}.x {op} {b}.x")
     if any("nn" in it for it in items) and rng.random() < 0.7:
         conds.append(f"nn.x = {rng.randint(0, 3)}")
-    q = "PATTERN SEQ(" + ", ".join(items) + ")"
-    if conds:
-        q += " WHERE " + " AND ".join(conds)
-    if rng.random() < 0.3:
-        q += " PARTITION BY k"
-    if rng.random() < 0.5:
-        q += f" WITHIN {rng.randint(2, 5)} seconds"
-    else:
-        q += f" WITHIN {rng.randint(3, 6)} EVENTS"
+    q = _seq_query(rng, items, conds, (2, 5), (3, 6), 0.5)
     if rng.random() < 0.25:
         first = f"{singles[0]}.x" if singles else f"count({lists[-1]})"
         q += f" RETURN {first} AS x0, count({lists[0]}) AS na"
