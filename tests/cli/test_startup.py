@@ -36,8 +36,10 @@ STOCK = ("PATTERN SEQ(Stock a, Stock+ b[], Stock c) WHERE b[1].price > a.price A
 @pytest.mark.parametrize(("query", "options", "match"), [
     # the nfa plan (more than one worker by default on a multi-core machine: one here)
     ("PATTERN SEQ(Stock a, Stock b) WHERE b.price > a.price PARTITION BY sym",
-     ["--workers", "1"], '"match": {"a": 0, "b": 1}'),
+     ["--id-col", "id", "--workers", "1"], '"match": {"a": 0, "b": 1}'),
     # the benchmark's stock query: the runs plan, one process on its own
+    (STOCK, ["--id-col", "id"], '"match": {"a": 0, "b": [1, 2], "c": 3}'),
+    # ids from the row numbers (no --id-col): built without pa.array's look at numpy.ma
     (STOCK, [], '"match": {"a": 0, "b": [1, 2], "c": 3}'),
 ])
 def test_a_plain_run_does_not_import_the_lazy_modules(tmp_path: Path, query: str,
@@ -46,7 +48,7 @@ def test_a_plain_run_does_not_import_the_lazy_modules(tmp_path: Path, query: str
                                      "1,x,2024-01-01T00:00:01,3\n2,x,2024-01-01T00:00:02,4\n"
                                      "3,x,2024-01-01T00:00:03,1\n")
     done = subprocess.run([sys.executable, "-c", RUN, query, "-i", "ev.csv", "--time-col", "ts",
-                           "--event-type", "Stock", "--id-col", "id", "-q", *options],
+                           "--event-type", "Stock", "-q", *options],
                           cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     *matches, imported = done.stdout.splitlines()
