@@ -127,7 +127,7 @@ ENDS_SETS = ("star first stock", "star first abc", "star last stock", "star last
 """The walk's shapes of session 11 (session 12): a ``*`` first or last state, two leading
 ``*`` states, ``*`` first and last, a NOT the walk decides early ("not early") and one it
 tests on each complete match ("not late"), on the stock and ABC streams; the NFA and the
-chain only, as :data:`GENERAL_SETS` (the tree's estimate is 5-10,000x the NFA's there, and
+chain only, as :data:`GENERAL_SETS` (the tree's estimate is 8x to 10^6x the NFA's there, and
 it does not take a NOT)."""
 
 
