@@ -213,7 +213,8 @@ def test_compile_with_workers_starts_a_stream_over_workers() -> None:
 
 
 def _flat(pieces: list[Any]) -> list[tuple[Any, ...]]:
-    return [m.key() for p in pieces for m in p]
+    """The matches of sink pieces (column parts or lists), in order, by key."""
+    return [m.key() for p in pieces for m in (p if isinstance(p, list) else p.matches())]
 
 
 def test_push_to_writes_in_pieces_what_push_and_one_runtime_return() -> None:
