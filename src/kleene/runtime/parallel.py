@@ -1397,7 +1397,8 @@ class ParallelStream:
         self.lateness = int(options.get("allowed_lateness_us", 0))
         self._one: Runtime | None = Runtime(compiled, **options) if reason is not None else None
         self._procs: list[tuple[_Forked, _Pipe]] = []
-        self.counters = Counters()
+        self.counters = self._one.counters if self._one is not None else Counters()
+        """One runtime's (``workers == 1``: the object itself), or the workers' added up."""
         self._wcounters: list[list[int]] = [[0] * 6 + [1] for _ in range(self.workers)]
         self.max_seen = _FAR_PAST
         self.frontier = _FAR_PAST
