@@ -373,23 +373,39 @@ def test_push_to_over_workers_holds_no_list_of_the_calls_matches() -> None:
 
 
 def test_a_failing_sink_leaves_the_stream_as_one_runtime_leaves_it() -> None:
-    """A sink that raises stops the call's writing (the error reaches the caller), as in
-    one runtime: the next calls return what one runtime returns for them."""
-    events = _stock(240, symbols=5)
-    compiled = kleene.compile(STOCK).compiled_plan
-    t = events.table
-    par = ParallelStream(compiled, 2)
-    one = Runtime(compiled)
+    """A sink that raises stops the call's writing (the error reaches the caller), as in one
+    runtime, which keeps what it holds: here v's match, settled in the failing call but held
+    behind u's pending one. The next call returns what one runtime returns (u's, then v's).
 
-    def fail(_piece: Any) -> None:
+        ts   0  1  1.5  2  3  3.5  6.8  9
+        x    a  b                         window ends 5: written (and the sink fails)
+        v          a          b           window ends 6.5: settled at 6.8, held behind u's
+        u               a  b              window ends 7
+        -                          d   d
+    """
+    q = "PATTERN SEQ(A a, B b, NOT C c) PARTITION BY k WITHIN 5 seconds"
+    compiled = choose(analyze(q))
+    recs = [("a1", "A", 0.0, "x"), ("b1", "B", 1.0, "x"), ("a2", "A", 1.5, "v"),
+            ("a3", "A", 2.0, "u"), ("b3", "B", 3.0, "u"), ("b2", "B", 3.5, "v"),
+            ("d1", "D", 6.8, None), ("d2", "D", 9.0, None)]
+    t = EventBatch.from_records([{"id": i, "type": ty, "ts": ts, "k": k}
+                                 for i, ty, ts, k in recs])
+    par = ParallelStream(compiled, 3)
+    one = Runtime(compiled)
+    seen: list[Any] = []
+
+    def fail(piece: Any) -> None:
+        seen.append(piece)
         raise ValueError("sink full")
 
     try:
         for rt in (par, one):
+            assert rt.push(EventBatch(t.table.slice(0, 6), t.time)) == []
             with pytest.raises(ValueError, match="sink full"):
-                rt.push_to(EventBatch(t.slice(0, 120), events.time), fail, chunk=2)
-        for call in [("push", EventBatch(t.slice(120), events.time)), ("close", None)]:
-            assert _flat(_do_to(par, call, 2)) == _keys(_do(one, call))
-        assert par.counters.matches == one.counters.matches > 0
+                rt.push_to(EventBatch(t.table.slice(6, 1), t.time), fail, chunk=1)
+        assert _flat(seen[:1]) == _flat(seen[1:]) and len(seen) == 2  # x's, once each
+        for call in [("push", EventBatch(t.table.slice(7), t.time)), ("close", None)]:
+            assert _flat(_do_to(par, call, 1)) == _keys(_do(one, call))
+        assert par.counters.matches == one.counters.matches == 3 and par.workers == 3
     finally:
         par.shutdown()

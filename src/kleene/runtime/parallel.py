@@ -29,12 +29,14 @@ Streaming (:class:`ParallelStream`, ``compile(q, workers=N).start()``): the call
 the coordinator. It decides lateness, buffers out-of-order events and numbers the events in the
 whole stream exactly as one :class:`Runtime` does, and forwards each released slice of events
 (sorted, with their positions) to persistent forked workers by key hash, telling them the
-stream's frontier. Each worker runs an ordinary Runtime (no lateness of its own) and reports,
-with its matches, the earliest position at which it may still release one
-(:meth:`Runtime.release_bound`); the coordinator merges the workers' matches and holds back
-those at or after the smallest bound, which one runtime would still hold. Every call returns
-what one runtime returns for it, in the same order; ``snapshot`` / ``restore`` save the
-coordinator's state and each worker's runtime snapshot.
+stream's frontier. Each worker runs an ordinary Runtime (no lateness of its own) and reports
+first the earliest position at which it may still release a match
+(:meth:`Runtime.release_bound`, known before its matches are written), then its matches a
+piece at a time as they are made; the coordinator merges the pieces as they come (a k-way
+merge by the last events' positions), writes those before the smallest bound and holds back
+the rest, which one runtime would still hold. Every call returns (or writes, ``push_to``)
+what one runtime returns for it, in the same order, with memory of a few pieces;
+``snapshot`` / ``restore`` save the coordinator's state and each worker's runtime snapshot.
 """
 
 from __future__ import annotations
@@ -1335,6 +1337,9 @@ class _Pieces:
         self.parts: list[MatchColumns | list[Match]] = []
         self.n = 0
         self.written = 0
+        self.failed: Exception | None = None
+        """What the sink raised: nothing more is written (the call still merges to its end,
+        so that what waits is what one runtime keeps when its sink fails)."""
 
     def add(self, d: MatchColumns | list[Match]) -> None:
         if not len(d):
@@ -1359,8 +1364,14 @@ class _Pieces:
     def _write(self, d: MatchColumns | list[Match]) -> None:
         n, c = len(d), self.chunk
         for i in range(0, n, c):
-            self.sink(d if n <= c else _cut(d, i, min(i + c, n)))
-        self.written += n
+            if self.failed is not None:
+                return
+            try:
+                self.sink(d if n <= c else _cut(d, i, min(i + c, n)))
+            except Exception as e:  # noqa: BLE001 - raised once the call is merged
+                self.failed = e
+                return
+            self.written += min(c, n - i)
 
 
 class _WorkerError(Exception):
@@ -1668,6 +1679,8 @@ class ParallelStream:
             raise
         self.waiting = waiting
         self._sum_counters()
+        if out.failed is not None:
+            raise out.failed
         return out.written
 
     def _load(self, src: _Source, done: set[int]) -> bool:
