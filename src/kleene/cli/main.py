@@ -1696,7 +1696,9 @@ def _run_streaming(compiled: Any, stream: Any, *, output: str | None, fmt: str, 
         runtime.columnar = True
     writer: MatchWriter | None = None
     n_matches = 0
-    pieces = is_set and not count  # a set writes its matches a piece at a time (push_to)
+    # a set, and keyed workers, write their matches a piece at a time (push_to: no list of
+    # a call's matches; the workers' pieces merged as they come)
+    pieces = (is_set or bool(spread)) and not count
 
     def emit(matches: list[Any]) -> None:
         nonlocal writer, n_matches
