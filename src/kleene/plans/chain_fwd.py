@@ -152,9 +152,24 @@ class FwdJoin:
         complete candidate (``LinearMatcher.negation_ok``), run on each match the walk
         makes when it counts for a cap (``ChainMatcher._join_fwd``)."""
         self.neg_at: list[list[tuple[Any, ...]]] | None = None
-        """The NOTs the walk decides early (:meth:`_neg_setup`), by the states of the step
+        """The NOTs the walk decides early (:meth:`_neg_place`), by the states of the step
         that decides them: ``neg_at[k][j]`` when it steps from a node of state ``k`` to one
-        of ``j``; None: none."""
+        of ``j`` (but those of :attr:`neg0`); None: it decides none."""
+        self.neg_ents: tuple[tuple[int, int, int, tuple[Any, ...], frozenset[int]], ...] = ()
+        """The NOTs decided early: (index, gap, slot, predicates, the states they read)."""
+        self.neg0: tuple[tuple[int, int, tuple[Any, ...]], ...] = ()
+        """The early NOTs right after a single first state that read only the first and
+        the last variable (index, slot, predicates): bounded per first node by the first
+        negating event after it (:class:`_FirstNeg`)."""
+        self.second: tuple[int, ...] = ()
+        """With :attr:`neg0`: the states a match's second event may be in (a source of
+        theirs is the first)."""
+        self.gate: list[bool] = []
+        """With :attr:`neg0`: the single states whose every node is a second event (the
+        first their only source), tested at their own step."""
+        self.scan0: list[bool] = []
+        """With :attr:`neg0`: per state, do its step conjuncts read only the first, the
+        last and its own variable (then :meth:`_first_open` checks them)?"""
         self.neg_late: Any = None
         """The history test of the complete match when some NOT is not decided early (the
         matcher's, of every NOT; the early ones pass again); None: none is needed."""
@@ -256,27 +271,20 @@ class FwdJoin:
             self.nstart = 1 + self.alt.nstart
 
     def _neg_setup(self, plan: Plan, m: Any) -> None:
-        """Which NOTs the walk decides early, and at which step. A NOT of one event whose
-        interval is bounded by bound events on both sides (a state that cannot be empty
-        before its gap and one after, in its SEQ: the automaton's "fast" NOTs) and whose
-        predicates read single variables only (:func:`~kleene.runtime.nodes
-        .decidable_early`): the walk goes from the last state back, so when it first steps
-        below the gap the node it takes is the interval's lower end (the max of the left
-        side) and the one before it the upper end (the min of the right); it is decided at
-        that step, or later at the first step that binds every variable its predicates read
-        (state ``D``: the first node and the last are bound before the walk), and a failing
-        test prunes the subtree (:meth:`_neg_pass`). The rest (a NOT of a sub-pattern, a
-        leading one's window lead-in, predicates over a list) are tested on the complete
-        match (:attr:`neg_late`)."""
+        """Which NOTs the walk decides early (:meth:`_neg_place` says at which step). A NOT
+        of one event whose interval is bounded by bound events on both sides (a state that
+        cannot be empty before its gap and one after, in its SEQ: the automaton's "fast"
+        NOTs) and whose predicates read single variables only (:func:`~kleene.runtime.nodes
+        .decidable_early`). The rest (a NOT of a sub-pattern, a leading one's window
+        lead-in, predicates over a list) are tested on the complete match
+        (:attr:`neg_late`)."""
         negs = plan.negations
         if not negs:
             return
         comps = plan.components
-        n = len(comps)
         comp_of = {c.vars[0]: k for k, c in enumerate(comps)}
         lists = plan.layout.list_vars
-        at: list[list[list[Any]]] = [[[] for _ in range(n)] for _ in range(n)]
-        reads: set[int] = set()
+        ents: list[tuple[int, int, int, tuple[Any, ...], frozenset[int]]] = []
         late = False
         for gi, g in enumerate(negs):
             if (g.node is not None or not decidable_early(g.preds, lists)
@@ -284,21 +292,58 @@ class FwdJoin:
                     or not any(not comps[i].nullable for i in range(g.gap, g.seq_hi))):
                 late = True
                 continue
-            rd = {comp_of[v] for p in g.preds for v in p.vars if v in comp_of}
+            rd = frozenset(comp_of[v] for p in g.preds for v in p.vars if v in comp_of)
             if any(self.kleene[k] for k in rd):  # (decidable_early: no list is read)
                 late = True
                 continue
-            d = min([g.gap - 1] + [k for k in rd if 0 < k < g.gap])
-            reads |= {k for k in rd if 0 < k < n - 1}
-            ent = (gi, g.gap, m.slot[g.var], tuple(g.preds))
+            ents.append((gi, g.gap, m.slot[g.var], tuple(g.preds), rd))
+        self.neg_ents = tuple(ents)
+        self._neg_place()
+        if late:
+            self.neg_late = m.negation_ok
+
+    def _neg_place(self) -> None:
+        """Where the walk decides each early NOT (:attr:`neg_ents`, in this join's states).
+        The walk goes from the last state back, so when it first steps below the gap the
+        node it takes is the interval's lower end (the max of the left side) and the one
+        before it the upper end (the min of the right); a NOT is decided at that step, or
+        later at the first step that binds every variable its predicates read (state ``d``:
+        the first node and the last are bound before the walk), and a failing test prunes
+        the subtree (:meth:`_neg_pass`, :attr:`neg_at`). A NOT right after a single first
+        state whose predicates read only the first and the last variable (:attr:`neg0`)
+        has its lower end, the first node, fixed before the walk, and its upper end is the
+        match's second event: the first negating event after the first node bounds it
+        (:class:`_FirstNeg`), which skips a first node whose every second-event candidate
+        is past that bound (:meth:`_first_open`) and tests the node that steps into the
+        first node (and a single state whose only source is the first, at its own step)
+        by one comparison -- where the upper end is a list's first element, bound last, so
+        the walk no longer makes every list a NOT rejects to reject it there."""
+        n, last = self.n, self.last
+        at: list[list[list[Any]]] = [[[] for _ in range(n)] for _ in range(n)]
+        reads: set[int] = set()
+        first: list[tuple[int, int, tuple[Any, ...]]] = []
+        end = {0} | ({last} if not self.kleene[last] else set())
+        for gi, gap, nslot, preds, rd in self.neg_ents:
+            if gap == 1 and not self.kleene[0] and rd <= end:
+                first.append((gi, nslot, preds))
+                continue
+            d = min([gap - 1] + [k for k in rd if 0 < k < gap])
+            reads |= {k for k in rd if 0 < k < last}
+            ent = (gi, gap, nslot, preds)
             for k in range(d + 1, n):
                 for j in range(d + 1):
                     at[k][j].append(ent)
-        if any(x for row in at for x in row):
-            self.neg_at = [[tuple(x) for x in row] for row in at]
+        self.neg_at = [[tuple(x) for x in row] for row in at] if self.neg_ents else None
         self.neg_reads = frozenset(reads)
-        if late:
-            self.neg_late = m.negation_ok
+        self.neg0 = tuple(first)
+        if not first:
+            return
+        self.second = tuple(j for j in range(1, n) if 0 in self.srcs[j])
+        state = dict(zip(self.order, self.comp, strict=True))
+        self.gate = [not self.kleene[j] and 0 < j < last and self.srcs[j] == (0,)
+                     for j in range(n)]
+        self.scan0 = [all({state.get(v, -1) for v in pr.vars} <= end | {j}
+                          for pr, _sl in self.step_pr[j]) for j in range(n)]
 
     def _neg_pass(self, nots: tuple[Any, ...], hist: Any, path: Sequence[tuple[int, int]],
                   j: int, y: int, R: list[list[Rec]], Bs: list[int], Bm: list[Any]) -> bool:
@@ -335,6 +380,38 @@ class FwdJoin:
             finally:
                 Bm[nslot] = None
         return True
+
+    def _first_open(self, lim: _FirstNeg, R: list[list[Rec]], Bs: list[int], m: list[int],
+                    his: list[int], lg: int, Bm: list[Any]) -> bool:
+        """May a match with the walk's first node have a second event that ``lim`` lets
+        through? Its second event is a node of a state of :attr:`second` that reaches the
+        first node (from ``m[j]`` on) and that the last node ``lg`` may reach (before
+        ``his[j]``) -- the last node itself for a single last state -- and passes its step
+        conjuncts (checked here where they read only the first, the last and its own
+        variable, :attr:`scan0`); positions ascend along a partition, so the first that
+        ``lim`` rejects ends the state's scan. False: the first node has no match."""
+        last, kleene, cslot = self.last, self.kleene, self.cslot
+        B: list[Any] | None = None
+        for j in self.second:
+            if j == last and not kleene[j]:
+                if lim.ok(R[j][lg - Bs[j]][GPOS]):
+                    return True
+                continue
+            fns = self.step[j] if self.scan0[j] else ()
+            rs, b = R[j], Bs[j]
+            for y in range(m[j], his[j]):
+                rec = rs[y - b]
+                if not lim.ok(rec[GPOS]):
+                    break
+                if not fns:
+                    return True
+                if B is None:
+                    B = list(Bm)
+                B[cslot[j]] = (rec,) if kleene[j] else rec
+                Bt = tuple(B)
+                if all(fn(Bt, 0) is True for fn in fns):
+                    return True
+        return False
 
     @staticmethod
     def fits(plan: Plan, m: Any) -> bool:
@@ -386,6 +463,7 @@ class FwdJoin:
         sub.bind = [b and j < k for j, b in enumerate(self.bind)]
         sub.lstep = [()] * self.n  # (per element of the last list, now empty: vacuous)
         sub.lstep_pr = [()] * self.n
+        sub._neg_place()  # (the last state is another)
         sub.chain = (not self.shared and self.srcs[:k + 1] == [()] + [(j - 1,) for j in
                                                                     range(1, k + 1)]
                      and sum(self.kleene[:k + 1]) <= 1)
@@ -429,11 +507,10 @@ class FwdJoin:
         sub.lstep = [(), *self.lstep[2:]]
         sub.lstep_pr = [(), *self.lstep_pr[2:]]
         # (an early NOT's states one less: its left side has a state that cannot be empty,
-        # so not the empty list's)
-        sub.neg_reads = frozenset(k - 1 for k in self.neg_reads)
-        if self.neg_at is not None:
-            sub.neg_at = [[tuple((gi, gap - 1, sl, ps) for gi, gap, sl, ps in x)
-                           for x in row[1:]] for row in self.neg_at[1:]]
+        # so not the empty list's; one right after the new first state is bounded by it)
+        sub.neg_ents = tuple((gi, gap - 1, sl, ps, frozenset(k - 1 for k in rd))
+                             for gi, gap, sl, ps, rd in self.neg_ents)
+        sub._neg_place()
         sub.bind = [not sub.kleene[k] and (any(sub.step[:k]) or any(sub.lstep[:k])
                                            or k in sub.neg_reads)
                     for k in range(n)]
@@ -467,7 +544,7 @@ class FwdJoin:
                 continue
             snap = snaps[h - 1]
             for idx, j in enumerate(srcs[k]):
-                if snap[idx] > his[j]:
+                if j >= 0 and snap[idx] > his[j]:  # (-1: before the first, from_second)
                     his[j] = snap[idx]
         return his
 
@@ -717,6 +794,10 @@ class FwdJoin:
         path: list[tuple[int, int]] = []
         bind = self.bind
         negt = self.neg_at if hist is not None else None
+        neg0 = self.neg0 if hist is not None else ()
+        his0 = self.reach(P, lg) if neg0 else []
+        gate = self.gate
+        lim: _FirstNeg | None = None
         step0 = step[0]
         lstep = self.lstep
         stepL = step[last] if kleene[last] else ()
@@ -738,6 +819,10 @@ class FwdJoin:
             self.firsts(P, f, m)
             if m[last] > lg:
                 continue  # lg does not reach f
+            if neg0:  # (a NOT right after the first node: its first negating event)
+                lim = _FirstNeg(neg0, hist, frec[GPOS], Bm)
+                if not self._first_open(lim, R, Bs, m, his0, lg, Bm):
+                    continue
             path.clear()
             path.append((last, lg))
             frames: list[list[int]] = [frame(last, lg, f)]
@@ -760,6 +845,10 @@ class FwdJoin:
                 fr[best + 1] = y + 1
                 nt = negt[fr[0]][j] if negt is not None else None
                 if j == 0 and y == f:
+                    if lim is not None:  # the second event, before the first negating one
+                        tk, tg = path[-1]
+                        if not lim.ok(R[tk][tg - Bs[tk]][GPOS]):
+                            continue
                     if step0:  # (per element of a first list: the first node too)
                         Bm[cslot[0]] = (frec,)
                         Bt = tuple(Bm)
@@ -772,6 +861,8 @@ class FwdJoin:
                         yield path
                     path.pop()
                     continue
+                if lim is not None and gate[j] and not lim.ok(R[j][y - Bs[j]][GPOS]):
+                    continue  # (a second event)
                 fns = step[j]
                 if fns:
                     rec = R[j][y - Bs[j]]
@@ -813,6 +904,10 @@ class FwdJoin:
         list_at = self.kk
         bind = self.bind
         negt = self.neg_at if hist is not None else None
+        neg0 = self.neg0 if hist is not None else ()
+        his0 = self.reach(P, lg) if neg0 else []
+        gate = self.gate
+        lim: _FirstNeg | None = None
         step0 = step[0]
         stepL = step[last] if kleene[last] else ()
         for f in range(lo0, hi0):
@@ -836,6 +931,10 @@ class FwdJoin:
                     break
             if dead:
                 continue
+            if neg0:  # (a NOT right after the first node: its first negating event)
+                lim = _FirstNeg(neg0, hist, frec[GPOS], Bm)
+                if not self._first_open(lim, R, Bs, m, his0, lg, Bm):
+                    continue
             path.clear()
             path.append((last, lg))
             frames: list[list[int]] = []
@@ -856,6 +955,10 @@ class FwdJoin:
                     continue
                 nt = negt[k][j] if negt is not None else None
                 if j == 0 and y == f:
+                    if lim is not None:  # the second event, before the first negating one
+                        tk, tg = path[-1]
+                        if not lim.ok(R[tk][tg - Bs[tk]][GPOS]):
+                            continue
                     if step0:  # (per element of a first list: the first node too)
                         Bm[cslot[0]] = (frec,)
                         Bt = tuple(Bm)
@@ -868,6 +971,8 @@ class FwdJoin:
                         yield path
                     path.pop()
                     continue
+                if lim is not None and gate[j] and not lim.ok(R[j][y - Bs[j]][GPOS]):
+                    continue  # (a second event)
                 fns = step[j]
                 if fns:
                     rec = R[j][y - Bs[j]]
@@ -930,6 +1035,10 @@ class FwdJoin:
         bind = self.bind
         comp = self.comp
         negt = self.neg_at if hist is not None else None
+        neg0 = self.neg0 if hist is not None else ()
+        his0 = self.reach(P, lg) if neg0 else []
+        gate = self.gate
+        lim: _FirstNeg | None = None
         step0 = step[0]
         lstep = self.lstep
         stepL = step[last] if kleene[last] else ()
@@ -947,6 +1056,10 @@ class FwdJoin:
             self.firsts(P, f, m)
             if m[last] > lg:
                 continue  # lg does not reach f
+            if neg0:  # (a NOT right after the first node: its first negating event)
+                lim = _FirstNeg(neg0, hist, frec[GPOS], Bm0)
+                if not self._first_open(lim, R, Bs, m, his0, lg, Bm0):
+                    continue
             # an alternative: (its stack, its node's ranges, its bindings for the steps)
             levels: list[list[tuple[tuple[tuple[int, int], ...], list[int], list[Any]]]] = [
                 [(((last, lg),), self._ranges(S, Bs, m, last, lg, f), list(Bm0))]]
@@ -978,6 +1091,10 @@ class FwdJoin:
                         fr[i + 1] = a + 1
                         nt = negt[pt[-1][0]][j] if negt is not None else None
                         if j == 0 and a == f:
+                            if lim is not None:  # the second event, before the first
+                                tk, tg = pt[-1]  # negating one
+                                if not lim.ok(R[tk][tg - Bs[tk]][GPOS]):
+                                    continue
                             if step0:  # (per element of a first list: the first node too)
                                 B2 = list(Bm)
                                 B2[cslot[0]] = (rec,)
@@ -987,6 +1104,8 @@ class FwdJoin:
                             if not nt or self._neg_pass(nt, hist, pt, 0, f, R, Bs, Bm):
                                 done.append(pt + ((0, f),))
                             continue
+                        if lim is not None and gate[j] and not lim.ok(rec[GPOS]):
+                            continue  # (a second event)
                         fns = step[j]
                         B2 = Bm
                         if fns:
@@ -1128,6 +1247,61 @@ def order_prefix(path: list[tuple[int, int]], R: list[list[Rec]], Bs: list[int]
     states); only then is the full key needed."""
     ps = [R[k][g - Bs[k]][GPOS] for k, g in path]
     return (ps[-1], *ps[1:-1])
+
+
+FAR = 1 << 62
+"""Past every stream position."""
+
+
+class _FirstNeg:
+    """The first event after a first node that negates a NOT right after it
+    (:attr:`FwdJoin.neg0`), found lazily: a match's second event must be at or before it
+    (an event at that position is not strictly between). :meth:`ok` scans the history only
+    up to the positions it is asked about, so a first node costs the NOT events up to its
+    latest second-event candidate or its first negating event, whichever comes first."""
+
+    __slots__ = ("nots", "hs", "at", "B", "u", "s")
+
+    def __init__(self, nots: tuple[tuple[int, int, tuple[Any, ...]], ...], hist: Any,
+                 g0: int, Bm: list[Any]) -> None:
+        self.nots = nots
+        self.hs = [hist.neg_hist[gi] for gi, _sl, _ps in nots]
+        self.at = [bisect_right(h, g0, key=itemgetter(GPOS)) for h in self.hs]
+        self.B = list(Bm)  # (the first and the last variable bound)
+        self.u = FAR
+        """The position of the first negating event found (FAR: none yet)."""
+        self.s = g0 + 1
+        """Every NOT event before this position was examined (FAR once one negates)."""
+
+    def ok(self, y: int) -> bool:
+        """May the event at position ``y`` be the match's second (no negating event
+        strictly between the first node and it)?"""
+        if y <= self.s:
+            return y <= self.u
+        u = FAR
+        B = self.B
+        for i, (_gi, nslot, preds) in enumerate(self.nots):
+            h = self.hs[i]
+            a, nh = self.at[i], len(h)
+            while a < nh:
+                q = h[a]
+                gq = q[GPOS]
+                if gq >= y or gq >= u:
+                    break
+                if not preds:
+                    u = gq
+                    break
+                B[nslot] = q
+                Bt = tuple(B)
+                if all(p.check_all(Bt, None) for p in preds):
+                    u = gq
+                    break
+                a += 1
+            B[nslot] = None
+            self.at[i] = a
+        self.u = u
+        self.s = FAR if u < FAR else y
+        return y <= u
 
 
 class _Hist:
