@@ -514,3 +514,154 @@ def test_a_not_after_the_first_state_bounds_the_walks_work_and_counts_as_the_nfa
            for stream in (False, True)]
     assert cut[0] == cut[1] and set(map(repr, cut[0][0])) < every and cut[0][2] >= 1, (
         cut[0][1:])
+
+
+def _case_lead(rng: random.Random) -> tuple[str, list[dict[str, object]]]:
+    """A random query with a leading NOT (a time or count window): 2-4 variables, ``+`` /
+    ``*`` lists anywhere (a ``*`` first or last too), its predicate on the negated event
+    alone, against the first, the last (both bound before a first node's walk), a middle
+    single or a list (on the match); sometimes a NOT between states beside it."""
+    n = rng.choice((2, 3, 3, 4))
+    alphabet = rng.choice(("ABC", "AB", "S", "ABN", "SN"))
+    pos = alphabet.replace("N", "")
+    types = [rng.choice(pos) for _ in range(n)]
+    names = [f"v{i}" for i in range(n)]
+    kinds = [rng.choice("11+*") for _ in range(n)]
+    if sum(k != "1" for k in kinds) > 2 or all(k == "*" for k in kinds):
+        kinds = [k if k == "1" or rng.random() < 0.4 else "1" for k in kinds]
+        kinds[rng.randrange(n)] = "1"
+    items = [f"{t}{k} {v}[]" if k != "1" else f"{t} {v}"
+             for t, k, v in zip(types, kinds, names, strict=True)]
+    singles = [names[i] for i in range(n) if kinds[i] == "1"]
+    ends = [names[i] for i in (0, n - 1) if kinds[i] == "1"]
+    lists = [names[i] for i in range(n) if kinds[i] != "1"]
+    conds: list[str] = []
+    op = rng.choice((">", ">=", "<", "=", "!="))
+    r = rng.random()
+    if r < 0.2:
+        conds.append(f"m.x = {rng.randint(0, 3)}")
+    elif r < 0.7 and ends:
+        conds.append(f"m.x {op} {rng.choice(ends)}.x")
+    elif r < 0.85 and singles:
+        conds.append(f"m.x {op} {rng.choice(singles)}.x")
+    elif lists:
+        conds.append(f"m.x > max({rng.choice(lists)}.x)")
+    if rng.random() < 0.25 and n >= 3:  # a NOT between states beside it
+        g = rng.randrange(1, n)
+        items.insert(g, f"NOT {rng.choice(alphabet)} n")
+        conds.append(f"n.x {rng.choice(('>', '='))} {rng.choice(singles or ['x'])}.x"
+                     if singles else "n.x = 1")
+    items.insert(0, f"NOT {rng.choice(alphabet)} m")
+    for i in range(n):
+        if kinds[i] != "1" and singles and rng.random() < 0.5:
+            conds.append(f"{names[i]}[i].x {rng.choice(('>', '>=', '<'))} "
+                         f"{rng.choice(singles)}.x")
+    q = _seq_query(rng, items, conds, (2, 8), (3, 9), 0.6)
+    if "WITHIN" not in q:
+        q += f" WITHIN {rng.randint(2, 8)} seconds"
+    return q, _records(rng, alphabet, 8, (18, 14, 11)[min(len(lists), 2)])
+
+
+@pytest.mark.parametrize("block_min", [64, 1])
+def test_a_leading_not_equals_the_oracle_without_caps(block_min: int,
+                                                       monkeypatch: Any) -> None:
+    """Random queries with a leading NOT: without caps (the walk skips the first nodes whose
+    lead-in, from the last event's time less the window to the first event, holds a
+    negating event; nothing counts the matches before it) and with the default caps (the
+    count walk counts them, as the NFA, which tests such a NOT on complete matches; a
+    block's walk skips them), push_to's pieces over split pushes, a snapshot and chunks of
+    1-30, and push's matches, are the oracle's in its order."""
+    monkeypatch.setattr(chain, "BLOCK_MIN", block_min)
+    rng = random.Random(7229 + block_min)
+    skipped = [0]
+    test = FwdJoin._lead_ok
+
+    def spy(*a: Any) -> bool:
+        ok = test(*a)
+        skipped[0] += not ok
+        return ok
+
+    monkeypatch.setattr(FwdJoin, "_lead_ok", staticmethod(spy))
+    lead = alone = matches = 0
+    for _ in range(220):
+        q, recs = _case_lead(rng)
+        aq = analyze(q)
+        try:
+            want = oracle(aq, EventBatch.from_records(recs))
+        except OracleLimitError:
+            continue
+        fwd = start(aq, plan="chain").matcher.fwd
+        if fwd is not None and fwd.leads():
+            lead += 1
+            alone += fwd.leads_all()
+        cuts = sorted(rng.sample(range(1, len(recs)), rng.randint(0, 3)))
+        snap_at = rng.randrange(len(cuts) + 1) if rng.random() < 0.5 else None
+        chunk = rng.randint(1, 30)
+        for opts in (NOCAP, {}):
+            got, big = _split(aq, recs, cuts, True, chunk, snap_at, opts)
+            assert _key(got) == _key(want), f"{q} over {recs}, cuts {cuts}, {opts}"
+            assert big <= chunk
+            got, _ = _split(aq, recs, cuts, False, chunk, snap_at, opts)
+            assert _key(got) == _key(want), f"{q} (push), {opts}"
+        matches += len(want)
+    assert lead > 120 and alone > 120 and matches > 5000, (lead, alone, matches)
+    assert skipped[0] > 600, skipped
+
+
+def test_a_leading_not_is_decided_per_first_node_where_nothing_counts_before_it() -> None:
+    """``SEQ(NOT N m, A a, B+ b[], C c) WITHIN 100 seconds``: in ``u`` an ``N`` before ``a``
+    (its 2^16 - 1 lists rejected), in ``v`` none (2^13 - 1 kept). Without caps the walk
+    skips ``u``'s first node (its lead-in, from the last event's time less the window to
+    ``a``, holds the ``N``): one step into ``b`` per written partial list, none for ``u``
+    (before, every rejected list was walked and tested). With a cap the count walk makes
+    every list, as the NFA (which tests a leading NOT on complete matches, after counting
+    them) -- so a per-event cap between the two counts stops both plans -- and only the
+    block's walk skips ``u``."""
+    steps = [0]
+
+    def tick(x: int, y: int) -> bool:
+        steps[0] += 1
+        return x >= y
+
+    q = ("PATTERN SEQ(NOT N m, A a, B+ b[], C c) WHERE tick(b[i].x, a.x) PARTITION BY k "
+         "WITHIN 100 seconds")
+    aq = analyze(q, udfs={"tick": tick})
+    plain = analyze(q.replace("tick(b[i].x, a.x)", "b[i].x >= a.x"))
+    recs: list[dict[str, object]] = []
+    for key, neg, nb in (("u", True, 16), ("v", False, 13)):
+        if neg:
+            recs.append({"id": f"m{key}", "type": "N", "ts": 0, "x": 0, "k": key})
+        recs.append({"id": f"a{key}", "type": "A", "ts": 1, "x": 0, "k": key})
+        recs += [{"id": f"b{key}{i}", "type": "B", "ts": 2 + i, "x": 1, "k": key}
+                 for i in range(nb)]
+        recs.append({"id": f"c{key}", "type": "C", "ts": 40, "x": 0, "k": key})
+    events = EventBatch.from_records(recs)
+    nfa = start(plain, plan="nfa", **NOCAP)
+    want = _key(nfa.push(events) + nfa.close())  # (too many for the brute-force oracle)
+    assert len(want) == 2 ** 13 - 1
+    work = {}
+    for name, opts in (("nocap", NOCAP), ("caps", {})):
+        for stream in (True, False):
+            rt = start(aq, plan="chain", **opts)
+            assert rt.matcher.fwd is not None and rt.matcher.fwd.leads_all()
+            steps[0] = 0
+            if stream:
+                sink = Collect()
+                rt.push_to(events, sink, chunk=1000)
+                rt.close_to(sink, chunk=1000)
+                got = sink.matches
+            else:
+                got = rt.push(events) + rt.close()
+            assert _key(got) == want, (name, stream)
+            work[name, stream] = steps[0]
+    # without caps: each partial list once (the count walk and the block's, push_to)
+    assert work["nocap", False] < 2 ** 13 + 50, work
+    assert work["nocap", True] < 2 * 2 ** 13 + 50, work
+    # with the default caps the count walk makes u's 2^16 - 1 lists too (as the NFA counts)
+    # and the block's walk skips them
+    assert work["caps", False] > 2 ** 16
+    assert work["caps", True] == work["caps", False] + work["nocap", False], work
+    between = {"max_matches_per_event": 2 ** 13 + 5, "max_matches_per_call": None}
+    for plan in ("nfa", "chain"):
+        with pytest.raises(CapacityError):
+            start(plain, plan=plan, **between).push(events)

@@ -44,9 +44,13 @@ automaton's "fast" NOTs) is decided during the walk (:meth:`FwdJoin._neg_setup`)
 step that first goes below its gap, the node it takes and the one before are the interval's
 ends, and at that step (or the later one that binds a variable left of the gap that its
 predicates read) a negating event in the interval prunes the subtree, so the work per
-written match stays bounded however many the NOT rejects. The others (a leading NOT's window
-lead-in, predicates over a list) are the history test (``negation_ok``) on each complete
-match (:meth:`FwdJoin.kept`). The count for the caps is of the matches the pruned walk
+written match stays bounded however many the NOT rejects. One right after a single first
+state whose predicates read only the first and the last variable has its upper end, the
+match's second event, bound last (a list's first element): it is bounded per first node by
+the first negating event after it (:class:`_FirstNeg`, :meth:`FwdJoin._first_open`), which
+skips a first node left without a match and makes the step into the first node one
+comparison. The others (a leading NOT's window lead-in, predicates over a list) are the
+history test (``negation_ok``) on each complete match (:meth:`FwdJoin.kept`). The count for the caps is of the matches the pruned walk
 makes (after the NOTs it decides, before the others' test), as the NFA counts its runs'
 matches (``ChainMatcher._join_fwd``); a block holds a copy of the negation history for
 its second walk.
@@ -73,7 +77,7 @@ of at most ``chunk`` matches at a time, as :class:`~kleene.events.matchtable.Mat
 from __future__ import annotations
 
 import copy
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Sequence
 from operator import itemgetter
 from typing import Any
@@ -167,6 +171,19 @@ class FwdJoin:
         self.gate: list[bool] = []
         """With :attr:`neg0`: the single states whose every node is a second event (the
         first their only source), tested at their own step."""
+        self.lead_ents: tuple[tuple[int, int, tuple[Any, ...], frozenset[int], int, bool],
+                              ...] = ()
+        """The leading NOTs of one event over single variables (index, slot, predicates,
+        the states they read, the window, a count window?): each also in :attr:`neg_late`."""
+        self.lead0: tuple[tuple[int, int, tuple[Any, ...], int, bool], ...] = ()
+        """Those whose predicates read only the first and the last variable: decided per
+        first node before its walk (:meth:`_lead_ok`) where nothing counts the matches
+        before them (:meth:`paths`' ``lead``)."""
+        self.late_gis: frozenset[int] = frozenset()
+        """The NOTs :attr:`neg_late` is for (not decided at a step or by :attr:`neg0`)."""
+        self.lead_all = False
+        """Every one of them is in :attr:`lead0`: with ``lead`` the walk needs no
+        history test on the complete match."""
         self.scan0: list[bool] = []
         """With :attr:`neg0`: per state, do its step conjuncts read only the first, the
         last and its own variable (then :meth:`_first_open` checks them)?"""
@@ -285,21 +302,33 @@ class FwdJoin:
         comp_of = {c.vars[0]: k for k, c in enumerate(comps)}
         lists = plan.layout.list_vars
         ents: list[tuple[int, int, int, tuple[Any, ...], frozenset[int]]] = []
-        late = False
+        leads: list[tuple[int, int, tuple[Any, ...], frozenset[int], int, bool]] = []
+        lates: set[int] = set()
+        n = len(comps)
         for gi, g in enumerate(negs):
+            if (g.node is None and g.gap == 0 and g.win_amount is not None
+                    and g.scope_lo == 0 and g.scope_hi == n - 1
+                    and decidable_early(g.preds, lists)):
+                # leading, its lead-in from the last event's time (position) less the
+                # window to the first event: both bound before a first node's walk
+                rd = frozenset(comp_of[v] for p in g.preds for v in p.vars if v in comp_of)
+                leads.append((gi, m.slot[g.var], tuple(g.preds), rd, g.win_amount,
+                              g.win_count))
             if (g.node is not None or not decidable_early(g.preds, lists)
                     or not any(not comps[i].nullable for i in range(g.seq_lo, g.gap))
                     or not any(not comps[i].nullable for i in range(g.gap, g.seq_hi))):
-                late = True
+                lates.add(gi)
                 continue
             rd = frozenset(comp_of[v] for p in g.preds for v in p.vars if v in comp_of)
             if any(self.kleene[k] for k in rd):  # (decidable_early: no list is read)
-                late = True
+                lates.add(gi)
                 continue
             ents.append((gi, g.gap, m.slot[g.var], tuple(g.preds), rd))
         self.neg_ents = tuple(ents)
+        self.lead_ents = tuple(leads)
+        self.late_gis = frozenset(lates)
         self._neg_place()
-        if late:
+        if lates:
             self.neg_late = m.negation_ok
 
     def _neg_place(self) -> None:
@@ -336,6 +365,9 @@ class FwdJoin:
         self.neg_at = [[tuple(x) for x in row] for row in at] if self.neg_ents else None
         self.neg_reads = frozenset(reads)
         self.neg0 = tuple(first)
+        self.lead0 = tuple((gi, nslot, preds, w, cnt)
+                           for gi, nslot, preds, rd, w, cnt in self.lead_ents if rd <= end)
+        self.lead_all = bool(self.late_gis) and {x[0] for x in self.lead0} == self.late_gis
         if not first:
             return
         self.second = tuple(j for j in range(1, n) if 0 in self.srcs[j])
@@ -412,6 +444,45 @@ class FwdJoin:
                 if all(fn(Bt, 0) is True for fn in fns):
                     return True
         return False
+
+    def leads(self) -> bool:
+        """Does a walk of this join (or of its :attr:`alt`'s) decide a leading NOT per first
+        node when asked to (:meth:`paths`' ``lead``)?"""
+        return bool(self.lead0) or (self.alt is not None and self.alt.leads())
+
+    def leads_all(self) -> bool:
+        """Do its walks (and its :attr:`alt`'s) decide every NOT :attr:`neg_late` tests
+        when asked to (then no complete match needs the test)?"""
+        return self.lead_all and (self.alt is None or self.alt.leads_all())
+
+    @staticmethod
+    def _lead_ok(leads: tuple[tuple[int, int, tuple[Any, ...], int, bool], ...], hist: Any,
+                 frec: Rec, L: Rec, Bm: list[Any]) -> bool:
+        """Do the leading NOTs ``leads`` (:attr:`lead0`) let the first node ``frec`` through
+        with the last node ``L``? Their lead-in (docs/semantics.md 4): from the last
+        event's time less the window (its window position less the count, plus one) to
+        before the first event, both bound; ``Bm`` binds the first and the last variable."""
+        B: list[Any] | None = None
+        for gi, nslot, preds, w, cnt in leads:
+            h = hist.neg_hist[gi]
+            if cnt:
+                a = bisect_left(h, L[WPOS] - w + 1, key=itemgetter(WPOS))
+            else:
+                a = bisect_left(h, L[TS] - w, key=itemgetter(TS))
+            e = bisect_left(h, frec[GPOS], lo=a, key=itemgetter(GPOS))
+            if a >= e:
+                continue
+            if not preds:
+                return False
+            if B is None:
+                B = list(Bm)
+            for i in range(a, e):
+                B[nslot] = h[i]
+                Bt = tuple(B)
+                if all(p.check_all(Bt, None) for p in preds):
+                    return False
+            B[nslot] = None
+        return True
 
     @staticmethod
     def fits(plan: Plan, m: Any) -> bool:
@@ -510,6 +581,8 @@ class FwdJoin:
         # so not the empty list's; one right after the new first state is bounded by it)
         sub.neg_ents = tuple((gi, gap - 1, sl, ps, frozenset(k - 1 for k in rd))
                              for gi, gap, sl, ps, rd in self.neg_ents)
+        sub.lead_ents = tuple((gi, sl, ps, frozenset(k - 1 for k in rd), w, cnt)
+                              for gi, sl, ps, rd, w, cnt in self.lead_ents)
         sub._neg_place()
         sub.bind = [not sub.kleene[k] and (any(sub.step[:k]) or any(sub.lstep[:k])
                                            or k in sub.neg_reads)
@@ -570,8 +643,8 @@ class FwdJoin:
             m[j] = best
 
     def paths(self, P: Sequence[View], lo0: int, hi0: int, L: Rec, lg: int, lo1: int = 0,
-              hi1: int = 0, rest: Sequence[tuple[int, int]] = (), hist: Any = None
-              ) -> Iterator[list[tuple[int, int]]]:
+              hi1: int = 0, rest: Sequence[tuple[int, int]] = (), hist: Any = None,
+              lead: bool = False) -> Iterator[list[tuple[int, int]]]:
         """Every match ending with node ``lg`` (record ``L``) of the last partition whose
         first node is in ``[lo0, hi0)``, in the output order, as the walk's stack: (state,
         global index) pairs from the last node back to the first. The list is reused: read
@@ -580,23 +653,26 @@ class FwdJoin:
         in the states after it, one ``(lo, hi)`` range each in ``rest`` (:attr:`nstart`).
         ``hist`` (an object with ``neg_hist``): the walk prunes by the NOTs it decides early
         (:meth:`_neg_setup`); None: it does not (the matches before them, as the caps
-        count)."""
+        count). ``lead`` (with ``hist``): it skips the first nodes a leading NOT of
+        :attr:`lead0` rejects (nothing counts the matches before it: the NFA tests it on
+        complete matches, after counting them)."""
         if self.alt is not None:
-            return self._merged(P, lo0, hi0, L, lg, lo1, hi1, rest, hist)
+            return self._merged(P, lo0, hi0, L, lg, lo1, hi1, rest, hist, lead)
         if self.last == 0:  # a match of the first event alone (the ``*`` lists after it empty)
             # (no early NOT: its gap would be 0)
+            leads = self.lead0 if lead and hist is not None else ()
             if self.kleene[0]:  # (a list: of its nodes from the first to ``lg``)
-                return self._paths_list(P, lo0, hi0, lg)
-            return self._paths_one(P, lo0, hi0, lg)
+                return self._paths_list(P, lo0, hi0, lg, leads, hist)
+            return self._paths_one(P, lo0, hi0, lg, leads, hist)
         if self.chain:
-            return self._paths_chain(P, lo0, hi0, L, lg, hist)
+            return self._paths_chain(P, lo0, hi0, L, lg, hist, lead)
         if self.shared:
-            return self._paths_shared(P, lo0, hi0, L, lg, hist)
-        return self._paths_general(P, lo0, hi0, L, lg, hist)
+            return self._paths_shared(P, lo0, hi0, L, lg, hist, lead)
+        return self._paths_general(P, lo0, hi0, L, lg, hist, lead)
 
     def _merged(self, P: Sequence[View], lo0: int, hi0: int, L: Rec, lg: int, lo1: int,
-                hi1: int, rest: Sequence[tuple[int, int]] = (), hist: Any = None
-                ) -> Iterator[list[tuple[int, int]]]:
+                hi1: int, rest: Sequence[tuple[int, int]] = (), hist: Any = None,
+                lead: bool = False) -> Iterator[list[tuple[int, int]]]:
         """:meth:`paths` with a ``*`` first state: the matches that start in it (this walk)
         and those that start in the second state, the list empty (:attr:`alt`'s walk; a
         ``*`` second state: itself merged so, from ``rest``), two streams in the output
@@ -606,9 +682,9 @@ class FwdJoin:
         assert self.alt is not None
         main = copy.copy(self)
         main.alt = None
-        a = main.paths(P, lo0, hi0, L, lg, hist=hist)
+        a = main.paths(P, lo0, hi0, L, lg, hist=hist, lead=lead)
         lo2, hi2 = rest[0] if rest else (0, 0)
-        b = self.alt.paths(P[1:], lo1, hi1, L, lg, lo2, hi2, rest[1:], hist=hist)
+        b = self.alt.paths(P[1:], lo1, hi1, L, lg, lo2, hi2, rest[1:], hist=hist, lead=lead)
         R = [v[0] for v in P]
         Bs = [v[2] for v in P]
 
@@ -707,14 +783,23 @@ class FwdJoin:
         sub.end_fns = [*base.end_fns, ends_ok]
         return sub
 
-    def _paths_one(self, P: Sequence[View], lo0: int, hi0: int, lg: int
+    def _paths_one(self, P: Sequence[View], lo0: int, hi0: int, lg: int,
+                   leads: tuple[Any, ...] = (), hist: Any = None
                    ) -> Iterator[list[tuple[int, int]]]:
         path = [(0, lg)]
-        if lo0 <= lg < hi0 and (not self.leaf or self._leaf_ok(path, [v[0] for v in P],
-                                                               [v[2] for v in P])):
+        if not lo0 <= lg < hi0:
+            return
+        if leads:  # (the event alone: first and last)
+            L = P[0][0][lg - P[0][2]]
+            Bm = list(self.empty)
+            Bm[self.cslot[0]] = L
+            if not self._lead_ok(leads, hist, L, L, Bm):
+                return
+        if not self.leaf or self._leaf_ok(path, [v[0] for v in P], [v[2] for v in P]):
             yield path
 
-    def _paths_list(self, P: Sequence[View], lo0: int, hi0: int, lg: int
+    def _paths_list(self, P: Sequence[View], lo0: int, hi0: int, lg: int,
+                    leads: tuple[Any, ...] = (), hist: Any = None
                     ) -> Iterator[list[tuple[int, int]]]:
         """:meth:`paths` of one Kleene state (the ``*`` states before and after it empty):
         per first node ``f`` (ascending), ``lg`` alone or back through any of its own
@@ -724,7 +809,11 @@ class FwdJoin:
         Bs = [v[2] for v in P]
         leaf = self.leaf
         path: list[tuple[int, int]] = [(0, lg)]
+        L = R[0][lg - Bs[0]]
+        Bm = list(self.empty)  # (a leading NOT's predicates read no list)
         for f in range(lo0, min(hi0, lg + 1)):
+            if leads and not self._lead_ok(leads, hist, R[0][f - Bs[0]], L, Bm):
+                continue
             if f == lg:
                 if not leaf or self._leaf_ok(path, R, Bs):
                     yield path
@@ -757,9 +846,9 @@ class FwdJoin:
         if self.neg_ok is None:
             yield from self.paths(P, lo0, hi0, L, lg, lo1, hi1, rest)
             return
-        late = self.neg_late
+        late = None if self.leads_all() else self.neg_late
         it = self.paths(P, lo0, hi0, L, lg, lo1, hi1, rest,
-                        hist if self.neg_at is not None else None)
+                        hist if self.neg_at is not None or self.leads() else None, True)
         if late is None:
             yield from it
             return
@@ -770,7 +859,8 @@ class FwdJoin:
                 yield path
 
     def _paths_general(self, P: Sequence[View], lo0: int, hi0: int, L: Rec, lg: int,
-                       hist: Any = None) -> Iterator[list[tuple[int, int]]]:
+                       hist: Any = None, lead: bool = False
+                       ) -> Iterator[list[tuple[int, int]]]:
         """:meth:`paths` for any shape of :meth:`fits`: a frame per node holds one range
         per predecessor partition (``[state, a, end]`` triples after the node's state), and
         each step takes the range head earliest in the stream (the ranges share no event,
@@ -795,6 +885,7 @@ class FwdJoin:
         bind = self.bind
         negt = self.neg_at if hist is not None else None
         neg0 = self.neg0 if hist is not None else ()
+        leads = self.lead0 if lead and hist is not None else ()
         his0 = self.reach(P, lg) if neg0 else []
         gate = self.gate
         lim: _FirstNeg | None = None
@@ -816,6 +907,8 @@ class FwdJoin:
                 Bm[cslot[0]] = frec
                 if stepL and not self._l_ok(stepL, Bm, L):
                     continue
+            if leads and not self._lead_ok(leads, hist, frec, L, Bm):
+                continue  # a leading NOT's lead-in holds a negating event
             self.firsts(P, f, m)
             if m[last] > lg:
                 continue  # lg does not reach f
@@ -881,7 +974,8 @@ class FwdJoin:
                 frames.append(frame(j, y, f))
 
     def _paths_chain(self, P: Sequence[View], lo0: int, hi0: int, L: Rec, lg: int,
-                     hist: Any = None) -> Iterator[list[tuple[int, int]]]:
+                     hist: Any = None, lead: bool = False
+                     ) -> Iterator[list[tuple[int, int]]]:
         """:meth:`paths` for a chain of states with at most one Kleene state (two ranges
         per frame at most)."""
         n, last = self.n, self.last
@@ -905,6 +999,7 @@ class FwdJoin:
         bind = self.bind
         negt = self.neg_at if hist is not None else None
         neg0 = self.neg0 if hist is not None else ()
+        leads = self.lead0 if lead and hist is not None else ()
         his0 = self.reach(P, lg) if neg0 else []
         gate = self.gate
         lim: _FirstNeg | None = None
@@ -921,6 +1016,8 @@ class FwdJoin:
                 Bm[cslot[0]] = frec
                 if stepL and not self._l_ok(stepL, Bm, L):
                     continue
+            if leads and not self._lead_ok(leads, hist, frec, L, Bm):
+                continue  # a leading NOT's lead-in holds a negating event
             m[0] = f
             dead = False
             for j in range(1, n):
@@ -1008,7 +1105,8 @@ class FwdJoin:
         return fr
 
     def _paths_shared(self, P: Sequence[View], lo0: int, hi0: int, L: Rec, lg: int,
-                      hist: Any = None) -> Iterator[list[tuple[int, int]]]:
+                      hist: Any = None, lead: bool = False
+                      ) -> Iterator[list[tuple[int, int]]]:
         """:meth:`paths` where one event may be in two predecessor partitions of a node:
         the walk goes over position sequences, each step holding every partial binding
         with those positions (its *alternatives*: the same events in other states), and
@@ -1036,6 +1134,7 @@ class FwdJoin:
         comp = self.comp
         negt = self.neg_at if hist is not None else None
         neg0 = self.neg0 if hist is not None else ()
+        leads = self.lead0 if lead and hist is not None else ()
         his0 = self.reach(P, lg) if neg0 else []
         gate = self.gate
         lim: _FirstNeg | None = None
@@ -1053,6 +1152,8 @@ class FwdJoin:
                 Bm0[cslot[0]] = frec
                 if stepL and not self._l_ok(stepL, Bm0, L):
                     continue
+            if leads and not self._lead_ok(leads, hist, frec, L, Bm0):
+                continue  # a leading NOT's lead-in holds a negating event
             self.firsts(P, f, m)
             if m[last] > lg:
                 continue  # lg does not reach f
