@@ -10,10 +10,16 @@ over the stock stream, ``PARTITION BY symbol WITHIN 60 seconds``, 20k events.
   ``a + 1``, ``c`` below ``a``: only a jump from ``a`` straight above ``a + 1`` is kept
   (105,446 matches of the 597,377 before the NOT: 82% rejected). The NOT's upper end is the
   list's first element, which the backward walk binds last.
+* ``lead`` (session 12): ``SEQ(NOT Stock m, Stock a, Stock+ b[], Stock c)`` with the
+  ``after`` shape's list and ``c``, ``m`` any event below ``a`` in the lead-in (the window
+  before the last event, up to ``a``): ``a`` is the lowest of it (380,223 matches of the
+  600,177 before the NOT: 37% rejected). The walk decides it per first node without caps;
+  with a cap the count walk makes every match, as the NFA counts its candidates.
 
 ``Runtime.push_to`` into a null sink, 250 events a call: median over ``--runs`` of the
 seconds, the matches per second and the time to the first match written, without caps and
-with the default caps (since session 11 both count what the pruning walk makes); then the
+with the default caps (since session 11 both count what the pruning walk makes, but for a
+leading NOT); then the
 peak traced memory (tracemalloc) of one more run::
 
     PYTHONPATH=<old src> python -m benchmarks.chain_fwd_not old [--shapes first,after]
@@ -39,6 +45,12 @@ from .linkedcep import stock_events
 QUERIES = {
     "after": """PATTERN SEQ(Stock a, Stock+ b[], NOT Stock n, Stock c)
 WHERE b[i].price > a.price AND n.price < a.price AND c.price < a.price * 0.99
+PARTITION BY symbol
+WITHIN {window}
+USING skip-till-any-match
+""",
+    "lead": """PATTERN SEQ(NOT Stock m, Stock a, Stock+ b[], Stock c)
+WHERE m.price < a.price AND b[i].price > a.price AND c.price < a.price * 0.99
 PARTITION BY symbol
 WITHIN {window}
 USING skip-till-any-match
