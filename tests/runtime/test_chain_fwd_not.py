@@ -20,14 +20,14 @@ import pytest
 from kleene.api import analyze
 from kleene.errors import CapacityError
 from kleene.events import EventBatch, Match
-from kleene.plans import chain
+from kleene.plans import chain, chain_fwd
 from kleene.plans.chain_fwd import FwdJoin
 from kleene.plans.registry import start
 from kleene.testing.oracle import OracleLimitError
 from kleene.testing.oracle import evaluate as oracle
 
 from .sinks import Collect
-from .test_chain_fwd import _key, _outcome, _records
+from .test_chain_fwd import _check_cases, _key, _outcome, _records, _seq_query
 
 NOCAP: dict[str, Any] = {"max_matches_per_event": None, "max_matches_per_call": None}
 """No cap: nothing reads the count before the NOT, the count walk prunes too."""
@@ -324,3 +324,344 @@ def test_the_caps_count_the_matches_the_pruning_walk_makes_as_the_nfa() -> None:
     for plan in ("nfa", "chain"):
         with pytest.raises(CapacityError):
             start(aq, plan=plan, **low).push(events)
+
+
+def _case_first(rng: random.Random) -> tuple[str, list[dict[str, object]]]:
+    """A random query with a NOT right after a single first state (or, the first a ``*``
+    list, after the single second: the walk without the list has it first): 2-4 variables
+    after it, ``+`` / ``*`` lists anywhere after the gap (a ``*`` last too), the NOT's
+    predicate on the negated event alone, against the first, the last, both, a middle
+    single (decided at a step, as before) or a list (on the match); per-element conjuncts
+    against the first or a middle single; shared types."""
+    star0 = rng.random() < 0.2
+    n = rng.choice((2, 3, 3, 4)) + star0
+    alphabet = rng.choice(("ABC", "AB", "S", "ABN", "SN"))
+    pos = alphabet.replace("N", "")
+    types = [rng.choice(pos) for _ in range(n)]
+    names = [f"v{i}" for i in range(n)]
+    head = 1 + star0  # the states before the gap
+    kinds = ["*"] * star0 + ["1"] + [rng.choice("1+*+") for _ in range(n - head)]
+    if kinds[-1] == "+" or (kinds[-1] == "*" and rng.random() < 0.5):
+        kinds[-1] = "1"
+    if sum(k != "1" for k in kinds) > 2:
+        kinds = [k if i < head or k == "1" or rng.random() < 0.5 else "1"
+                 for i, k in enumerate(kinds)]
+    if all(k == "*" for k in kinds[head:]):  # (a NOT needs a positive event after it)
+        kinds[-1] = "1"
+    items = [f"{t}{k} {v}[]" if k != "1" else f"{t} {v}"
+             for t, k, v in zip(types, kinds, names, strict=True)]
+    items.insert(head, f"NOT {rng.choice(alphabet)} n")
+    singles = [i for i in range(n) if kinds[i] == "1"]
+    first = names[head - 1]
+    lastv = names[n - 1] if kinds[n - 1] == "1" else None
+    mids = [names[i] for i in singles if head <= i < n - 1]
+    lists = [names[i] for i in range(n) if kinds[i] != "1"]
+    conds: list[str] = []
+    op = rng.choice((">", ">=", "<", "=", "!="))
+    r = rng.random()
+    if r < 0.15:
+        conds.append(f"n.x = {rng.randint(0, 3)}")
+    elif r < 0.5:
+        conds.append(f"n.x {op} {first}.x")
+    elif r < 0.65 and lastv:
+        conds.append(f"n.x {op} {lastv}.x")
+    elif r < 0.75 and lastv:
+        conds.append(f"n.x > {first}.x AND n.x <= {lastv}.x")
+    elif r < 0.85 and mids:
+        conds.append(f"n.x {op} {rng.choice(mids)}.x")
+    elif r < 0.9 and lists:
+        conds.append(f"n.x > max({rng.choice(lists)}.x)")
+    for i in range(head, n):
+        if kinds[i] != "1" and rng.random() < 0.6:
+            other = rng.choice([first, first, *mids])
+            conds.append(f"{names[i]}[i].x {rng.choice(('>', '>=', '<'))} {other}.x")
+    if len(singles) >= 2 and rng.random() < 0.3:
+        a, b = rng.sample(singles, 2)
+        conds.append(f"{names[a]}.x {rng.choice(('>', '<=', '!='))} {names[b]}.x")
+    q = _seq_query(rng, items, conds, (3, 9), (4, 10), 1.0 if star0 else 0.5, 0.75)
+    if rng.random() < 0.2:
+        q += f" RETURN {first}.x AS x0"
+    nl = len(lists)
+    return q, _records(rng, alphabet, 8, (18, 14, 11)[min(nl, 2)])
+
+
+class _FirstSpy:
+    """Counts the second events a first node's limit rejects (``chain_fwd._FirstNeg.ok``)
+    and the first nodes it skips (``FwdJoin._first_open``)."""
+
+    def __init__(self, monkeypatch: Any) -> None:
+        self.rejected = self.skipped = 0
+        ok, open_ = chain_fwd._FirstNeg.ok, FwdJoin._first_open
+
+        def spy_ok(lim: Any, y: int) -> bool:
+            r = ok(lim, y)
+            self.rejected += not r
+            return r
+
+        def spy_open(fj: FwdJoin, *a: Any) -> bool:
+            r = open_(fj, *a)
+            self.skipped += not r
+            return r
+
+        monkeypatch.setattr(chain_fwd._FirstNeg, "ok", spy_ok)
+        monkeypatch.setattr(FwdJoin, "_first_open", spy_open)
+
+
+@pytest.mark.parametrize("block_min", [64, 1])
+def test_a_not_after_the_first_state_equals_the_oracle_in_order(block_min: int,
+                                                                monkeypatch: Any) -> None:
+    """Random queries with a NOT right after a single first state (or the single second
+    after a ``*`` first): the walk bounds each first node's second event by the first
+    negating event after it and skips the first nodes it leaves no match. push_to's pieces
+    over split pushes, a snapshot and chunks of 1-30 are the oracle's matches in its order,
+    and push's; with ``BLOCK_MIN`` 1 every last event's matches go through a block (its
+    walk bounds them against its copy of the history)."""
+    monkeypatch.setattr(chain, "BLOCK_MIN", block_min)
+    spy = _FirstSpy(monkeypatch)
+    rng = random.Random(6151 + block_min)
+    shapes = {"first": 0, "alt": 0, "step": 0, "late": 0}
+
+    def look(q: str, rt: Any) -> None:
+        f = rt.matcher.fwd
+        if f is None:
+            return
+        shapes["first"] += bool(f.neg0)
+        shapes["alt"] += f.alt is not None and bool(f.alt.neg0)
+        shapes["step"] += f.neg_at is not None and any(x for row in f.neg_at for x in row)
+        shapes["late"] += f.neg_late is not None
+
+    matches, _columns, big = _check_cases(_case_first, rng, 260, look)
+    assert matches > 4000 and big < 15, (matches, big)
+    assert shapes["first"] > 120 and shapes["alt"] > 15 and shapes["step"] > 20 and (
+        shapes["late"] > 10), shapes
+    assert spy.rejected > 2000 and spy.skipped > 800, (spy.rejected, spy.skipped)
+
+
+def _first_events() -> list[dict[str, object]]:
+    """``a``, one ``b``, an ``N``, 13 ``b``, ``c`` in partition ``u`` (the lists that hold
+    the first ``b`` are kept, 2^13; those of the 13 after the ``N`` rejected, 2^13 - 1) and
+    ``a``, an ``N``, 16 ``b``, ``c`` in ``v`` (2^16 - 1 lists, all rejected)::
+
+        u:  a  b  N  b b ... b (13)  c
+        v:  a  N  b b ... b (16)  c
+    """
+    recs: list[dict[str, object]] = []
+    for key, before, after in (("u", 1, 13), ("v", 0, 16)):
+        recs.append({"id": f"a{key}", "type": "A", "ts": 0, "x": 0, "k": key})
+        recs += [{"id": f"p{key}{i}", "type": "B", "ts": 1 + i, "x": 1, "k": key}
+                 for i in range(before)]
+        recs.append({"id": f"n{key}", "type": "N", "ts": 10, "x": 0, "k": key})
+        recs += [{"id": f"b{key}{i}", "type": "B", "ts": 11 + i, "x": 1, "k": key}
+                 for i in range(after)]
+        recs.append({"id": f"c{key}", "type": "C", "ts": 50, "x": 0, "k": key})
+    return recs
+
+
+def test_a_not_after_the_first_state_bounds_the_walks_work_and_counts_as_the_nfa() -> None:
+    """``SEQ(A a, NOT N n, B+ b[], C c)`` over :func:`_first_events`: a counting UDF in the
+    per-element conjunct counts the walk's steps into ``b``. The list's first element, the
+    NOT's upper end, is bound last, so before a rejected list was walked to its end (2^13 +
+    2^16 steps and more); now each first node's second event is bounded by the first
+    negating event after it: ``v``'s first node is skipped, and ``u``'s walk makes at most
+    two steps per written match (a list without the first ``b`` leads to one with it).
+    The caps count what the pruned walk makes, as the NFA, which decides the NOT in its
+    automaton, counts its runs' matches: the same work with the default caps and with a
+    per-event cap between the two counts (2^13 kept, 2^14 + 2^16 - 2 before the NOT), which
+    lets both plans write the matches; one below 2^13 stops both (``on_cap="error"``)."""
+    steps = [0]
+
+    def tick(x: int, y: int) -> bool:
+        steps[0] += 1
+        return x >= y
+
+    q = "PATTERN SEQ(A a, NOT N n, B+ b[], C c) WHERE tick(b[i].x, a.x) PARTITION BY k"
+    aq = analyze(q, udfs={"tick": tick})
+    plain = analyze(q.replace("tick(b[i].x, a.x)", "b[i].x >= a.x"))
+    events = EventBatch.from_records(_first_events())
+    between = {"max_matches_per_event": 2 ** 13 + 5, "max_matches_per_call": None}
+    nfa = start(plain, plan="nfa", **between)
+    want = _key(nfa.push(events) + nfa.close())  # (too many for the brute-force oracle)
+    assert len(want) == 2 ** 13
+    work = {}
+    for name, opts in (("nocap", NOCAP), ("caps", {}), ("between", between)):
+        for stream in (True, False):
+            rt = start(aq, plan="chain", **opts)
+            assert rt.matcher.fwd is not None and rt.matcher.fwd.neg0
+            steps[0] = 0
+            if stream:
+                sink = Collect()
+                rt.push_to(events, sink, chunk=1000)
+                rt.close_to(sink, chunk=1000)
+                got = sink.matches
+            else:
+                got = rt.push(events) + rt.close()
+            assert _key(got) == want, (name, stream)
+            work[name, stream] = steps[0]
+    # push_to walks twice (the count, then the block's walk), push once
+    assert work["nocap", True] <= 2 * (2 * 2 ** 13) + 100, work
+    assert work["nocap", False] <= 2 * 2 ** 13 + 100, work
+    for stream in (True, False):
+        assert work["caps", stream] == work["between", stream] == work["nocap", stream], work
+    low = {"max_matches_per_event": 2 ** 13 - 1, "max_matches_per_call": None}
+    for plan in ("nfa", "chain"):
+        with pytest.raises(CapacityError):
+            start(plain, plan=plan, **low).push(events)
+    # truncated past the cap: the event's matches go to the reverse join, which stops one
+    # past the cap counting its candidates before the NOT (docs/engine.md), so the chain
+    # keeps other matches than the NFA (its runs' first): true ones, push_to as push
+    every = set(map(repr, _key(start(plain, plan="nfa", **NOCAP).push(events))))
+    cut = [_outcome(start(plain, plan="chain", on_cap="truncate", **low), events, stream)
+           for stream in (False, True)]
+    assert cut[0] == cut[1] and set(map(repr, cut[0][0])) < every and cut[0][2] >= 1, (
+        cut[0][1:])
+
+
+def _case_lead(rng: random.Random) -> tuple[str, list[dict[str, object]]]:
+    """A random query with a leading NOT (a time or count window): 2-4 variables, ``+`` /
+    ``*`` lists anywhere (a ``*`` first or last too), its predicate on the negated event
+    alone, against the first, the last (both bound before a first node's walk), a middle
+    single or a list (on the match); sometimes a NOT between states beside it."""
+    n = rng.choice((2, 3, 3, 4))
+    alphabet = rng.choice(("ABC", "AB", "S", "ABN", "SN"))
+    pos = alphabet.replace("N", "")
+    types = [rng.choice(pos) for _ in range(n)]
+    names = [f"v{i}" for i in range(n)]
+    kinds = [rng.choice("11+*") for _ in range(n)]
+    if sum(k != "1" for k in kinds) > 2 or all(k == "*" for k in kinds):
+        kinds = [k if k == "1" or rng.random() < 0.4 else "1" for k in kinds]
+        kinds[rng.randrange(n)] = "1"
+    items = [f"{t}{k} {v}[]" if k != "1" else f"{t} {v}"
+             for t, k, v in zip(types, kinds, names, strict=True)]
+    singles = [names[i] for i in range(n) if kinds[i] == "1"]
+    ends = [names[i] for i in (0, n - 1) if kinds[i] == "1"]
+    lists = [names[i] for i in range(n) if kinds[i] != "1"]
+    conds: list[str] = []
+    op = rng.choice((">", ">=", "<", "=", "!="))
+    r = rng.random()
+    if r < 0.2:
+        conds.append(f"m.x = {rng.randint(0, 3)}")
+    elif r < 0.7 and ends:
+        conds.append(f"m.x {op} {rng.choice(ends)}.x")
+    elif r < 0.85 and singles:
+        conds.append(f"m.x {op} {rng.choice(singles)}.x")
+    elif lists:
+        conds.append(f"m.x > max({rng.choice(lists)}.x)")
+    if rng.random() < 0.25 and n >= 3:  # a NOT between states beside it
+        g = rng.randrange(1, n)
+        items.insert(g, f"NOT {rng.choice(alphabet)} n")
+        conds.append(f"n.x {rng.choice(('>', '='))} {rng.choice(singles or ['x'])}.x"
+                     if singles else "n.x = 1")
+    items.insert(0, f"NOT {rng.choice(alphabet)} m")
+    for i in range(n):
+        if kinds[i] != "1" and singles and rng.random() < 0.5:
+            conds.append(f"{names[i]}[i].x {rng.choice(('>', '>=', '<'))} "
+                         f"{rng.choice(singles)}.x")
+    q = _seq_query(rng, items, conds, (2, 8), (3, 9), 0.6)
+    if "WITHIN" not in q:
+        q += f" WITHIN {rng.randint(2, 8)} seconds"
+    return q, _records(rng, alphabet, 8, (18, 14, 11)[min(len(lists), 2)])
+
+
+@pytest.mark.parametrize("block_min", [64, 1])
+def test_a_leading_not_equals_the_oracle_without_caps(block_min: int,
+                                                       monkeypatch: Any) -> None:
+    """Random queries with a leading NOT: without caps (the walk skips the first nodes whose
+    lead-in, from the last event's time less the window to the first event, holds a
+    negating event; nothing counts the matches before it) and with the default caps (the
+    count walk counts them, as the NFA, which tests such a NOT on complete matches; a
+    block's walk skips them), push_to's pieces over split pushes, a snapshot and chunks of
+    1-30, and push's matches, are the oracle's in its order."""
+    monkeypatch.setattr(chain, "BLOCK_MIN", block_min)
+    rng = random.Random(7229 + block_min)
+    skipped = [0]
+    test = FwdJoin._lead_ok
+
+    def spy(*a: Any) -> bool:
+        ok = test(*a)
+        skipped[0] += not ok
+        return ok
+
+    monkeypatch.setattr(FwdJoin, "_lead_ok", staticmethod(spy))
+    lead = alone = matches = 0
+    for _ in range(220):
+        q, recs = _case_lead(rng)
+        aq = analyze(q)
+        try:
+            want = oracle(aq, EventBatch.from_records(recs))
+        except OracleLimitError:
+            continue
+        fwd = start(aq, plan="chain").matcher.fwd
+        if fwd is not None and fwd.leads():
+            lead += 1
+            alone += fwd.leads_all()
+        cuts = sorted(rng.sample(range(1, len(recs)), rng.randint(0, 3)))
+        snap_at = rng.randrange(len(cuts) + 1) if rng.random() < 0.5 else None
+        chunk = rng.randint(1, 30)
+        for opts in (NOCAP, {}):
+            got, big = _split(aq, recs, cuts, True, chunk, snap_at, opts)
+            assert _key(got) == _key(want), f"{q} over {recs}, cuts {cuts}, {opts}"
+            assert big <= chunk
+            got, _ = _split(aq, recs, cuts, False, chunk, snap_at, opts)
+            assert _key(got) == _key(want), f"{q} (push), {opts}"
+        matches += len(want)
+    assert lead > 120 and alone > 120 and matches > 5000, (lead, alone, matches)
+    assert skipped[0] > 600, skipped
+
+
+def test_a_leading_not_is_decided_per_first_node_where_nothing_counts_before_it() -> None:
+    """``SEQ(NOT N m, A a, B+ b[], C c) WITHIN 100 seconds``: in ``u`` an ``N`` before ``a``
+    (its 2^16 - 1 lists rejected), in ``v`` none (2^13 - 1 kept). Without caps the walk
+    skips ``u``'s first node (its lead-in, from the last event's time less the window to
+    ``a``, holds the ``N``): one step into ``b`` per written partial list, none for ``u``
+    (before, every rejected list was walked and tested). With a cap the count walk makes
+    every list, as the NFA (which tests a leading NOT on complete matches, after counting
+    them) -- so a per-event cap between the two counts stops both plans -- and only the
+    block's walk skips ``u``."""
+    steps = [0]
+
+    def tick(x: int, y: int) -> bool:
+        steps[0] += 1
+        return x >= y
+
+    q = ("PATTERN SEQ(NOT N m, A a, B+ b[], C c) WHERE tick(b[i].x, a.x) PARTITION BY k "
+         "WITHIN 100 seconds")
+    aq = analyze(q, udfs={"tick": tick})
+    plain = analyze(q.replace("tick(b[i].x, a.x)", "b[i].x >= a.x"))
+    recs: list[dict[str, object]] = []
+    for key, neg, nb in (("u", True, 16), ("v", False, 13)):
+        if neg:
+            recs.append({"id": f"m{key}", "type": "N", "ts": 0, "x": 0, "k": key})
+        recs.append({"id": f"a{key}", "type": "A", "ts": 1, "x": 0, "k": key})
+        recs += [{"id": f"b{key}{i}", "type": "B", "ts": 2 + i, "x": 1, "k": key}
+                 for i in range(nb)]
+        recs.append({"id": f"c{key}", "type": "C", "ts": 40, "x": 0, "k": key})
+    events = EventBatch.from_records(recs)
+    nfa = start(plain, plan="nfa", **NOCAP)
+    want = _key(nfa.push(events) + nfa.close())  # (too many for the brute-force oracle)
+    assert len(want) == 2 ** 13 - 1
+    work = {}
+    for name, opts in (("nocap", NOCAP), ("caps", {})):
+        for stream in (True, False):
+            rt = start(aq, plan="chain", **opts)
+            assert rt.matcher.fwd is not None and rt.matcher.fwd.leads_all()
+            steps[0] = 0
+            if stream:
+                sink = Collect()
+                rt.push_to(events, sink, chunk=1000)
+                rt.close_to(sink, chunk=1000)
+                got = sink.matches
+            else:
+                got = rt.push(events) + rt.close()
+            assert _key(got) == want, (name, stream)
+            work[name, stream] = steps[0]
+    # without caps: each partial list once (the count walk and the block's, push_to)
+    assert work["nocap", False] < 2 ** 13 + 50, work
+    assert work["nocap", True] < 2 * 2 ** 13 + 50, work
+    # with the default caps the count walk makes u's 2^16 - 1 lists too (as the NFA counts)
+    # and the block's walk skips them
+    assert work["caps", False] > 2 ** 16
+    assert work["caps", True] == work["caps", False] + work["nocap", False], work
+    between = {"max_matches_per_event": 2 ** 13 + 5, "max_matches_per_call": None}
+    for plan in ("nfa", "chain"):
+        with pytest.raises(CapacityError):
+            start(plain, plan=plan, **between).push(events)

@@ -889,11 +889,15 @@ class ChainMatcher(LinearMatcher):
         # in its automaton), and the caps count what it makes, as the NFA counts its runs'
         # matches; the other NOTs (neg_late) are the history test on each match made,
         # counted before it as the NFA's candidates are
+        # (without caps nothing counts the matches before the others: the walk skips the
+        # first nodes a leading NOT rejects, FwdJoin.lead0)
         neg_ok = fj.neg_ok
         prune = neg_ok is not None and fj.neg_at is not None
-        walk = fj.paths(P, lo0, his[0], e, lg, lo1, hi1, rest, st if prune else None)
+        lead = neg_ok is not None and room is None and fj.leads()
+        walk = fj.paths(P, lo0, his[0], e, lg, lo1, hi1, rest,
+                        st if prune or lead else None, lead)
         if neg_ok is not None:
-            neg_ok = fj.neg_late
+            neg_ok = None if lead and fj.leads_all() else fj.neg_late
         for path in walk:
             nm += 1
             if neg_ok is not None:
@@ -974,8 +978,12 @@ class ChainMatcher(LinearMatcher):
                 continue
             c = ck = 0
             prune = neg_ok is not None and fj.neg_at is not None  # (as :meth:`_join_fwd`)
+            lead = neg_ok is not None and room is None and fj.leads()
             test = fj.neg_late if neg_ok is not None else None
-            for path in fj.paths(P, lo0, his[0], e, lg, lo1, hi1, rest, st if prune else None):
+            if lead and fj.leads_all():
+                test = None
+            for path in fj.paths(P, lo0, his[0], e, lg, lo1, hi1, rest,
+                                 st if prune or lead else None, lead):
                 c += 1
                 if test is None:
                     if kept + c < BLOCK_MIN:

@@ -44,9 +44,13 @@ automaton's "fast" NOTs) is decided during the walk (:meth:`FwdJoin._neg_setup`)
 step that first goes below its gap, the node it takes and the one before are the interval's
 ends, and at that step (or the later one that binds a variable left of the gap that its
 predicates read) a negating event in the interval prunes the subtree, so the work per
-written match stays bounded however many the NOT rejects. The others (a leading NOT's window
-lead-in, predicates over a list) are the history test (``negation_ok``) on each complete
-match (:meth:`FwdJoin.kept`). The count for the caps is of the matches the pruned walk
+written match stays bounded however many the NOT rejects. One right after a single first
+state whose predicates read only the first and the last variable has its upper end, the
+match's second event, bound last (a list's first element): it is bounded per first node by
+the first negating event after it (:class:`_FirstNeg`, :meth:`FwdJoin._first_open`), which
+skips a first node left without a match and makes the step into the first node one
+comparison. The others (a leading NOT's window lead-in, predicates over a list) are the
+history test (``negation_ok``) on each complete match (:meth:`FwdJoin.kept`). The count for the caps is of the matches the pruned walk
 makes (after the NOTs it decides, before the others' test), as the NFA counts its runs'
 matches (``ChainMatcher._join_fwd``); a block holds a copy of the negation history for
 its second walk.
@@ -73,7 +77,7 @@ of at most ``chunk`` matches at a time, as :class:`~kleene.events.matchtable.Mat
 from __future__ import annotations
 
 import copy
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Sequence
 from operator import itemgetter
 from typing import Any
@@ -152,9 +156,37 @@ class FwdJoin:
         complete candidate (``LinearMatcher.negation_ok``), run on each match the walk
         makes when it counts for a cap (``ChainMatcher._join_fwd``)."""
         self.neg_at: list[list[tuple[Any, ...]]] | None = None
-        """The NOTs the walk decides early (:meth:`_neg_setup`), by the states of the step
+        """The NOTs the walk decides early (:meth:`_neg_place`), by the states of the step
         that decides them: ``neg_at[k][j]`` when it steps from a node of state ``k`` to one
-        of ``j``; None: none."""
+        of ``j`` (but those of :attr:`neg0`); None: it decides none."""
+        self.neg_ents: tuple[tuple[int, int, int, tuple[Any, ...], frozenset[int]], ...] = ()
+        """The NOTs decided early: (index, gap, slot, predicates, the states they read)."""
+        self.neg0: tuple[tuple[int, int, tuple[Any, ...]], ...] = ()
+        """The early NOTs right after a single first state that read only the first and
+        the last variable (index, slot, predicates): bounded per first node by the first
+        negating event after it (:class:`_FirstNeg`)."""
+        self.second: tuple[int, ...] = ()
+        """With :attr:`neg0`: the states a match's second event may be in (a source of
+        theirs is the first)."""
+        self.gate: list[bool] = []
+        """With :attr:`neg0`: the single states whose every node is a second event (the
+        first their only source), tested at their own step."""
+        self.lead_ents: tuple[tuple[int, int, tuple[Any, ...], frozenset[int], int, bool],
+                              ...] = ()
+        """The leading NOTs of one event over single variables (index, slot, predicates,
+        the states they read, the window, a count window?): each also in :attr:`neg_late`."""
+        self.lead0: tuple[tuple[int, int, tuple[Any, ...], int, bool], ...] = ()
+        """Those whose predicates read only the first and the last variable: decided per
+        first node before its walk (:meth:`_lead_ok`) where nothing counts the matches
+        before them (:meth:`paths`' ``lead``)."""
+        self.late_gis: frozenset[int] = frozenset()
+        """The NOTs :attr:`neg_late` is for (not decided at a step or by :attr:`neg0`)."""
+        self.lead_all = False
+        """Every one of them is in :attr:`lead0`: with ``lead`` the walk needs no
+        history test on the complete match."""
+        self.scan0: list[bool] = []
+        """With :attr:`neg0`: per state, do its step conjuncts read only the first, the
+        last and its own variable (then :meth:`_first_open` checks them)?"""
         self.neg_late: Any = None
         """The history test of the complete match when some NOT is not decided early (the
         matcher's, of every NOT; the early ones pass again); None: none is needed."""
@@ -256,49 +288,94 @@ class FwdJoin:
             self.nstart = 1 + self.alt.nstart
 
     def _neg_setup(self, plan: Plan, m: Any) -> None:
-        """Which NOTs the walk decides early, and at which step. A NOT of one event whose
-        interval is bounded by bound events on both sides (a state that cannot be empty
-        before its gap and one after, in its SEQ: the automaton's "fast" NOTs) and whose
-        predicates read single variables only (:func:`~kleene.runtime.nodes
-        .decidable_early`): the walk goes from the last state back, so when it first steps
-        below the gap the node it takes is the interval's lower end (the max of the left
-        side) and the one before it the upper end (the min of the right); it is decided at
-        that step, or later at the first step that binds every variable its predicates read
-        (state ``D``: the first node and the last are bound before the walk), and a failing
-        test prunes the subtree (:meth:`_neg_pass`). The rest (a NOT of a sub-pattern, a
-        leading one's window lead-in, predicates over a list) are tested on the complete
-        match (:attr:`neg_late`)."""
+        """Which NOTs the walk decides early (:meth:`_neg_place` says at which step). A NOT
+        of one event whose interval is bounded by bound events on both sides (a state that
+        cannot be empty before its gap and one after, in its SEQ: the automaton's "fast"
+        NOTs) and whose predicates read single variables only (:func:`~kleene.runtime.nodes
+        .decidable_early`). The rest (a NOT of a sub-pattern, a leading one's window
+        lead-in, predicates over a list) are tested on the complete match
+        (:attr:`neg_late`)."""
         negs = plan.negations
         if not negs:
             return
         comps = plan.components
-        n = len(comps)
         comp_of = {c.vars[0]: k for k, c in enumerate(comps)}
         lists = plan.layout.list_vars
-        at: list[list[list[Any]]] = [[[] for _ in range(n)] for _ in range(n)]
-        reads: set[int] = set()
-        late = False
+        ents: list[tuple[int, int, int, tuple[Any, ...], frozenset[int]]] = []
+        leads: list[tuple[int, int, tuple[Any, ...], frozenset[int], int, bool]] = []
+        lates: set[int] = set()
+        n = len(comps)
         for gi, g in enumerate(negs):
+            if (g.node is None and g.gap == 0 and g.win_amount is not None
+                    and g.scope_lo == 0 and g.scope_hi == n - 1
+                    and decidable_early(g.preds, lists)):
+                # leading, its lead-in from the last event's time (position) less the
+                # window to the first event: both bound before a first node's walk
+                rd = frozenset(comp_of[v] for p in g.preds for v in p.vars if v in comp_of)
+                leads.append((gi, m.slot[g.var], tuple(g.preds), rd, g.win_amount,
+                              g.win_count))
             if (g.node is not None or not decidable_early(g.preds, lists)
                     or not any(not comps[i].nullable for i in range(g.seq_lo, g.gap))
                     or not any(not comps[i].nullable for i in range(g.gap, g.seq_hi))):
-                late = True
+                lates.add(gi)
                 continue
-            rd = {comp_of[v] for p in g.preds for v in p.vars if v in comp_of}
+            rd = frozenset(comp_of[v] for p in g.preds for v in p.vars if v in comp_of)
             if any(self.kleene[k] for k in rd):  # (decidable_early: no list is read)
-                late = True
+                lates.add(gi)
                 continue
-            d = min([g.gap - 1] + [k for k in rd if 0 < k < g.gap])
-            reads |= {k for k in rd if 0 < k < n - 1}
-            ent = (gi, g.gap, m.slot[g.var], tuple(g.preds))
+            ents.append((gi, g.gap, m.slot[g.var], tuple(g.preds), rd))
+        self.neg_ents = tuple(ents)
+        self.lead_ents = tuple(leads)
+        self.late_gis = frozenset(lates)
+        self._neg_place()
+        if lates:
+            self.neg_late = m.negation_ok
+
+    def _neg_place(self) -> None:
+        """Where the walk decides each early NOT (:attr:`neg_ents`, in this join's states).
+        The walk goes from the last state back, so when it first steps below the gap the
+        node it takes is the interval's lower end (the max of the left side) and the one
+        before it the upper end (the min of the right); a NOT is decided at that step, or
+        later at the first step that binds every variable its predicates read (state ``d``:
+        the first node and the last are bound before the walk), and a failing test prunes
+        the subtree (:meth:`_neg_pass`, :attr:`neg_at`). A NOT right after a single first
+        state whose predicates read only the first and the last variable (:attr:`neg0`)
+        has its lower end, the first node, fixed before the walk, and its upper end is the
+        match's second event: the first negating event after the first node bounds it
+        (:class:`_FirstNeg`), which skips a first node whose every second-event candidate
+        is past that bound (:meth:`_first_open`) and tests the node that steps into the
+        first node (and a single state whose only source is the first, at its own step)
+        by one comparison -- where the upper end is a list's first element, bound last, so
+        the walk no longer makes every list a NOT rejects to reject it there."""
+        n, last = self.n, self.last
+        at: list[list[list[Any]]] = [[[] for _ in range(n)] for _ in range(n)]
+        reads: set[int] = set()
+        first: list[tuple[int, int, tuple[Any, ...]]] = []
+        end = {0} | ({last} if not self.kleene[last] else set())
+        for gi, gap, nslot, preds, rd in self.neg_ents:
+            if gap == 1 and not self.kleene[0] and rd <= end:
+                first.append((gi, nslot, preds))
+                continue
+            d = min([gap - 1] + [k for k in rd if 0 < k < gap])
+            reads |= {k for k in rd if 0 < k < last}
+            ent = (gi, gap, nslot, preds)
             for k in range(d + 1, n):
                 for j in range(d + 1):
                     at[k][j].append(ent)
-        if any(x for row in at for x in row):
-            self.neg_at = [[tuple(x) for x in row] for row in at]
+        self.neg_at = [[tuple(x) for x in row] for row in at] if self.neg_ents else None
         self.neg_reads = frozenset(reads)
-        if late:
-            self.neg_late = m.negation_ok
+        self.neg0 = tuple(first)
+        self.lead0 = tuple((gi, nslot, preds, w, cnt)
+                           for gi, nslot, preds, rd, w, cnt in self.lead_ents if rd <= end)
+        self.lead_all = bool(self.late_gis) and {x[0] for x in self.lead0} == self.late_gis
+        if not first:
+            return
+        self.second = tuple(j for j in range(1, n) if 0 in self.srcs[j])
+        state = dict(zip(self.order, self.comp, strict=True))
+        self.gate = [not self.kleene[j] and 0 < j < last and self.srcs[j] == (0,)
+                     for j in range(n)]
+        self.scan0 = [all({state.get(v, -1) for v in pr.vars} <= end | {j}
+                          for pr, _sl in self.step_pr[j]) for j in range(n)]
 
     def _neg_pass(self, nots: tuple[Any, ...], hist: Any, path: Sequence[tuple[int, int]],
                   j: int, y: int, R: list[list[Rec]], Bs: list[int], Bm: list[Any]) -> bool:
@@ -334,6 +411,77 @@ class FwdJoin:
                         return False
             finally:
                 Bm[nslot] = None
+        return True
+
+    def _first_open(self, lim: _FirstNeg, R: list[list[Rec]], Bs: list[int], m: list[int],
+                    his: list[int], lg: int, Bm: list[Any]) -> bool:
+        """May a match with the walk's first node have a second event that ``lim`` lets
+        through? Its second event is a node of a state of :attr:`second` that reaches the
+        first node (from ``m[j]`` on) and that the last node ``lg`` may reach (before
+        ``his[j]``) -- the last node itself for a single last state -- and passes its step
+        conjuncts (checked here where they read only the first, the last and its own
+        variable, :attr:`scan0`); positions ascend along a partition, so the first that
+        ``lim`` rejects ends the state's scan. False: the first node has no match."""
+        last, kleene, cslot = self.last, self.kleene, self.cslot
+        B: list[Any] | None = None
+        for j in self.second:
+            if j == last and not kleene[j]:
+                if lim.ok(R[j][lg - Bs[j]][GPOS]):
+                    return True
+                continue
+            fns = self.step[j] if self.scan0[j] else ()
+            rs, b = R[j], Bs[j]
+            for y in range(m[j], his[j]):
+                rec = rs[y - b]
+                if not lim.ok(rec[GPOS]):
+                    break
+                if not fns:
+                    return True
+                if B is None:
+                    B = list(Bm)
+                B[cslot[j]] = (rec,) if kleene[j] else rec
+                Bt = tuple(B)
+                if all(fn(Bt, 0) is True for fn in fns):
+                    return True
+        return False
+
+    def leads(self) -> bool:
+        """Does a walk of this join (or of its :attr:`alt`'s) decide a leading NOT per first
+        node when asked to (:meth:`paths`' ``lead``)?"""
+        return bool(self.lead0) or (self.alt is not None and self.alt.leads())
+
+    def leads_all(self) -> bool:
+        """Do its walks (and its :attr:`alt`'s) decide every NOT :attr:`neg_late` tests
+        when asked to (then no complete match needs the test)?"""
+        return self.lead_all and (self.alt is None or self.alt.leads_all())
+
+    @staticmethod
+    def _lead_ok(leads: tuple[tuple[int, int, tuple[Any, ...], int, bool], ...], hist: Any,
+                 frec: Rec, L: Rec, Bm: list[Any]) -> bool:
+        """Do the leading NOTs ``leads`` (:attr:`lead0`) let the first node ``frec`` through
+        with the last node ``L``? Their lead-in (docs/semantics.md 4): from the last
+        event's time less the window (its window position less the count, plus one) to
+        before the first event, both bound; ``Bm`` binds the first and the last variable."""
+        B: list[Any] | None = None
+        for gi, nslot, preds, w, cnt in leads:
+            h = hist.neg_hist[gi]
+            if cnt:
+                a = bisect_left(h, L[WPOS] - w + 1, key=itemgetter(WPOS))
+            else:
+                a = bisect_left(h, L[TS] - w, key=itemgetter(TS))
+            e = bisect_left(h, frec[GPOS], lo=a, key=itemgetter(GPOS))
+            if a >= e:
+                continue
+            if not preds:
+                return False
+            if B is None:
+                B = list(Bm)
+            for i in range(a, e):
+                B[nslot] = h[i]
+                Bt = tuple(B)
+                if all(p.check_all(Bt, None) for p in preds):
+                    return False
+            B[nslot] = None
         return True
 
     @staticmethod
@@ -386,6 +534,7 @@ class FwdJoin:
         sub.bind = [b and j < k for j, b in enumerate(self.bind)]
         sub.lstep = [()] * self.n  # (per element of the last list, now empty: vacuous)
         sub.lstep_pr = [()] * self.n
+        sub._neg_place()  # (the last state is another)
         sub.chain = (not self.shared and self.srcs[:k + 1] == [()] + [(j - 1,) for j in
                                                                     range(1, k + 1)]
                      and sum(self.kleene[:k + 1]) <= 1)
@@ -429,11 +578,12 @@ class FwdJoin:
         sub.lstep = [(), *self.lstep[2:]]
         sub.lstep_pr = [(), *self.lstep_pr[2:]]
         # (an early NOT's states one less: its left side has a state that cannot be empty,
-        # so not the empty list's)
-        sub.neg_reads = frozenset(k - 1 for k in self.neg_reads)
-        if self.neg_at is not None:
-            sub.neg_at = [[tuple((gi, gap - 1, sl, ps) for gi, gap, sl, ps in x)
-                           for x in row[1:]] for row in self.neg_at[1:]]
+        # so not the empty list's; one right after the new first state is bounded by it)
+        sub.neg_ents = tuple((gi, gap - 1, sl, ps, frozenset(k - 1 for k in rd))
+                             for gi, gap, sl, ps, rd in self.neg_ents)
+        sub.lead_ents = tuple((gi, sl, ps, frozenset(k - 1 for k in rd), w, cnt)
+                              for gi, sl, ps, rd, w, cnt in self.lead_ents)
+        sub._neg_place()
         sub.bind = [not sub.kleene[k] and (any(sub.step[:k]) or any(sub.lstep[:k])
                                            or k in sub.neg_reads)
                     for k in range(n)]
@@ -467,7 +617,7 @@ class FwdJoin:
                 continue
             snap = snaps[h - 1]
             for idx, j in enumerate(srcs[k]):
-                if snap[idx] > his[j]:
+                if j >= 0 and snap[idx] > his[j]:  # (-1: before the first, from_second)
                     his[j] = snap[idx]
         return his
 
@@ -493,8 +643,8 @@ class FwdJoin:
             m[j] = best
 
     def paths(self, P: Sequence[View], lo0: int, hi0: int, L: Rec, lg: int, lo1: int = 0,
-              hi1: int = 0, rest: Sequence[tuple[int, int]] = (), hist: Any = None
-              ) -> Iterator[list[tuple[int, int]]]:
+              hi1: int = 0, rest: Sequence[tuple[int, int]] = (), hist: Any = None,
+              lead: bool = False) -> Iterator[list[tuple[int, int]]]:
         """Every match ending with node ``lg`` (record ``L``) of the last partition whose
         first node is in ``[lo0, hi0)``, in the output order, as the walk's stack: (state,
         global index) pairs from the last node back to the first. The list is reused: read
@@ -503,23 +653,26 @@ class FwdJoin:
         in the states after it, one ``(lo, hi)`` range each in ``rest`` (:attr:`nstart`).
         ``hist`` (an object with ``neg_hist``): the walk prunes by the NOTs it decides early
         (:meth:`_neg_setup`); None: it does not (the matches before them, as the caps
-        count)."""
+        count). ``lead`` (with ``hist``): it skips the first nodes a leading NOT of
+        :attr:`lead0` rejects (nothing counts the matches before it: the NFA tests it on
+        complete matches, after counting them)."""
         if self.alt is not None:
-            return self._merged(P, lo0, hi0, L, lg, lo1, hi1, rest, hist)
+            return self._merged(P, lo0, hi0, L, lg, lo1, hi1, rest, hist, lead)
         if self.last == 0:  # a match of the first event alone (the ``*`` lists after it empty)
             # (no early NOT: its gap would be 0)
+            leads = self.lead0 if lead and hist is not None else ()
             if self.kleene[0]:  # (a list: of its nodes from the first to ``lg``)
-                return self._paths_list(P, lo0, hi0, lg)
-            return self._paths_one(P, lo0, hi0, lg)
+                return self._paths_list(P, lo0, hi0, lg, leads, hist)
+            return self._paths_one(P, lo0, hi0, lg, leads, hist)
         if self.chain:
-            return self._paths_chain(P, lo0, hi0, L, lg, hist)
+            return self._paths_chain(P, lo0, hi0, L, lg, hist, lead)
         if self.shared:
-            return self._paths_shared(P, lo0, hi0, L, lg, hist)
-        return self._paths_general(P, lo0, hi0, L, lg, hist)
+            return self._paths_shared(P, lo0, hi0, L, lg, hist, lead)
+        return self._paths_general(P, lo0, hi0, L, lg, hist, lead)
 
     def _merged(self, P: Sequence[View], lo0: int, hi0: int, L: Rec, lg: int, lo1: int,
-                hi1: int, rest: Sequence[tuple[int, int]] = (), hist: Any = None
-                ) -> Iterator[list[tuple[int, int]]]:
+                hi1: int, rest: Sequence[tuple[int, int]] = (), hist: Any = None,
+                lead: bool = False) -> Iterator[list[tuple[int, int]]]:
         """:meth:`paths` with a ``*`` first state: the matches that start in it (this walk)
         and those that start in the second state, the list empty (:attr:`alt`'s walk; a
         ``*`` second state: itself merged so, from ``rest``), two streams in the output
@@ -529,9 +682,9 @@ class FwdJoin:
         assert self.alt is not None
         main = copy.copy(self)
         main.alt = None
-        a = main.paths(P, lo0, hi0, L, lg, hist=hist)
+        a = main.paths(P, lo0, hi0, L, lg, hist=hist, lead=lead)
         lo2, hi2 = rest[0] if rest else (0, 0)
-        b = self.alt.paths(P[1:], lo1, hi1, L, lg, lo2, hi2, rest[1:], hist=hist)
+        b = self.alt.paths(P[1:], lo1, hi1, L, lg, lo2, hi2, rest[1:], hist=hist, lead=lead)
         R = [v[0] for v in P]
         Bs = [v[2] for v in P]
 
@@ -630,14 +783,23 @@ class FwdJoin:
         sub.end_fns = [*base.end_fns, ends_ok]
         return sub
 
-    def _paths_one(self, P: Sequence[View], lo0: int, hi0: int, lg: int
+    def _paths_one(self, P: Sequence[View], lo0: int, hi0: int, lg: int,
+                   leads: tuple[Any, ...] = (), hist: Any = None
                    ) -> Iterator[list[tuple[int, int]]]:
         path = [(0, lg)]
-        if lo0 <= lg < hi0 and (not self.leaf or self._leaf_ok(path, [v[0] for v in P],
-                                                               [v[2] for v in P])):
+        if not lo0 <= lg < hi0:
+            return
+        if leads:  # (the event alone: first and last)
+            L = P[0][0][lg - P[0][2]]
+            Bm = list(self.empty)
+            Bm[self.cslot[0]] = L
+            if not self._lead_ok(leads, hist, L, L, Bm):
+                return
+        if not self.leaf or self._leaf_ok(path, [v[0] for v in P], [v[2] for v in P]):
             yield path
 
-    def _paths_list(self, P: Sequence[View], lo0: int, hi0: int, lg: int
+    def _paths_list(self, P: Sequence[View], lo0: int, hi0: int, lg: int,
+                    leads: tuple[Any, ...] = (), hist: Any = None
                     ) -> Iterator[list[tuple[int, int]]]:
         """:meth:`paths` of one Kleene state (the ``*`` states before and after it empty):
         per first node ``f`` (ascending), ``lg`` alone or back through any of its own
@@ -647,7 +809,11 @@ class FwdJoin:
         Bs = [v[2] for v in P]
         leaf = self.leaf
         path: list[tuple[int, int]] = [(0, lg)]
+        L = R[0][lg - Bs[0]]
+        Bm = list(self.empty)  # (a leading NOT's predicates read no list)
         for f in range(lo0, min(hi0, lg + 1)):
+            if leads and not self._lead_ok(leads, hist, R[0][f - Bs[0]], L, Bm):
+                continue
             if f == lg:
                 if not leaf or self._leaf_ok(path, R, Bs):
                     yield path
@@ -680,9 +846,9 @@ class FwdJoin:
         if self.neg_ok is None:
             yield from self.paths(P, lo0, hi0, L, lg, lo1, hi1, rest)
             return
-        late = self.neg_late
+        late = None if self.leads_all() else self.neg_late
         it = self.paths(P, lo0, hi0, L, lg, lo1, hi1, rest,
-                        hist if self.neg_at is not None else None)
+                        hist if self.neg_at is not None or self.leads() else None, True)
         if late is None:
             yield from it
             return
@@ -693,7 +859,8 @@ class FwdJoin:
                 yield path
 
     def _paths_general(self, P: Sequence[View], lo0: int, hi0: int, L: Rec, lg: int,
-                       hist: Any = None) -> Iterator[list[tuple[int, int]]]:
+                       hist: Any = None, lead: bool = False
+                       ) -> Iterator[list[tuple[int, int]]]:
         """:meth:`paths` for any shape of :meth:`fits`: a frame per node holds one range
         per predecessor partition (``[state, a, end]`` triples after the node's state), and
         each step takes the range head earliest in the stream (the ranges share no event,
@@ -717,6 +884,11 @@ class FwdJoin:
         path: list[tuple[int, int]] = []
         bind = self.bind
         negt = self.neg_at if hist is not None else None
+        neg0 = self.neg0 if hist is not None else ()
+        leads = self.lead0 if lead and hist is not None else ()
+        his0 = self.reach(P, lg) if neg0 else []
+        gate = self.gate
+        lim: _FirstNeg | None = None
         step0 = step[0]
         lstep = self.lstep
         stepL = step[last] if kleene[last] else ()
@@ -735,9 +907,15 @@ class FwdJoin:
                 Bm[cslot[0]] = frec
                 if stepL and not self._l_ok(stepL, Bm, L):
                     continue
+            if leads and not self._lead_ok(leads, hist, frec, L, Bm):
+                continue  # a leading NOT's lead-in holds a negating event
             self.firsts(P, f, m)
             if m[last] > lg:
                 continue  # lg does not reach f
+            if neg0:  # (a NOT right after the first node: its first negating event)
+                lim = _FirstNeg(neg0, hist, frec[GPOS], Bm)
+                if not self._first_open(lim, R, Bs, m, his0, lg, Bm):
+                    continue
             path.clear()
             path.append((last, lg))
             frames: list[list[int]] = [frame(last, lg, f)]
@@ -760,6 +938,10 @@ class FwdJoin:
                 fr[best + 1] = y + 1
                 nt = negt[fr[0]][j] if negt is not None else None
                 if j == 0 and y == f:
+                    if lim is not None:  # the second event, before the first negating one
+                        tk, tg = path[-1]
+                        if not lim.ok(R[tk][tg - Bs[tk]][GPOS]):
+                            continue
                     if step0:  # (per element of a first list: the first node too)
                         Bm[cslot[0]] = (frec,)
                         Bt = tuple(Bm)
@@ -772,6 +954,8 @@ class FwdJoin:
                         yield path
                     path.pop()
                     continue
+                if lim is not None and gate[j] and not lim.ok(R[j][y - Bs[j]][GPOS]):
+                    continue  # (a second event)
                 fns = step[j]
                 if fns:
                     rec = R[j][y - Bs[j]]
@@ -790,7 +974,8 @@ class FwdJoin:
                 frames.append(frame(j, y, f))
 
     def _paths_chain(self, P: Sequence[View], lo0: int, hi0: int, L: Rec, lg: int,
-                     hist: Any = None) -> Iterator[list[tuple[int, int]]]:
+                     hist: Any = None, lead: bool = False
+                     ) -> Iterator[list[tuple[int, int]]]:
         """:meth:`paths` for a chain of states with at most one Kleene state (two ranges
         per frame at most)."""
         n, last = self.n, self.last
@@ -813,6 +998,11 @@ class FwdJoin:
         list_at = self.kk
         bind = self.bind
         negt = self.neg_at if hist is not None else None
+        neg0 = self.neg0 if hist is not None else ()
+        leads = self.lead0 if lead and hist is not None else ()
+        his0 = self.reach(P, lg) if neg0 else []
+        gate = self.gate
+        lim: _FirstNeg | None = None
         step0 = step[0]
         stepL = step[last] if kleene[last] else ()
         for f in range(lo0, hi0):
@@ -826,6 +1016,8 @@ class FwdJoin:
                 Bm[cslot[0]] = frec
                 if stepL and not self._l_ok(stepL, Bm, L):
                     continue
+            if leads and not self._lead_ok(leads, hist, frec, L, Bm):
+                continue  # a leading NOT's lead-in holds a negating event
             m[0] = f
             dead = False
             for j in range(1, n):
@@ -836,6 +1028,10 @@ class FwdJoin:
                     break
             if dead:
                 continue
+            if neg0:  # (a NOT right after the first node: its first negating event)
+                lim = _FirstNeg(neg0, hist, frec[GPOS], Bm)
+                if not self._first_open(lim, R, Bs, m, his0, lg, Bm):
+                    continue
             path.clear()
             path.append((last, lg))
             frames: list[list[int]] = []
@@ -856,6 +1052,10 @@ class FwdJoin:
                     continue
                 nt = negt[k][j] if negt is not None else None
                 if j == 0 and y == f:
+                    if lim is not None:  # the second event, before the first negating one
+                        tk, tg = path[-1]
+                        if not lim.ok(R[tk][tg - Bs[tk]][GPOS]):
+                            continue
                     if step0:  # (per element of a first list: the first node too)
                         Bm[cslot[0]] = (frec,)
                         Bt = tuple(Bm)
@@ -868,6 +1068,8 @@ class FwdJoin:
                         yield path
                     path.pop()
                     continue
+                if lim is not None and gate[j] and not lim.ok(R[j][y - Bs[j]][GPOS]):
+                    continue  # (a second event)
                 fns = step[j]
                 if fns:
                     rec = R[j][y - Bs[j]]
@@ -903,7 +1105,8 @@ class FwdJoin:
         return fr
 
     def _paths_shared(self, P: Sequence[View], lo0: int, hi0: int, L: Rec, lg: int,
-                      hist: Any = None) -> Iterator[list[tuple[int, int]]]:
+                      hist: Any = None, lead: bool = False
+                      ) -> Iterator[list[tuple[int, int]]]:
         """:meth:`paths` where one event may be in two predecessor partitions of a node:
         the walk goes over position sequences, each step holding every partial binding
         with those positions (its *alternatives*: the same events in other states), and
@@ -930,6 +1133,11 @@ class FwdJoin:
         bind = self.bind
         comp = self.comp
         negt = self.neg_at if hist is not None else None
+        neg0 = self.neg0 if hist is not None else ()
+        leads = self.lead0 if lead and hist is not None else ()
+        his0 = self.reach(P, lg) if neg0 else []
+        gate = self.gate
+        lim: _FirstNeg | None = None
         step0 = step[0]
         lstep = self.lstep
         stepL = step[last] if kleene[last] else ()
@@ -944,9 +1152,15 @@ class FwdJoin:
                 Bm0[cslot[0]] = frec
                 if stepL and not self._l_ok(stepL, Bm0, L):
                     continue
+            if leads and not self._lead_ok(leads, hist, frec, L, Bm0):
+                continue  # a leading NOT's lead-in holds a negating event
             self.firsts(P, f, m)
             if m[last] > lg:
                 continue  # lg does not reach f
+            if neg0:  # (a NOT right after the first node: its first negating event)
+                lim = _FirstNeg(neg0, hist, frec[GPOS], Bm0)
+                if not self._first_open(lim, R, Bs, m, his0, lg, Bm0):
+                    continue
             # an alternative: (its stack, its node's ranges, its bindings for the steps)
             levels: list[list[tuple[tuple[tuple[int, int], ...], list[int], list[Any]]]] = [
                 [(((last, lg),), self._ranges(S, Bs, m, last, lg, f), list(Bm0))]]
@@ -978,6 +1192,10 @@ class FwdJoin:
                         fr[i + 1] = a + 1
                         nt = negt[pt[-1][0]][j] if negt is not None else None
                         if j == 0 and a == f:
+                            if lim is not None:  # the second event, before the first
+                                tk, tg = pt[-1]  # negating one
+                                if not lim.ok(R[tk][tg - Bs[tk]][GPOS]):
+                                    continue
                             if step0:  # (per element of a first list: the first node too)
                                 B2 = list(Bm)
                                 B2[cslot[0]] = (rec,)
@@ -987,6 +1205,8 @@ class FwdJoin:
                             if not nt or self._neg_pass(nt, hist, pt, 0, f, R, Bs, Bm):
                                 done.append(pt + ((0, f),))
                             continue
+                        if lim is not None and gate[j] and not lim.ok(rec[GPOS]):
+                            continue  # (a second event)
                         fns = step[j]
                         B2 = Bm
                         if fns:
@@ -1128,6 +1348,61 @@ def order_prefix(path: list[tuple[int, int]], R: list[list[Rec]], Bs: list[int]
     states); only then is the full key needed."""
     ps = [R[k][g - Bs[k]][GPOS] for k, g in path]
     return (ps[-1], *ps[1:-1])
+
+
+FAR = 1 << 62
+"""Past every stream position."""
+
+
+class _FirstNeg:
+    """The first event after a first node that negates a NOT right after it
+    (:attr:`FwdJoin.neg0`), found lazily: a match's second event must be at or before it
+    (an event at that position is not strictly between). :meth:`ok` scans the history only
+    up to the positions it is asked about, so a first node costs the NOT events up to its
+    latest second-event candidate or its first negating event, whichever comes first."""
+
+    __slots__ = ("nots", "hs", "at", "B", "u", "s")
+
+    def __init__(self, nots: tuple[tuple[int, int, tuple[Any, ...]], ...], hist: Any,
+                 g0: int, Bm: list[Any]) -> None:
+        self.nots = nots
+        self.hs = [hist.neg_hist[gi] for gi, _sl, _ps in nots]
+        self.at = [bisect_right(h, g0, key=itemgetter(GPOS)) for h in self.hs]
+        self.B = list(Bm)  # (the first and the last variable bound)
+        self.u = FAR
+        """The position of the first negating event found (FAR: none yet)."""
+        self.s = g0 + 1
+        """Every NOT event before this position was examined (FAR once one negates)."""
+
+    def ok(self, y: int) -> bool:
+        """May the event at position ``y`` be the match's second (no negating event
+        strictly between the first node and it)?"""
+        if y <= self.s:
+            return y <= self.u
+        u = FAR
+        B = self.B
+        for i, (_gi, nslot, preds) in enumerate(self.nots):
+            h = self.hs[i]
+            a, nh = self.at[i], len(h)
+            while a < nh:
+                q = h[a]
+                gq = q[GPOS]
+                if gq >= y or gq >= u:
+                    break
+                if not preds:
+                    u = gq
+                    break
+                B[nslot] = q
+                Bt = tuple(B)
+                if all(p.check_all(Bt, None) for p in preds):
+                    u = gq
+                    break
+                a += 1
+            B[nslot] = None
+            self.at[i] = a
+        self.u = u
+        self.s = FAR if u < FAR else y
+        return y <= u
 
 
 class _Hist:
