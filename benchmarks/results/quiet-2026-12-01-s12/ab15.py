@@ -4,7 +4,12 @@ the child) and CPU (wait4), medians, each tree's 2-worker speed-up pair by pair.
 
     python benchmarks/results/quiet-2026-12-01-s12/ab15.py OLD_SRC NEW_SRC [ROUNDS]
 """
-import hashlib, os, statistics, subprocess, sys, time
+import hashlib
+import os
+import statistics
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[3]
@@ -48,9 +53,10 @@ assert len(digests) == 1, "outputs differ"
 for name, src in (("old", old), ("new", new)):
     w1 = [x[0] for x in res[(src, 1)]]
     w2 = [x[0] for x in res[(src, 2)]]
-    pairs = [a / b for a, b in zip(w1, w2)]
-    print(f"{name}: 1 worker {statistics.median(w1):.3f} s, 2 workers {statistics.median(w2):.3f} s, "
-          f"ratio of medians {statistics.median(w1) / statistics.median(w2):.3f}, pairs "
+    pairs = [a / b for a, b in zip(w1, w2, strict=True)]
+    m1, m2 = statistics.median(w1), statistics.median(w2)
+    print(f"{name}: 1 worker {m1:.3f} s, 2 workers {m2:.3f} s, "
+          f"ratio of medians {m1 / m2:.3f}, pairs "
           f"{min(pairs):.2f}-{max(pairs):.2f} (median {statistics.median(pairs):.3f}); CPU 1w "
           f"{statistics.median(x[1] for x in res[(src, 1)]):.3f}, 2w "
           f"{statistics.median(x[1] for x in res[(src, 2)]):.3f}")
