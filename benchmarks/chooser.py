@@ -6,7 +6,7 @@
     PYTHONPATH=src python -m benchmarks.chooser fit --input /tmp/chooser.json FAEM_DIR ...
     PYTHONPATH=src python -m benchmarks.chooser faem-rescore FAEM_DIR [--verbose] [--write]
     PYTHONPATH=src python -m benchmarks.chooser refit-seq /tmp/chooser.json
-    PYTHONPATH=src python -m benchmarks.chooser refit-fwd /tmp/chooser.json ...
+    PYTHONPATH=src python -m benchmarks.chooser refit-fwd [--group G] /tmp/chooser.json ...
     PYTHONPATH=src python -m benchmarks.chooser score --verbose /tmp/chooser.json
     PYTHONPATH=src python -m benchmarks.chooser faem-remeasure FAEM_DIR OUT_DIR [--plans nfa,chain]
 
@@ -17,9 +17,11 @@ NFA, the chain and the tree all run the same query), SEQs of singles on the stoc
 streams, and the chain's general join, forward (:data:`GENERAL_SETS`: a condition per Kleene
 element against the first event, with and without RETURN, and singles with conditions
 between them, on the stock, ABC and Aarhus streams; and the walk's ``*`` closures and two
-lists, sharing a type or not, on the stock and ABC streams; NFA and chain only) -- on each plan that
-supports it, plans alternating inside each repetition, and keeps the median CPU seconds (``time.process_time``,
-engine only). A plan that stops with CapacityError at the default caps costs infinity.
+lists, sharing a type or not, on the stock and ABC streams; and :data:`ENDS_SETS`, the walk's
+``*`` first and last states and NOTs; NFA and chain only) -- on each plan that supports it,
+plans alternating inside each repetition, and keeps the median CPU seconds
+(``time.process_time``, engine only). A plan that stops with CapacityError at the default
+caps costs infinity.
 ``fit`` reads those times with the cost terms of the current sources (expected live runs,
 matches, start events, tree join work, from the same statistics the chooser gets) and fits
 each plan's coefficients by least squares on the relative error (docs/benchmarks.md).
@@ -34,7 +36,9 @@ the sources' chooser: within 10 %, Spearman per figure, the chosen plan against 
 the chain's generated per-event loop); ``score --verbose`` prints every point's choice;
 ``faem-remeasure`` measures some plans of FAEM's stored figures again (the others' times kept).
 ``refit-fwd`` does what ``refit-seq`` does for the chain's general join, forward
-(``CHAIN_FWD_EVENT`` / ``CHAIN_FWD_MATCH``: the points of :data:`GENERAL_SETS`, session 10).
+(``CHAIN_FWD_EVENT`` / ``CHAIN_FWD_MATCH``: the points of :data:`GENERAL_SETS`, session 10);
+``refit-fwd --group lead|last|both|not`` for the pairs of session 12's walk shapes
+(:data:`FWD_GROUPS`, :func:`walk_group`: the points of :data:`ENDS_SETS`).
 """
 
 from __future__ import annotations
@@ -82,12 +86,49 @@ type); the stock stream's ``linkedcep.GENERAL_TWO`` is the shared-type walk."""
 GEN_ABC_TWO_SHARED = ("PATTERN SEQ(A a, B+ b[], B+ c[], C d) WHERE b[i].x > a.x "
                       "AND c[i].y < a.y AND d.x > a.x WITHIN {window}")
 """Two Kleene lists of one type on the ABC stream: the walk over position sequences."""
+GEN_STAR_FIRST = ("PATTERN SEQ(Stock* a[], Stock b, Stock c) WHERE a[i].price > b.price "
+                  "AND c.price < b.price PARTITION BY symbol WITHIN {window}")
+"""A ``*`` first state on the stock stream (one type): a match starts in ``a`` or in ``b``."""
+GEN_ABC_STAR_FIRST = ("PATTERN SEQ(A* a[], B b, C c) WHERE a[i].x > b.x AND c.y < b.y "
+                      "WITHIN {window}")
+"""A ``*`` first state on the ABC stream (three types)."""
+GEN_ABC_STAR_LAST = ("PATTERN SEQ(A a, B+ b[], C* c[]) WHERE b[i].x > a.x AND c[i].y < a.y "
+                     "WITHIN {window}")
+"""A ``*`` last state of another type than the list before it: matches end in ``b`` or ``c``
+(the stock stream's one-type shape: ``linkedcep.GENERAL_STAR_LAST``)."""
+GEN_TWO_STARS = ("PATTERN SEQ(Stock* a[], Stock* b[], Stock c) WHERE a[i].price > c.price "
+                 "AND b[i].price < c.price PARTITION BY symbol WITHIN {window}")
+"""Two leading ``*`` states (a match starts in any of the three)."""
+GEN_ABC_TWO_STARS = ("PATTERN SEQ(A* a[], B* b[], C c) WHERE a[i].x > c.x AND b[i].y < c.y "
+                     "WITHIN {window}")
+GEN_STAR_BOTH = ("PATTERN SEQ(Stock* a[], Stock b, Stock* c[]) WHERE a[i].price > b.price "
+                 "AND c[i].price < b.price PARTITION BY symbol WITHIN {window}")
+"""A ``*`` first state and a ``*`` last state."""
+GEN_ABC_STAR_BOTH = ("PATTERN SEQ(A* a[], B b, C* c[]) WHERE a[i].x > b.x AND c[i].y < b.y "
+                     "WITHIN {window}")
+GEN_NOT_LATE = linkedcep.GENERAL_NOT.replace("n.price < a.price", "n.price < b[1].price")
+"""``linkedcep.GENERAL_NOT`` (a NOT between the list and ``c`` that the walk decides at the
+step that fixes its interval) with the NOT's predicate reading the list: tested on each
+complete match the walk makes."""
+GEN_ABC_NOT = ("PATTERN SEQ(A a, B+ b[], NOT A n, C c) WHERE b[i].x > a.x AND n.x > a.x "
+               "AND c.y < a.y WITHIN {window}")
+"""A NOT the walk decides (one event, bound on both sides, its predicate over ``a``)."""
+GEN_ABC_NOT_LATE = GEN_ABC_NOT.replace("n.x > a.x", "n.x > b[1].x")
+"""The same NOT reading the list: tested late."""
 GENERAL_SETS = ("general stock", "general return stock", "seq3x stock", "general abc",
                 "general return abc", "seq3x abc", "general traffic", "star stock",
                 "two stock", "star abc", "two abc", "two shared abc")
 """The chain's general join, forward (``chain_fwd``; session 10): measured on the NFA and the
 chain only -- the tree's estimate there is 8-500x the NFA's, and it runs 15 s or stops at its
 cap where the others take 0.2 s."""
+ENDS_SETS = ("star first stock", "star first abc", "star last stock", "star last abc",
+             "two stars stock", "two stars abc", "star both stock", "star both abc",
+             "not early stock", "not early abc", "not late stock", "not late abc")
+"""The walk's shapes of session 11 (session 12): a ``*`` first or last state, two leading
+``*`` states, ``*`` first and last, a NOT the walk decides early ("not early") and one it
+tests on each complete match ("not late"), on the stock and ABC streams; the NFA and the
+chain only, as :data:`GENERAL_SETS` (the tree's estimate is 8x to 10^6x the NFA's there, and
+it does not take a NOT)."""
 
 
 def _traffic(n: int) -> EventBatch:
@@ -219,6 +260,22 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         ("star abc", "abc2", GEN_ABC_STAR, ["10", "20", "30"]),
         ("two abc", "abc2", GEN_ABC_TWO, ["10", "20", "30"]),  # 40 s: both stop at a cap
         ("two shared abc", "abc2", GEN_ABC_TWO_SHARED, ["10", "20", "30"]),
+        # session 12: the walk's `*` ends and NOTs (ENDS_SETS; windows up to where the
+        # chain's run takes ~10 s; "cap": the NFA stops at its cap there, as at star last
+        # stock 40 s and not late abc 40 s, where the chain takes 20-32 s: 3.5 min of the
+        # set's 11)
+        ("star first stock", "stock", GEN_STAR_FIRST, ["10", "20", "30"]),
+        ("star first abc", "abc2", GEN_ABC_STAR_FIRST, ["5", "10", "15", "20"]),  # 20: cap
+        ("star last stock", "stock", linkedcep.GENERAL_STAR_LAST, ["10", "20", "30", "40"]),
+        ("star last abc", "abc2", GEN_ABC_STAR_LAST, ["10", "20", "30"]),
+        ("two stars stock", "stock", GEN_TWO_STARS, ["5", "10", "15", "20"]),  # 20: cap
+        ("two stars abc", "abc2", GEN_ABC_TWO_STARS, ["5", "10", "15"]),
+        ("star both stock", "stock", GEN_STAR_BOTH, ["5", "10", "15", "20"]),
+        ("star both abc", "abc2", GEN_ABC_STAR_BOTH, ["5", "10", "15", "20"]),  # 20: cap
+        ("not early stock", "stock", linkedcep.GENERAL_NOT, ["10", "20", "40"]),
+        ("not early abc", "abc2", GEN_ABC_NOT, ["10", "20", "30", "40"]),  # 40: cap
+        ("not late stock", "stock", GEN_NOT_LATE, ["10", "20", "40"]),
+        ("not late abc", "abc2", GEN_ABC_NOT_LATE, ["10", "20", "30", "40"]),
     ]
     if "traffic" in inputs:
         gen.append(("general traffic", "traffic", GEN_TRAFFIC, ["15", "30", "45", "60"]))
@@ -231,7 +288,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     rows = []
     t_start = time.time()
     for si, (set_, ds, label, q, count) in enumerate(points):
-        plans = [p for p in supported(q) if p != "tree" or set_ not in GENERAL_SETS]
+        plans = [p for p in supported(q)
+                 if p != "tree" or set_ not in GENERAL_SETS + ENDS_SETS]
         times: dict[str, list[float]] = {p: [] for p in plans}
         for _ in range(args.repeat):
             for p in plans:
@@ -294,31 +352,70 @@ def _is_seq(row: dict[str, Any], stats: dict[str, Any]) -> bool:
     return bool(seq_shape(choose(analyze(row["query"]), plan="chain", stats=st).plan))
 
 
-def _is_fwd(row: dict[str, Any], stats: dict[str, Any]) -> bool:
-    """Does the chain plan run the point with its general join, forward, through a Kleene
-    state (the matcher has a :class:`~kleene.plans.chain_fwd.FwdJoin`; measured statistics,
-    enumerating), where
-    ``chain_cost`` uses ``CHAIN_FWD_EVENT`` / ``CHAIN_FWD_MATCH`` (not where a ``*`` closure
-    is the only Kleene state: its own pair; nor two or more lists that share no type)? Asked of the compiled
-    matcher itself, not of the chooser's plan-level test (tests/runtime/test_chooser.py checks
-    that they agree)."""
+def walk_group(row: dict[str, Any], stats: dict[str, Any]) -> tuple[str, bool] | None:
+    """How the chain plan runs the point, asked of the compiled matcher itself (not of the
+    chooser's plan-level test, ``chain.fwd_group``; tests/runtime/test_chooser.py checks that
+    they agree): None unless its general join walks forward through a Kleene state (the
+    matcher has a :class:`~kleene.plans.chain_fwd.FwdJoin`; measured statistics,
+    enumerating); else the group whose constants ``chain_cost`` uses -- ``"last"`` (a ``*``
+    last state: the matcher has walks of the matches that end before it), ``"lead"`` (a
+    match may start in the second state: a ``*`` first state), ``"star"`` (one ``*`` closure
+    the only Kleene state), ``"fwd"`` (one list, or predecessor partitions sharing a type)
+    or ``"rev"`` (two or more lists, no type shared) -- and whether a NOT is tested on each
+    complete match (the walk's ``neg_late``) rather than decided during the walk."""
     from kleene.plans.chain import kleene_plan_shape, seq_shape
 
     st = _stats(stats[row["dataset"]], row["count_only"])
     if row["count_only"] or st.source == "defaults":
-        return False
+        return None
     rt = start(analyze(row["query"]), plan="chain", stats=st)
     plan = rt.compiled.plan
     if seq_shape(plan) or kleene_plan_shape(plan):
-        return False
+        return None
     from kleene.plans.chain_fwd import FwdJoin
 
+    m = rt.matcher
+    fwd = getattr(m, "fwd", None)
     kleene = [c for c in plan.components if c.kind.name == "KLEENE"]
-    if len(kleene) == 1 and kleene[0].min == 0:
-        return False  # one `*` closure: CHAIN_FWD_STAR_EVENT / _MATCH (chooser3)
-    if getattr(rt.matcher, "fwd", None) is None or not kleene:
-        return False
-    return len(kleene) == 1 or FwdJoin._shared(plan, rt.matcher)  # else CHAIN_EVENT / _MATCH
+    if fwd is None or not kleene:
+        return None
+    late = getattr(fwd, "neg_late", None) is not None
+    if getattr(m, "fwd_ends", None):
+        return ("both" if m.starts_at[1] else "last"), late
+    if m.starts_at[1]:
+        return "lead", late
+    if len(kleene) == 1:
+        return ("star" if kleene[0].min == 0 else "fwd"), late
+    return ("fwd" if FwdJoin._shared(plan, m) else "rev"), late
+
+
+def _in_group(group: str) -> Callable[[dict[str, Any], dict[str, Any]], bool]:
+    """``refit-fwd --group``'s points: those priced with the group's pair and no NOT tested
+    late; ``"not"``: a NOT tested late on a walk of group ``"fwd"`` (its per-match term is
+    ``CHAIN_FWD_MATCH`` + ``CHAIN_FWD_NOT_MATCH``)."""
+    def pred(row: dict[str, Any], stats: dict[str, Any]) -> bool:
+        return walk_group(row, stats) == (("fwd", True) if group == "not" else (group, False))
+    return pred
+
+
+def _is_fwd(row: dict[str, Any], stats: dict[str, Any]) -> bool:
+    """Is the point priced with ``CHAIN_FWD_EVENT`` / ``CHAIN_FWD_MATCH`` (:func:`walk_group`
+    ``"fwd"``, no NOT tested late)?"""
+    return _in_group("fwd")(row, stats)
+
+
+FWD_GROUPS: dict[str, tuple[tuple[str, str], tuple[float, float, float, float, float]]] = {
+    "fwd": (("CHAIN_FWD_EVENT", "CHAIN_FWD_MATCH"), (0.5, 8.0, 0.05, 3.0, 0.05)),
+    "star": (("CHAIN_FWD_STAR_EVENT", "CHAIN_FWD_STAR_MATCH"), (0.25, 4.0, 0.05, 3.0, 0.05)),
+    "lead": (("CHAIN_FWD_LEAD_EVENT", "CHAIN_FWD_LEAD_MATCH"), (0.25, 4.0, 0.05, 3.0, 0.05)),
+    "last": (("CHAIN_FWD_LAST_EVENT", "CHAIN_FWD_LAST_MATCH"), (0.5, 16.0, 0.05, 3.0, 0.05)),
+    "both": (("CHAIN_FWD_BOTH_EVENT", "CHAIN_FWD_BOTH_MATCH"), (0.25, 4.0, 0.05, 4.0, 0.05)),
+    "not": (("CHAIN_FWD_EVENT", "CHAIN_FWD_MATCH + CHAIN_FWD_NOT_MATCH"),
+            (8.0, 8.0, 0.5, 4.0, 0.01)),
+}
+"""``refit-fwd --group``: the constants' names and the grid of :func:`seq_region` (per event
+from, to; per match from, to; step). ``"not"`` holds the per-event constant at
+``CHAIN_FWD_EVENT`` (8.0) and grids the whole per-match term."""
 
 
 def _fit2(a: Any, ly: Any) -> Any:
@@ -356,8 +453,8 @@ def refit_seq(data: dict[str, Any], pred: Callable[[dict[str, Any], dict[str, An
     compares them: at each point where both plans ran, the chain's target is the NFA's
     *estimate* times the measured chain/NFA time ratio, and ``events x a + matches x b``
     (the chain's terms) is fitted to it by least squares on the log error (``soft_l1``, a,
-    b >= 0; numpy only). So a point where the NFA's estimate is off by some factor still asks the chain
-    for the measured ratio -- the only thing the choice reads. Also prints the plain fit
+    b >= 0; numpy only). So a point where the NFA's estimate is off by some factor still asks
+    the chain for the measured ratio -- the only thing the choice reads. Also prints the plain fit
     (the chain's µs per event over the NFA's µs per unit of its estimate, one factor for
     the whole run) for comparison."""
     import numpy as np
@@ -793,6 +890,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="faem-rescore: store the new choices in the files (for --report)")
     ap.add_argument("--only", default="",
                     help="measure: only these sets, comma-separated (e.g. 'seq3 stock')")
+    ap.add_argument("--group", default="fwd", choices=tuple(FWD_GROUPS),
+                    help="refit-fwd: the walk's constants to refit (chain.fwd_group; 'not': "
+                         "a NOT tested on each match)")
     ap.add_argument("--plans", default="nfa,chain",
                     help="faem-remeasure: the plans to measure again")
     ap.add_argument("--explosion-events", type=int, default=3000)
@@ -816,11 +916,12 @@ def main(argv: list[str] | None = None) -> int:
                        args.repeat)
         return 0
     if args.mode in ("refit-seq", "refit-fwd"):
-        fwd = args.mode == "refit-fwd"
-        pred = _is_fwd if fwd else _is_seq
-        names = ("CHAIN_FWD_EVENT", "CHAIN_FWD_MATCH") if fwd else ("CHAIN_SEQ_EVENT",
-                                                                    "CHAIN_SEQ_MATCH")
-        grid = (0.5, 8.0, 0.05, 3.0, 0.05) if fwd else (0.6, 2.4, 0.3, 2.0, 0.05)
+        if args.mode == "refit-fwd":
+            pred = _in_group(args.group)
+            names, grid = FWD_GROUPS[args.group]
+        else:
+            pred = _is_seq
+            names, grid = ("CHAIN_SEQ_EVENT", "CHAIN_SEQ_MATCH"), (0.6, 2.4, 0.3, 2.0, 0.05)
         scores: dict[tuple[float, float], int] = {}
         for p in args.path:
             refit_seq(_load(Path(p), args.no_keys), pred, names)

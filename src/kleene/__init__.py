@@ -11,9 +11,9 @@ Example:
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
-from .api import CompiledQuery, analyze, compile, match, parse, to_text
 from .errors import (
     CapacityError,
     EngineError,
@@ -25,25 +25,46 @@ from .errors import (
     QuerySyntaxError,
     QueryValidationError,
 )
-from .events import EventBatch, Match, TimeInfo
-from .events.readers import ReadReport, iter_events, read_events
-from .events.results import Matches
-from .events.writers import write_matches
 from .udf import udf
 
 if TYPE_CHECKING:
+    from .api import CompiledQuery, analyze, compile, match, parse, to_text
+    from .events import EventBatch, Match, TimeInfo
+    from .events.readers import ReadReport, iter_events, read_events
+    from .events.results import Matches
+    from .events.writers import write_matches
     from .queryset import QuerySet, compile_many
 
 __version__ = "0.1.0"
 
+# Where each name of the façade lives; a name is imported on first use (PEP 562; ``udf`` is
+# eager: its submodule's import would rebind ``kleene.udf`` to the module). So
+# ``import kleene`` (and the command line's ``import kleene.cli.main``) imports neither numpy
+# nor pyarrow before the caller decides how they start: the CLI sets one BLAS thread first
+# (kleene.cli.main, "OPENBLAS_NUM_THREADS").
+_LAZY = {
+    **dict.fromkeys(("CompiledQuery", "analyze", "compile", "match", "parse", "to_text"), "api"),
+    **dict.fromkeys(("EventBatch", "Match", "TimeInfo"), "events"),
+    **dict.fromkeys(("ReadReport", "iter_events", "read_events"), "events.readers"),
+    "Matches": "events.results",
+    "write_matches": "events.writers",
+    **dict.fromkeys(("QuerySet", "compile_many"), "queryset"),
+}
+
 
 def __getattr__(name: str) -> Any:
-    """Query sets on first use (``kleene run`` of one query does not import them)."""
-    if name in ("QuerySet", "compile_many"):
-        from . import queryset
+    """The façade's names on first use (:data:`_LAZY`)."""
+    where = _LAZY.get(name)
+    if where is None:
+        raise AttributeError(f"module 'kleene' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{where}", __name__), name)
+    globals()[name] = value  # later uses are plain module attributes
+    return value
 
-        return getattr(queryset, name)
-    raise AttributeError(f"module 'kleene' has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
 
 __all__ = [
     "CapacityError",

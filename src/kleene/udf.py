@@ -58,9 +58,10 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
-import pyarrow as pa
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 DEFAULT_CACHE_SIZE = 65_536
 """Distinct argument tuples a pure UDF remembers (least recently used out first)."""
@@ -149,6 +150,8 @@ class VectorizedUdf:
     def batch(self, n: int, *arrays: pa.Array) -> pa.Array:
         """The function over ``n`` rows: an array of ``n`` values. A result of another length
         (or that is not array-like) is a ``ValueError`` naming the function."""
+        import pyarrow as pa  # (here: ``import kleene`` imports no pyarrow, see kleene/__init__)
+
         out = self.fn(*arrays)
         self.calls += 1
         self.rows += n
@@ -166,6 +169,8 @@ class VectorizedUdf:
         return out
 
     def __call__(self, *args: Any) -> Any:
+        import pyarrow as pa
+
         return self.batch(1, *(pa.array([a]) for a in args))[0].as_py()
 
     def clear(self) -> None:

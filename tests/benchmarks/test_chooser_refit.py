@@ -65,7 +65,8 @@ def test_seq_region_scores_the_true_constants_best() -> None:
     assert min(res.values()) < len(data["points"])  # some constants choose wrong
 
 
-def _fwd_data(a: float, b: float) -> dict[str, Any]:
+def _fwd_data(a: float, b: float, templates: tuple[str, ...] = (
+        chooser.GEN_ABC, chooser.GEN_ABC_RETURN, chooser.GEN_ABC_TWO_SHARED)) -> dict[str, Any]:
     """Like :func:`_data` for the chain's general join, forward (a condition on each list
     element): the chain's time ``a x events + b x matches`` units, the NFA's its estimate."""
     from kleene.api import analyze
@@ -74,7 +75,7 @@ def _fwd_data(a: float, b: float) -> dict[str, Any]:
     events = linkedcep.abc_stream(400)
     stats = {"abc": chooser._stats_dict(Stats.from_events(events))}
     points = []
-    for tmpl in (chooser.GEN_ABC, chooser.GEN_ABC_RETURN, chooser.GEN_ABC_TWO_SHARED):
+    for tmpl in templates:
         for w in (5, 10, 20, 30, 40):
             q = tmpl.format(window=f"{w} seconds")
             row: dict[str, Any] = {"set": "general abc", "dataset": "abc", "label": f"W{w}",
@@ -109,6 +110,34 @@ def test_refit_fwd_recovers_the_constants_and_scores_them_best() -> None:
     assert got_a == pytest.approx(a, rel=0.02) and got_b == pytest.approx(b, rel=0.05)
     res = chooser.seq_region(data, pred=chooser._is_fwd, grid=(4.0, 8.0, 0.6, 1.8, 0.2))
     assert res[(a, b)] == len(data["points"]) == max(res.values())
+    assert min(res.values()) < len(data["points"])
+
+
+GROUPS = {  # refit-fwd --group: the ABC points of each group of session 12's walk shapes
+    "lead": (chooser.GEN_ABC_STAR_FIRST, chooser.GEN_ABC_TWO_STARS),
+    "last": (chooser.GEN_ABC_STAR_LAST,),
+    "both": (chooser.GEN_ABC_STAR_BOTH,),
+    "not": (chooser.GEN_ABC_NOT_LATE,),
+}
+
+
+@pytest.mark.parametrize("group", list(GROUPS))
+def test_refit_fwd_finds_each_groups_points_and_scores_their_constants_best(group: str) -> None:
+    """``refit-fwd --group``: the points of a ``*`` first / last state, both, or a NOT tested
+    on each match are the group's (asked of the matcher: ``walk_group``) and no other's; a
+    NOT the walk decides is the walk's own group; with times made by known constants those
+    constants score best (``not``: the per-event constant held at ``CHAIN_FWD_EVENT``)."""
+    a, b = (chain.CHAIN_FWD_EVENT, 2.0) if group == "not" else (1.6, 1.2)
+    data = _fwd_data(a, b, GROUPS[group])
+    for other in (*GROUPS, "fwd", "star"):
+        assert all(chooser._in_group(other)(r, data["stats"]) == (other == group)
+                   for r in data["points"]), other
+    decided = {**data["points"][0], "query": chooser.GEN_ABC_NOT.format(window="20 seconds")}
+    assert chooser.walk_group(decided, data["stats"]) == ("fwd", False)
+    names, (a0, a1, b0, b1, _step) = chooser.FWD_GROUPS[group]
+    grid = (a0, a1, 0.8, 2.4, 0.2) if group == "not" else (1.0, 2.2, 0.6, 1.8, 0.2)
+    res = chooser.seq_region(data, pred=chooser._in_group(group), grid=grid)
+    assert res[(a, b)] == len(data["points"]) == max(res.values()), names
     assert min(res.values()) < len(data["points"])
 
 

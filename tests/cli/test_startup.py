@@ -4,6 +4,7 @@ other runs need: start-up time (issue 18, item 4). And the buffer route to Arrow
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -36,8 +37,10 @@ STOCK = ("PATTERN SEQ(Stock a, Stock+ b[], Stock c) WHERE b[1].price > a.price A
 @pytest.mark.parametrize(("query", "options", "match"), [
     # the nfa plan (more than one worker by default on a multi-core machine: one here)
     ("PATTERN SEQ(Stock a, Stock b) WHERE b.price > a.price PARTITION BY sym",
-     ["--workers", "1"], '"match": {"a": 0, "b": 1}'),
+     ["--id-col", "id", "--workers", "1"], '"match": {"a": 0, "b": 1}'),
     # the benchmark's stock query: the runs plan, one process on its own
+    (STOCK, ["--id-col", "id"], '"match": {"a": 0, "b": [1, 2], "c": 3}'),
+    # ids from the row numbers (no --id-col): built without pa.array's look at numpy.ma
     (STOCK, [], '"match": {"a": 0, "b": [1, 2], "c": 3}'),
 ])
 def test_a_plain_run_does_not_import_the_lazy_modules(tmp_path: Path, query: str,
@@ -46,7 +49,7 @@ def test_a_plain_run_does_not_import_the_lazy_modules(tmp_path: Path, query: str
                                      "1,x,2024-01-01T00:00:01,3\n2,x,2024-01-01T00:00:02,4\n"
                                      "3,x,2024-01-01T00:00:03,1\n")
     done = subprocess.run([sys.executable, "-c", RUN, query, "-i", "ev.csv", "--time-col", "ts",
-                           "--event-type", "Stock", "--id-col", "id", "-q", *options],
+                           "--event-type", "Stock", "-q", *options],
                           cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     *matches, imported = done.stdout.splitlines()
@@ -103,3 +106,42 @@ def test_a_plain_run_compiles_one_method_per_dataclass(tmp_path: Path) -> None:
     *_matches, built, compiled = done.stdout.splitlines()
     assert int(built.split()[1]) > 80
     assert compiled == "COMPILED ['ChainState', 'RunsPlan', 'TaskPlan']"  # dataclass bases
+
+
+BLAS = """
+import os, sys
+import kleene
+before = sorted(m for m in ("numpy", "pyarrow") if m in sys.modules)
+from kleene.cli.main import main
+try:
+    main(["run", *sys.argv[1:]])
+except SystemExit as e:
+    assert not e.code, e.code
+print("BEFORE", before)
+print("BLAS", os.environ.get("OPENBLAS_NUM_THREADS"))
+"""
+
+_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "GOTO_NUM_THREADS")
+
+
+@pytest.mark.parametrize(("chosen", "blas"), [
+    ({}, "1"),  # the CLI's default: one BLAS thread (numpy's OpenBLAS starts one per core)
+    ({"OMP_NUM_THREADS": "3"}, "None"),  # the user chose: left alone
+    ({"OPENBLAS_NUM_THREADS": "2"}, "2"),
+])
+def test_the_command_line_starts_numpy_with_one_blas_thread_unless_told(
+        tmp_path: Path, chosen: dict[str, str], blas: str) -> None:
+    # `import kleene` imports neither numpy nor pyarrow (the façade is lazy), so the CLI can
+    # set OPENBLAS_NUM_THREADS before numpy loads: ~0.07 s of every run's start-up
+    (tmp_path / "ev.csv").write_text("sym,ts,price\nx,2024-01-01T00:00:00,2\n"
+                                     "x,2024-01-01T00:00:01,3\nx,2024-01-01T00:00:02,4\n"
+                                     "x,2024-01-01T00:00:03,1\n")
+    env = {k: v for k, v in os.environ.items() if k not in _THREAD_VARS} | chosen
+    done = subprocess.run([sys.executable, "-c", BLAS, STOCK, "-i", "ev.csv", "--event-type",
+                           "Stock", "-q"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    *matches, before, threads = done.stdout.splitlines()
+    assert any('"match": {"a": 0, "b": [1, 2], "c": 3}' in m for m in matches), matches
+    assert before == "BEFORE []"
+    assert threads == f"BLAS {blas}"

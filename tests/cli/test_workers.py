@@ -3,13 +3,15 @@ output of one process (issue 15), and the summary says how many worked."""
 
 from __future__ import annotations
 
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 from click.testing import CliRunner
 
 from kleene.cli.main import cli
-from kleene.runtime.parallel import MIN_EVENTS_PER_WORKER
+from kleene.runtime.parallel import MIN_EVENTS_PER_WORKER, key_workers
 
 QUERY = ("PATTERN SEQ(Stock a, Stock+ b[], Stock c) WHERE b[1].price > a.price AND "
          "b[i].price > b[i-1].price AND c.price < a.price PARTITION BY symbol "
@@ -98,3 +100,34 @@ def test_run_default_keeps_the_runs_plan_in_one_process(tmp_path: Path) -> None:
         else:
             assert "2 workers, each reading a part of the input" in r.stderr
     assert outs[0] == outs[2] and outs[0].count(b"\n") > 100
+
+
+def test_run_stream_workers_two_streams_an_explosion_into_the_file(tmp_path: Path) -> None:
+    """``--stream --workers 2`` writes through ``push_to``: one chunk of 34 events makes
+    262k matches (two partitions, one per worker, chain plan), written to the file as the
+    workers' pieces come -- the process's traced peak stays ~10 MB (``push`` held every
+    match: ~165 MB) -- and the file is one process's, byte for byte."""
+    names = [f"S{i}" for i in range(10)]
+    dest = key_workers(pa.table({"symbol": names}), ["symbol"], 2)
+    pick = [names[int(np.flatnonzero(dest == w)[0])] for w in (0, 1)]
+    csv = tmp_path / "two.csv"
+    csv.write_text("id,symbol,ts,price\n" + "".join(f"{i},{pick[i % 2]},{i},1.0\n"
+                                                    for i in range(34)))
+    q = ("PATTERN SEQ(Stock a, Stock+ b[], Stock c) PARTITION BY symbol WITHIN 1 minute "
+         "USING skip-till-any-match")
+    outs, peaks = {}, {}
+    for w in ("1", "2"):
+        out = tmp_path / f"out{w}.jsonl"
+        tracemalloc.start()
+        try:
+            r = CliRunner().invoke(cli, ["run", q, "-i", str(csv), "--event-type", "Stock",
+                                         "--plan", "chain", "--stream", "--workers", w,
+                                         "-o", str(out)])
+            peaks[w] = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert r.exit_code == 0, r.output
+        outs[w] = out.read_bytes()
+    assert "2 workers" in r.stderr
+    assert outs["1"] == outs["2"] and outs["1"].count(b"\n") == 261_836
+    assert peaks["2"] < 32 * 2 ** 20, f"{peaks['2'] / 2 ** 20:.0f} MB"

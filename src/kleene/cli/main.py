@@ -22,7 +22,16 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-import click
+# One BLAS thread for the command line unless the user chose (before numpy is first imported:
+# ``import kleene`` imports no numpy). numpy's OpenBLAS starts a thread per core as it loads,
+# which cost ~0.07 s of every run's start-up here (0.13 against 0.07 CPU s for ``import
+# numpy``, docs/benchmarks.md, session 12); kleene calls no BLAS, and its parallelism is
+# worker processes. A --udf that wants BLAS threads: set OPENBLAS_NUM_THREADS.
+if "numpy" not in sys.modules and not any(
+        v in os.environ for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "GOTO_NUM_THREADS")):
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+
+import click  # noqa: E402 - after the BLAS threads are set
 
 from .. import __version__
 from ..errors import EngineError, InputError, KleeneError, MissingExtraError, QueryError
@@ -1687,7 +1696,9 @@ def _run_streaming(compiled: Any, stream: Any, *, output: str | None, fmt: str, 
         runtime.columnar = True
     writer: MatchWriter | None = None
     n_matches = 0
-    pieces = is_set and not count  # a set writes its matches a piece at a time (push_to)
+    # a set, and keyed workers, write their matches a piece at a time (push_to: no list of
+    # a call's matches; the workers' pieces merged as they come)
+    pieces = (is_set or bool(spread)) and not count
 
     def emit(matches: list[Any]) -> None:
         nonlocal writer, n_matches

@@ -53,6 +53,57 @@ class MatchColumns:
                             tuple(None if x is None else x[i:j] for x in self.hi),
                             self.start[i:j], self.end[i:j], self.last_gpos[i:j], self.items)
 
+    def take(self, idx: Arr) -> MatchColumns:
+        """The matches at ``idx`` (an index array), in that order (sharing the ids)."""
+        return MatchColumns(self.query, self.names, self.ids, tuple(x[idx] for x in self.lo),
+                            tuple(None if x is None else x[idx] for x in self.hi),
+                            self.start[idx], self.end[idx], self.last_gpos[idx], self.items)
+
+    def layout(self) -> tuple[Any, ...]:
+        """What :func:`concat_columns` needs equal: the query, its variables, and per
+        variable whether it binds a row, a range of rows or a list of rows."""
+        items = self.items or (None,) * len(self.lo)
+        return (self.query, self.names, tuple(0 if h is None else 1 if it is None else 2
+                                              for h, it in zip(self.hi, items, strict=True)))
+
+    def compact(self) -> MatchColumns:
+        """The same matches with only the rows (and list offsets) they bind: a slice of a
+        large part without the rest of its ids (to pickle, or to join to others)."""
+        if not len(self):
+            return self
+        items = self.items or (None,) * len(self.lo)
+        los: list[Arr] = []
+        his: list[Arr | None] = []
+        its: list[Arr | None] = []
+        rlo, rhi = len(self.ids), 0  # the rows read: rlo..rhi-1
+        for lo, hi, it in zip(self.lo, self.hi, items, strict=True):
+            if hi is None:
+                rlo, rhi = min(rlo, int(lo.min())), max(rhi, int(lo.max()) + 1)
+            elif it is not None:
+                a, b = int(lo.min()), int(hi.max())
+                lo, hi, it = lo - a, hi - a, it[a:b]
+                if len(it):
+                    rlo, rhi = min(rlo, int(it.min())), max(rhi, int(it.max()) + 1)
+            else:
+                full = hi > lo
+                if full.any():
+                    rlo, rhi = min(rlo, int(lo[full].min())), max(rhi, int(hi[full].max()))
+                lo, hi = np.where(full, lo, 0), np.where(full, hi, 0)  # () reads no row
+            los.append(lo)
+            his.append(hi)
+            its.append(it)
+        if rhi <= rlo:
+            rlo = rhi = 0
+        for k, (lo, hi, it) in enumerate(zip(los, his, its, strict=True)):
+            if it is not None:
+                its[k] = it - rlo
+            else:
+                los[k] = np.where(lo < hi, lo - rlo, 0) if hi is not None else lo - rlo
+                his[k] = None if hi is None else np.where(lo < hi, hi - rlo, 0)
+        return MatchColumns(self.query, self.names, self.ids[rlo:rhi], tuple(los), tuple(his),
+                            self.start, self.end, self.last_gpos,
+                            None if self.items is None else tuple(its))
+
     def id_list(self) -> list[Any]:
         ids = self.ids
         return ids.tolist() if isinstance(ids, np.ndarray) else ids
@@ -78,6 +129,43 @@ class MatchColumns:
         return [Match(q, dict(zip(names, b, strict=True)), s, e, {})
                 for b, s, e in zip(zip(*cols, strict=True), self.start.tolist(),
                                    self.end.tolist(), strict=True)]
+
+
+def concat_columns(parts: Sequence[MatchColumns]) -> MatchColumns:
+    """Column parts of one :meth:`~MatchColumns.layout`, one after the other, as one part
+    (each compacted, then ids, list offsets and matches concatenated, indices shifted)."""
+    ps = [p.compact() for p in parts]
+    first = ps[0]
+    arrays = [p.ids for p in ps if isinstance(p.ids, np.ndarray)]
+    ids: Arr | list[Any]
+    if len(arrays) == len(ps) and len({a.dtype for a in arrays}) == 1:
+        ids = np.concatenate(arrays)
+    else:
+        ids = [x for p in ps for x in p.id_list()]
+    rows = np.zeros(len(ps), np.int64)  # each part's first row in ``ids``
+    np.cumsum([len(p.ids) for p in ps[:-1]], out=rows[1:])
+    los: list[Arr] = []
+    his: list[Arr | None] = []
+    its: list[Arr | None] = []
+    for k, (hi0, it0) in enumerate(zip(first.hi, first.items or (None,) * len(first.lo),
+                                       strict=True)):
+        if it0 is not None:
+            per: list[Arr] = [p.items[k] for p in ps]  # type: ignore[index,misc]
+            offs = np.zeros(len(ps), np.int64)  # each part's first list offset
+            np.cumsum([len(x) for x in per[:-1]], out=offs[1:])
+            its.append(np.concatenate([x + r for x, r in zip(per, rows, strict=True)]))
+            shift = offs
+        else:
+            its.append(None)
+            shift = rows
+        los.append(np.concatenate([p.lo[k] + d for p, d in zip(ps, shift, strict=True)]))
+        his.append(None if hi0 is None else np.concatenate(
+            [p.hi[k] + d for p, d in zip(ps, shift, strict=True)]))  # type: ignore[operator]
+    return MatchColumns(first.query, first.names, ids, tuple(los), tuple(his),
+                        np.concatenate([p.start for p in ps]),
+                        np.concatenate([p.end for p in ps]),
+                        np.concatenate([p.last_gpos for p in ps]),
+                        None if first.items is None else tuple(its))
 
 
 class MatchBlock(ABC):
@@ -207,4 +295,5 @@ def parts_in_chunks(part: Part, chunk: int) -> Iterator[MatchColumns | list[Matc
             else part[i:i + chunk]
 
 
-__all__ = ["MatchBlock", "MatchBlocks", "MatchColumns", "MatchTable", "parts_in_chunks"]
+__all__ = ["MatchBlock", "MatchBlocks", "MatchColumns", "MatchTable", "concat_columns",
+           "parts_in_chunks"]

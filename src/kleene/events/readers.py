@@ -63,7 +63,7 @@ from ..frozen import dataclass
 from .badrows import BadRow, BadRowPolicy, BadRows
 from .convert import CellError, convert_column, infer_text_type, parse_type_name
 from .decisions import UNIT_US, Decisions, decide, normalise_type, time_micros
-from .model import ID, TS, TYPE, EventBatch, TimeInfo
+from .model import ID, TS, TYPE, EventBatch, TimeInfo, int64_array
 from .options import ReadOptions, TimeUnit
 from .ordering import Disorder, check_unique_ids, concat, sort_by_time
 from .sources import (
@@ -365,7 +365,7 @@ class EventStream(Iterator[EventBatch]):
                 ids = ids.cast(pa.string())
             errors.extend(CellError(int(i), opts.id_col, "missing id") for i in _nulls(ids))
         else:
-            ids = pa.array(raw.ids, pa.int64())
+            ids = int64_array(raw.ids)
         cols = {ID: ids, TS: ts, TYPE: types, **out}
         return pa.table(cols), errors
 

@@ -135,13 +135,67 @@ per event 1.5-2.25 with per match 0.05-1.15 (narrower at the ends) picks right a
 :data:`CHAIN_FWD_EVENT` / :data:`CHAIN_FWD_MATCH` at 4. Low because the NFA's estimate does
 not see the ``*``: it is the same as for ``b+`` (and so are the chain's match terms), while
 the NFA measured 4-6.7x slower on ``*`` than on ``+`` at the same windows (the walk
-1.7-2.4x); so this pair is a ratio 1.7-2.4x); so this pair is a ratio on the NFA's scale, not the walk's own cost. Two or more
+1.7-2.4x); so this pair is a ratio on the NFA's scale, not the walk's own cost. Two or more
 Kleene states, ``*`` or not, take :data:`CHAIN_FWD_EVENT` / :data:`CHAIN_FWD_MATCH` where two
 predecessor partitions share a type (the NFA stops at its cap first there) and
 :data:`CHAIN_EVENT` / :data:`CHAIN_MATCH` where none does (the NFA measured 1.3-1.6x faster
 at 20-30 s on the ABC stream); same runs."""
 CHAIN_FWD_STAR_MATCH = 0.5
 """Work to walk to and write one match of that shape, same unit and the same choice."""
+CHAIN_FWD_LEAD_EVENT = 1.35
+"""Work per input event for the forward walk where a match may start in a leading ``*``
+state and the last state is not a ``*`` (``SEQ(a* a[], b, c)``, ``SEQ(a* a[], b* b[], c)``:
+:func:`fwd_group` ``"lead"``), same unit, measured statistics only. Chosen in session 12
+(2026-12-01, branch ``refit``) with ``benchmarks/chooser.py refit-fwd --group lead`` on
+three runs of the points ``star first`` / ``two stars`` (stock and ABC, 5-30 s, 14 points
+a run; docs/benchmarks.md, "Session 12: the chooser refit for the walk's `*` ends and
+NOTs"): every pair in the band per event 1.20 (per match 1.20-1.35) to 1.45 (0.05-0.35)
+picks right at all 42; this one is in its middle (the estimates differ by 5 % or more at
+the two deciding points, two leading ``*`` on stock at 5 s and ``*`` first on ABC at 5 s).
+Low, like :data:`CHAIN_FWD_STAR_EVENT`, because the NFA's estimate does not see the ``*``
+(the same as for ``+``) while its runs start in every leading state: it measured 1.3-9x
+slower than the walk at every point but the stock stream's at 5-10 s. Before (the reverse
+join's :data:`CHAIN_EVENT` / :data:`CHAIN_MATCH`) the NFA was taken at every point."""
+CHAIN_FWD_LEAD_MATCH = 0.6
+"""Work to walk to and write one match of that shape, same unit and the same choice."""
+CHAIN_FWD_LAST_EVENT = 12.0
+"""Work per input event for the forward walk through a ``*`` last state with no leading ``*``
+(``SEQ(a, b+ b[], c* c[])``: matches end in ``b`` or ``c``; :func:`fwd_group` ``"last"``),
+same unit, measured statistics only. Chosen in session 12 (branch ``refit``) with
+``refit-fwd --group last`` on the points ``star last`` (stock 10-40 s, ABC 10-30 s): the NFA
+is 1.25-2.4x faster wherever it does not stop at its cap, and it stops at stock 40 s, whose
+terms (30 matches per event, NFA estimate 36.7) are below ABC 30 s's (27 and 49.4, the NFA
+2.3x faster): no pair gets both. Of the pairs with the best score over the two runs that
+have stock 40 s, those that take the chain there lose the least CPU (the others leave the
+NFA to stop at its cap; the chain took 32 s): from per event 5.65 with per match 1.0 to per
+event 16 (the grid's end) with up to 0.6; at 12, per match 0.2-0.8, and this pair is in
+its middle (the estimates differ by 23 % or more at the deciding points). So the chain is
+taken where the NFA's estimate is large, as with :data:`CHAIN_FWD_EVENT`; ABC at 30 s is the
+miss."""
+CHAIN_FWD_LAST_MATCH = 0.5
+"""Work to walk to and write one match of that shape, same unit and the same choice."""
+CHAIN_FWD_BOTH_EVENT = 1.15
+"""Work per input event for the forward walk with a leading ``*`` state and a ``*`` last state
+(``SEQ(a* a[], b, c* c[])``: :func:`fwd_group` ``"both"``), same unit, measured statistics
+only. Chosen in session 12 (branch ``refit``) with ``refit-fwd --group both`` on the points
+``star both`` (stock and ABC, 5-20 s, 8 a run): every pair in the band per event 1.05 (per
+match 2.05-2.25) to 1.30 (1.50) picks right at all 24 of three runs; this one is in its
+middle (estimates 6 % or more apart at stock 5 s and ABC 5 s). Its own pair because it
+behaves unlike both neighbours on the same terms: on the stock stream the NFA is 1.25-2x
+faster (``*`` first alone: the chain 2-4x faster at 20-30 s, the same estimates), on ABC
+the chain 1.1-1.9x (``*`` last alone: the NFA 1.5-2.4x)."""
+CHAIN_FWD_BOTH_MATCH = 2.0
+"""Work to walk to and write one match of that shape, same unit and the same choice."""
+CHAIN_FWD_NOT_MATCH = 0.56
+"""Work added per match of the walk when a NOT is tested on each complete match it makes
+(the history test: a NOT whose predicates read a list, a leading one's window lead-in;
+:func:`fwd_late_not`), same unit, measured statistics only; a NOT the
+walk decides at the step that fixes its interval costs nothing more (the walk's own pair,
+whose match term then counts the matches before that NOT). Chosen in session 12 (branch
+``refit``) with ``refit-fwd --group not`` on the points ``not late`` (stock 10-40 s, ABC
+10-40 s; the per-event term held at :data:`CHAIN_FWD_EVENT`): a per-match total of
+1.53-1.68 picks right at every point of the runs (the NFA 2-5x faster but at ABC 40 s,
+where it stops at its cap); 1.6 is its middle."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -1749,6 +1803,84 @@ def chain_terms(plan: Plan, stats: Stats) -> dict[str, float]:
             "states": float(len(steps))}
 
 
+def fwd_group(plan: Plan) -> str | None:
+    """Which pair of constants prices the chain's forward walk of ``plan`` (:func:`fwd_pair`;
+    measured statistics, enumerating), or None where the matcher does not walk it through a
+    Kleene state. The shape is :meth:`.chain_fwd.FwdJoin.fits` as the chooser sees it (no
+    matcher: no coverage or policies known): single variables and ``+`` / ``*`` lists, at
+    least one list (the walk over singles only measured 2-5x slower than the NFA: the
+    reverse join's :data:`CHAIN_EVENT`), not all of them leading ``*`` states, no trailing
+    NOT, not a Kleene first state that may end a match. The groups:
+
+    * ``"last"``: a ``*`` last state (matches end in it and in the state before it);
+    * ``"lead"``: else a leading ``*`` state (a match starts in it or in a later state);
+    * ``"star"``: else one ``*`` closure as the only Kleene state;
+    * ``"fwd"``: else one list, or lists whose predecessor partitions share a type;
+    * ``"rev"``: else (two or more lists, no type shared: the NFA's runs do not explode as
+      fast), priced as the reverse join.
+
+    (docs/benchmarks.md, "The chooser and the walk's `*` and two lists" and "Session 12:
+    the chooser refit for the walk's `*` ends and NOTs".)"""
+    comps = plan.components
+    n = len(comps)
+    if n < 2 or plan.match_preds or not any(c.kind is CompKind.KLEENE for c in comps):
+        return None
+    lead = 0  # the leading `*` states
+    while lead < n and comps[lead].kind is CompKind.KLEENE and comps[lead].min == 0:
+        lead += 1
+    if lead == n or any(all(c.nullable for c in comps[g.gap:]) for g in plan.negations):
+        return None  # every state a leading `*`, or a trailing NOT
+    for c in comps:
+        list_var = plan.vars[c.vars[0]].is_list
+        if c.kind is CompKind.KLEENE:
+            if not list_var or c.max is not None or c.min not in (0, 1):
+                return None
+        elif c.kind is not CompKind.SINGLE or list_var or c.min != 1:
+            return None
+    if comps[0].kind is CompKind.KLEENE and 0 in FwdJoin.ends(plan):
+        return None  # a Kleene first state that may end a match
+    kleene = [c for c in comps if c.kind is CompKind.KLEENE]
+    if comps[-1].kind is CompKind.KLEENE and comps[-1].min == 0:
+        return "both" if lead else "last"
+    if lead:
+        return "lead"
+    if len(kleene) == 1:
+        return "star" if kleene[0].min == 0 else "fwd"
+    from .chain_fwd import plan_sources, shared_sources
+
+    return "fwd" if shared_sources(plan, plan_sources(plan)) else "rev"
+
+
+def fwd_pair(group: str) -> tuple[float, float]:
+    """The constants (per event, per match) of a :func:`fwd_group`."""
+    return {"fwd": (CHAIN_FWD_EVENT, CHAIN_FWD_MATCH),
+            "star": (CHAIN_FWD_STAR_EVENT, CHAIN_FWD_STAR_MATCH),
+            "lead": (CHAIN_FWD_LEAD_EVENT, CHAIN_FWD_LEAD_MATCH),
+            "last": (CHAIN_FWD_LAST_EVENT, CHAIN_FWD_LAST_MATCH),
+            "both": (CHAIN_FWD_BOTH_EVENT, CHAIN_FWD_BOTH_MATCH),
+            "rev": (CHAIN_EVENT, CHAIN_MATCH)}[group]
+
+
+def fwd_late_not(plan: Plan) -> bool:
+    """Does the walk test a NOT of ``plan`` on each complete match it makes (the history
+    test), rather than prune by it at the step that fixes its interval? The plan-level copy
+    of :meth:`.chain_fwd.FwdJoin._neg_setup`'s test: a NOT of a sub-pattern, one not bounded
+    by a state that cannot be empty on both sides in its SEQ (a leading one's window
+    lead-in), or one whose predicates read a list."""
+    from ..runtime.nodes import decidable_early
+
+    comps = plan.components
+    comp_of = {c.vars[0]: k for k, c in enumerate(comps)}
+    for g in plan.negations:
+        if (g.node is not None or not decidable_early(g.preds, plan.layout.list_vars)
+                or all(comps[i].nullable for i in range(g.seq_lo, g.gap))
+                or all(comps[i].nullable for i in range(g.gap, g.seq_hi))
+                or any(comps[comp_of[v]].kind is CompKind.KLEENE
+                       for pr in g.preds for v in pr.vars if v in comp_of)):
+            return True
+    return False
+
+
 def chain_cost(plan: Plan, stats: Stats) -> float:
     """Estimated work per event, on the chooser's scale (the NFA's cost of one input event).
 
@@ -1762,43 +1894,22 @@ def chain_cost(plan: Plan, stats: Stats) -> float:
     :data:`CHAIN_KLEENE_MATCH` per match -- both with measured statistics only (with the
     defaults every query keeps the plan it had before those joins). The general join's
     forward walk through Kleene states (the shape of :meth:`.chain_fwd.FwdJoin.fits`, seen
-    on the plan: one or more ``+`` / ``*`` lists) costs :data:`CHAIN_FWD_EVENT` and
-    :data:`CHAIN_FWD_MATCH` through one list or through lists whose predecessor partitions
-    share a type, :data:`CHAIN_FWD_STAR_EVENT` and :data:`CHAIN_FWD_STAR_MATCH` through one
-    ``*`` closure as the only Kleene state, and :data:`CHAIN_EVENT` / :data:`CHAIN_MATCH`
-    through two or more lists that share no type, also with measured statistics only.
+    on the plan: :func:`fwd_group`), enumerating, costs its group's pair (:func:`fwd_pair`):
+    :data:`CHAIN_FWD_EVENT` / :data:`CHAIN_FWD_MATCH` through one list or through lists whose
+    predecessor partitions share a type, :data:`CHAIN_FWD_STAR_EVENT` /
+    :data:`CHAIN_FWD_STAR_MATCH` through one ``*`` closure as the only Kleene state,
+    :data:`CHAIN_FWD_LEAD_EVENT` / ``_MATCH`` with a leading ``*`` state,
+    :data:`CHAIN_FWD_LAST_EVENT` / ``_MATCH`` with a ``*`` last state,
+    :data:`CHAIN_FWD_BOTH_EVENT` / ``_MATCH`` with both, and :data:`CHAIN_EVENT` /
+    :data:`CHAIN_MATCH` through two or more lists that share no type; a NOT the walk decides
+    costs nothing more, one it tests on each complete match (:func:`fwd_late_not`)
+    :data:`CHAIN_FWD_NOT_MATCH` per match; also with measured statistics only (counting does
+    not walk: the matcher counts with the reverse join, :data:`CHAIN_EVENT`).
     Where the NFA's live runs exceed its default ``max_runs_per_partition``
     (100,000) the NFA stops with CapacityError while the chain stores none of them: the
     estimate is then capped below the NFA's (only with measured statistics, and for PARTITION
     BY / equivalence only when they count the keys: the cap is per key)."""
     from .nfa import linear_cost, linear_terms
-
-    def fwd_shape(p: Plan) -> bool:
-        # FwdJoin.fits as the chooser sees it (no matcher: no coverage or policies known),
-        # with at least one Kleene state: one or more `+` or `*` lists (a `*` neither first
-        # nor last), predecessor partitions sharing a type or not (docs/benchmarks.md,
-        # "The chooser and the walk's `*` and two lists")
-        comps = p.components
-        n = len(comps)
-        if n < 2 or p.negations or p.match_preds:
-            return False
-        if not any(c.kind is CompKind.KLEENE for c in comps):
-            return False  # singles only: measured 2-5x slower than the NFA, CHAIN_EVENT
-        for k, c in enumerate(comps):
-            list_var = p.vars[c.vars[0]].is_list
-            if c.kind is CompKind.KLEENE:
-                if (not list_var or c.max is not None or c.min not in (0, 1)
-                        or (c.min == 0 and k in (0, n - 1))):
-                    return False
-            elif c.kind is not CompKind.SINGLE or list_var or c.min != 1:
-                return False
-        return True
-
-    def fwd_shared(p: Plan) -> bool:
-        # FwdJoin._shared on the plan (the chooser has no matcher)
-        from .chain_fwd import plan_sources, shared_sources
-
-        return shared_sources(p, plan_sources(p))
 
     t = chain_terms(plan, stats)
     pair = countable(plan) if stats.count_only and not plan.negations else None
@@ -1816,14 +1927,12 @@ def chain_cost(plan: Plan, stats: Stats) -> float:
         cost = (CHAIN_SEQ_EVENT if seq else CHAIN_EVENT) * t["events"] + per_match * t["matches"]
         if t["matches"] >= 1e18:
             cost = 1e18  # a saturated estimate stays saturated (a constant below 1 would not)
-    elif stats.source != "defaults" and fwd_shape(plan):
-        kleene = [c for c in plan.components if c.kind is CompKind.KLEENE]
-        if len(kleene) == 1 and kleene[0].min == 0:  # one `*` closure: its own pair
-            cost = CHAIN_FWD_STAR_EVENT * t["events"] + CHAIN_FWD_STAR_MATCH * t["matches"]
-        elif len(kleene) == 1 or fwd_shared(plan):
-            cost = CHAIN_FWD_EVENT * t["events"] + CHAIN_FWD_MATCH * t["matches"]
-        else:  # two or more lists, no type shared: the NFA's runs do not explode as fast
-            cost = CHAIN_EVENT * t["events"] + CHAIN_MATCH * t["matches"]
+    elif stats.source != "defaults" and not stats.count_only \
+            and (group := fwd_group(plan)) is not None:
+        per_event, per_match = fwd_pair(group)
+        if fwd_late_not(plan):  # a NOT tested on each match the walk makes
+            per_match += CHAIN_FWD_NOT_MATCH
+        cost = per_event * t["events"] + per_match * t["matches"]
         if t["matches"] >= 1e18:
             cost = 1e18
     else:

@@ -385,6 +385,10 @@ class Runtime:
         """When a list: the global position of every released match's last event is appended
         to it, in the order of the matches returned (the keyed parallel runtime merges its
         workers by them: two partitions never share a last event)."""
+        self.block_keys = True
+        """With ``out_keys``: a lazily read block adds its matches' key once per match (False:
+        once per block, the key of all its matches -- a keyed stream worker, which cuts the
+        blocks into pieces itself, keeps no list as long as the call's output)."""
 
     def _init_state(self) -> None:
         """The matching state of a freshly started runtime (everything :meth:`snapshot` saves
@@ -1200,7 +1204,7 @@ class Runtime:
                     run = []
                 blocks.append(c)
                 if self.out_keys is not None:
-                    self.out_keys.extend(repeat(h[0][0], len(c)))
+                    self.out_keys.extend(repeat(h[0][0], len(c) if self.block_keys else 1))
                 continue
             if blocks:
                 parts.append(MatchBlocks(blocks))

@@ -29,12 +29,14 @@ Streaming (:class:`ParallelStream`, ``compile(q, workers=N).start()``): the call
 the coordinator. It decides lateness, buffers out-of-order events and numbers the events in the
 whole stream exactly as one :class:`Runtime` does, and forwards each released slice of events
 (sorted, with their positions) to persistent forked workers by key hash, telling them the
-stream's frontier. Each worker runs an ordinary Runtime (no lateness of its own) and reports,
-with its matches, the earliest position at which it may still release one
-(:meth:`Runtime.release_bound`); the coordinator merges the workers' matches and holds back
-those at or after the smallest bound, which one runtime would still hold. Every call returns
-what one runtime returns for it, in the same order; ``snapshot`` / ``restore`` save the
-coordinator's state and each worker's runtime snapshot.
+stream's frontier. Each worker runs an ordinary Runtime (no lateness of its own) and reports
+first the earliest position at which it may still release a match
+(:meth:`Runtime.release_bound`, known before its matches are written), then its matches a
+piece at a time as they are made; the coordinator merges the pieces as they come (a k-way
+merge by the last events' positions), writes those before the smallest bound and holds back
+the rest, which one runtime would still hold. Every call returns (or writes, ``push_to``)
+what one runtime returns for it, in the same order, with memory of a few pieces;
+``snapshot`` / ``restore`` save the coordinator's state and each worker's runtime snapshot.
 """
 
 from __future__ import annotations
@@ -51,7 +53,6 @@ import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import field
 from numbers import Integral
-from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -60,6 +61,13 @@ import pyarrow.compute as pc
 
 from ..errors import EngineError
 from ..events import EventBatch, Match
+from ..events.matchtable import (
+    MatchBlocks,
+    MatchColumns,
+    MatchTable,
+    concat_columns,
+    parts_in_chunks,
+)
 from ..events.model import ID, TS, TimeInfo
 from ..frozen import dataclass
 from .engine import (
@@ -727,8 +735,12 @@ class _Pipe:
             view = view[os.write(self.wfd, view):]
 
     def recv_bytes(self) -> bytes:
+        return bytes(self.recv_buffer())
+
+    def recv_buffer(self) -> bytearray:
+        """The next message, as read (no copy)."""
         (n,) = struct.unpack("<Q", self._read(8))
-        return bytes(self._read(n))
+        return self._read(n)
 
     def _read(self, n: int) -> bytearray:
         buf = bytearray(n)
@@ -1078,48 +1090,296 @@ def _match_row(m: Match) -> tuple[Any, ...]:
     return (m.query, m.bindings, m.start, m.end, m.values)
 
 
-def _stream_child(conn: Any, compiled: Any, options: dict[str, Any]) -> None:
+def _send_msg(conn: _Pipe, msg: Any) -> None:
+    """``msg`` pickled with its large buffers (numpy arrays, Arrow tables) out of band:
+    sent as they are, never copied into the pickle (:func:`_recv_msg` reads them)."""
+    _send_parts(conn, *_pickled(msg))
+
+
+def _pickled(msg: Any) -> tuple[bytes, list[pickle.PickleBuffer]]:
+    bufs: list[pickle.PickleBuffer] = []
+    return pickle.dumps(msg, protocol=5, buffer_callback=bufs.append), bufs
+
+
+def _send_parts(conn: _Pipe, head: bytes, bufs: list[pickle.PickleBuffer]) -> None:
+    conn.send_bytes(struct.pack("<I", len(bufs)) + head)
+    for b in bufs:
+        conn.send_bytes(b.raw())  # type: ignore[arg-type]  # a bytes-like view
+
+
+def _recv_msg(conn: _Pipe) -> Any:
+    """A message of :func:`_send_msg` (its buffers read in place, not copied again)."""
+    head = conn.recv_buffer()
+    (n,) = struct.unpack_from("<I", head)
+    bufs = [conn.recv_buffer() for _ in range(n)]
+    return pickle.loads(memoryview(head)[4:], buffers=bufs)  # noqa: S301 - our own process's
+
+
+def _stream_child(w: int, compiled: Any, conn: _Pipe, options: dict[str, Any]) -> None:
     """A stream worker: one Runtime (no lateness: the coordinator decides it), driven by
-    ``(op, ...)`` messages; each reply is ``("ok", matches, last positions, bound, counters,
-    extra)`` or ``("error", one line)``."""
+    ``(ops, chunk)`` messages. It runs a message's ops with their output unread (blocks and
+    columns: ``Runtime.columnar``), replies ``("head", bound, extra)`` -- its
+    :meth:`Runtime.release_bound` is known before any match is written --, then its matches
+    in output order as ``("piece", keys, columns, rows)`` of at most ``chunk`` each (keys
+    None for columns: their ``last_gpos``), made as they are sent (:func:`_sender`: at most
+    :data:`AHEAD` ahead of the coordinator), then ``("end", counters)``; ``("error", one
+    line)`` ends a reply at any point."""
     gc.freeze()  # the objects inherited from the parent are never scanned (nor copied)
     rt = Runtime(compiled, **{**options, "allowed_lateness_us": 0})
     rt.out_keys = []
+    rt.block_keys = False
+    rt.columnar = True
+    send = _sender(conn)
+    del w
     while True:
         try:
-            ops = pickle.loads(conn.recv_bytes())  # noqa: S301 - our own parent's bytes
-        except EOFError:
+            ops, chunk = _recv_msg(conn)
+        except (EOFError, OSError):  # the coordinator is gone
             os._exit(0)
         try:
-            out: list[Match] = []
+            outs: list[tuple[Any, list[int]]] = []  # each op's output, with its out_keys
             extra: Any = None
             for op in ops:
                 if op[0] == "stop":
                     conn.close()
                     os._exit(0)
+                # an op after a push processes no event (no lateness here: nothing is
+                # buffered), so the push's unread blocks stay as they were made
                 if op[0] == "push":
                     _o, table, frontier, tinfo = op
                     if table.num_rows:
-                        out += rt.push(EventBatch(table, tinfo))
-                    out += rt.advance(frontier)
+                        outs.append((rt.push(EventBatch(table, tinfo)), _taken_keys(rt)))
+                    outs.append((rt.advance(frontier), _taken_keys(rt)))
                 elif op[0] == "advance":
-                    out += rt.advance(op[1])
+                    outs.append((rt.advance(op[1]), _taken_keys(rt)))
                 elif op[0] == "close":
-                    out += rt.close()
+                    outs.append((rt.close(), _taken_keys(rt)))
                 elif op[0] == "snapshot":
                     extra = rt.snapshot()
                 elif op[0] == "restore":
                     rt.restore(op[1])
                     rt.out_keys = []
-            assert rt.out_keys is not None
-            keys, rt.out_keys = rt.out_keys, []
+            send(("head", rt.release_bound(), extra))
+            for out, keys in outs:
+                for keyed, piece in _keyed_pieces(out, keys, chunk):
+                    if isinstance(piece, MatchColumns):
+                        send(("piece", keyed, piece.compact(), None))
+                    else:
+                        send(("piece", keyed, None, [_match_row(m) for m in piece]))
             c = rt.counters
-            res: Any = ("ok", [_match_row(m) for m in out], keys, rt.release_bound(),
-                        [c.events_processed, c.candidate_events, c.matches, c.truncated_runs,
-                         c.truncated_matches, c.events_skipped, int(c.truncated_exact)], extra)
+            res: Any = ("end", [c.events_processed, c.candidate_events, c.matches,
+                                c.truncated_runs, c.truncated_matches, c.events_skipped,
+                                int(c.truncated_exact)])
         except BaseException as e:  # noqa: BLE001 - reported to the coordinator, one line
             res = ("error", f"{type(e).__name__}: {e}")
-        conn.send_bytes(pickle.dumps(res, protocol=pickle.HIGHEST_PROTOCOL))
+        send(res)
+
+
+AHEAD = 4
+"""Pieces a stream worker may make ahead of the one the coordinator reads."""
+
+
+def _sender(conn: _Pipe) -> Callable[[tuple[Any, ...]], None]:
+    """A stream worker's ``send``: each message pickled here (:func:`_send_msg`) and sent by
+    a thread, at most :data:`AHEAD` queued, so the worker makes its next pieces while the
+    coordinator reads another worker's (it merges them in order: a worker whose pieces
+    come later waits)."""
+    import queue
+    import threading
+
+    q: queue.Queue[tuple[bytes, list[pickle.PickleBuffer]]] = queue.Queue(AHEAD)
+
+    def run() -> None:
+        while True:
+            head, bufs = q.get()
+            try:
+                _send_parts(conn, head, bufs)
+            except OSError:  # the coordinator is gone
+                os._exit(0)
+
+    threading.Thread(target=run, daemon=True).start()
+    return lambda msg: q.put(_pickled(msg))
+
+
+def _taken_keys(rt: Runtime) -> list[int]:
+    """The runtime's ``out_keys`` of the op that just ran (emptied for the next)."""
+    keys = rt.out_keys
+    assert keys is not None
+    rt.out_keys = []
+    return keys
+
+
+def _keyed_pieces(out: Any, keys: list[int], chunk: int
+                  ) -> Iterator[tuple[Any, MatchColumns | list[Match]]]:
+    """An op's output (a list, or a :class:`MatchTable` of unread parts) in pieces of at most
+    ``chunk`` matches, each with its matches' keys (their last events' positions; None for a
+    column piece: its ``last_gpos``). ``keys``: the runtime's ``out_keys`` for the op
+    (``block_keys`` off: one per block of a block part, one per match of any other part)."""
+    at = 0
+    for part in (out.parts if isinstance(out, MatchTable) else [out]):
+        if isinstance(part, MatchBlocks):  # a list piece's keys are those of its blocks
+            nb = len(part.blocks)
+            bkeys = np.asarray(keys[at:at + nb], np.int64)
+            at += nb
+            sizes = np.fromiter(map(len, part.blocks), np.int64, nb)
+            ends = np.cumsum(sizes)
+            done = 0
+            for piece in parts_in_chunks(part, chunk):
+                lo, hi = done, done + len(piece)
+                done = hi
+                if isinstance(piece, MatchColumns):
+                    yield None, piece
+                    continue
+                i, j = (int(x) for x in np.searchsorted(ends, [lo, hi - 1], side="right"))
+                counts = (np.minimum(ends[i:j + 1], hi)
+                          - np.maximum(ends[i:j + 1] - sizes[i:j + 1], lo))
+                yield np.repeat(bkeys[i:j + 1], counts), piece
+            continue
+        pkeys = keys[at:at + len(part)]
+        at += len(part)
+        done = 0
+        for piece in parts_in_chunks(part, chunk):
+            yield (None if isinstance(piece, MatchColumns)
+                   else np.asarray(pkeys[done:done + len(piece)], np.int64)), piece
+            done += len(piece)
+
+
+Run = tuple[np.ndarray[Any, Any], "MatchColumns | list[Match]"]
+"""Matches in output order with their keys (last events' positions)."""
+
+
+class _Source:
+    """One sorted source of a call's output in the coordinator, a piece at a time: the
+    matches that waited from earlier calls (one piece), or a worker's pieces as they come."""
+
+    __slots__ = ("w", "keys", "data", "i")
+
+    def __init__(self, w: int) -> None:
+        self.w = w
+        """The worker (-1: the waiting matches)."""
+        self.keys: np.ndarray[Any, Any] = np.empty(0, np.int64)
+        self.data: MatchColumns | list[Match] = []
+        self.i = 0
+        """The first match of the piece not merged yet."""
+
+    def take(self, j: int) -> Run:
+        """The matches from the cursor to ``j`` (the cursor moves there)."""
+        i, self.i = self.i, j
+        if i == 0 and j == len(self.keys):
+            return self.keys, self.data
+        return self.keys[i:j], _cut(self.data, i, j)
+
+
+def _cut(d: MatchColumns | list[Match], i: int, j: int) -> MatchColumns | list[Match]:
+    return d.slice(i, j) if isinstance(d, MatchColumns) else d[i:j]
+
+
+def _as_list(d: MatchColumns | list[Match]) -> list[Match]:
+    return d.matches() if isinstance(d, MatchColumns) else d
+
+
+def _kind(d: MatchColumns | list[Match]) -> tuple[Any, ...] | None:
+    """Parts of one kind join into one: column parts of one layout, or lists."""
+    return d.layout() if isinstance(d, MatchColumns) else None
+
+
+def _joined(parts: list[MatchColumns | list[Match]]) -> MatchColumns | list[Match]:
+    """Parts one after the other as one: columns where they are all of one layout, else a
+    list of ``Match``."""
+    if len(parts) == 1:
+        return parts[0]
+    if len({_kind(d) for d in parts}) == 1 and isinstance(parts[0], MatchColumns):
+        return concat_columns(parts)  # type: ignore[arg-type]
+    return [m for d in parts for m in _as_list(d)]
+
+
+SLICE_MIN = 64
+"""A round of the merge whose runs from one source average this many matches or more is
+written as slices of the sources' pieces (chain blocks: one run per last event), a finer
+one as one part joined and reordered."""
+
+
+def _merge_runs(runs: list[Run]) -> list[Run]:
+    """Sorted runs, in the order of their sources, merged by key (stable: a tie goes to the
+    earlier source, as one sort of their concatenation does), as consecutive runs."""
+    if len(runs) == 1:
+        return runs
+    keys = np.concatenate([k for k, _d in runs])
+    if bool(np.all(keys[1:] >= keys[:-1])):
+        return runs
+    perm = np.argsort(keys, kind="stable")
+    firsts = np.cumsum([0] + [len(k) for k, _d in runs])  # each run's first in ``keys``
+    src = np.searchsorted(firsts, perm, side="right") - 1  # the run of each merged match
+    cuts = np.flatnonzero(src[1:] != src[:-1]) + 1
+    if len(cuts) * SLICE_MIN < len(perm):  # few switches: slices of the runs, in order
+        out = []
+        for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), len(perm)], strict=True):
+            j = int(src[a])
+            i = int(perm[a] - firsts[j])
+            k, d = runs[j]
+            out.append((k[i:i + b - a], _cut(d, i, i + b - a)))
+        return out
+    d = _joined([d for _k, d in runs])
+    if isinstance(d, MatchColumns):
+        return [(keys[perm], d.take(perm))]
+    return [(keys[perm], [d[i] for i in perm.tolist()])]
+
+
+class _Pieces:
+    """The coordinator's output of a call, written to the sink in pieces of at most
+    ``chunk``: a run of at least a quarter ``chunk`` as it is (cut to ``chunk``), smaller
+    ones gathered and joined (as :func:`_joined` joins) until they are, so that a fine
+    interleaving of the workers' matches does not make a piece per match; a run of another
+    kind first writes what is gathered."""
+
+    def __init__(self, sink: Sink, chunk: int) -> None:
+        self.sink, self.chunk = sink, chunk
+        self.parts: list[MatchColumns | list[Match]] = []
+        self.n = 0
+        self.written = 0
+        self.failed: Exception | None = None
+        """What the sink raised: nothing more is written (the call still merges to its end,
+        so that what waits is what one runtime keeps when its sink fails)."""
+
+    def add(self, d: MatchColumns | list[Match]) -> None:
+        if not len(d):
+            return
+        if self.parts and (_kind(self.parts[-1]) != _kind(d) or 4 * len(d) >= self.chunk):
+            self.flush()
+        if 4 * len(d) >= self.chunk:
+            self._write(d)
+            return
+        self.parts.append(d)
+        self.n += len(d)
+        if 4 * self.n >= self.chunk:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write what is gathered."""
+        if self.parts:
+            d = _joined(self.parts)
+            self.parts, self.n = [], 0
+            self._write(d)
+
+    def _write(self, d: MatchColumns | list[Match]) -> None:
+        n, c = len(d), self.chunk
+        for i in range(0, n, c):
+            if self.failed is not None:
+                return
+            try:
+                self.sink(d if n <= c else _cut(d, i, min(i + c, n)))
+            except Exception as e:  # noqa: BLE001 - raised once the call is merged
+                self.failed = e
+                return
+            self.written += min(c, n - i)
+
+
+class _WorkerError(Exception):
+    """A stream worker replied with an error (its one line)."""
+
+    def __init__(self, worker: int, line: str) -> None:
+        super().__init__(line)
+        self.worker, self.line = worker, line
 
 
 class ParallelStream:
@@ -1147,8 +1407,9 @@ class ParallelStream:
         self.options = dict(options)
         self.lateness = int(options.get("allowed_lateness_us", 0))
         self._one: Runtime | None = Runtime(compiled, **options) if reason is not None else None
-        self._procs: list[tuple[Any, Any]] = []
-        self.counters = Counters()
+        self._procs: list[tuple[_Forked, _Pipe]] = []
+        self.counters = self._one.counters if self._one is not None else Counters()
+        """One runtime's (``workers == 1``: the object itself), or the workers' added up."""
         self._wcounters: list[list[int]] = [[0] * 6 + [1] for _ in range(self.workers)]
         self.max_seen = _FAR_PAST
         self.frontier = _FAR_PAST
@@ -1166,48 +1427,29 @@ class ParallelStream:
         """Add events (in order, or out of order within the allowed lateness)."""
         if self._one is not None:
             return self._one.push(batch)
-        self._check_open()
-        if self.time is None:
-            self.time = batch.time
-        t = batch.table
-        if t.num_rows == 0:
-            return []
-        t, ts = set_late_aside(t, self.counters, self.late_events, self.max_seen,
-                               self.frontier, self.lateness)
-        if t.num_rows == 0:
-            return []
-        self.max_seen = max(self.max_seen, int(ts.max()))
-        if self.lateness <= 0 and not self.buffer and bool(np.all(ts[1:] >= ts[:-1])):
-            self.frontier = max(self.frontier, int(ts[-1]))
-            return self._call(self._route(t), [])
-        self.buffer.append(t)
-        return self._call(self._flush(self.max_seen - max(self.lateness, 0)), [])
+        return _listed(lambda sink: self._push(batch, sink, SINK_CHUNK))
 
     def advance(self, watermark_us: int) -> list[Match]:
         """Promise that no event with a timestamp below ``watermark_us`` will come."""
         if self._one is not None:
             return self._one.advance(watermark_us)
-        self._check_open()
-        shares = self._flush(int(watermark_us) - 1)
-        self.frontier = max(self.frontier, int(watermark_us))
-        return self._call(shares, [("advance", int(watermark_us))])
+        return _listed(lambda sink: self._advance(watermark_us, sink, SINK_CHUNK))
 
     def close(self) -> list[Match]:
         """End of stream: every buffered event and pending match; the workers then stop."""
         if self._one is not None:
             return self._one.close()
-        self._check_open()
-        out = self._call(self._flush(None), [("close",)])
-        self.closed = True
-        self.shutdown()
-        return out
+        return _listed(lambda sink: self._close(sink, SINK_CHUNK))
 
     # streaming output: the same calls, the matches written to a sink in bounded pieces
     def push_to(self, batch: EventBatch, sink: Sink, *, chunk: int = SINK_CHUNK) -> int:
         """:meth:`push`, with the call's matches written to ``sink`` in output order, in
-        pieces of at most ``chunk`` matches (lists of ``Match``; in one runtime, what
-        :meth:`Runtime.push_to` writes); returns how many. The pieces concatenated are what
-        :meth:`push` returns; the matches and counters are those of one runtime.
+        pieces of at most ``chunk`` matches (:class:`~kleene.events.matchtable.MatchColumns`
+        or lists of ``Match``, as :meth:`Runtime.push_to` writes); returns how many. The
+        pieces concatenated are what :meth:`push` returns; the matches and counters are
+        those of one runtime. The workers write their pieces as their own ``push_to`` does
+        and the coordinator merges them as they come (memory: a few pieces, whatever the
+        number of matches; docs/engine.md, "Keyed parallelism").
 
         Example:
             >>> import kleene
@@ -1222,19 +1464,50 @@ class ParallelStream:
         """
         if self._one is not None:
             return self._one.push_to(batch, sink, chunk=chunk)
-        return _write_pieces(lambda: self.push(batch), sink, chunk)
+        return self._push(batch, sink, _chunk(chunk))
 
     def advance_to(self, watermark_us: int, sink: Sink, *, chunk: int = SINK_CHUNK) -> int:
         """:meth:`advance`, with the matches written to ``sink`` (see :meth:`push_to`)."""
         if self._one is not None:
             return self._one.advance_to(watermark_us, sink, chunk=chunk)
-        return _write_pieces(lambda: self.advance(watermark_us), sink, chunk)
+        return self._advance(watermark_us, sink, _chunk(chunk))
 
     def close_to(self, sink: Sink, *, chunk: int = SINK_CHUNK) -> int:
         """:meth:`close`, with the matches written to ``sink`` (see :meth:`push_to`)."""
         if self._one is not None:
             return self._one.close_to(sink, chunk=chunk)
-        return _write_pieces(self.close, sink, chunk)
+        return self._close(sink, _chunk(chunk))
+
+    def _push(self, batch: EventBatch, sink: Sink, chunk: int) -> int:
+        self._check_open()
+        if self.time is None:
+            self.time = batch.time
+        t = batch.table
+        if t.num_rows == 0:
+            return 0
+        t, ts = set_late_aside(t, self.counters, self.late_events, self.max_seen,
+                               self.frontier, self.lateness)
+        if t.num_rows == 0:
+            return 0
+        self.max_seen = max(self.max_seen, int(ts.max()))
+        if self.lateness <= 0 and not self.buffer and bool(np.all(ts[1:] >= ts[:-1])):
+            self.frontier = max(self.frontier, int(ts[-1]))
+            return self._call(self._route(t), [], sink, chunk)
+        self.buffer.append(t)
+        return self._call(self._flush(self.max_seen - max(self.lateness, 0)), [], sink, chunk)
+
+    def _advance(self, watermark_us: int, sink: Sink, chunk: int) -> int:
+        self._check_open()
+        shares = self._flush(int(watermark_us) - 1)
+        self.frontier = max(self.frontier, int(watermark_us))
+        return self._call(shares, [("advance", int(watermark_us))], sink, chunk)
+
+    def _close(self, sink: Sink, chunk: int) -> int:
+        self._check_open()
+        n = self._call(self._flush(None), [("close",)], sink, chunk)
+        self.closed = True
+        self.shutdown()
+        return n
 
     @property
     def late(self) -> EventBatch | None:
@@ -1263,7 +1536,7 @@ class ParallelStream:
             "counters": [c.events_in, c.late_events], "wcounters": self._wcounters,
             "time": None if self.time is None else (self.time.kind, self.time.unit,
                                                     self.time.tz),
-            "workers": [b[5] for b in blobs],
+            "workers": [b[2] for b in blobs],
         }
         return pickle.dumps(data, protocol=5)
 
@@ -1300,11 +1573,13 @@ class ParallelStream:
         procs, self._procs = self._procs, []
         for p, conn in procs:
             try:
-                conn.send_bytes(pickle.dumps([("stop",)]))
+                _send_msg(conn, ([("stop",)], 1))
             except OSError:
                 pass
             conn.close()
             p.join(timeout=5)
+            p.kill()  # (if still there)
+            p.join()
 
     def __del__(self) -> None:
         try:
@@ -1343,32 +1618,109 @@ class ParallelStream:
         dest = key_workers(t, self.compiled.plan.partition_by, self.workers)
         return [t.filter(pa.array(dest == w)) for w in range(self.workers)]
 
-    def _call(self, shares: list[pa.Table] | None, ops: list[tuple[Any, ...]]) -> list[Match]:
-        """Send every worker its share (with the frontier) and ``ops``; the merged matches one
-        runtime would return."""
+    def _call(self, shares: list[pa.Table] | None, ops: list[tuple[Any, ...]], sink: Sink,
+              chunk: int) -> int:
+        """Send every worker its share (with the frontier) and ``ops``; write the merged
+        matches one runtime would return to ``sink`` (pieces of at most ``chunk``); how many.
+
+        Each worker replies with its release bound before its matches (it ran the ops with
+        the output unread), so the cut is known before anything is merged: one runtime
+        returns the matches before the smallest bound; those at or after it wait (for another
+        worker's held match). Then a k-way merge of the sources -- the waiting matches, then
+        each worker's pieces as they come, each source in output order -- by the last events'
+        positions, a tie to the earlier source (one stable sort of their concatenation, as
+        one runtime orders them): in each round every source gives what sorts before the
+        smallest last key of the sources' current pieces, and the source holding it its whole
+        piece, whose next piece is then read. A worker is read only when its next piece is
+        needed (the others wait on their pipes): memory of a piece per worker and one being
+        gathered, whatever the number of matches."""
         per = [([("push", shares[w], self.frontier, self.time)] if shares is not None else [])
                + ops for w in range(self.workers)]
         if not any(per):
-            return []
-        replies = self._send(per)
-        items = list(self.waiting)
-        bounds = []
-        for w, (_s, rows, keys, bound, cnt, _x) in enumerate(replies):
-            items += zip(keys, (Match(*r) for r in rows), strict=True)
-            if bound is not None:
-                bounds.append(bound)
-            self._wcounters[w] = cnt
+            return 0
+        heads = self._send(per, chunk, ends=False)
+        bounds = [h[1] for h in heads if h[1] is not None]
+        limit = min(bounds) if bounds else None
+        out = _Pieces(sink, chunk)
+        srcs: list[_Source] = []
+        if self.waiting:
+            src = _Source(-1)
+            src.keys = np.asarray([k for k, _m in self.waiting], np.int64)
+            src.data = [m for _k, m in self.waiting]
+            srcs.append(src)
+        waiting: list[tuple[int, Match]] = []
+        done: set[int] = set()
+        try:
+            srcs += [s for s in map(_Source, range(self.workers)) if self._load(s, done)]
+            while srcs:
+                h = min(range(len(srcs)), key=lambda j: (int(srcs[j].keys[-1]), j))
+                top = srcs[h].keys[-1]
+                runs = []
+                for j, s in enumerate(srcs):
+                    end = len(s.keys) if j == h else int(np.searchsorted(
+                        s.keys, top, side="right" if j < h else "left"))
+                    if end > s.i:
+                        runs.append(s.take(end))
+                for keys, d in _merge_runs(runs):
+                    cut = len(keys) if limit is None else int(np.searchsorted(keys, limit))
+                    if cut < len(keys):  # what one runtime would still hold
+                        waiting += zip(keys[cut:].tolist(),
+                                       _as_list(_cut(d, cut, len(keys))), strict=True)
+                        d = _cut(d, 0, cut)
+                    out.add(d)
+                srcs = [s for s in srcs if s.i < len(s.keys) or self._load(s, done)]
+            out.flush()
+        except BaseException as e:
+            if isinstance(e, _WorkerError):
+                done.add(e.worker)
+            self._drain(done)  # every worker's reply read: the next call starts in step
+            if isinstance(e, _WorkerError):
+                raise EngineError(f"keyed parallel stream: a worker failed: {e.line}") from None
+            raise
+        self.waiting = waiting
         self._sum_counters()
-        items.sort(key=itemgetter(0))  # stable: a worker's matches keep their order
-        if bounds:
-            limit = min(bounds)
-            k = 0
-            while k < len(items) and items[k][0] < limit:
-                k += 1
-            items, self.waiting = items[:k], items[k:]
-        else:
-            self.waiting = []
-        return [m for _k, m in items]
+        if out.failed is not None:
+            raise out.failed
+        return out.written
+
+    def _load(self, src: _Source, done: set[int]) -> bool:
+        """A worker's next piece into ``src``; False after its last (its counters kept)."""
+        if src.w < 0:
+            return False
+        msg = self._recv(src.w)
+        if msg[0] == "end":
+            self._wcounters[src.w] = msg[1]
+            done.add(src.w)
+            return False
+        _p, keys, cols, rows = msg
+        src.keys = np.asarray(cols.last_gpos, np.int64) if cols is not None else keys
+        src.data = cols if cols is not None else [Match(*r) for r in rows]
+        src.i = 0
+        return True
+
+    def _recv(self, w: int) -> tuple[Any, ...]:
+        """Worker ``w``'s next message; :class:`_WorkerError` for an error it reported."""
+        p, conn = self._procs[w]
+        try:
+            res: tuple[Any, ...] = _recv_msg(conn)
+        except (EOFError, OSError):
+            p.join(timeout=1)  # (its exit code)
+            raise EngineError(f"keyed parallel stream: worker process {p.pid} died "
+                              f"(exit code {p.exitcode})") from None
+        if res[0] == "error":
+            raise _WorkerError(w, res[1])
+        return res
+
+    def _drain(self, done: set[int]) -> None:
+        """Read the rest of every unfinished worker's reply (after an error)."""
+        for w, (_p, conn) in enumerate(self._procs):
+            while w not in done:
+                try:
+                    kind = _recv_msg(conn)[0]
+                except (EOFError, OSError):
+                    kind = "error"
+                if kind in ("end", "error"):
+                    done.add(w)
 
     def _sum_counters(self) -> None:
         c = self.counters
@@ -1377,46 +1729,46 @@ class ParallelStream:
          c.truncated_matches, c.events_skipped) = (sum(x) for x in cols[:6])
         c.truncated_exact = all(cols[6])
 
-    def _send(self, per: list[list[tuple[Any, ...]]]) -> list[Any]:
+    def _send(self, per: list[list[tuple[Any, ...]]], chunk: int = SINK_CHUNK, *,
+              ends: bool = True) -> list[tuple[Any, ...]]:
+        """Send each worker its ops; their heads (``ends``: the whole replies read, for ops
+        that make no match: snapshot, restore)."""
         if not self._procs:
             self._start()
         for (_p, conn), ops in zip(self._procs, per, strict=True):
-            conn.send_bytes(pickle.dumps(ops, protocol=pickle.HIGHEST_PROTOCOL))
-        replies = []
-        for p, conn in self._procs:
-            try:
-                res = pickle.loads(conn.recv_bytes())  # noqa: S301 - our own child's bytes
-            except EOFError:
-                raise EngineError(f"keyed parallel stream: worker process {p.pid} died "
-                                  f"(exit code {p.exitcode})") from None
-            if res[0] != "ok":
-                raise EngineError(f"keyed parallel stream: a worker failed: {res[1]}")
-            replies.append(res)
-        return replies
+            _send_msg(conn, (ops, chunk))
+        heads: list[tuple[Any, ...]] = []
+        done: set[int] = set()
+        try:
+            for w in range(self.workers):
+                heads.append(self._recv(w))
+                if ends:
+                    self._recv(w)  # ("end", counters): the same as before
+                    done.add(w)
+        except _WorkerError as e:
+            done.add(e.worker)
+            self._drain(done)
+            raise EngineError(f"keyed parallel stream: a worker failed: {e.line}") from None
+        return heads
 
     def _start(self) -> None:
-        import multiprocessing  # (only here: run_parts forks bare)
-
-        ctx = multiprocessing.get_context("fork")
-        for _w in range(self.workers):
-            mine, theirs = ctx.Pipe(duplex=True)
-            p = ctx.Process(target=_stream_child, args=(theirs, self.compiled, self.options),
-                            daemon=True)
-            p.start()
-            theirs.close()
-            self._procs.append((p, mine))
+        for w in range(self.workers):
+            self._procs.append(_fork(_stream_child, w, self.compiled, self.options,
+                                     others=self._procs))
 
 
-def _write_pieces(call: Callable[[], list[Match]], sink: Sink, chunk: int) -> int:
-    """The matches ``call`` returns, written to ``sink`` in pieces of at most ``chunk`` (a
-    bad ``chunk`` fails before the call, as :meth:`Runtime.push_to` does); how many."""
+def _chunk(chunk: Any) -> int:
+    """A sink's piece size, or a one-line error (before anything is pushed)."""
     if isinstance(chunk, bool) or not isinstance(chunk, Integral) or chunk < 1:
         raise EngineError(f"chunk must be a positive number of matches, not {chunk!r}")
-    out = call()
-    step = int(chunk)
-    for i in range(0, len(out), step):
-        sink(out[i:i + step])
-    return len(out)
+    return int(chunk)
+
+
+def _listed(call: Callable[[Sink], int]) -> list[Match]:
+    """The matches a sinking call writes, as one list."""
+    pieces: list[MatchColumns | list[Match]] = []
+    call(pieces.append)
+    return [m for p in pieces for m in _as_list(p)]
 
 
 def _ipc(t: pa.Table) -> bytes:
