@@ -5,10 +5,12 @@ that fixes its interval (and binds what it reads), and a failing test prunes the
 rest is tested on each complete match. Random queries (predicates on the negated event
 alone, against a variable before / after the gap, lists around the gap, shared types, two
 NOTs, a leading one beside): ``push_to``'s pieces and ``push`` are the
-oracle's matches in order over split pushes and snapshots, with caps (a walk that only
-counts the matches before the NOT, as the reverse join, then one that prunes) and without
-(one walk, pruned); caps as for ``push``; the pruning bounds the walk's work per written
-match (a counting UDF)."""
+oracle's matches in order over split pushes and snapshots, with caps and without (one
+walk, pruned: the caps count what it makes); caps as for ``push``; the pruning bounds the
+walk's work per written match (a counting UDF). Session 12: a NOT right after a single
+first state, bounded per first node by the first negating event after it; a leading NOT
+over the first and the last variable, decided per first node where nothing counts the
+matches before it (no caps, a block's walk)."""
 
 from __future__ import annotations
 
@@ -33,6 +35,49 @@ NOCAP: dict[str, Any] = {"max_matches_per_event": None, "max_matches_per_call": 
 """No cap: nothing reads the count before the NOT, the count walk prunes too."""
 
 
+def _items(types: list[str], kinds: list[str], names: list[str]) -> list[str]:
+    """The SEQ's items: kind ``1`` a single variable, ``+`` / ``*`` a list."""
+    return [f"{t}{k} {v}[]" if k != "1" else f"{t} {v}"
+            for t, k, v in zip(types, kinds, names, strict=True)]
+
+
+def _neg_pred(rng: random.Random, nv: str, menu: list[tuple[float, str | None]]
+              ) -> list[str]:
+    """One predicate of the negated variable ``nv``: the first form of ``menu`` (an upper
+    bound for a random draw, a form with ``{n}`` and ``{op}``, None where it does not apply)
+    whose bound the draw is under; none past the last."""
+    op = rng.choice((">", ">=", "<", "=", "!="))
+    r = rng.random()
+    for hi, form in menu:
+        if r < hi and form:
+            return [form.format(n=nv, op=op)]
+    return []
+
+
+def _elem_conds(rng: random.Random, names: list[str], kinds: list[str], lo: int, p: float,
+                against: list[str]) -> list[str]:
+    """Per-element conjuncts of the lists from state ``lo`` on, each with probability ``p``,
+    against a single variable of ``against``."""
+    if not against:
+        return []
+    return [f"{names[i]}[i].x {rng.choice(('>', '>=', '<'))} {rng.choice(against)}.x"
+            for i in range(lo, len(names)) if kinds[i] != "1" and rng.random() < p]
+
+
+def _pair(rng: random.Random, singles: list[str]) -> list[str]:
+    """Sometimes a conjunct between two single variables."""
+    if len(singles) >= 2 and rng.random() < 0.3:
+        a, b = rng.sample(singles, 2)
+        return [f"{a}.x {rng.choice(('>', '<=', '!='))} {b}.x"]
+    return []
+
+
+def _events_for(rng: random.Random, alphabet: str, kinds: list[str]
+                ) -> list[dict[str, object]]:
+    """The random events of a case: fewer as it has more lists."""
+    return _records(rng, alphabet, 8, (18, 14, 11)[min(sum(k != "1" for k in kinds), 2)])
+
+
 def _case(rng: random.Random) -> tuple[str, list[dict[str, object]]]:
     """A random query with a NOT between two states: 3-5 variables, lists (``+`` / ``*``)
     around the gap, the NOT's predicate on the negated event alone, against a single
@@ -51,27 +96,20 @@ def _case(rng: random.Random) -> tuple[str, list[dict[str, object]]]:
             kinds[i] = "*"
     if sum(k != "1" for k in kinds) > 2:
         kinds = ["1" if k != "1" and rng.random() < 0.5 else k for k in kinds]
-    items = [f"{t}{k} {v}[]" if k != "1" else f"{t} {v}"
-             for t, k, v in zip(types, kinds, names, strict=True)]
+    items = _items(types, kinds, names)
     gap = rng.randrange(1, n)  # the NOT goes before item ``gap``
     nt = rng.choice(alphabet)
     singles = [i for i in range(n) if kinds[i] == "1"]
     before = [names[i] for i in singles if i < gap]
     after = [names[i] for i in singles if i >= gap]
     lists = [names[i] for i in range(n) if kinds[i] != "1"]
-    conds: list[str] = []
-    op = rng.choice((">", ">=", "<", "=", "!="))
-    r = rng.random()
-    if r < 0.2:
-        conds.append(f"n.x = {rng.randint(0, 3)}")
-    elif r < 0.45 and before:
-        conds.append(f"n.x {op} {rng.choice(before)}.x")
-    elif r < 0.7 and after:
-        conds.append(f"n.x {op} {rng.choice(after)}.x")
-    elif r < 0.8 and before and after:
-        conds.append(f"n.x > {rng.choice(before)}.x AND n.x <= {rng.choice(after)}.x")
-    elif r < 0.85 and lists:
-        conds.append(f"n.x > max({rng.choice(lists)}.x)")  # over a list: on the match
+    conds = _neg_pred(rng, "n", [
+        (0.2, f"{{n}}.x = {rng.randint(0, 3)}"),
+        (0.45, before and f"{{n}}.x {{op}} {rng.choice(before)}.x"),
+        (0.7, after and f"{{n}}.x {{op}} {rng.choice(after)}.x"),
+        (0.8, before and after and f"{{n}}.x > {rng.choice(before)}.x AND "
+                                   f"{{n}}.x <= {rng.choice(after)}.x"),
+        (0.85, lists and f"{{n}}.x > max({rng.choice(lists)}.x)")])  # (a list: on the match)
     neg = f"NOT {nt} n"
     items.insert(gap, neg)
     r = rng.random()
@@ -83,13 +121,8 @@ def _case(rng: random.Random) -> tuple[str, list[dict[str, object]]]:
                          if singles else "m.x = 1")
     elif r < 0.27:
         items.insert(0, f"NOT {rng.choice(alphabet)} m")  # leading: the window's lead-in
-    for i in range(n):
-        if kinds[i] != "1" and singles and rng.random() < 0.5:
-            conds.append(f"{names[i]}[i].x {rng.choice(('>', '>=', '<'))} "
-                         f"{names[rng.choice(singles)]}.x")
-    if len(singles) >= 2 and rng.random() < 0.3:
-        a, b = rng.sample(singles, 2)
-        conds.append(f"{names[a]}.x {rng.choice(('>', '<=', '!='))} {names[b]}.x")
+    conds += _elem_conds(rng, names, kinds, 0, 0.5, [names[i] for i in singles])
+    conds += _pair(rng, [names[i] for i in singles])
     q = "PATTERN SEQ(" + ", ".join(items) + ")"
     if conds:
         q += " WHERE " + " AND ".join(conds)
@@ -102,8 +135,7 @@ def _case(rng: random.Random) -> tuple[str, list[dict[str, object]]]:
         q += f" WITHIN {rng.randint(4, 10)} EVENTS"
     if singles and rng.random() < 0.2:
         q += f" RETURN {names[singles[0]]}.x AS x0"
-    nl = sum(k != "1" for k in kinds)
-    return q, _records(rng, alphabet, 8, (18, 14, 11)[min(nl, 2)])
+    return q, _events_for(rng, alphabet, kinds)
 
 
 def _split(aq: Any, recs: list[dict[str, object]], cuts: list[int], stream: bool, chunk: int,
@@ -130,6 +162,33 @@ def _split(aq: Any, recs: list[dict[str, object]], cuts: list[int], stream: bool
         rt.close_to(sink, chunk=chunk)
         return sink.matches, max(map(len, sink.pieces), default=0)
     return got + rt.close(), 0
+
+
+def _check_caps_or_not(make: Any, rng: random.Random, n: int, look: Any) -> int:
+    """``n`` random cases of ``make(rng)``, each without caps (nothing counts the matches
+    before a NOT) and with the default caps: push_to's pieces over split pushes, a snapshot
+    and chunks of 1-30, and push's matches, are the oracle's in its order. ``look(fwd)``
+    sees each query's forward join first. Returns the matches."""
+    matches = 0
+    for _ in range(n):
+        q, recs = make(rng)
+        aq = analyze(q)
+        try:
+            want = oracle(aq, EventBatch.from_records(recs))
+        except OracleLimitError:
+            continue
+        look(start(aq, plan="chain").matcher.fwd)
+        cuts = sorted(rng.sample(range(1, len(recs)), rng.randint(0, 3)))
+        snap_at = rng.randrange(len(cuts) + 1) if rng.random() < 0.5 else None
+        chunk = rng.randint(1, 30)
+        for opts in (NOCAP, {}):
+            got, big = _split(aq, recs, cuts, True, chunk, snap_at, opts)
+            assert _key(got) == _key(want), f"{q} over {recs}, cuts {cuts}, {opts}"
+            assert big <= chunk
+            got, _ = _split(aq, recs, cuts, False, chunk, snap_at, opts)
+            assert _key(got) == _key(want), f"{q} (push), {opts}"
+        matches += len(want)
+    return matches
 
 
 class _Spy:
@@ -159,29 +218,16 @@ def test_a_pruning_not_equals_the_oracle_and_push_in_order(block_min: int,
     monkeypatch.setattr(chain, "BLOCK_MIN", block_min)
     spy = _Spy(monkeypatch)
     rng = random.Random(9127 + block_min)
-    walked = early = late = matches = 0
-    for _ in range(260):
-        q, recs = _case(rng)
-        aq = analyze(q)
-        try:
-            want = oracle(aq, EventBatch.from_records(recs))
-        except OracleLimitError:
-            continue
-        fwd = start(aq, plan="chain").matcher.fwd
+    walked = early = late = 0
+
+    def look(fwd: FwdJoin | None) -> None:
+        nonlocal walked, early, late
         if fwd is not None:
             walked += 1
             early += fwd.neg_at is not None
             late += fwd.neg_late is not None
-        cuts = sorted(rng.sample(range(1, len(recs)), rng.randint(0, 3)))
-        snap_at = rng.randrange(len(cuts) + 1) if rng.random() < 0.5 else None
-        chunk = rng.randint(1, 30)
-        for opts in (NOCAP, {}):
-            got, big = _split(aq, recs, cuts, True, chunk, snap_at, opts)
-            assert _key(got) == _key(want), f"{q} over {recs}, cuts {cuts}, {opts}"
-            assert big <= chunk
-            got, _ = _split(aq, recs, cuts, False, chunk, snap_at, opts)
-            assert _key(got) == _key(want), f"{q} (push), {opts}"
-        matches += len(want)
+
+    matches = _check_caps_or_not(_case, rng, 260, look)
     assert walked > 150 and early > 120 and late > 20 and matches > 1500, (
         walked, early, late, matches)
     assert spy.pruned > 200 and spy.calls > spy.pruned, (spy.calls, spy.pruned)
@@ -348,41 +394,26 @@ def _case_first(rng: random.Random) -> tuple[str, list[dict[str, object]]]:
                  for i, k in enumerate(kinds)]
     if all(k == "*" for k in kinds[head:]):  # (a NOT needs a positive event after it)
         kinds[-1] = "1"
-    items = [f"{t}{k} {v}[]" if k != "1" else f"{t} {v}"
-             for t, k, v in zip(types, kinds, names, strict=True)]
+    items = _items(types, kinds, names)
     items.insert(head, f"NOT {rng.choice(alphabet)} n")
-    singles = [i for i in range(n) if kinds[i] == "1"]
+    singles = [names[i] for i in range(n) if kinds[i] == "1"]
     first = names[head - 1]
     lastv = names[n - 1] if kinds[n - 1] == "1" else None
-    mids = [names[i] for i in singles if head <= i < n - 1]
+    mids = [v for v in singles if v not in (first, lastv)]
     lists = [names[i] for i in range(n) if kinds[i] != "1"]
-    conds: list[str] = []
-    op = rng.choice((">", ">=", "<", "=", "!="))
-    r = rng.random()
-    if r < 0.15:
-        conds.append(f"n.x = {rng.randint(0, 3)}")
-    elif r < 0.5:
-        conds.append(f"n.x {op} {first}.x")
-    elif r < 0.65 and lastv:
-        conds.append(f"n.x {op} {lastv}.x")
-    elif r < 0.75 and lastv:
-        conds.append(f"n.x > {first}.x AND n.x <= {lastv}.x")
-    elif r < 0.85 and mids:
-        conds.append(f"n.x {op} {rng.choice(mids)}.x")
-    elif r < 0.9 and lists:
-        conds.append(f"n.x > max({rng.choice(lists)}.x)")
-    for i in range(head, n):
-        if kinds[i] != "1" and rng.random() < 0.6:
-            other = rng.choice([first, first, *mids])
-            conds.append(f"{names[i]}[i].x {rng.choice(('>', '>=', '<'))} {other}.x")
-    if len(singles) >= 2 and rng.random() < 0.3:
-        a, b = rng.sample(singles, 2)
-        conds.append(f"{names[a]}.x {rng.choice(('>', '<=', '!='))} {names[b]}.x")
+    conds = _neg_pred(rng, "n", [
+        (0.15, f"{{n}}.x = {rng.randint(0, 3)}"),
+        (0.5, f"{{n}}.x {{op}} {first}.x"),
+        (0.65, lastv and f"{{n}}.x {{op}} {lastv}.x"),
+        (0.75, lastv and f"{{n}}.x > {first}.x AND {{n}}.x <= {lastv}.x"),
+        (0.85, mids and f"{{n}}.x {{op}} {rng.choice(mids)}.x"),
+        (0.9, lists and f"{{n}}.x > max({rng.choice(lists)}.x)")])
+    conds += _elem_conds(rng, names, kinds, head, 0.6, [first, first, *mids])
+    conds += _pair(rng, singles)
     q = _seq_query(rng, items, conds, (3, 9), (4, 10), 1.0 if star0 else 0.5, 0.75)
     if rng.random() < 0.2:
         q += f" RETURN {first}.x AS x0"
-    nl = len(lists)
-    return q, _records(rng, alphabet, 8, (18, 14, 11)[min(nl, 2)])
+    return q, _events_for(rng, alphabet, kinds)
 
 
 class _FirstSpy:
@@ -445,16 +476,31 @@ def _first_events() -> list[dict[str, object]]:
         u:  a  b  N  b b ... b (13)  c
         v:  a  N  b b ... b (16)  c
     """
-    recs: list[dict[str, object]] = []
-    for key, before, after in (("u", 1, 13), ("v", 0, 16)):
-        recs.append({"id": f"a{key}", "type": "A", "ts": 0, "x": 0, "k": key})
-        recs += [{"id": f"p{key}{i}", "type": "B", "ts": 1 + i, "x": 1, "k": key}
-                 for i in range(before)]
-        recs.append({"id": f"n{key}", "type": "N", "ts": 10, "x": 0, "k": key})
-        recs += [{"id": f"b{key}{i}", "type": "B", "ts": 11 + i, "x": 1, "k": key}
-                 for i in range(after)]
-        recs.append({"id": f"c{key}", "type": "C", "ts": 50, "x": 0, "k": key})
-    return recs
+    return (_timeline("u", [("a", "A", 1, 0), ("p", "B", 1, 1), ("n", "N", 1, 10),
+                            ("b", "B", 13, 11), ("c", "C", 1, 50)])
+            + _timeline("v", [("a", "A", 1, 0), ("n", "N", 1, 10), ("b", "B", 16, 11),
+                              ("c", "C", 1, 50)]))
+
+
+def _timeline(key: str, runs: list[tuple[str, str, int, int]]) -> list[dict[str, object]]:
+    """Events of partition ``key``: per run (id prefix, type, how many, first second), one a
+    second, ``x`` 1 for ``B``, else 0."""
+    return [{"id": f"{p}{key}{i}", "type": t, "ts": ts + i, "x": int(t == "B"), "k": key}
+            for p, t, count, ts in runs for i in range(count)]
+
+
+def _walked(rt: Any, events: EventBatch, stream: bool, steps: list[int]
+            ) -> tuple[list[Match], int]:
+    """The matches of ``events`` pushed at once (``push_to`` into a sink when ``stream``)
+    and the steps a counting UDF counted meanwhile (``steps[0]``, reset first)."""
+    steps[0] = 0
+    if stream:
+        sink = Collect()
+        rt.push_to(events, sink, chunk=1000)
+        rt.close_to(sink, chunk=1000)
+        return sink.matches, steps[0]
+    got = rt.push(events) + rt.close()
+    return got, steps[0]
 
 
 def test_a_not_after_the_first_state_bounds_the_walks_work_and_counts_as_the_nfa() -> None:
@@ -487,16 +533,8 @@ def test_a_not_after_the_first_state_bounds_the_walks_work_and_counts_as_the_nfa
         for stream in (True, False):
             rt = start(aq, plan="chain", **opts)
             assert rt.matcher.fwd is not None and rt.matcher.fwd.neg0
-            steps[0] = 0
-            if stream:
-                sink = Collect()
-                rt.push_to(events, sink, chunk=1000)
-                rt.close_to(sink, chunk=1000)
-                got = sink.matches
-            else:
-                got = rt.push(events) + rt.close()
+            got, work[name, stream] = _walked(rt, events, stream, steps)
             assert _key(got) == want, (name, stream)
-            work[name, stream] = steps[0]
     # push_to walks twice (the count, then the block's walk), push once
     assert work["nocap", True] <= 2 * (2 * 2 ** 13) + 100, work
     assert work["nocap", False] <= 2 * 2 ** 13 + 100, work
@@ -530,36 +568,26 @@ def _case_lead(rng: random.Random) -> tuple[str, list[dict[str, object]]]:
     if sum(k != "1" for k in kinds) > 2 or all(k == "*" for k in kinds):
         kinds = [k if k == "1" or rng.random() < 0.4 else "1" for k in kinds]
         kinds[rng.randrange(n)] = "1"
-    items = [f"{t}{k} {v}[]" if k != "1" else f"{t} {v}"
-             for t, k, v in zip(types, kinds, names, strict=True)]
+    items = _items(types, kinds, names)
     singles = [names[i] for i in range(n) if kinds[i] == "1"]
     ends = [names[i] for i in (0, n - 1) if kinds[i] == "1"]
     lists = [names[i] for i in range(n) if kinds[i] != "1"]
-    conds: list[str] = []
-    op = rng.choice((">", ">=", "<", "=", "!="))
-    r = rng.random()
-    if r < 0.2:
-        conds.append(f"m.x = {rng.randint(0, 3)}")
-    elif r < 0.7 and ends:
-        conds.append(f"m.x {op} {rng.choice(ends)}.x")
-    elif r < 0.85 and singles:
-        conds.append(f"m.x {op} {rng.choice(singles)}.x")
-    elif lists:
-        conds.append(f"m.x > max({rng.choice(lists)}.x)")
+    conds = _neg_pred(rng, "m", [
+        (0.2, f"{{n}}.x = {rng.randint(0, 3)}"),
+        (0.7, ends and f"{{n}}.x {{op}} {rng.choice(ends)}.x"),
+        (0.85, singles and f"{{n}}.x {{op}} {rng.choice(singles)}.x"),
+        (1.0, lists and f"{{n}}.x > max({rng.choice(lists)}.x)")])
     if rng.random() < 0.25 and n >= 3:  # a NOT between states beside it
         g = rng.randrange(1, n)
         items.insert(g, f"NOT {rng.choice(alphabet)} n")
         conds.append(f"n.x {rng.choice(('>', '='))} {rng.choice(singles or ['x'])}.x"
                      if singles else "n.x = 1")
     items.insert(0, f"NOT {rng.choice(alphabet)} m")
-    for i in range(n):
-        if kinds[i] != "1" and singles and rng.random() < 0.5:
-            conds.append(f"{names[i]}[i].x {rng.choice(('>', '>=', '<'))} "
-                         f"{rng.choice(singles)}.x")
+    conds += _elem_conds(rng, names, kinds, 0, 0.5, singles)
     q = _seq_query(rng, items, conds, (2, 8), (3, 9), 0.6)
     if "WITHIN" not in q:
         q += f" WITHIN {rng.randint(2, 8)} seconds"
-    return q, _records(rng, alphabet, 8, (18, 14, 11)[min(len(lists), 2)])
+    return q, _events_for(rng, alphabet, kinds)
 
 
 @pytest.mark.parametrize("block_min", [64, 1])
@@ -582,28 +610,15 @@ def test_a_leading_not_equals_the_oracle_without_caps(block_min: int,
         return ok
 
     monkeypatch.setattr(FwdJoin, "_lead_ok", staticmethod(spy))
-    lead = alone = matches = 0
-    for _ in range(220):
-        q, recs = _case_lead(rng)
-        aq = analyze(q)
-        try:
-            want = oracle(aq, EventBatch.from_records(recs))
-        except OracleLimitError:
-            continue
-        fwd = start(aq, plan="chain").matcher.fwd
+    lead = alone = 0
+
+    def look(fwd: FwdJoin | None) -> None:
+        nonlocal lead, alone
         if fwd is not None and fwd.leads():
             lead += 1
             alone += fwd.leads_all()
-        cuts = sorted(rng.sample(range(1, len(recs)), rng.randint(0, 3)))
-        snap_at = rng.randrange(len(cuts) + 1) if rng.random() < 0.5 else None
-        chunk = rng.randint(1, 30)
-        for opts in (NOCAP, {}):
-            got, big = _split(aq, recs, cuts, True, chunk, snap_at, opts)
-            assert _key(got) == _key(want), f"{q} over {recs}, cuts {cuts}, {opts}"
-            assert big <= chunk
-            got, _ = _split(aq, recs, cuts, False, chunk, snap_at, opts)
-            assert _key(got) == _key(want), f"{q} (push), {opts}"
-        matches += len(want)
+
+    matches = _check_caps_or_not(_case_lead, rng, 220, look)
     assert lead > 120 and alone > 120 and matches > 5000, (lead, alone, matches)
     assert skipped[0] > 600, skipped
 
@@ -627,15 +642,9 @@ def test_a_leading_not_is_decided_per_first_node_where_nothing_counts_before_it(
          "WITHIN 100 seconds")
     aq = analyze(q, udfs={"tick": tick})
     plain = analyze(q.replace("tick(b[i].x, a.x)", "b[i].x >= a.x"))
-    recs: list[dict[str, object]] = []
-    for key, neg, nb in (("u", True, 16), ("v", False, 13)):
-        if neg:
-            recs.append({"id": f"m{key}", "type": "N", "ts": 0, "x": 0, "k": key})
-        recs.append({"id": f"a{key}", "type": "A", "ts": 1, "x": 0, "k": key})
-        recs += [{"id": f"b{key}{i}", "type": "B", "ts": 2 + i, "x": 1, "k": key}
-                 for i in range(nb)]
-        recs.append({"id": f"c{key}", "type": "C", "ts": 40, "x": 0, "k": key})
-    events = EventBatch.from_records(recs)
+    events = EventBatch.from_records(
+        _timeline("u", [("m", "N", 1, 0), ("a", "A", 1, 1), ("b", "B", 16, 2), ("c", "C", 1, 40)])
+        + _timeline("v", [("a", "A", 1, 1), ("b", "B", 13, 2), ("c", "C", 1, 40)]))
     nfa = start(plain, plan="nfa", **NOCAP)
     want = _key(nfa.push(events) + nfa.close())  # (too many for the brute-force oracle)
     assert len(want) == 2 ** 13 - 1
@@ -644,16 +653,8 @@ def test_a_leading_not_is_decided_per_first_node_where_nothing_counts_before_it(
         for stream in (True, False):
             rt = start(aq, plan="chain", **opts)
             assert rt.matcher.fwd is not None and rt.matcher.fwd.leads_all()
-            steps[0] = 0
-            if stream:
-                sink = Collect()
-                rt.push_to(events, sink, chunk=1000)
-                rt.close_to(sink, chunk=1000)
-                got = sink.matches
-            else:
-                got = rt.push(events) + rt.close()
+            got, work[name, stream] = _walked(rt, events, stream, steps)
             assert _key(got) == want, (name, stream)
-            work[name, stream] = steps[0]
     # without caps: each partial list once (the count walk and the block's, push_to)
     assert work["nocap", False] < 2 ** 13 + 50, work
     assert work["nocap", True] < 2 * 2 ** 13 + 50, work

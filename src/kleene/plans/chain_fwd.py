@@ -49,11 +49,15 @@ state whose predicates read only the first and the last variable has its upper e
 match's second event, bound last (a list's first element): it is bounded per first node by
 the first negating event after it (:class:`_FirstNeg`, :meth:`FwdJoin._first_open`), which
 skips a first node left without a match and makes the step into the first node one
-comparison. The others (a leading NOT's window lead-in, predicates over a list) are the
-history test (``negation_ok``) on each complete match (:meth:`FwdJoin.kept`). The count for the caps is of the matches the pruned walk
-makes (after the NOTs it decides, before the others' test), as the NFA counts its runs'
-matches (``ChainMatcher._join_fwd``); a block holds a copy of the negation history for
-its second walk.
+comparison. A leading NOT over the first and the last variable has its whole lead-in
+bound before a first node's walk and skips the first nodes it rejects
+(:meth:`FwdJoin._lead_ok`) where nothing counts the matches before it (no caps; a block's
+second walk). The others (predicates over a list, a leading NOT under a cap) are the
+history test (``negation_ok``) on each complete match (:meth:`FwdJoin.kept`). The count
+for the caps is of the matches the pruned walk makes (after the NOTs it decides at a step
+or per first node, before the others' test), as the NFA counts its runs' matches
+(``ChainMatcher._join_fwd``); a block holds a copy of the negation history for its second
+walk.
 
 Shape (:meth:`FwdJoin.fits`): no trailing NOT, no PICK / EMIT RECENT / CONSUME / AFTER MATCH SKIP
 (RETURN allowed: its values are computed as each match is written), single variables and
@@ -294,7 +298,9 @@ class FwdJoin:
         NOTs) and whose predicates read single variables only (:func:`~kleene.runtime.nodes
         .decidable_early`). The rest (a NOT of a sub-pattern, a leading one's window
         lead-in, predicates over a list) are tested on the complete match
-        (:attr:`neg_late`)."""
+        (:attr:`neg_late`); of those, a leading one of one event over single variables is
+        also listed (:attr:`lead_ents`) to be decided per first node where nothing counts
+        the matches before it."""
         negs = plan.negations
         if not negs:
             return
