@@ -393,3 +393,69 @@ def test_a_bad_row_in_the_sample_is_reported_as_one_reader_does(
     _o, err1 = _run(csv, tmp_path / "x.jsonl", "--workers", "1", ok=False)
     _o, err2 = _run(csv, tmp_path / "y.jsonl", "--workers", "2", ok=False)
     assert err1 == err2 and ("row 100" in err1 or "line 101" in err1), err1
+
+
+def test_a_cap_over_the_whole_input_decides_as_in_one_process(
+        tmp_path: Path, parts: list[parallel.PartsRun]) -> None:
+    """``max_matches_per_call`` counts the matches of one call, and a run without --stream
+    is one call over the whole input: a cap that the whole input reaches but no worker's
+    share does fails the run as in one process (the calling process decides)."""
+    csv = _write(tmp_path / "stock.csv", _lines(N))
+    one, _err = _run(csv, tmp_path / "all.jsonl", "--workers", "1")
+    total = one.count(b"\n")
+    cap = str(total * 3 // 4)  # above each worker's half, below the whole
+    _o, err1 = _run(csv, tmp_path / "x.jsonl", "--workers", "1",
+                    "--max-matches-per-call", cap, ok=False)
+    _o, err2 = _run(csv, tmp_path / "y.jsonl", "--workers", "2",
+                    "--max-matches-per-call", cap, ok=False)
+    assert f"max_matches_per_call={cap}" in err1 and err2 == err1
+    assert parts[-1].run is None and "max_matches_per_call" in str(parts[-1].why)
+    assert not list(tmp_path.glob("y.jsonl*"))
+    # with the cap above the whole output both give it
+    one_c, two_c, err = _one_and_two(csv, tmp_path, "--max-matches-per-call", str(total + 1))
+    assert one_c == two_c == one and "2 workers" in err
+
+
+def test_a_part_is_matched_while_later_parts_are_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        parts: list[parallel.PartsRun]) -> None:
+    """No barrier after reading: worker 0 matches the first part's events as soon as that
+    part is read, while the second part is still being read. Here the second part's read
+    waits (up to 20 s) for the first push of worker 0; the run records whether it came."""
+    import os
+    import time
+
+    from kleene.cli import main
+
+    csv = _write(tmp_path / "stock.csv", _lines(N))
+    marker, seen = tmp_path / "pushed", tmp_path / "seen"
+    size = csv.stat().st_size
+    read_part, worker_runtime = main._read_part, parallel._worker_runtime
+
+    def slow_second(path: str, ro: object, head: bytes, part: tuple[int, int],
+                    *a: object) -> object:
+        if part[0] > size // 4:  # the second part: wait for worker 0's first push
+            end = time.monotonic() + 20
+            while not marker.exists() and time.monotonic() < end:
+                time.sleep(0.01)
+            seen.write_text("yes" if marker.exists() else "no")
+        return read_part(path, ro, head, part, *a)  # type: ignore[arg-type]
+
+    def marking(*a: object, **k: object) -> object:
+        rt = worker_runtime(*a, **k)  # type: ignore[arg-type]
+        push = rt.push
+
+        def push_marked(batch: object) -> object:
+            marker.write_text(str(os.getpid()))
+            return push(batch)  # type: ignore[arg-type]
+
+        rt.push = push_marked  # type: ignore[method-assign]
+        return rt
+
+    monkeypatch.setattr(main, "_read_part", slow_second)
+    monkeypatch.setattr(parallel, "_worker_runtime", marking)
+    one, _ = _run(csv, tmp_path / "one.jsonl", "--workers", "1")
+    assert not seen.exists()  # (one process: no part read)
+    two, _err = _run(csv, tmp_path / "two.jsonl", "--workers", "2")
+    assert seen.read_text() == "yes" and two == one
+    assert parts[-1].run is not None and parts[-1].run.workers == 2

@@ -130,6 +130,33 @@ def test_unpartitioned_query_runs_in_one_process_and_says_why(no_minimum: None) 
     assert _key(run.matches) == _key(run_batch(Runtime(compiled), events))
 
 
+def test_a_per_call_cap_decides_as_in_one_process(no_minimum: None) -> None:
+    """``max_matches_per_call`` counts one call's matches, and a bounded run is one call over
+    the whole input: a cap the whole output reaches but no worker's share does raises as one
+    process raises; with ``on_cap="truncate"`` the kept matches are one process's."""
+    from kleene.errors import CapacityError
+
+    events = _stock(3000, symbols=10)
+    compiled = kleene.compile(STOCK).compiled_plan
+    total = len(run_batch(Runtime(compiled), events))
+    cap = total * 3 // 4  # above each worker's share of the matches, below the whole
+    with pytest.raises(CapacityError):
+        run_batch(Runtime(compiled, max_matches_per_call=cap), events)
+    with pytest.raises(CapacityError):
+        parallel.run_parallel(compiled, events, 2, {"max_matches_per_call": cap})
+    opts = {"max_matches_per_call": cap, "on_cap": "truncate"}
+    rt = Runtime(compiled, **opts)  # type: ignore[arg-type]
+    with pytest.warns(RuntimeWarning, match="a cap was reached"):
+        kept = run_batch(rt, events)
+    with pytest.warns(RuntimeWarning, match="a cap was reached"):
+        run = parallel.run_parallel(compiled, events, 2, opts)
+    assert len(kept) == cap and _key(run.matches) == _key(kept)
+    assert run.workers == 1 and "max_matches_per_call" in str(run.reason)
+    assert run.counters.truncated_matches == rt.counters.truncated_matches > 0
+    run = parallel.run_parallel(compiled, events, 2, {"max_matches_per_call": total + 1})
+    assert run.workers == 2 and len(run.matches) == total
+
+
 def test_count_only_counts_across_workers(no_minimum: None) -> None:
     events = _stock(3000, symbols=10)
     compiled = kleene.compile(STOCK).compiled_plan

@@ -945,6 +945,8 @@ def run(query: tuple[str, ...], input_path: str, input_format: str | None,
         unread.count(b)
         progress.show(f"reading {input_path}: {_percent(stream)}{stream.report.events:,} events")
     if parted is not None and parted.run is None:  # read here after all (parted.why)
+        if parted.one_process:
+            workers = 1
         stream = iter_events(input_path, options, sort_chunks=False)
         for b in stream:
             batches.append(b)
@@ -1295,6 +1297,8 @@ class _Parts:
     types: frozenset[str] | None = None
     single: bool = False
     """The cost estimate says one process (``why``): nothing was run, read on here."""
+    one_process: bool = False
+    """The workers' run must be one process's (a cap: ``why``): read and run it here."""
 
     def matches(self) -> Any:
         """The matches as :func:`_automaton` returns them (lines or a count)."""
@@ -1379,7 +1383,7 @@ def _in_parts(compiled: Any, first: Any, stream: Any, input_path: str, read_opti
         done = run_parts(compiled.compiled_plan, len(ranges), read, options,
                          udfs=compiled.analyzed.udfs, texts=texts)
     if done.run is None:
-        return _Parts(None, done.why, forked + done.read_s, first)
+        return _Parts(None, done.why, forked + done.read_s, first, one_process=done.one_process)
     rows, events, blank, nulled = (sum(i[k] for i in done.infos) for k in range(4))
     types: set[str] = set()
     for i in done.infos:
@@ -1940,7 +1944,22 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = list(argv) if argv is not None else sys.argv[1:]
     if "--spark" not in args:
         _skip_pandas_probe()
-    cli.main(args=args, prog_name="kleene")
+    try:
+        cli.main(args=args, prog_name="kleene")
+    finally:
+        if argv is None:  # the process's own command (not a caller's main([...]))
+            _no_collection_at_exit()
+
+
+def _no_collection_at_exit() -> None:
+    """Spare the leaving process the interpreter's last full garbage collection: it scans
+    every object still alive (the imported modules', a run's events and matches) only to
+    free memory the exit frees anyway -- 0.04-0.06 s of every ``kleene`` command here
+    (docs/benchmarks.md, session 13). ``gc.freeze`` moves them out of the collector's view;
+    reference counting, ``atexit`` and the closing of files still run. Every output was
+    written and closed before this (the command has returned)."""
+    gc.disable()
+    gc.freeze()
 
 
 __all__ = ["EXIT_INPUT", "EXIT_OK", "EXIT_QUERY", "EXIT_RUNTIME", "cli", "load_query",

@@ -73,10 +73,12 @@ from ..frozen import dataclass
 from .engine import (
     _FAR_PAST,
     GPOS_COL,
+    MAX_MATCHES_PER_CALL,
     SINK_CHUNK,
     Counters,
     Runtime,
     Sink,
+    _concat,
     default_workers,
     key_codes,
     safe_loads,
@@ -315,13 +317,27 @@ def run_parallel(compiled: Any, events: EventBatch, workers: int,
         if options.get("count_only"):
             rt.count_placeholders = False  # exact counts may be huge: read the counter
         return ParallelRun(run_batch(rt, events), rt.counters, 1, reason)
+    counted = _counted(udfs)
+    before = [_udf_counts(f) for f in counted]
     was = gc.isenabled()
     gc.disable()  # many small tuples are unpickled and merged: no cyclic collection meanwhile
     try:
-        return _fork_and_merge(compiled, events, workers, dest, options, udfs, texts)
+        run = _fork_and_merge(compiled, events, workers, dest, options, udfs, texts)
     finally:
         if was:
             gc.enable()
+    why = one_call_reason(compiled, options, run.counters)
+    if why is None:
+        return run
+    from .engine import run_batch
+
+    for f, (calls, second) in zip(counted, before, strict=True):  # count the one run only
+        _add_udf_counts(f, calls - f.calls, second - _udf_counts(f)[1])
+    rt = Runtime(compiled, **options)
+    rt.columnar = columnar
+    if options.get("count_only"):
+        rt.count_placeholders = False
+    return ParallelRun(run_batch(rt, events), rt.counters, 1, why)
 
 
 def _fork_and_merge(compiled: Any, events: EventBatch, workers: int,
@@ -560,6 +576,11 @@ class KeyedFeed:
             self.procs = procs
             self.abandon()
         self.cpu["wait"] = time.perf_counter() - w0
+        why = one_call_reason(self.compiled, self.options, _sum_counters(r[2] for r in results))
+        if why is not None:
+            self.active = False
+            self.redo = why
+            return None
         workers, reason = self.workers, None
         if int(self.used.sum()) < 2:
             workers, reason = 1, "every partition key hashes to one worker"
@@ -636,6 +657,8 @@ class PartsRun:
     infos: list[Any]
     why: str | None = None
     read_s: float = 0.0
+    one_process: bool = False
+    """The run must be one process's (:func:`one_call_reason`), not another split."""
 
 
 def run_parts(compiled: Any, parts: int, read: Callable[[int], PartRead],
@@ -661,29 +684,42 @@ def run_parts(compiled: Any, parts: int, read: Callable[[int], PartRead],
     folder = _share_folder("kleene-parts-")
     procs: list[tuple[Any, Any]] = []
     w0 = time.perf_counter()
+    failed = True  # until every worker replied: the others are killed, not waited for
     try:
         for w in range(parts):
             procs.append(_fork(_part_child, w, parts, compiled, read, options, texts,
                                counted, folder, offset_ids, others=procs))
-        reads = [_reply(p, conn) for p, conn in procs]
-        infos = [r[6] if r[0] == "read" else None for r in reads]
-        why = next((str(r[1]) for r in reads if r[0] != "read"), None)
-        if why is None:
-            last = None
-            for r in reads:  # each part is in time order (checked there); and across parts?
-                if r[1] == 0:
-                    continue
+        # each part is released to every worker as soon as it and the parts before it are
+        # read (its offsets are then known): a worker matches the shares of the parts
+        # released while the others still read (no barrier after reading)
+        reads: list[Any] = []
+        infos: list[Any] = []
+        why = None
+        ids_before = events_before = 0
+        last = None
+        for p, conn in procs:
+            r = _reply(p, conn)
+            reads.append(r)
+            infos.append(r[6] if r[0] == "read" else None)
+            if r[0] != "read":
+                why = str(r[1])
+                break
+            if r[1]:  # each part is in time order (checked there); and after the last?
                 if last is not None and r[3] < last:
                     why = "the input is out of time order (the run sorts it)"
                     break
                 last = r[4]
+            release = pickle.dumps(("part", ids_before, events_before))
+            for _p, c in procs:
+                try:
+                    c.send_bytes(release)
+                except OSError:  # a worker that left: its reply says why
+                    pass
+            ids_before += r[2]
+            events_before += r[1]
         if why is not None:
+            infos += [None] * (parts - len(infos))
             return PartsRun(None, infos, why)
-        id_offsets = np.cumsum([0] + [r[2] for r in reads])[:-1].tolist()
-        ev_offsets = np.cumsum([0] + [r[1] for r in reads])[:-1].tolist()
-        go = pickle.dumps(("go", id_offsets, ev_offsets))
-        for _p, conn in procs:
-            conn.send_bytes(go)
         read_s = time.perf_counter() - w0
         cpu: dict[str, float] = {}
         results = []
@@ -698,16 +734,22 @@ def run_parts(compiled: Any, parts: int, read: Callable[[int], PartRead],
             cpu[f"worker {w + 1}"] = res[2]
             for k, v in res[3].items():
                 cpu[f"worker {w + 1} {k}"] = v
+        why = one_call_reason(compiled, options, _sum_counters(r[2] for r in results))
+        if why is not None:
+            return PartsRun(None, infos, why, read_s, one_process=True)
         used = set().union(*(r[5] for r in reads))
         workers, reason = parts, None
         if len(used) < 2:
             workers, reason = 1, "every partition key hashes to one worker"
+        failed = False
         run = _merged(results, counted, before, workers, reason, cpu, texts,
                       count_only=count_only)
         return PartsRun(run, infos, None, read_s)
     finally:
         for p, conn in procs:
             conn.close()  # a worker still waiting sees EOF and leaves
+            if failed:  # (one may be matching a released part: nothing it makes is kept)
+                p.kill()
             p.join(timeout=5)
             if p.is_alive():
                 p.kill()
@@ -849,8 +891,11 @@ def _part_child(w: int, parts: int, conn: Any, compiled: Any,
                 folder: str, offset_ids: bool) -> None:
     """Part worker ``w``: read part ``w``, split it by key hash into one IPC file per worker
     and reply ``("read", events, ids taken, first ts, last ts, workers used, info)`` (or
-    ``("redo", why)``); on ``("go", id offsets, event offsets)`` gather its share of every
-    part, renumbered in the whole input, match it and reply as :func:`_feed_child`."""
+    ``("redo", why)``); then, for each part in input order, on ``("part", ids before it,
+    events before it)`` (sent as soon as the parts up to it are read) take its share of the
+    part, renumbered in the whole input, and match it; at the end reply as
+    :func:`_feed_child`. A worker whose part is read early matches the parts before its own
+    while later parts are still read."""
     gc.freeze()
     gc.disable()  # as _work: no collection of the inherited pages, nor of the many matches
     # the workers share the cores: Arrow threads beyond a worker's share of them (the CSV
@@ -863,13 +908,16 @@ def _part_child(w: int, parts: int, conn: Any, compiled: Any,
         conn.send_bytes(pickle.dumps(res, protocol=pickle.HIGHEST_PROTOCOL))
         if res[0] != "read":
             raise SystemExit
-        try:
-            _go, id_offsets, ev_offsets = pickle.loads(conn.recv_bytes())  # noqa: S301
-        except (EOFError, OSError):  # the parent gave up (or died)
-            raise SystemExit from None
-        c0 = time.process_time()
-        shares = []
-        for v in range(parts):
+        rt = _worker_runtime(compiled, options)
+        rt.columnar = texts is not None  # formatted from the columns (plans/runs.py)
+        out: Any = []
+        gather = match = 0.0
+        for v in range(parts):  # each part as soon as it is released (see run_parts)
+            try:
+                _part, ids_before, events_before = pickle.loads(conn.recv_bytes())  # noqa: S301
+            except (EOFError, OSError):  # the parent gave up (or died)
+                raise SystemExit from None
+            c0 = time.process_time()
             if v == w:
                 assert own is not None
                 share = own
@@ -879,25 +927,22 @@ def _part_child(w: int, parts: int, conn: Any, compiled: Any,
                 path = os.path.join(folder, f"{v}-{w}.arrow")
                 share = _read_ipc(path)
                 os.unlink(path)
+            c1 = time.process_time()
+            gather += c1 - c0
             if share.num_rows == 0:
                 continue
             i = share.schema.get_field_index(GPOS_COL)
-            share = share.set_column(i, GPOS_COL, pc.add(share.column(i), ev_offsets[v]))
-            if offset_ids and id_offsets[v]:
+            share = share.set_column(i, GPOS_COL, pc.add(share.column(i), events_before))
+            if offset_ids and ids_before:
                 k = share.schema.get_field_index(ID)
-                share = share.set_column(k, ID, pc.add(share.column(k), id_offsets[v]))
-            shares.append(share)
-        rt = _worker_runtime(compiled, options)
-        rt.columnar = texts is not None  # formatted from the columns (plans/runs.py)
-        out: list[Match] = []
-        table = pa.concat_tables(shares, promote_options="permissive") if shares else None
+                share = share.set_column(k, ID, pc.add(share.column(k), ids_before))
+            out = _concat(out, rt.push(EventBatch(share, tinfo)))
+            match += time.process_time() - c1
         c1 = time.process_time()
-        phases["gather"] = c1 - c0
-        if table is not None:
-            out = rt.push(EventBatch(table, tinfo))
-        out += rt.close()
+        out = _concat(out, rt.close())
         c2 = time.process_time()
-        phases["match"] = c2 - c1
+        phases["gather"] = gather
+        phases["match"] = match + c2 - c1
         result: tuple[Any, Any, list[int]] = _worker_result(rt, out, udfs, texts)
         if texts is not None:  # the lines go by a shared file, not pickled through the pipe
             result = (result[0], _write_lines(folder, w, result[1]), result[2])
@@ -909,6 +954,25 @@ def _part_child(w: int, parts: int, conn: Any, compiled: Any,
     except BaseException as e:  # noqa: BLE001 - the usual run reports it
         res = ("redo", f"{type(e).__name__}: {e}")
     _reply_and_exit(conn, res)
+
+
+def one_call_reason(compiled: Any, options: Mapping[str, Any], counters: Counters
+                    ) -> str | None:
+    """Why keyed workers' matches may not be one process's, from their counters added up;
+    None when they are. A cap that counts per call (``max_matches_per_call``) or stops a
+    partition for the rest of the call (``on_cap="truncate"``) decides by the call, and a
+    bounded run in one process is one call over the whole input, where each worker's calls
+    see only its share: when the matches reach that cap, or a worker truncated, one process
+    must run it (and then raises or truncates as it does)."""
+    if counters.truncated_runs or counters.truncated_matches or counters.events_skipped:
+        return "a worker truncated at a cap (a cap counts per call: one process decides)"
+    cap = options.get("max_matches_per_call", MAX_MATCHES_PER_CALL)
+    if cap is None or counters.matches < cap:
+        return None
+    if Runtime(compiled, **options).max_matches_per_call is None:  # count mode: no cap
+        return None
+    return (f"the matches reach max_matches_per_call={cap} (a cap counts per call: one "
+            "process decides)")
 
 
 def _read_part(w: int, parts: int, compiled: Any, read: Callable[[int], PartRead],
