@@ -145,3 +145,35 @@ def test_the_command_line_starts_numpy_with_one_blas_thread_unless_told(
     assert any('"match": {"a": 0, "b": [1, 2], "c": 3}' in m for m in matches), matches
     assert before == "BEFORE []"
     assert threads == f"BLAS {blas}"
+
+
+EXIT = """
+import atexit, gc, sys
+from kleene.cli.main import main
+atexit.register(lambda: print("FROZEN", gc.get_freeze_count() > 0, gc.isenabled()))
+sys.argv = ["kleene", *sys.argv[1:]]
+if sys.argv[1] == "--as-caller":  # a caller's main([...]): its process is left as it was
+    try:
+        main(sys.argv[2:])
+    except SystemExit:
+        pass
+else:
+    main()
+"""
+
+
+@pytest.mark.parametrize("caller", [False, True])
+def test_the_command_skips_the_exits_last_collection(tmp_path: Path, caller: bool) -> None:
+    """The ``kleene`` command (``main()``) freezes the collector's view before the
+    interpreter's exit (its last full collection only scans what the exit frees anyway);
+    ``main([...])`` from a caller's process leaves the collector as it was."""
+    (tmp_path / "ev.csv").write_text("sym,ts,price\nx,2024-01-01T00:00:00,2\n"
+                                     "x,2024-01-01T00:00:01,3\n")
+    args = ["run", "PATTERN SEQ(Stock a, Stock b) WHERE b.price > a.price", "-i", "ev.csv",
+            "--time-col", "ts", "--event-type", "Stock", "-q", "-o", "out.jsonl"]
+    done = subprocess.run([sys.executable, "-c", EXIT, *(["--as-caller"] if caller else []),
+                           *args], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "out.jsonl").read_text().count("\n") == 1  # written and closed
+    assert done.stdout.splitlines()[-1] == ("FROZEN False True" if caller
+                                            else "FROZEN True False")
