@@ -13,8 +13,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from kleene.events.model import int64_array
+from kleene.events.model import bool_array, int64_array
 
+SRC = str(Path(__file__).resolve().parents[2] / "src")
 NOT_AT_START = ("multiprocessing", "concurrent.futures", "numpy.ma", "difflib",
                 "kleene.runtime.parallel", "kleene.runtime.nested", "kleene.runtime.groups",
                 "kleene.runtime.union")
@@ -69,6 +70,45 @@ def test_int64_array_is_pa_array(values: np.ndarray) -> None:
     assert got.equals(pa.array(values, type=pa.int64()))
     assert got.to_pylist() == [int(v) for v in values]
 
+
+
+@pytest.mark.parametrize("values", [
+    np.array([], dtype=bool),
+    np.array([True, False, True], dtype=bool),
+    np.arange(21) % 3 == 0,  # not a multiple of 8
+    (np.arange(40) % 2 == 0)[::3],  # not contiguous
+])
+def test_bool_array_is_pa_array(values: np.ndarray) -> None:
+    got = bool_array(values)
+    assert got.type == pa.bool_() and got.null_count == 0
+    assert got.equals(pa.array(values))
+    assert got.to_pylist() == [bool(v) for v in values]
+
+
+FORMAT = """
+import sys
+import numpy as np
+from kleene.cli.main import _skip_pandas_probe
+_skip_pandas_probe()  # as the command does (pandas imports numpy.ma)
+from kleene.events.model import TimeInfo
+from kleene.events.textcols import id_list_pieces, time_pieces
+us = np.array([0, 1_500_000, 3_000_000, 4_000_001], dtype=np.int64)  # whole and fractional
+texts = [time_pieces(us, TimeInfo(kind="datetime")),
+         time_pieces(us * 0 + 2_000_000, TimeInfo(kind="numeric", unit="s")),
+         id_list_pieces([(1, 2), (3,)])]
+print("TEXT", [str(p) for ps in texts for p in ps if not isinstance(p, str)][:1] != [])
+print("IMPORTED", "numpy.ma" in sys.modules)
+"""
+
+
+def test_formatting_times_and_lists_imports_no_numpy_ma(tmp_path: Path) -> None:
+    """The JSON Lines formatter's Arrow arrays come from numpy buffers (int64_array,
+    bool_array), not ``pa.array``, whose first call imports numpy.ma (12 ms, paid in every
+    keyed worker and in the calling process's merge)."""
+    done = subprocess.run([sys.executable, "-c", FORMAT], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": SRC})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-2:] == ["TEXT True", "IMPORTED False"]
 
 DATACLASSES = """
 import dataclasses, sys

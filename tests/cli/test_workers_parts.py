@@ -290,7 +290,7 @@ def test_parts_to_stdout_and_with_one_key_give_the_output_of_one_reader(
 def test_a_run_in_parts_imports_no_multiprocessing_shutil_or_tempfile(tmp_path: Path) -> None:
     """The part workers are forked bare (os.fork and pipes), their folder made and removed
     with os calls: a run in parts does not pay the imports of multiprocessing, shutil and
-    tempfile in the calling process (start-up time)."""
+    tempfile in the calling process (start-up time), nor numpy.ma in its merge."""
     import os
     import subprocess
     import sys
@@ -300,7 +300,7 @@ def test_a_run_in_parts_imports_no_multiprocessing_shutil_or_tempfile(tmp_path: 
     run = ("import sys\nfrom kleene.cli.main import main\ntry:\n    main(['run', *sys.argv[1:]])\n"
            "except SystemExit as e:\n    assert not e.code, e.code\n"
            "print('IMPORTED', sorted(m for m in sys.modules if m.startswith('multiprocessing')"
-           " or m in ('shutil', 'tempfile')))\n")
+           " or m in ('shutil', 'tempfile', 'numpy.ma')))\n")
     csv = _write(tmp_path / "stock.csv", _lines(N))
     env = {**os.environ, "PYTHONPATH": str(Path(kleene.__file__).parents[1])}
     done = subprocess.run([sys.executable, "-c", run, QUERY, "-i", str(csv), "--event-type",

@@ -35,6 +35,14 @@ def int64_array(values: Any) -> pa.Array:
     return pa.Array.from_buffers(pa.int64(), len(data), [None, pa.py_buffer(data)])
 
 
+def bool_array(values: Any) -> pa.Array:
+    """A numpy boolean array (a mask) as an Arrow boolean array, through the buffer (bits
+    packed): the same as ``pa.array(values)``, without its import of numpy.ma."""
+    data = np.ascontiguousarray(values, dtype=np.bool_)
+    bits = np.packbits(data, bitorder="little")
+    return pa.Array.from_buffers(pa.bool_(), len(data), [None, pa.py_buffer(bits)])
+
+
 ID = "__id"
 TS = "__ts"
 TYPE = "__type"

@@ -37,7 +37,7 @@ import pyarrow.compute as pc
 
 from .match import Match
 from .matchtable import MatchColumns
-from .model import TimeInfo, int64_array
+from .model import TimeInfo, bool_array, int64_array
 
 _MIN_US = -62_135_596_800_000_000
 """0001-01-01T00:00:00 in microseconds since the epoch (``datetime``'s first instant)."""
@@ -132,7 +132,7 @@ def id_list_pieces(values: Sequence[Any]) -> list[Piece]:
         return [json_texts(values, _json_id)]
     offsets = np.zeros(len(values) + 1, np.int64)
     np.cumsum(np.fromiter(map(len, values), np.int64, len(values)), out=offsets[1:])
-    return ["[", pc.binary_join(pa.LargeListArray.from_arrays(pa.array(offsets), inner), ", "),
+    return ["[", pc.binary_join(pa.LargeListArray.from_arrays(int64_array(offsets), inner), ", "),
             "]"]
 
 
@@ -159,13 +159,13 @@ def time_pieces(ts: Sequence[Any] | np.ndarray[Any, Any], time: TimeInfo, *, jso
         if whole.all():
             text = pc.utf8_slice_codeunits(text, 0, 19)
         elif whole.any():
-            text = pc.if_else(pa.array(whole), pc.utf8_slice_codeunits(text, 0, 19), text)
+            text = pc.if_else(bool_array(whole), pc.utf8_slice_codeunits(text, 0, 19), text)
         suffix = "+00:00" if time.tz is not None else ""
         return ['"', text, suffix + '"'] if json else [text, suffix]
     unit = time.unit_us
     q, r = np.divmod(a, unit)
     if not r.any():
-        return [pa.array(q).cast(pa.string())]
+        return [int64_array(q).cast(pa.string())]
     return [pa.array([str(int(t) // unit) if t % unit == 0 else repr(int(t) / unit)
                       for t in a.tolist()], pa.string())]
 

@@ -68,7 +68,7 @@ from ..events.matchtable import (
     concat_columns,
     parts_in_chunks,
 )
-from ..events.model import ID, TS, TimeInfo
+from ..events.model import ID, TS, TimeInfo, bool_array, int64_array
 from ..frozen import dataclass
 from .engine import (
     _FAR_PAST,
@@ -1003,7 +1003,7 @@ def _read_part(w: int, parts: int, compiled: Any, read: Callable[[int], PartRead
         if len(idx):
             used.append(v)
         # (a filter works chunk by chunk; a take would first join the chunks)
-        share = table.filter(pa.array(mask)).append_column(GPOS_COL, pa.array(idx, pa.int64()))
+        share = table.filter(bool_array(mask)).append_column(GPOS_COL, int64_array(idx))
         if v == w:
             own = share
             continue
@@ -1143,7 +1143,7 @@ def _merged_texts(parts: list[pa.Array], order: np.ndarray[Any, Any]) -> Iterato
         return
     every = pa.concat_arrays([p.cast(pa.large_string()) for p in parts])  # no 2 GiB limit
     for i in range(0, len(order), _MERGE_CHUNK):
-        yield every.take(pa.array(order[i:i + _MERGE_CHUNK]))
+        yield every.take(int64_array(order[i:i + _MERGE_CHUNK]))
 
 
 # ---------------------------------------------------------------------------------------------
