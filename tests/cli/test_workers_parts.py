@@ -459,3 +459,42 @@ def test_a_part_is_matched_while_later_parts_are_read(
     two, _err = _run(csv, tmp_path / "two.jsonl", "--workers", "2")
     assert seen.read_text() == "yes" and two == one
     assert parts[-1].run is not None and parts[-1].run.workers == 2
+
+
+def test_a_slower_worker_matches_fewer_key_buckets(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        parts: list[parallel.PartsRun]) -> None:
+    """The workers take key buckets from one queue: here worker 2's every push is slowed
+    (20 ms), so worker 1 matches most of the buckets, and the output is still one reader's."""
+    import time
+
+    csv = _write(tmp_path / "stock.csv", _lines(N))
+    match_buckets, worker_runtime = parallel._match_buckets, parallel._worker_runtime
+    me: list[int] = []
+
+    def which(w: int, *a: object, **k: object) -> object:
+        me.append(w)  # (in the forked worker's own copy)
+        return match_buckets(w, *a, **k)  # type: ignore[arg-type]
+
+    def slowed(*a: object, **k: object) -> object:
+        rt = worker_runtime(*a, **k)  # type: ignore[arg-type]
+        push = rt.push
+
+        def slow_push(batch: object) -> object:
+            if me == [1]:
+                time.sleep(0.02)
+            return push(batch)  # type: ignore[arg-type]
+
+        rt.push = slow_push  # type: ignore[method-assign]
+        return rt
+
+    monkeypatch.setattr(parallel, "_match_buckets", which)
+    monkeypatch.setattr(parallel, "_worker_runtime", slowed)
+    one, _ = _run(csv, tmp_path / "one.jsonl", "--workers", "1")
+    two, _err = _run(csv, tmp_path / "two.jsonl", "--workers", "2")
+    assert two == one
+    run = parts[-1].run
+    assert run is not None and run.workers == 2
+    fast, slow = run.cpu["worker 1 buckets"], run.cpu["worker 2 buckets"]
+    assert fast + slow >= 20  # (30 keys in 64 buckets)
+    assert slow >= 1 and fast > 3 * slow
