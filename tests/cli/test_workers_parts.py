@@ -6,6 +6,7 @@ one reader reports them, an input out of order is sorted (then this process read
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -430,7 +431,7 @@ def test_a_part_is_matched_while_later_parts_are_read(
     csv = _write(tmp_path / "stock.csv", _lines(N))
     marker, seen = tmp_path / "pushed", tmp_path / "seen"
     size = csv.stat().st_size
-    read_part, worker_runtime = main._read_part, parallel._worker_runtime
+    read_part = main._read_part
 
     def slow_second(path: str, ro: object, head: bytes, part: tuple[int, int],
                     *a: object) -> object:
@@ -441,19 +442,8 @@ def test_a_part_is_matched_while_later_parts_are_read(
             seen.write_text("yes" if marker.exists() else "no")
         return read_part(path, ro, head, part, *a)  # type: ignore[arg-type]
 
-    def marking(*a: object, **k: object) -> object:
-        rt = worker_runtime(*a, **k)  # type: ignore[arg-type]
-        push = rt.push
-
-        def push_marked(batch: object) -> object:
-            marker.write_text(str(os.getpid()))
-            return push(batch)  # type: ignore[arg-type]
-
-        rt.push = push_marked  # type: ignore[method-assign]
-        return rt
-
     monkeypatch.setattr(main, "_read_part", slow_second)
-    monkeypatch.setattr(parallel, "_worker_runtime", marking)
+    _before_each_push(monkeypatch, lambda: marker.write_text(str(os.getpid())))
     one, _ = _run(csv, tmp_path / "one.jsonl", "--workers", "1")
     assert not seen.exists()  # (one process: no part read)
     two, _err = _run(csv, tmp_path / "two.jsonl", "--workers", "2")
@@ -469,27 +459,15 @@ def test_a_slower_worker_matches_fewer_key_buckets(
     import time
 
     csv = _write(tmp_path / "stock.csv", _lines(N))
-    match_buckets, worker_runtime = parallel._match_buckets, parallel._worker_runtime
+    match_buckets = parallel._match_buckets
     me: list[int] = []
 
     def which(w: int, *a: object, **k: object) -> object:
         me.append(w)  # (in the forked worker's own copy)
         return match_buckets(w, *a, **k)  # type: ignore[arg-type]
 
-    def slowed(*a: object, **k: object) -> object:
-        rt = worker_runtime(*a, **k)  # type: ignore[arg-type]
-        push = rt.push
-
-        def slow_push(batch: object) -> object:
-            if me == [1]:
-                time.sleep(0.02)
-            return push(batch)  # type: ignore[arg-type]
-
-        rt.push = slow_push  # type: ignore[method-assign]
-        return rt
-
     monkeypatch.setattr(parallel, "_match_buckets", which)
-    monkeypatch.setattr(parallel, "_worker_runtime", slowed)
+    _before_each_push(monkeypatch, lambda: time.sleep(0.02) if me == [1] else None)
     one, _ = _run(csv, tmp_path / "one.jsonl", "--workers", "1")
     two, _err = _run(csv, tmp_path / "two.jsonl", "--workers", "2")
     assert two == one
@@ -498,3 +476,21 @@ def test_a_slower_worker_matches_fewer_key_buckets(
     fast, slow = run.cpu["worker 1 buckets"], run.cpu["worker 2 buckets"]
     assert fast + slow >= 20  # (30 keys in 64 buckets)
     assert slow >= 1 and fast > 3 * slow
+
+
+def _before_each_push(monkeypatch: pytest.MonkeyPatch, before: Callable[[], object]) -> None:
+    """Every worker runtime calls ``before()`` before each ``push`` (in the forked worker)."""
+    worker_runtime = parallel._worker_runtime
+
+    def wrapped(*a: object, **k: object) -> object:
+        rt = worker_runtime(*a, **k)  # type: ignore[arg-type]
+        push = rt.push
+
+        def push_after(batch: object) -> object:
+            before()
+            return push(batch)  # type: ignore[arg-type]
+
+        rt.push = push_after  # type: ignore[method-assign]
+        return rt
+
+    monkeypatch.setattr(parallel, "_worker_runtime", wrapped)

@@ -459,16 +459,8 @@ def _case_not(rng: random.Random) -> tuple[str, list[dict[str, object]]]:
     if len(singles) >= 2 and rng.random() < 0.4:
         a, b = rng.sample(singles, 2)
         conds.append(f"{a}.x {rng.choice(('>', '<=', '!='))} {b}.x")
-    q = "PATTERN SEQ(" + ", ".join(items) + ")"
-    if conds:
-        q += " WHERE " + " AND ".join(conds)
-    if rng.random() < 0.3:
-        q += " PARTITION BY k"
-    w = rng.random()
-    if w < 0.5 or gap == 0:
-        q += f" WITHIN {rng.randint(2, 8)} seconds"
-    elif w < 0.75:
-        q += f" WITHIN {rng.randint(3, 9)} EVENTS"
+    # (a leading NOT: always a time window, its lead-in)
+    q = _seq_query(rng, items, conds, (2, 8), (3, 9), 1.0 if gap == 0 else 0.5, 0.75)
     if rng.random() < 0.25:
         q += f" RETURN {singles[0]}.x AS x0"
     return q, _records(rng, alphabet, 8, 14 if kk >= 0 else 24)

@@ -123,16 +123,8 @@ def _case(rng: random.Random) -> tuple[str, list[dict[str, object]]]:
         items.insert(0, f"NOT {rng.choice(alphabet)} m")  # leading: the window's lead-in
     conds += _elem_conds(rng, names, kinds, 0, 0.5, [names[i] for i in singles])
     conds += _pair(rng, [names[i] for i in singles])
-    q = "PATTERN SEQ(" + ", ".join(items) + ")"
-    if conds:
-        q += " WHERE " + " AND ".join(conds)
-    if rng.random() < 0.3:
-        q += " PARTITION BY k"
-    w = rng.random()
-    if w < 0.5 or "SEQ(NOT" in q or kinds[0] == "*":  # (a NOT with nothing before it)
-        q += f" WITHIN {rng.randint(3, 9)} seconds"
-    elif w < 0.75:
-        q += f" WITHIN {rng.randint(4, 10)} EVENTS"
+    lead = items[0].startswith("NOT") or kinds[0] == "*"  # (a NOT with nothing before it)
+    q = _seq_query(rng, items, conds, (3, 9), (4, 10), 1.0 if lead else 0.5, 0.75)
     if singles and rng.random() < 0.2:
         q += f" RETURN {names[singles[0]]}.x AS x0"
     return q, _events_for(rng, alphabet, kinds)
