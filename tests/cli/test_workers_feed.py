@@ -106,3 +106,36 @@ def test_feed_abandoned_after_the_fork_stops_its_workers(tmp_path: Path) -> None
     feed.abandon()
     assert all(not p.is_alive() for p in procs) and feed.finish() is None
     assert read_events(csv, event_type="Stock")[1].out_of_order > 0
+
+
+def test_a_cap_the_whole_output_reaches_truncates_as_one_process(
+        tmp_path: Path, fed: list[parallel.ParallelRun | None],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--max-matches-per-call`` between each worker's share of the matches and the whole
+    output, with ``--on-cap truncate``: the fed workers' result is not one process's (a
+    bounded run is one call), so one process runs it -- once, not over workers again -- and
+    keeps the same matches."""
+    csv = _csv(tmp_path / "stock.csv", 2 * MIN_EVENTS_PER_WORKER + 3000)
+    gz = tmp_path / "stock.csv.gz"
+    gz.write_bytes(gzip.compress(csv.read_bytes()))
+    full = tmp_path / "full.jsonl"
+    r = CliRunner().invoke(cli, ["run", QUERY, "-i", str(gz), "--event-type", "Stock",
+                                 "--workers", "1", "-o", str(full)])
+    assert r.exit_code == 0, r.output
+    cap = str(full.read_bytes().count(b"\n") * 3 // 4)
+    forks = []
+    run_parallel = parallel.run_parallel
+    monkeypatch.setattr(parallel, "run_parallel",
+                        lambda *a, **k: forks.append(a[2]) or run_parallel(*a, **k))
+    outs, errs = {}, {}
+    for w in ("1", "2"):
+        out = tmp_path / f"cap{w}.jsonl"
+        r = CliRunner().invoke(cli, ["run", QUERY, "-i", str(gz), "--event-type", "Stock",
+                                     "--workers", w, "-o", str(out),
+                                     "--max-matches-per-call", cap, "--on-cap", "truncate"])
+        assert r.exit_code == 0, r.output
+        outs[w], errs[w] = out.read_bytes(), r.stderr
+    assert outs["1"] == outs["2"] and outs["1"].count(b"\n") == int(cap)
+    assert len(fed) == 1 and fed[0] is None  # the workers matched, their result not taken
+    assert forks == [1]  # then one process, once
+    assert "2 workers" not in errs["2"] and "dropped" in errs["2"]

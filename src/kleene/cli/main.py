@@ -1499,6 +1499,8 @@ def _automaton(compiled: Any, events: Any, options: dict[str, Any],
                 warnings.simplefilter("ignore", RuntimeWarning)
                 par = feed.finish() if feed is not None else None
                 if par is None:
+                    if feed is not None and feed.one_process:  # (a cap: one call decides)
+                        n = 1
                     par = run_parallel(compiled.compiled_plan, events, n, options,
                                        udfs=compiled.analyzed.udfs, texts=texts,
                                        columnar=True)

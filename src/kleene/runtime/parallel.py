@@ -489,6 +489,9 @@ class KeyedFeed:
         a pipe would make this process wait whenever a worker is busy."""
         self.redo: str | None = None
         """Why a worker asked for the batch path instead (a cap reached, an error), if one did."""
+        self.one_process = False
+        """The workers' result must be one process's (:func:`one_call_reason`): the batch
+        path then runs in one process, not over workers again."""
         self.sent = 0
 
     def push(self, batch: EventBatch) -> None:
@@ -579,7 +582,7 @@ class KeyedFeed:
         why = one_call_reason(self.compiled, self.options, _sum_counters(r[2] for r in results))
         if why is not None:
             self.active = False
-            self.redo = why
+            self.redo, self.one_process = why, True
             return None
         workers, reason = self.workers, None
         if int(self.used.sum()) < 2:
