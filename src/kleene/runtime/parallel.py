@@ -962,6 +962,7 @@ class _Bucket:
     rt: Runtime
     next: int = 0
     out: Any = field(default_factory=list)
+    events: int = 0
 
 
 def _match_buckets(w: int, parts: int, buckets: int, conn: Any, compiled: Any,
@@ -1012,6 +1013,7 @@ def _match_buckets(w: int, parts: int, buckets: int, conn: Any, compiled: Any,
     gather = match = fmt = 0.0
     lasts: list[Any] = []
     lines: list[Any] = []
+    matched: list[int] = []  # the events of each bucket this worker matched
     counters: list[int] | None = None
 
     def advance(bk: _Bucket) -> None:
@@ -1035,6 +1037,7 @@ def _match_buckets(w: int, parts: int, buckets: int, conn: Any, compiled: Any,
                 share = share.set_column(k, ID, pc.add(share.column(k), ids_before))
             c1 = time.process_time()
             gather += c1 - c0
+            bk.events += share.num_rows
             bk.out = _concat(bk.out, bk.rt.push(EventBatch(share, tinfo)))
             match += time.process_time() - c1
 
@@ -1048,6 +1051,7 @@ def _match_buckets(w: int, parts: int, buckets: int, conn: Any, compiled: Any,
         fmt += time.process_time() - c1
         lasts.append(np.asarray(got_lasts, dtype=np.int64))
         lines.extend(got)
+        matched.append(bk.events)
         if counters is None:
             counters = list(cnt)
         else:  # the runtime's counters add up; the UDFs' are the process's (the last)
@@ -1078,7 +1082,7 @@ def _match_buckets(w: int, parts: int, buckets: int, conn: Any, compiled: Any,
                 continue
         take_release()
     phases["gather"], phases["match"], phases["format"] = gather, match, fmt
-    phases["buckets"] = len(lasts)
+    phases["buckets"] = sum(1 for n in matched if n)  # (those with events)
     if counters is None:  # (this worker matched no bucket)
         rt = _worker_runtime(compiled, options)
         counters = _worker_result(rt, [], udfs, texts)[2]
