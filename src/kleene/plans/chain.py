@@ -1863,22 +1863,12 @@ def fwd_pair(group: str) -> tuple[float, float]:
 
 def fwd_late_not(plan: Plan) -> bool:
     """Does the walk test a NOT of ``plan`` on each complete match it makes (the history
-    test), rather than prune by it at the step that fixes its interval? The plan-level copy
-    of :meth:`.chain_fwd.FwdJoin._neg_setup`'s test: a NOT of a sub-pattern, one not bounded
-    by a state that cannot be empty on both sides in its SEQ (a leading one's window
-    lead-in), or one whose predicates read a list."""
-    from ..runtime.nodes import decidable_early
+    test), rather than prune by it at the step that fixes its interval
+    (:func:`.chain_fwd.late_negation`, as the matcher decides it)?"""
+    from .chain_fwd import late_negation
 
-    comps = plan.components
-    comp_of = {c.vars[0]: k for k, c in enumerate(comps)}
-    for g in plan.negations:
-        if (g.node is not None or not decidable_early(g.preds, plan.layout.list_vars)
-                or all(comps[i].nullable for i in range(g.seq_lo, g.gap))
-                or all(comps[i].nullable for i in range(g.gap, g.seq_hi))
-                or any(comps[comp_of[v]].kind is CompKind.KLEENE
-                       for pr in g.preds for v in pr.vars if v in comp_of)):
-            return True
-    return False
+    comp_of = {c.vars[0]: k for k, c in enumerate(plan.components)}
+    return any(late_negation(plan, g, comp_of) for g in plan.negations)
 
 
 def chain_cost(plan: Plan, stats: Stats) -> float:

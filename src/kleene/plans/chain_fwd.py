@@ -141,6 +141,22 @@ def plan_sources(plan: Plan) -> list[list[int]]:
         out.append(srcs)
     return out
 
+def late_negation(plan: Plan, g: Any, comp_of: dict[str, int]) -> bool:
+    """Is NOT ``g`` of ``plan`` tested on each complete match the walk makes (the history
+    test), rather than decided at the step that fixes its interval? A NOT of a sub-pattern,
+    one not bounded by a state that cannot be empty on both sides in its SEQ (a leading
+    one's window lead-in), or one whose predicates read a list (``comp_of``: each
+    component's first variable -> its index). The matcher (:meth:`FwdJoin._neg_setup`) and
+    the chooser (:func:`.chain.fwd_late_not`) both ask this."""
+    comps = plan.components
+    if (g.node is not None or not decidable_early(g.preds, plan.layout.list_vars)
+            or not any(not comps[i].nullable for i in range(g.seq_lo, g.gap))
+            or not any(not comps[i].nullable for i in range(g.gap, g.seq_hi))):
+        return True
+    return any(comps[comp_of[v]].kind is CompKind.KLEENE  # (decidable_early: no list read)
+               for pr in g.preds for v in pr.vars if v in comp_of)
+
+
 class FwdJoin:
     """The forward join of one matcher's plan: its shape and where each conjunct is checked."""
 
@@ -320,15 +336,10 @@ class FwdJoin:
                 rd = frozenset(comp_of[v] for p in g.preds for v in p.vars if v in comp_of)
                 leads.append((gi, m.slot[g.var], tuple(g.preds), rd, g.win_amount,
                               g.win_count))
-            if (g.node is not None or not decidable_early(g.preds, lists)
-                    or not any(not comps[i].nullable for i in range(g.seq_lo, g.gap))
-                    or not any(not comps[i].nullable for i in range(g.gap, g.seq_hi))):
+            if late_negation(plan, g, comp_of):
                 lates.add(gi)
                 continue
             rd = frozenset(comp_of[v] for p in g.preds for v in p.vars if v in comp_of)
-            if any(self.kleene[k] for k in rd):  # (decidable_early: no list is read)
-                lates.add(gi)
-                continue
             ents.append((gi, g.gap, m.slot[g.var], tuple(g.preds), rd))
         self.neg_ents = tuple(ents)
         self.lead_ents = tuple(leads)
